@@ -1,0 +1,355 @@
+//! The element interface.
+//!
+//! An element class ([`ElementClass`]) turns a configuration string into an
+//! [`ElementSpec`]: the configured element, shared by every worker, which owns the
+//! element's handlers and any state that must be seen router-wide (counters are summed
+//! over workers, route tables are shared). Each worker then gets its own [`Element`]
+//! instance from [`ElementSpec::instantiate`] and pushes batches through it without
+//! locks.
+
+use crate::args::Args;
+use crate::error::{ConfigError, Landmark};
+use packet::{Packet, PacketBatch, Timestamp};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What an element class allows for its ports, in Click's `port_count` syntax:
+/// `"1/1"`, `"1/1-2"`, `"1/-"`, `"-/-"`, `"0/1"`, `"1-/="` (outputs equal inputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortCount {
+    pub min_in: usize,
+    pub max_in: usize,
+    pub min_out: usize,
+    pub max_out: usize,
+    pub outputs_equal_inputs: bool,
+}
+
+impl PortCount {
+    /// Parses Click's `port_count` syntax. Panics on a malformed literal: port counts
+    /// are constants written by element authors, checked by the registry's tests.
+    pub const fn parse(s: &'static str) -> PortCount {
+        let b = s.as_bytes();
+        let mut i = 0;
+        let (min_in, max_in, ni) = parse_range(b, i);
+        i = ni;
+        assert!(i < b.len() && b[i] == b'/', "port count needs IN/OUT");
+        i += 1;
+        if i < b.len() && b[i] == b'=' {
+            return PortCount {
+                min_in,
+                max_in,
+                min_out: min_in,
+                max_out: max_in,
+                outputs_equal_inputs: true,
+            };
+        }
+        let (min_out, max_out, ni) = parse_range(b, i);
+        assert!(ni == b.len(), "trailing characters in port count");
+        PortCount {
+            min_in,
+            max_in,
+            min_out,
+            max_out,
+            outputs_equal_inputs: false,
+        }
+    }
+
+    pub fn describe_inputs(&self) -> String {
+        describe(self.min_in, self.max_in)
+    }
+
+    pub fn describe_outputs(&self) -> String {
+        if self.outputs_equal_inputs {
+            return "as many as inputs".to_string();
+        }
+        describe(self.min_out, self.max_out)
+    }
+}
+
+fn describe(min: usize, max: usize) -> String {
+    if min == max {
+        format!("{}", min)
+    } else if max == usize::MAX {
+        format!("{} or more", min)
+    } else {
+        format!("{} to {}", min, max)
+    }
+}
+
+const fn parse_num(b: &[u8], mut i: usize) -> (Option<usize>, usize) {
+    let start = i;
+    let mut n = 0usize;
+    while i < b.len() && b[i].is_ascii_digit() {
+        n = n * 10 + (b[i] - b'0') as usize;
+        i += 1;
+    }
+    if i == start {
+        (None, i)
+    } else {
+        (Some(n), i)
+    }
+}
+
+const fn parse_range(b: &[u8], i: usize) -> (usize, usize, usize) {
+    if i < b.len() && b[i] == b'-' {
+        return (0, usize::MAX, i + 1);
+    }
+    let (lo, i) = parse_num(b, i);
+    let lo = match lo {
+        Some(v) => v,
+        None => panic!("port count needs a number"),
+    };
+    if i < b.len() && b[i] == b'-' {
+        let (hi, j) = parse_num(b, i + 1);
+        match hi {
+            Some(h) => (lo, h, j),
+            None => (lo, usize::MAX, j),
+        }
+    } else {
+        (lo, lo, i)
+    }
+}
+
+/// What an element class sees while it is configured.
+pub struct BuildContext<'a> {
+    /// The element's name (`Class@N` for anonymous elements).
+    pub name: &'a str,
+    pub class: &'a str,
+    pub landmark: &'a Landmark,
+    /// Ports actually used by the configuration's connections.
+    pub ninputs: usize,
+    pub noutputs: usize,
+    /// Directory of the configuration file, for relative file names.
+    pub base_dir: &'a Path,
+    /// Number of workers the router will run.
+    pub workers: usize,
+}
+
+impl BuildContext<'_> {
+    /// Resolves a file name given in a configuration relative to the configuration's
+    /// directory, as Click users expect of `FromDump(trace.pcap)`; `-` is kept as is.
+    pub fn resolve_path(&self, name: &str) -> std::path::PathBuf {
+        let p = Path::new(name);
+        if name == "-" || p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+
+    /// An error about this element's configuration, placed at its declaration, worded
+    /// as Click words configuration errors.
+    pub fn error(&self, msg: impl std::fmt::Display) -> ConfigError {
+        ConfigError::at(self.landmark, format!("{} :: {}: {}", self.name, self.class, msg))
+    }
+}
+
+/// A class of elements, as registered under its Click name.
+pub trait ElementClass: Send + Sync {
+    /// The class name, as in Click (`Counter`, `IPClassifier`).
+    fn name(&self) -> &'static str;
+    /// Ports this class accepts, in Click's syntax.
+    fn port_count(&self) -> PortCount;
+    /// Configures one element. Errors name the element (use [`BuildContext::error`]).
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError>;
+}
+
+/// One worker's identity, given to [`ElementSpec::instantiate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkerInfo {
+    pub index: usize,
+    pub count: usize,
+}
+
+/// A configured element, shared by all workers.
+pub trait ElementSpec: Send + Sync {
+    /// The per-worker instance. Elements tied to one resource (a file read) return a
+    /// working instance on worker 0 only and an idle one elsewhere.
+    fn instantiate(&self, worker: WorkerInfo) -> Box<dyn Element>;
+
+    /// Names of this element's own handlers (the router adds Click's standard
+    /// `name`, `class`, `config`, `ports`, `handlers`).
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        Vec::new()
+    }
+
+    /// Reads handler `name`. `None` if there is no such readable handler.
+    fn read_handler(&self, _name: &str) -> Option<String> {
+        None
+    }
+
+    /// Writes handler `name`. `None` if there is no such writable handler; `Some(Err)`
+    /// with Click's error text when the value is refused.
+    fn write_handler(&self, _name: &str, _value: &str) -> Option<Result<(), String>> {
+        None
+    }
+
+    /// Called once when the router stops, after every worker has finished: flush files.
+    fn cleanup(&self) {}
+}
+
+/// A handler an element offers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandlerInfo {
+    pub name: &'static str,
+    pub read: bool,
+    pub write: bool,
+}
+
+impl HandlerInfo {
+    pub const fn read(name: &'static str) -> HandlerInfo {
+        HandlerInfo {
+            name,
+            read: true,
+            write: false,
+        }
+    }
+    pub const fn write(name: &'static str) -> HandlerInfo {
+        HandlerInfo {
+            name,
+            read: false,
+            write: true,
+        }
+    }
+    pub const fn read_write(name: &'static str) -> HandlerInfo {
+        HandlerInfo {
+            name,
+            read: true,
+            write: true,
+        }
+    }
+}
+
+/// What a source's [`Element::run`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskStatus {
+    /// Produced packets; call again soon.
+    Busy,
+    /// Nothing to do now (waiting for time or input); call again later.
+    Idle,
+    /// Finished for good.
+    Done,
+}
+
+/// A per-worker element instance.
+pub trait Element: Send {
+    /// Processes a batch that arrived on input `port`. Every packet must be either
+    /// pushed to an output with `out` or dropped; the batch is empty on return.
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>);
+
+    /// For sources: produce packets (a batch at most). Non-sources never get called.
+    fn run(&mut self, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) -> TaskStatus {
+        TaskStatus::Done
+    }
+
+    /// True for elements the worker must poll with [`Element::run`].
+    fn is_source(&self) -> bool {
+        false
+    }
+}
+
+/// The output ports of an element during one call: one batch per port.
+pub struct Outputs<'a> {
+    ports: &'a mut [PacketBatch],
+}
+
+impl<'a> Outputs<'a> {
+    pub fn new(ports: &'a mut [PacketBatch]) -> Outputs<'a> {
+        Outputs { ports }
+    }
+
+    /// Number of output ports.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ports.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+
+    /// Emits `p` on `port`. A packet sent to a port that does not exist is dropped
+    /// (Click's `checked_output_push`).
+    #[inline]
+    pub fn push(&mut self, port: usize, p: Packet) {
+        if let Some(b) = self.ports.get_mut(port) {
+            b.push(p);
+        }
+    }
+
+    /// Emits every packet of `batch` on `port`, in order (cheap: swaps storage when the
+    /// port's batch is empty).
+    #[inline]
+    pub fn push_batch(&mut self, port: usize, batch: &mut PacketBatch) {
+        match self.ports.get_mut(port) {
+            Some(b) => b.append(batch),
+            None => batch.clear(),
+        }
+    }
+}
+
+/// Router-wide stop request, set by a source with `STOP true` or by a signal.
+#[derive(Debug, Default)]
+pub struct StopFlag(AtomicBool);
+
+impl StopFlag {
+    pub fn new() -> StopFlag {
+        StopFlag(AtomicBool::new(false))
+    }
+    pub fn request(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+    pub fn is_requested(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// What an element can reach while it runs on a worker.
+pub struct Context<'a> {
+    pub worker: WorkerInfo,
+    stop: &'a StopFlag,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(worker: WorkerInfo, stop: &'a StopFlag) -> Context<'a> {
+        Context { worker, stop }
+    }
+
+    /// Asks the router to stop (Click's `please_stop_driver`).
+    pub fn request_stop(&self) {
+        self.stop.request();
+    }
+
+    pub fn stop_requested(&self) -> bool {
+        self.stop.is_requested()
+    }
+
+    /// Wall-clock time now.
+    pub fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_count_syntax() {
+        let p = PortCount::parse("1/1-2");
+        assert_eq!((p.min_in, p.max_in, p.min_out, p.max_out), (1, 1, 1, 2));
+        let p = PortCount::parse("-/-");
+        assert_eq!(
+            (p.min_in, p.max_in, p.min_out, p.max_out),
+            (0, usize::MAX, 0, usize::MAX)
+        );
+        let p = PortCount::parse("1-/=");
+        assert!(p.outputs_equal_inputs);
+        assert_eq!((p.min_in, p.max_in), (1, usize::MAX));
+        let p = PortCount::parse("0/1");
+        assert_eq!((p.min_in, p.max_in, p.min_out, p.max_out), (0, 0, 1, 1));
+        assert_eq!(PortCount::parse("1/2-").describe_outputs(), "2 or more");
+    }
+}

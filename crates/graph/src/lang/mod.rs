@@ -1,0 +1,49 @@
+//! The Click configuration language: lexer, parser, `elementclass` expansion.
+//!
+//! [`parse`] turns a configuration into a [`FlatConfig`]: every compound element
+//! expanded (inner elements named `compound/inner` as Click names them), every
+//! connection between primitive elements resolved to element indices.
+
+use crate::error::Landmark;
+
+/// One primitive element of a flattened configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElementDecl {
+    /// Full name (`c/inner` inside compounds; `Class@N` for anonymous elements).
+    pub name: String,
+    /// Class name as written (a primitive class: compounds are expanded).
+    pub class: String,
+    /// Configuration string, with `$variables` already substituted; not yet split into
+    /// arguments (see [`crate::args`]).
+    pub config: String,
+    /// Where the element was declared (the start of its name or, for anonymous
+    /// elements, of its class name).
+    pub landmark: Landmark,
+    /// Where the class name was written (for "unknown element class" errors).
+    pub class_landmark: Landmark,
+}
+
+/// A connection `from [from_port] -> [to_port] to` between primitive elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Connection {
+    pub from: usize,
+    pub from_port: usize,
+    pub to: usize,
+    pub to_port: usize,
+    pub landmark: Landmark,
+}
+
+/// A parsed, flattened configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlatConfig {
+    pub elements: Vec<ElementDecl>,
+    pub connections: Vec<Connection>,
+    /// Arguments of `require(...)` statements, as written.
+    pub requirements: Vec<String>,
+}
+
+impl FlatConfig {
+    pub fn element_index(&self, name: &str) -> Option<usize> {
+        self.elements.iter().position(|e| e.name == name)
+    }
+}

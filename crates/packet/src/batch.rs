@@ -1,0 +1,153 @@
+//! Batches of packets: the unit elements process.
+
+use crate::Packet;
+
+/// Default batch size (RouteBricks' k_p).
+pub const DEFAULT_BATCH: usize = 32;
+/// Largest batch a port or source hands over at once.
+pub const MAX_BATCH: usize = 256;
+
+/// A batch of packets. Its storage is allocated once, with room for [`MAX_BATCH`]
+/// packets, and reused: the graph keeps batches per output port and swaps them.
+#[derive(Debug)]
+pub struct PacketBatch {
+    pkts: Vec<Packet>,
+}
+
+impl Default for PacketBatch {
+    fn default() -> Self {
+        PacketBatch::new()
+    }
+}
+
+impl PacketBatch {
+    pub fn new() -> PacketBatch {
+        PacketBatch {
+            pkts: Vec::with_capacity(MAX_BATCH),
+        }
+    }
+
+    /// An empty batch that has not allocated (for placeholders).
+    pub const fn empty() -> PacketBatch {
+        PacketBatch { pkts: Vec::new() }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.pkts.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+
+    #[inline]
+    pub fn push(&mut self, p: Packet) {
+        self.pkts.push(p);
+    }
+
+    #[inline]
+    pub fn pop(&mut self) -> Option<Packet> {
+        self.pkts.pop()
+    }
+
+    /// Removes all packets, in order.
+    #[inline]
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Packet> {
+        self.pkts.drain(..)
+    }
+
+    #[inline]
+    pub fn iter(&self) -> std::slice::Iter<'_, Packet> {
+        self.pkts.iter()
+    }
+
+    #[inline]
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Packet> {
+        self.pkts.iter_mut()
+    }
+
+    #[inline]
+    pub fn as_slice(&self) -> &[Packet] {
+        &self.pkts
+    }
+
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [Packet] {
+        &mut self.pkts
+    }
+
+    /// Keeps the packets for which `f` returns true, in order; the others are dropped
+    /// (their frames recycled).
+    #[inline]
+    pub fn retain_mut(&mut self, f: impl FnMut(&mut Packet) -> bool) {
+        self.pkts.retain_mut(f);
+    }
+
+    /// Moves all packets of `other` to the end of this batch.
+    #[inline]
+    pub fn append(&mut self, other: &mut PacketBatch) {
+        if self.pkts.is_empty() && other.pkts.capacity() >= self.pkts.capacity() {
+            std::mem::swap(&mut self.pkts, &mut other.pkts);
+        } else {
+            self.pkts.append(&mut other.pkts);
+        }
+    }
+
+    /// Drops every packet.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.pkts.clear();
+    }
+
+    pub fn truncate(&mut self, n: usize) {
+        self.pkts.truncate(n);
+    }
+}
+
+impl Extend<Packet> for PacketBatch {
+    fn extend<T: IntoIterator<Item = Packet>>(&mut self, iter: T) {
+        self.pkts.extend(iter)
+    }
+}
+
+impl FromIterator<Packet> for PacketBatch {
+    fn from_iter<T: IntoIterator<Item = Packet>>(iter: T) -> Self {
+        let mut b = PacketBatch::new();
+        b.extend(iter);
+        b
+    }
+}
+
+impl<'a> IntoIterator for &'a PacketBatch {
+    type Item = &'a Packet;
+    type IntoIter = std::slice::Iter<'a, Packet>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.pkts.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_keeps_order() {
+        let mut a: PacketBatch = (0..3u8).map(|i| Packet::from_slice(&[i])).collect();
+        let mut b: PacketBatch = (3..5u8).map(|i| Packet::from_slice(&[i])).collect();
+        a.append(&mut b);
+        assert!(b.is_empty());
+        let v: Vec<u8> = a.iter().map(|p| p.data()[0]).collect();
+        assert_eq!(v, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn append_into_empty_swaps() {
+        let mut a = PacketBatch::new();
+        let mut b: PacketBatch = (0..2u8).map(|i| Packet::from_slice(&[i])).collect();
+        a.append(&mut b);
+        assert_eq!(a.len(), 2);
+        assert!(b.is_empty());
+    }
+}

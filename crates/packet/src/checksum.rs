@@ -1,0 +1,111 @@
+//! Internet checksums (RFC 1071) and incremental updates (RFC 1624).
+
+/// Adds `data` to a running one's-complement sum (not folded).
+#[inline]
+pub fn sum(data: &[u8], mut acc: u32) -> u32 {
+    let mut chunks = data.chunks_exact(2);
+    for c in &mut chunks {
+        acc = acc.wrapping_add(u16::from_be_bytes([c[0], c[1]]) as u32);
+        // Fold early so the accumulator never overflows on long inputs.
+        if acc & 0x8000_0000 != 0 {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+    }
+    if let [b] = chunks.remainder() {
+        acc = acc.wrapping_add((*b as u32) << 8);
+    }
+    acc
+}
+
+/// Folds a 32-bit sum to 16 bits.
+#[inline]
+pub fn fold(mut acc: u32) -> u16 {
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// The Internet checksum of `data` (the value to store in a header, big-endian).
+#[inline]
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(sum(data, 0))
+}
+
+/// Incrementally updates checksum `hc` when a 16-bit field changes from `old` to `new`
+/// (RFC 1624, equation 3: HC' = ~(~HC + ~m + m')).
+#[inline]
+pub fn update16(hc: u16, old: u16, new: u16) -> u16 {
+    let s = (!hc as u32) + (!old as u32) + new as u32;
+    !fold(s)
+}
+
+/// Incrementally updates checksum `hc` when a 32-bit field changes.
+#[inline]
+pub fn update32(hc: u16, old: u32, new: u32) -> u16 {
+    let hc = update16(hc, (old >> 16) as u16, (new >> 16) as u16);
+    update16(hc, old as u16, new as u16)
+}
+
+/// Sum of the IPv4 pseudo-header for TCP/UDP checksums.
+pub fn pseudo_header_v4(src: [u8; 4], dst: [u8; 4], proto: u8, len: u16) -> u32 {
+    let mut acc = sum(&src, 0);
+    acc = sum(&dst, acc);
+    acc + proto as u32 + len as u32
+}
+
+/// Sum of the IPv6 pseudo-header for upper-layer checksums.
+pub fn pseudo_header_v6(src: &[u8; 16], dst: &[u8; 16], next: u8, len: u32) -> u32 {
+    let mut acc = sum(src, 0);
+    acc = sum(dst, acc);
+    acc = acc.wrapping_add(len >> 16).wrapping_add(len & 0xffff);
+    acc + next as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 section 3: the bytes 00 01 f2 03 f4 f5 f6 f7 sum to 0xddf2.
+        let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold(sum(&d, 0)), 0xddf2);
+        assert_eq!(checksum(&d), !0xddf2);
+    }
+
+    #[test]
+    fn ipv4_header_checksum() {
+        // A well-known header: 4500 0073 0000 4000 4011 b861 c0a8 0001 c0a8 00c7.
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01,
+            0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(checksum(&h), 0xb861);
+        h[10] = 0xb8;
+        h[11] = 0x61;
+        assert_eq!(checksum(&h), 0);
+    }
+
+    #[test]
+    fn odd_length() {
+        assert_eq!(fold(sum(&[0x12, 0x34, 0x56], 0)), 0x1234 + 0x5600);
+    }
+
+    #[test]
+    fn incremental_matches_full_recompute_on_ttl_decrement() {
+        let mut h = [
+            0x45u8, 0x00, 0x00, 0x54, 0x1c, 0x46, 0x40, 0x00, 0x40, 0x01, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x01,
+            0x0a, 0x00, 0x00, 0x02,
+        ];
+        let c = checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        let old = u16::from_be_bytes([h[8], h[9]]);
+        h[8] -= 1;
+        let new = u16::from_be_bytes([h[8], h[9]]);
+        let inc = update16(c, old, new);
+        h[10] = 0;
+        h[11] = 0;
+        assert_eq!(inc, checksum(&h));
+    }
+}

@@ -1,0 +1,410 @@
+//! The packet handle: a frame from the per-core pool plus Click's header pointers and
+//! annotations.
+
+use crate::anno::Anno;
+use crate::pool;
+use std::mem::ManuallyDrop;
+
+/// Bytes reserved in front of the data of a fresh packet, for encapsulation.
+pub const DEFAULT_HEADROOM: usize = 128;
+/// Data room of a standard frame: a full Ethernet frame with VLAN tags fits.
+pub const FRAME_DATA: usize = 2048;
+/// Size of a standard frame buffer.
+pub const FRAME_SIZE: usize = DEFAULT_HEADROOM + FRAME_DATA;
+
+const NO_HEADER: i32 = -1;
+
+/// The storage behind a [`Packet`]. Frames are recycled through [`crate::pool`].
+pub struct Frame {
+    pub(crate) buf: Box<[u8]>,
+    head: u32,
+    len: u32,
+    mac: i32,
+    net: i32,
+    trans: i32,
+    pub(crate) anno: Anno,
+}
+
+impl Frame {
+    pub(crate) fn new_standard() -> Box<Frame> {
+        Frame::with_capacity(FRAME_SIZE)
+    }
+
+    pub(crate) fn with_capacity(cap: usize) -> Box<Frame> {
+        Box::new(Frame {
+            buf: vec![0u8; cap].into_boxed_slice(),
+            head: 0,
+            len: 0,
+            mac: NO_HEADER,
+            net: NO_HEADER,
+            trans: NO_HEADER,
+            anno: Anno::default(),
+        })
+    }
+
+    pub(crate) fn reset(&mut self, headroom: usize, len: usize) {
+        self.head = headroom as u32;
+        self.len = len as u32;
+        self.mac = NO_HEADER;
+        self.net = NO_HEADER;
+        self.trans = NO_HEADER;
+        self.anno = Anno::default();
+    }
+
+    pub(crate) fn is_standard(&self) -> bool {
+        self.buf.len() == FRAME_SIZE
+    }
+}
+
+/// A packet: owns one frame. Dropping it recycles the frame into the current thread's
+/// pool, so the data path never frees memory.
+pub struct Packet {
+    frame: ManuallyDrop<Box<Frame>>,
+}
+
+impl Drop for Packet {
+    fn drop(&mut self) {
+        // SAFETY: `frame` is never used again after this point; ManuallyDrop::take is
+        // called exactly once, here.
+        let f = unsafe { ManuallyDrop::take(&mut self.frame) };
+        pool::recycle(f);
+    }
+}
+
+impl Packet {
+    pub(crate) fn from_frame(frame: Box<Frame>) -> Packet {
+        Packet {
+            frame: ManuallyDrop::new(frame),
+        }
+    }
+
+    /// A packet of `len` bytes with [`DEFAULT_HEADROOM`] in front. The contents are
+    /// whatever the recycled frame held: callers write every byte they use.
+    #[inline]
+    pub fn alloc(len: usize) -> Packet {
+        Packet::alloc_with_headroom(DEFAULT_HEADROOM, len)
+    }
+
+    /// A packet of `len` bytes with `headroom` bytes in front.
+    #[inline]
+    pub fn alloc_with_headroom(headroom: usize, len: usize) -> Packet {
+        let mut f = pool::take(headroom + len);
+        f.reset(headroom, len);
+        Packet::from_frame(f)
+    }
+
+    /// A packet holding a copy of `data`.
+    pub fn from_slice(data: &[u8]) -> Packet {
+        let mut p = Packet::alloc(data.len());
+        p.data_mut().copy_from_slice(data);
+        p
+    }
+
+    /// A zero-filled packet of `len` bytes.
+    pub fn zeroed(len: usize) -> Packet {
+        let mut p = Packet::alloc(len);
+        p.data_mut().fill(0);
+        p
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.frame.len as usize
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.frame.len == 0
+    }
+
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        let h = self.frame.head as usize;
+        &self.frame.buf[h..h + self.frame.len as usize]
+    }
+
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let h = self.frame.head as usize;
+        let l = self.frame.len as usize;
+        &mut self.frame.buf[h..h + l]
+    }
+
+    /// Whole buffer, headroom and tailroom included.
+    pub fn buffer(&self) -> &[u8] {
+        &self.frame.buf
+    }
+
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        self.frame.head as usize
+    }
+
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        self.frame.buf.len() - self.frame.head as usize - self.frame.len as usize
+    }
+
+    #[inline]
+    pub fn anno(&self) -> &Anno {
+        &self.frame.anno
+    }
+
+    #[inline]
+    pub fn anno_mut(&mut self) -> &mut Anno {
+        &mut self.frame.anno
+    }
+
+    /// Prepends `n` bytes (Click's `push`); their contents are unspecified. Moves the data
+    /// into a larger buffer when the headroom is too small (rare: not on the fast path).
+    pub fn push(&mut self, n: usize) {
+        if n > self.headroom() {
+            self.regrow(n + DEFAULT_HEADROOM, 0);
+        }
+        self.frame.head -= n as u32;
+        self.frame.len += n as u32;
+    }
+
+    /// Removes `n` bytes from the front (Click's `pull`); clamps at the length.
+    #[inline]
+    pub fn pull(&mut self, n: usize) {
+        let n = n.min(self.len()) as u32;
+        self.frame.head += n;
+        self.frame.len -= n;
+    }
+
+    /// Appends `n` bytes at the end (Click's `put`); their contents are unspecified.
+    pub fn put(&mut self, n: usize) {
+        if n > self.tailroom() {
+            self.regrow(self.headroom(), n);
+        }
+        self.frame.len += n as u32;
+    }
+
+    /// Removes `n` bytes from the end (Click's `take`); clamps at the length.
+    #[inline]
+    pub fn take(&mut self, n: usize) {
+        let n = n.min(self.len()) as u32;
+        self.frame.len -= n;
+    }
+
+    /// Sets the length to `len`, growing with unspecified bytes or trimming the tail.
+    pub fn set_len(&mut self, len: usize) {
+        if len >= self.len() {
+            self.put(len - self.len());
+        } else {
+            self.take(self.len() - len);
+        }
+    }
+
+    fn regrow(&mut self, headroom: usize, extra_tail: usize) {
+        let len = self.len();
+        let cap = headroom + len + extra_tail + DEFAULT_HEADROOM;
+        let mut nf = pool::take(cap);
+        let old_head = self.frame.head as i32;
+        nf.buf[headroom..headroom + len].copy_from_slice(self.data());
+        let shift = headroom as i32 - old_head;
+        let adj = |o: i32| if o == NO_HEADER { o } else { (o + shift).max(0) };
+        nf.head = headroom as u32;
+        nf.len = len as u32;
+        nf.mac = adj(self.frame.mac);
+        nf.net = adj(self.frame.net);
+        nf.trans = adj(self.frame.trans);
+        nf.anno = self.frame.anno;
+        // SAFETY: the old frame is taken out exactly once and replaced immediately.
+        let old = unsafe { ManuallyDrop::take(&mut self.frame) };
+        self.frame = ManuallyDrop::new(nf);
+        pool::recycle(old);
+    }
+
+    fn rel(&self, abs: i32) -> Option<isize> {
+        (abs != NO_HEADER).then(|| abs as isize - self.frame.head as isize)
+    }
+
+    fn abs(&self, rel: isize) -> i32 {
+        let a = self.frame.head as isize + rel;
+        a.clamp(0, self.frame.buf.len() as isize) as i32
+    }
+
+    /// Offset of the MAC header from the start of the data (negative if it lies before).
+    #[inline]
+    pub fn mac_header_offset(&self) -> Option<isize> {
+        self.rel(self.frame.mac)
+    }
+
+    /// Offset of the network header from the start of the data (negative if before).
+    #[inline]
+    pub fn network_header_offset(&self) -> Option<isize> {
+        self.rel(self.frame.net)
+    }
+
+    /// Offset of the transport header from the start of the data (negative if before).
+    #[inline]
+    pub fn transport_header_offset(&self) -> Option<isize> {
+        self.rel(self.frame.trans)
+    }
+
+    /// Network header length (transport offset minus network offset), 0 if unset.
+    #[inline]
+    pub fn network_header_length(&self) -> usize {
+        if self.frame.net == NO_HEADER || self.frame.trans == NO_HEADER {
+            0
+        } else {
+            (self.frame.trans - self.frame.net).max(0) as usize
+        }
+    }
+
+    #[inline]
+    pub fn set_mac_header(&mut self, rel: isize) {
+        self.frame.mac = self.abs(rel);
+    }
+
+    /// Sets the network header at `rel` bytes from the data start with length `hlen`
+    /// (so the transport header follows it), as Click's `set_network_header`.
+    #[inline]
+    pub fn set_network_header(&mut self, rel: isize, hlen: usize) {
+        self.frame.net = self.abs(rel);
+        self.frame.trans = self.abs(rel + hlen as isize);
+    }
+
+    #[inline]
+    pub fn set_transport_header(&mut self, rel: isize) {
+        self.frame.trans = self.abs(rel);
+    }
+
+    pub fn clear_headers(&mut self) {
+        self.frame.mac = NO_HEADER;
+        self.frame.net = NO_HEADER;
+        self.frame.trans = NO_HEADER;
+    }
+
+    fn from_abs(&self, abs: i32) -> Option<&[u8]> {
+        (abs != NO_HEADER).then(|| {
+            let end = (self.frame.head + self.frame.len) as usize;
+            let a = (abs as usize).min(end);
+            &self.frame.buf[a..end]
+        })
+    }
+
+    fn from_abs_mut(&mut self, abs: i32) -> Option<&mut [u8]> {
+        if abs == NO_HEADER {
+            return None;
+        }
+        let end = (self.frame.head + self.frame.len) as usize;
+        let a = (abs as usize).min(end);
+        Some(&mut self.frame.buf[a..end])
+    }
+
+    /// Bytes from the MAC header to the end of the data (may start before `data()`).
+    pub fn mac_header(&self) -> Option<&[u8]> {
+        self.from_abs(self.frame.mac)
+    }
+
+    /// Bytes from the network header to the end of the data.
+    pub fn network_header(&self) -> Option<&[u8]> {
+        self.from_abs(self.frame.net)
+    }
+
+    pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
+        self.from_abs_mut(self.frame.net)
+    }
+
+    /// Bytes from the transport header to the end of the data.
+    pub fn transport_header(&self) -> Option<&[u8]> {
+        self.from_abs(self.frame.trans)
+    }
+
+    pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
+        self.from_abs_mut(self.frame.trans)
+    }
+
+    pub fn mac_header_mut(&mut self) -> Option<&mut [u8]> {
+        self.from_abs_mut(self.frame.mac)
+    }
+}
+
+impl Clone for Packet {
+    /// A deep copy into a fresh frame from the pool: headroom, data, header pointers and
+    /// annotations are all preserved.
+    fn clone(&self) -> Packet {
+        let mut f = pool::take(self.frame.buf.len());
+        let end = (self.frame.head + self.frame.len) as usize;
+        f.buf[..end].copy_from_slice(&self.frame.buf[..end]);
+        f.head = self.frame.head;
+        f.len = self.frame.len;
+        f.mac = self.frame.mac;
+        f.net = self.frame.net;
+        f.trans = self.frame.trans;
+        f.anno = self.frame.anno;
+        Packet::from_frame(f)
+    }
+}
+
+impl std::fmt::Debug for Packet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Packet({} bytes)", self.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_pull_put_take() {
+        let mut p = Packet::from_slice(&[1, 2, 3, 4]);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM);
+        p.push(2);
+        p.data_mut()[..2].copy_from_slice(&[9, 9]);
+        assert_eq!(p.data(), &[9, 9, 1, 2, 3, 4]);
+        p.pull(3);
+        assert_eq!(p.data(), &[2, 3, 4]);
+        p.put(1);
+        p.data_mut()[3] = 5;
+        p.take(2);
+        assert_eq!(p.data(), &[2, 3]);
+        p.pull(10);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn push_beyond_headroom_keeps_data_and_headers() {
+        let mut p = Packet::from_slice(&[7; 20]);
+        p.set_network_header(0, 20);
+        p.push(DEFAULT_HEADROOM + 10);
+        assert_eq!(p.len(), 20 + DEFAULT_HEADROOM + 10);
+        assert_eq!(&p.data()[DEFAULT_HEADROOM + 10..], &[7; 20]);
+        assert_eq!(p.network_header_offset(), Some((DEFAULT_HEADROOM + 10) as isize));
+        assert_eq!(p.network_header_length(), 20);
+    }
+
+    #[test]
+    fn put_beyond_tailroom_grows() {
+        let mut p = Packet::from_slice(&[1]);
+        p.put(FRAME_DATA + 100);
+        assert_eq!(p.len(), FRAME_DATA + 101);
+        assert_eq!(p.data()[0], 1);
+    }
+
+    #[test]
+    fn headers_survive_strip() {
+        let mut p = Packet::from_slice(&[0u8; 34]);
+        p.set_mac_header(0);
+        p.pull(14);
+        p.set_network_header(0, 20);
+        assert_eq!(p.mac_header_offset(), Some(-14));
+        assert_eq!(p.mac_header().unwrap().len(), 34);
+        assert_eq!(p.transport_header_offset(), Some(20));
+    }
+
+    #[test]
+    fn clone_is_deep() {
+        let mut p = Packet::from_slice(&[1, 2, 3]);
+        p.anno_mut().set_paint(7);
+        let mut q = p.clone();
+        q.data_mut()[0] = 42;
+        assert_eq!(p.data(), &[1, 2, 3]);
+        assert_eq!(q.data(), &[42, 2, 3]);
+        assert_eq!(q.anno().paint(), 7);
+    }
+}

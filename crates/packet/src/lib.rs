@@ -1,0 +1,16 @@
+//! Packet buffers for brickroute.
+//!
+//! A [`Packet`] is a handle to a frame taken from the current thread's [`pool`]; dropping
+//! it returns the frame to the pool of the thread that drops it, so the fast path never
+//! allocates once the pool is warm. Packets move through the element graph in
+//! [`PacketBatch`]es. Each packet carries Click's annotations ([`Anno`]).
+
+pub mod anno;
+pub mod batch;
+pub mod checksum;
+pub mod frame;
+pub mod pool;
+
+pub use anno::{Anno, Timestamp};
+pub use batch::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
+pub use frame::{Packet, DEFAULT_HEADROOM, FRAME_DATA};

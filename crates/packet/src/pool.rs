@@ -1,0 +1,128 @@
+//! Per-core frame pools.
+//!
+//! Every thread has its own free list of standard-size frames. [`crate::Packet`] takes
+//! from the pool of the thread that allocates and gives back to the pool of the thread
+//! that drops, so a worker that receives, processes and transmits on one core touches
+//! only its own pool, without locks or atomics. Frames are created only while a pool
+//! warms up (or for oversize packets) and are never freed on the fast path.
+
+use crate::frame::{Frame, FRAME_SIZE};
+use std::cell::RefCell;
+
+/// Frames a thread keeps at most on its free list; beyond this, dropped frames are
+/// released to the allocator so a burst cannot pin memory for ever.
+pub const MAX_FREE_FRAMES: usize = 65_536;
+
+#[derive(Default)]
+struct FramePool {
+    free: Vec<Box<Frame>>,
+    stats: PoolStats,
+}
+
+/// Counters of the current thread's pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Standard frames created from the allocator by this thread.
+    pub created: u64,
+    /// Frames handed out to packets.
+    pub taken: u64,
+    /// Frames returned by dropped packets.
+    pub recycled: u64,
+    /// Frames now on the free list.
+    pub free: u64,
+}
+
+thread_local! {
+    static POOL: RefCell<FramePool> = const {
+        RefCell::new(FramePool { free: Vec::new(), stats: PoolStats { created: 0, taken: 0, recycled: 0, free: 0 } })
+    };
+}
+
+/// Takes a frame able to hold `cap` bytes.
+#[inline]
+pub(crate) fn take(cap: usize) -> Box<Frame> {
+    if cap > FRAME_SIZE {
+        return Frame::with_capacity(cap);
+    }
+    POOL.try_with(|p| {
+        let mut p = p.borrow_mut();
+        p.stats.taken += 1;
+        match p.free.pop() {
+            Some(f) => f,
+            None => {
+                p.stats.created += 1;
+                Frame::new_standard()
+            }
+        }
+    })
+    .unwrap_or_else(|_| Frame::new_standard())
+}
+
+/// Returns a frame to the current thread's pool.
+#[inline]
+pub(crate) fn recycle(f: Box<Frame>) {
+    if !f.is_standard() {
+        return;
+    }
+    let _ = POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            p.stats.recycled += 1;
+            if p.free.len() < MAX_FREE_FRAMES {
+                p.free.push(f);
+            }
+        }
+    });
+}
+
+/// Fills the current thread's pool with `n` frames so the fast path starts warm.
+pub fn prefill(n: usize) {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let want = n.min(MAX_FREE_FRAMES);
+        let have = p.free.len();
+        p.free.reserve(want.saturating_sub(have));
+        while p.free.len() < want {
+            p.free.push(Frame::new_standard());
+            p.stats.created += 1;
+        }
+    });
+}
+
+/// The current thread's pool counters.
+pub fn stats() -> PoolStats {
+    POOL.with(|p| {
+        let p = p.borrow();
+        PoolStats {
+            free: p.free.len() as u64,
+            ..p.stats
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Packet;
+
+    #[test]
+    fn frames_are_recycled_not_created() {
+        prefill(8);
+        let before = stats();
+        for _ in 0..1000 {
+            let p = Packet::alloc(64);
+            drop(p);
+        }
+        let after = stats();
+        assert_eq!(after.created, before.created, "no new frames once warm");
+        assert_eq!(after.taken - before.taken, 1000);
+        assert_eq!(after.recycled - before.recycled, 1000);
+        assert_eq!(after.free, before.free);
+    }
+
+    #[test]
+    fn oversize_frames_do_not_enter_the_pool() {
+        let before = stats();
+        drop(Packet::alloc(10_000));
+        assert_eq!(stats().free, before.free);
+    }
+}
