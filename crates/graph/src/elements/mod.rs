@@ -1,5 +1,10 @@
 //! The element library. Each module registers its classes in [`register_all`].
 
 use crate::registry::Registry;
+use std::sync::Arc;
 
-pub fn register_all(_reg: &mut Registry) {}
+mod discard;
+
+pub fn register_all(reg: &mut Registry) {
+    reg.add(Arc::new(discard::DiscardClass));
+}
