@@ -6,6 +6,7 @@ pub mod elements;
 pub mod error;
 pub mod lang;
 pub mod registry;
+pub mod testing;
 
 pub use element::{
     BuildContext, Context, Element, ElementClass, ElementSpec, HandlerInfo, Outputs, PortCount, StopFlag,

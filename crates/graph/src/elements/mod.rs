@@ -3,7 +3,7 @@
 use crate::registry::Registry;
 use std::sync::Arc;
 
-mod discard;
+pub(crate) mod discard;
 
 pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(discard::DiscardClass));

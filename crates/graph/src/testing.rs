@@ -1,0 +1,122 @@
+//! Helpers to drive one element outside a router, for unit tests of the library.
+
+use crate::args::Args;
+use crate::element::*;
+use crate::error::{ConfigError, Landmark};
+use packet::{Packet, PacketBatch};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Configures `class` with `config` and the given port counts, as the router would.
+pub fn build(
+    class: &dyn ElementClass,
+    config: &str,
+    ninputs: usize,
+    noutputs: usize,
+) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+    let lm = Landmark::unknown();
+    let cx = BuildContext {
+        name: "e",
+        class: class.name(),
+        landmark: &lm,
+        ninputs,
+        noutputs,
+        base_dir: Path::new("."),
+        workers: 1,
+    };
+    let mut args = Args::new(config);
+    class.build(&mut args, &cx)
+}
+
+/// The error message `class` gives for `config` (panics if it is accepted).
+pub fn build_error(class: &dyn ElementClass, config: &str, ninputs: usize, noutputs: usize) -> String {
+    match build(class, config, ninputs, noutputs) {
+        Ok(_) => panic!("configuration {:?} was accepted", config),
+        Err(e) => e.message,
+    }
+}
+
+/// One worker's instance of a configured element plus its output batches.
+pub struct Harness {
+    pub spec: Arc<dyn ElementSpec>,
+    pub element: Box<dyn Element>,
+    outs: Vec<PacketBatch>,
+    stop: StopFlag,
+}
+
+impl Harness {
+    pub fn new(class: &dyn ElementClass, config: &str, ninputs: usize, noutputs: usize) -> Harness {
+        let spec = build(class, config, ninputs, noutputs).unwrap_or_else(|e| panic!("{}", e));
+        let element = spec.instantiate(WorkerInfo { index: 0, count: 1 });
+        Harness {
+            spec,
+            element,
+            outs: (0..noutputs).map(|_| PacketBatch::new()).collect(),
+            stop: StopFlag::new(),
+        }
+    }
+
+    /// Pushes `pkts` as one batch into input `port`; returns the packets that came out
+    /// of each output, in order.
+    pub fn push(&mut self, port: usize, pkts: Vec<Packet>) -> Vec<Vec<Packet>> {
+        let mut b: PacketBatch = pkts.into_iter().collect();
+        let mut cx = Context::new(WorkerInfo { index: 0, count: 1 }, &self.stop);
+        self.element
+            .push(port, &mut b, &mut Outputs::new(&mut self.outs), &mut cx);
+        assert!(b.is_empty(), "element left packets in its input batch");
+        self.take_outputs()
+    }
+
+    /// Pushes one packet built from `bytes`; returns what came out of each output.
+    pub fn push_bytes(&mut self, port: usize, bytes: &[u8]) -> Vec<Vec<Packet>> {
+        self.push(port, vec![Packet::from_slice(bytes)])
+    }
+
+    /// Runs a source once; returns its status and what came out of each output.
+    pub fn run(&mut self) -> (TaskStatus, Vec<Vec<Packet>>) {
+        let mut cx = Context::new(WorkerInfo { index: 0, count: 1 }, &self.stop);
+        let st = self.element.run(&mut Outputs::new(&mut self.outs), &mut cx);
+        (st, self.take_outputs())
+    }
+
+    /// Whether the element asked the router to stop.
+    pub fn stop_requested(&self) -> bool {
+        self.stop.is_requested()
+    }
+
+    pub fn read(&self, handler: &str) -> String {
+        self.spec
+            .read_handler(handler)
+            .unwrap_or_else(|| panic!("no read handler {}", handler))
+    }
+
+    pub fn write(&self, handler: &str, value: &str) -> Result<(), String> {
+        self.spec
+            .write_handler(handler, value)
+            .unwrap_or_else(|| panic!("no write handler {}", handler))
+    }
+
+    fn take_outputs(&mut self) -> Vec<Vec<Packet>> {
+        self.outs.iter_mut().map(|b| b.drain().collect()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elements::discard::DiscardClass;
+
+    #[test]
+    fn discard_counts_and_drops() {
+        let mut h = Harness::new(&DiscardClass, "", 1, 0);
+        let out = h.push(0, vec![Packet::from_slice(&[1]), Packet::from_slice(&[2])]);
+        assert!(out.is_empty());
+        assert_eq!(h.read("count"), "2");
+        h.write("reset_counts", "").unwrap();
+        assert_eq!(h.read("count"), "0");
+        assert_eq!(
+            build_error(&DiscardClass, "1", 1, 0),
+            "e :: Discard: too many arguments"
+        );
+    }
+}
