@@ -7,6 +7,6 @@
 // Run it on a capture:  brickroute run conf/forward.click IN=trace.pcap OUT=copy.pcap
 // Measure it:           brickroute bench pipeline --app forward --size 64 --threads 1
 
-define($IN samples/router-sample.pcap, $OUT forward-out.pcap);
+define($IN conf/samples/router-sample.pcap, $OUT forward-out.pcap);
 
 FromDump($IN, STOP true) -> ToDump($OUT);

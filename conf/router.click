@@ -20,7 +20,7 @@
 // Run it:   brickroute run conf/router.click
 // Another capture:  brickroute run conf/router.click IN=trace.pcap OUT2=/tmp/b.pcap
 
-define($IN samples/router-sample.pcap,
+define($IN conf/samples/router-sample.pcap,
        $OUT1 router-if1.pcap, $OUT2 router-if2.pcap, $OUT3 router-if3.pcap);
 
 // One output interface: TTL, fragmentation, Ethernet header, capture file.
