@@ -231,7 +231,9 @@ fn parse_call(kw: &str, value: &str, cx: &BuildContext) -> Result<Trigger, Confi
         return Err(cx.error(format!("{} type mismatch", kw)));
     };
     match words.get(1).map(String::as_str) {
-        Some("stop") => Ok(Trigger {
+        // A name without an element is the router's global handler (Counter has no
+        // `stop` handler of its own); `.stop` names the global one explicitly.
+        Some("stop" | ".stop") => Ok(Trigger {
             at,
             fired: AtomicBool::new(false),
         }),
@@ -442,7 +444,7 @@ mod tests {
         assert_eq!(out[0].len(), 2);
         assert!(h.stop_requested());
 
-        let mut h = Harness::new(&CounterClass, "BYTE_COUNT_CALL 100 stop", 1, 1);
+        let mut h = Harness::new(&CounterClass, "BYTE_COUNT_CALL 100 .stop", 1, 1);
         h.push(0, pkts(1, 99));
         assert!(!h.stop_requested());
         h.push(0, pkts(1, 1));
