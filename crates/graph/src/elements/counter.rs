@@ -168,12 +168,13 @@ impl Shared {
         let mut stop = false;
         if let Some(t) = &self.count_call {
             // Click fires when the count equals N, which a batch may step over.
-            if old_c < t.at && t.at <= old_c + packets && !t.fired.swap(true, Ordering::Relaxed) {
+            if old_c < t.at && t.at <= old_c.saturating_add(packets) && !t.fired.swap(true, Ordering::Relaxed)
+            {
                 stop = true;
             }
         }
         if let Some(t) = &self.byte_count_call {
-            if old_b + bytes >= t.at && !t.fired.swap(true, Ordering::Relaxed) {
+            if old_b.saturating_add(bytes) >= t.at && !t.fired.swap(true, Ordering::Relaxed) {
                 stop = true;
             }
         }
