@@ -331,7 +331,7 @@ pub(crate) mod tests {
     /// The ID counter is process-wide (as in Click): tests that predict IDs hold this.
     static ID_LOCK: Mutex<()> = Mutex::new(());
 
-    fn lock() -> MutexGuard<'static, ()> {
+    pub(crate) fn lock() -> MutexGuard<'static, ()> {
         ID_LOCK.lock().unwrap_or_else(|e| e.into_inner())
     }
 

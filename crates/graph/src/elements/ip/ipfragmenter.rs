@@ -288,3 +288,178 @@ impl Element for IPFragmenter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{cksum, fix_ip_cksum, ip_header};
+    use super::*;
+    use crate::testing::{build_error, Harness};
+
+    /// An IP packet with header `hdr` (checksum fixed) and `dlen` data bytes 0, 1, 2...
+    fn packet(hdr: &[u8], dlen: usize) -> Vec<u8> {
+        let mut b = hdr.to_vec();
+        let total = hdr.len() + dlen;
+        b[2] = (total >> 8) as u8;
+        b[3] = total as u8;
+        fix_ip_cksum(&mut b);
+        b.extend((0..dlen).map(|i| (i % 251) as u8));
+        b
+    }
+
+    fn ip_packet(b: &[u8], noff: usize) -> Packet {
+        let mut p = Packet::from_slice(b);
+        let hl = ((b[noff] & 0xf) as usize) * 4;
+        p.set_network_header(noff as isize, hl);
+        p
+    }
+
+    /// A fragment as the test expects it: `hdr` with IHL from its length, the given
+    /// fragment field and total length, fresh checksum, then `data`.
+    fn frag(hdr: &[u8], frag_field: u16, data: &[u8]) -> Vec<u8> {
+        let mut b = hdr.to_vec();
+        b[0] = 0x40 | (hdr.len() / 4) as u8;
+        let total = hdr.len() + data.len();
+        b[2] = (total >> 8) as u8;
+        b[3] = total as u8;
+        b[6] = (frag_field >> 8) as u8;
+        b[7] = frag_field as u8;
+        fix_ip_cksum(&mut b);
+        b.extend_from_slice(data);
+        b
+    }
+
+    #[test]
+    fn small_packets_pass_unchanged() {
+        let h = ip_header(0, 0, 7, 0x4000, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let b = packet(&h, 556);
+        let mut e = Harness::new(&IPFragmenterClass, "576", 1, 2);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        assert_eq!(out[0][0].data(), &b[..]);
+        assert_eq!(e.read("fragments"), "0");
+    }
+
+    #[test]
+    fn two_fragments_with_link_header_in_front() {
+        let h = ip_header(0, 0, 0x1234, 0, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let b = packet(&h, 980);
+        let data = &b[20..];
+        let mut framed = vec![0xee; 14];
+        framed.extend_from_slice(&b);
+        let mut p = ip_packet(&framed, 14);
+        p.anno_mut().set_paint(7);
+        let mut e = Harness::new(&IPFragmenterClass, "576", 1, 2);
+        let out = e.push(0, vec![p]);
+        assert_eq!(out[0].len(), 2);
+        // First: 552 data bytes (556 rounded down to 8), MF; link header kept.
+        let mut want0 = vec![0xee; 14];
+        want0.extend_from_slice(&frag(&h, 0x2000, &data[..552]));
+        assert_eq!(out[0][0].data(), &want0[..]);
+        assert_eq!(out[0][0].network_header_offset(), Some(14));
+        // Second: the remaining 428 bytes at offset 552/8 = 69, no MF, starts at IP.
+        let want1 = frag(&h, 69, &data[552..]);
+        assert_eq!(out[0][1].data(), &want1[..]);
+        assert_eq!(out[0][1].network_header_offset(), Some(0));
+        assert_eq!(out[0][1].network_header_length(), 20);
+        assert_eq!(out[0][1].anno().paint(), 7);
+        assert_eq!(e.read("fragments"), "2");
+        assert_eq!(e.read("drops"), "0");
+    }
+
+    #[test]
+    fn only_copied_options_go_to_later_fragments() {
+        // Options (12 bytes): record route (7 bytes, not copied), loose source route
+        // with pointer 4 (3 bytes, copied), NOP, EOL.
+        let mut h = ip_header(0, 0, 0x0101, 0, 64, 6, [10, 0, 0, 1], [10, 0, 0, 2]);
+        h[0] = 0x48;
+        h.extend_from_slice(&[7, 7, 4, 0, 0, 0, 0, 0x83, 3, 4, 1, 0]);
+        let b = packet(&h, 200);
+        let data = &b[32..];
+        let mut e = Harness::new(&IPFragmenterClass, "100", 1, 1);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        assert_eq!(out[0].len(), 3);
+        // First: (100 - 32) & ~7 = 64 data bytes, all options kept.
+        assert_eq!(out[0][0].data(), &frag(&h, 0x2000, &data[..64])[..]);
+        // Later: header 20 + [0x83, 3, 4, EOL] = 24; (100 - 24) & ~7 = 72 data bytes.
+        let mut h2 = h[..20].to_vec();
+        h2.extend_from_slice(&[0x83, 3, 4, 0]);
+        assert_eq!(out[0][1].data(), &frag(&h2, 0x2000 | 8, &data[64..136])[..]);
+        assert_eq!(out[0][2].data(), &frag(&h2, 17, &data[136..])[..]);
+        assert_eq!(out[0][2].network_header_length(), 24);
+    }
+
+    #[test]
+    fn fragmenting_a_fragment_keeps_offset_and_mf() {
+        // Offset 10 (80 bytes), MF set: every piece keeps MF, offsets add.
+        let h = ip_header(0, 0, 9, 0x2000 | 10, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let b = packet(&h, 100);
+        let data = &b[20..];
+        let mut e = Harness::new(&IPFragmenterClass, "68", 1, 1);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        // (68 - 20) & ~7 = 48 per fragment: 48, 48, 4.
+        assert_eq!(out[0].len(), 3);
+        assert_eq!(out[0][0].data(), &frag(&h, 0x2000 | 10, &data[..48])[..]);
+        assert_eq!(out[0][1].data(), &frag(&h, 0x2000 | 16, &data[48..96])[..]);
+        assert_eq!(out[0][2].data(), &frag(&h, 0x2000 | 22, &data[96..])[..]);
+    }
+
+    #[test]
+    fn df_goes_to_output_1_or_is_dropped() {
+        let h = ip_header(0, 0, 5, 0x4000, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let b = packet(&h, 600);
+        let mut e = Harness::new(&IPFragmenterClass, "576", 1, 2);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        assert!(out[0].is_empty());
+        assert_eq!(out[1][0].data(), &b[..]);
+        assert_eq!(e.read("drops"), "1");
+        let mut e = Harness::new(&IPFragmenterClass, "576", 1, 1);
+        assert!(e.push(0, vec![ip_packet(&b, 0)])[0].is_empty());
+        assert_eq!(
+            (e.read("drops").as_str(), e.read("fragments").as_str()),
+            ("1", "0")
+        );
+        // MTU too small for 8 data bytes: output 1 too, DF or not.
+        let h = ip_header(0, 0, 5, 0, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let b = packet(&h, 40);
+        let mut e = Harness::new(&IPFragmenterClass, "MTU 27", 1, 2);
+        assert_eq!(e.push(0, vec![ip_packet(&b, 0)])[1][0].data(), &b[..]);
+    }
+
+    #[test]
+    fn df_ignored_clears_df_and_picks_a_new_id() {
+        let h = ip_header(0, 0, 5, 0x4000, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let b = packet(&h, 600);
+        let data = &b[20..];
+        let mut e = Harness::new(&IPFragmenterClass, "576, false", 1, 2);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        assert_eq!(out[0].len(), 2);
+        let id = [out[0][0].data()[4], out[0][0].data()[5]];
+        let mut h2 = h.clone();
+        h2[4..6].copy_from_slice(&id);
+        assert_eq!(out[0][0].data(), &frag(&h2, 0x2000, &data[..552])[..]);
+        assert_eq!(out[0][1].data(), &frag(&h2, 69, &data[552..])[..]);
+        assert_eq!(cksum(&out[0][1].data()[..20]), 0);
+    }
+
+    #[test]
+    fn ip_length_shorter_than_frame_uses_ip_length() {
+        // IP length 600 in a 700-byte network part: later fragments stop at 600.
+        let h = ip_header(0, 0, 5, 0, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let mut b = packet(&h, 580);
+        b.extend_from_slice(&[0xcc; 100]);
+        let data = &b[20..600];
+        let mut e = Harness::new(&IPFragmenterClass, "576", 1, 1);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        assert_eq!(out[0].len(), 2);
+        assert_eq!(out[0][0].data(), &frag(&h, 0x2000, &data[..552])[..]);
+        assert_eq!(out[0][1].data(), &frag(&h, 69, &data[552..])[..]);
+    }
+
+    #[test]
+    fn config_errors() {
+        let e = |c: &str| build_error(&IPFragmenterClass, c, 1, 1);
+        assert_eq!(e("7"), "e :: IPFragmenter: MTU must be at least 8");
+        assert_eq!(e(""), "e :: IPFragmenter: missing mandatory MTU argument");
+        assert_eq!(e("576, maybe"), "e :: IPFragmenter: HONOR_DF expects bool");
+        assert_eq!(e("576, true, false, 1"), "e :: IPFragmenter: too many arguments");
+    }
+}

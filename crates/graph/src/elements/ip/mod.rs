@@ -12,6 +12,8 @@ pub(crate) mod ipfragmenter;
 pub(crate) mod setipaddress;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 pub(crate) mod testutil;
 
 /// A space-separated list of IPv4 addresses (Click's `Vector<IPAddress>` argument).
