@@ -6,6 +6,7 @@ use std::sync::Arc;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
+pub(crate) mod ip;
 pub(crate) mod paint;
 pub(crate) mod print;
 pub(crate) mod queue;
@@ -29,4 +30,11 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ether::EtherEncapClass));
     reg.add(Arc::new(ether::EtherRewriteClass));
     reg.add(Arc::new(ether::EtherMirrorClass));
+    reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER));
+    reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER2));
+    reg.add(Arc::new(ip::getipaddress::GetIPAddressClass));
+    reg.add(Arc::new(ip::setipaddress::SetIPAddressClass));
+    reg.add(Arc::new(ip::decipttl::DecIPTTLClass));
+    reg.add(Arc::new(ip::icmperror::ICMPErrorClass));
+    reg.add(Arc::new(ip::ipfragmenter::IPFragmenterClass));
 }
