@@ -3,6 +3,8 @@
 use crate::registry::Registry;
 use std::sync::Arc;
 
+pub mod pcap;
+pub mod sources;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
@@ -37,4 +39,8 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip::decipttl::DecIPTTLClass));
     reg.add(Arc::new(ip::icmperror::ICMPErrorClass));
     reg.add(Arc::new(ip::ipfragmenter::IPFragmenterClass));
+    reg.add(Arc::new(pcap::fromdump::FromDumpClass));
+    reg.add(Arc::new(pcap::todump::ToDumpClass));
+    reg.add(Arc::new(sources::InfiniteSourceClass));
+    reg.add(Arc::new(sources::RatedSourceClass));
 }
