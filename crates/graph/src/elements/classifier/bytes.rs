@@ -82,7 +82,7 @@ pub fn parse_pattern(slot: usize, s: &str) -> Result<Expr, String> {
         if value.len() < 2 {
             return Err(format!("pattern {}: value has less than 2 hex digits", slot));
         }
-        if value.len() % 2 != 0 {
+        if !value.len().is_multiple_of(2) {
             return Err(format!("pattern {}: value has odd number of hex digits", slot));
         }
         if let Some(m) = mask {

@@ -220,7 +220,21 @@ struct Builder {
 }
 
 impl Builder {
-    fn emit(&mut self, insn: Insn) -> Target {
+    /// Where `t` leads for a packet whose result for `test` is already `result`:
+    /// steps repeating the same test are skipped.
+    fn thread(&self, mut t: Target, test: &Test, result: bool) -> Target {
+        while let Target::Step(j) = t {
+            match self.insns.get(j as usize) {
+                Some(i) if i.test == *test => t = if result { i.yes } else { i.no },
+                _ => break,
+            }
+        }
+        t
+    }
+
+    fn emit(&mut self, mut insn: Insn) -> Target {
+        insn.yes = self.thread(insn.yes, &insn.test, true);
+        insn.no = self.thread(insn.no, &insn.test, false);
         if insn.yes == insn.no {
             return insn.yes;
         }
