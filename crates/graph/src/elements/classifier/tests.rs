@@ -809,3 +809,76 @@ proptest! {
         prop_assert_eq!(prog.run(&v) == Some(0), e.eval(&v));
     }
 }
+
+const ATOMS: &[&str] = &[
+    "tcp",
+    "udp",
+    "icmp",
+    "src host 10.0.0.1",
+    "dst net 192.168.0.0/16",
+    "port 80",
+    "src port > 1023",
+    "dst port <= 53",
+    "syn",
+    "ack",
+    "ip ttl < 64",
+    "ip tos & 0xfc == 0",
+    "ip ect",
+    "ip ce",
+    "ip frag",
+    "ip unfrag",
+    "ip hl > 5",
+    "ip id != 0",
+    "ip len >= 40",
+    "tcp win > 100",
+    "icmp type echo",
+    "ip[9] == 17",
+    "transp[2:2] > 1000",
+    "tcp[13] & 18 == 18",
+    "proto != 6",
+    "true",
+    "false",
+    "src or dst port www",
+    "src and dst host 10.0.0.1",
+    "ip dscp 46",
+    "ip vers 4",
+];
+
+fn valid_expr() -> impl Strategy<Value = String> {
+    let leaf = prop::sample::select(ATOMS).prop_map(str::to_string);
+    leaf.prop_recursive(4, 24, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({} and {})", a, b)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({} || {})", a, b)),
+            inner.clone().prop_map(|a| format!("not {}", a)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({}) ({})", a, b)),
+            (inner.clone(), inner.clone(), inner).prop_map(|(a, b, c)| format!("({} ? {} : {})", a, b, c)),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Well-formed compound patterns are accepted, and the compiled program agrees
+    /// with direct evaluation on random and truncated packets.
+    #[test]
+    fn compound_patterns_compile_faithfully(
+        pat in valid_expr(),
+        payload in prop::collection::vec(any::<u8>(), 0..40),
+        cut in 0usize..80,
+        frag in prop::sample::select(vec![0u16, 0x2000, 0x0001, 0x4000]),
+        proto in prop::sample::select(vec![1u8, 6, 17, 47]),
+    ) {
+        let (_, e) = parse_filter_pattern(0, &format!("0 {}", pat), 1).unwrap();
+        let prog = Program::compile(&[(e.clone(), Target::Out(0))]);
+        let mut h = ip();
+        h.frag = frag;
+        h.proto = proto;
+        let bytes = h.bytes(&payload);
+        let bytes = &bytes[..cut.min(bytes.len())];
+        let p = ip_packet(bytes);
+        let v = view_of(&p);
+        prop_assert_eq!(prog.run(&v) == Some(0), e.eval(&v));
+    }
+}
