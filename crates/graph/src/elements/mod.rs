@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 pub mod pcap;
 pub mod sources;
+pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
@@ -43,4 +44,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(pcap::todump::ToDumpClass));
     reg.add(Arc::new(sources::InfiniteSourceClass));
     reg.add(Arc::new(sources::RatedSourceClass));
+    reg.add(Arc::new(classifier::ClassifierClass));
+    reg.add(Arc::new(classifier::IPClassifierClass));
+    reg.add(Arc::new(classifier::IPFilterClass));
 }
