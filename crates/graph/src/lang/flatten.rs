@@ -112,7 +112,10 @@ impl Flattener {
         if self.nodes.len() >= MAX_ELEMENTS {
             return Err(ConfigError::at(
                 at,
-                format!("too many elements after compound expansion (more than {})", MAX_ELEMENTS),
+                format!(
+                    "too many elements after compound expansion (more than {})",
+                    MAX_ELEMENTS
+                ),
             ));
         }
         let i = self.nodes.len();
@@ -211,12 +214,16 @@ impl Flattener {
         from_index: &HashMap<(usize, usize), Vec<usize>>,
         to_index: &HashMap<(usize, usize), Vec<usize>>,
     ) -> Result<(), ConfigError> {
-        let has = |index: &HashMap<(usize, usize), Vec<usize>>, n: usize, p: usize| index.contains_key(&(n, p));
+        let has =
+            |index: &HashMap<(usize, usize), Vec<usize>>, n: usize, p: usize| index.contains_key(&(n, p));
         for c in &self.conns {
             let (f, fp) = (c.from, c.from_port);
             match self.nodes[f].kind {
                 NodeKind::Out { .. } => {
-                    return Err(ConfigError::at(&self.nodes[f].landmark, format!("'{}' used as output", self.nodes[f].name)));
+                    return Err(ConfigError::at(
+                        &self.nodes[f].landmark,
+                        format!("'{}' used as output", self.nodes[f].name),
+                    ));
                 }
                 NodeKind::In { outer } if !has(to_index, outer, fp) => {
                     return Err(ConfigError::at(
@@ -235,7 +242,10 @@ impl Flattener {
             let (t, tp) = (c.to, c.to_port);
             match self.nodes[t].kind {
                 NodeKind::In { .. } => {
-                    return Err(ConfigError::at(&self.nodes[t].landmark, format!("'{}' used as input", self.nodes[t].name)));
+                    return Err(ConfigError::at(
+                        &self.nodes[t].landmark,
+                        format!("'{}' used as input", self.nodes[t].name),
+                    ));
                 }
                 NodeKind::Out { outer } if !has(from_index, outer, tp) => {
                     return Err(ConfigError::at(
@@ -256,7 +266,13 @@ impl Flattener {
     }
 
     /// Primitive input ports reached from input port `port` of `node` through tunnels.
-    fn reach(&self, node: usize, port: usize, from_index: &HashMap<(usize, usize), Vec<usize>>, out: &mut Vec<(usize, usize)>) {
+    fn reach(
+        &self,
+        node: usize,
+        port: usize,
+        from_index: &HashMap<(usize, usize), Vec<usize>>,
+        out: &mut Vec<(usize, usize)>,
+    ) {
         let mut stack = vec![(node, port)];
         let mut seen = HashSet::new();
         while let Some((n, p)) = stack.pop() {
@@ -318,8 +334,18 @@ pub(crate) fn flatten(
             Kind::Class(ClassRef::Primitive(p)) => (NodeKind::Real(p), false),
             Kind::Class(ClassRef::Compound(c)) => (NodeKind::Compound(c), false),
             Kind::Tunnel(Tunnel::Outer { input, output }) => (NodeKind::Outer { input, output }, true),
-            Kind::Tunnel(Tunnel::Input { outer }) => (NodeKind::In { outer: outer.unwrap_or(0) }, true),
-            Kind::Tunnel(Tunnel::Output { outer }) => (NodeKind::Out { outer: outer.unwrap_or(0) }, true),
+            Kind::Tunnel(Tunnel::Input { outer }) => (
+                NodeKind::In {
+                    outer: outer.unwrap_or(0),
+                },
+                true,
+            ),
+            Kind::Tunnel(Tunnel::Output { outer }) => (
+                NodeKind::Out {
+                    outer: outer.unwrap_or(0),
+                },
+                true,
+            ),
         };
         f.nodes.push(Node {
             name: e.name,
@@ -414,7 +440,10 @@ pub(crate) fn flatten(
         if connections.len() > MAX_CONNECTIONS {
             return Err(ConfigError::at(
                 &c.landmark,
-                format!("too many connections after compound expansion (more than {})", MAX_CONNECTIONS),
+                format!(
+                    "too many connections after compound expansion (more than {})",
+                    MAX_CONNECTIONS
+                ),
             ));
         }
     }

@@ -274,7 +274,7 @@ impl<'a> Lexer<'a> {
             s += 1;
         }
         let next = self.skip_line(s);
-        if self.map.directives.last().map_or(true, |d| d.at < next) {
+        if !matches!(self.map.directives.last(), Some(d) if d.at >= next) {
             let file = file.unwrap_or_else(|| {
                 self.map
                     .directives

@@ -128,7 +128,10 @@ impl CompoundDef {
     }
 
     pub fn formal_types(&self) -> Vec<&str> {
-        self.body.vars[..self.body.nformals].iter().map(|(_, t)| t.as_str()).collect()
+        self.body.vars[..self.body.nformals]
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .collect()
     }
 
     /// Click's signature of a definition: `Name($a, KEY)[1 input, 1 output]`.
@@ -335,11 +338,19 @@ impl<'a> Parser<'a> {
 
     /// Creates the tunnel elements `name`, `name/input` and `name/output` of a group.
     fn add_tunnels(&mut self, name: &str, pos: usize) -> Result<[usize; 3], ConfigError> {
-        let names = [name.to_string(), format!("{}/input", name), format!("{}/output", name)];
+        let names = [
+            name.to_string(),
+            format!("{}/input", name),
+            format!("{}/output", name),
+        ];
         let mut idx = [0; 3];
         for (k, n) in names.iter().enumerate() {
             if let Some(&old) = self.body.map.get(n) {
-                return Err(redeclaration(&self.landmark(pos), n, &self.body.elements[old].landmark));
+                return Err(redeclaration(
+                    &self.landmark(pos),
+                    n,
+                    &self.body.elements[old].landmark,
+                ));
             }
             idx[k] = self.get_element(
                 n.clone(),
@@ -367,9 +378,10 @@ impl<'a> Parser<'a> {
         let config = self.lx.config()?;
         let t = self.lex()?;
         if !t.is_char(')') {
-            return Err(self
-                .err(t.start, "expected ')'")
-                .with_hint(format!("the configuration string opened at {} is not closed", self.landmark(open.start))));
+            return Err(self.err(t.start, "expected ')'").with_hint(format!(
+                "the configuration string opened at {} is not closed",
+                self.landmark(open.start)
+            )));
         }
         Ok(config)
     }
@@ -603,7 +615,10 @@ impl<'a> Parser<'a> {
                     let old = &self.body.elements[i];
                     let mut e = self.err(p.pos, format!("redeclaration of element '{}'", p.name));
                     if !matches!(old.kind, Kind::Tunnel(_)) {
-                        e = e.with_hint(format!("element '{}' previously declared at {}", p.name, old.landmark));
+                        e = e.with_hint(format!(
+                            "element '{}' previously declared at {}",
+                            p.name, old.landmark
+                        ));
                     }
                     return Err(e);
                 }
@@ -623,7 +638,11 @@ impl<'a> Parser<'a> {
                 }
                 let (name, class, class_pos) = match ty {
                     Some(t) => (self.anon_name(&p.name), t, p.pos),
-                    None => (p.name, p.decl.unwrap_or(ClassRef::Primitive(String::new())), p.class_pos),
+                    None => (
+                        p.name,
+                        p.decl.unwrap_or(ClassRef::Primitive(String::new())),
+                        p.class_pos,
+                    ),
                 };
                 self.get_element(name, Kind::Class(class), p.config, p.pos, class_pos)
             }
@@ -632,10 +651,22 @@ impl<'a> Parser<'a> {
 
     /// Connects the outputs of `outputs` to the inputs of `inputs`, as Click does for
     /// one `->` or `=>` between element lists.
-    fn connect_all(&mut self, outputs: &[Entry], inputs: &[Entry], connector: Tok, pos: usize) -> Result<(), ConfigError> {
+    fn connect_all(
+        &mut self,
+        outputs: &[Entry],
+        inputs: &[Entry],
+        connector: Tok,
+        pos: usize,
+    ) -> Result<(), ConfigError> {
         let lm = self.landmark(pos);
         let sides: [&[Entry]; 2] = [inputs, outputs];
-        let ports = |e: &'_ Entry, k: usize| -> Vec<i64> { if k == 1 { e.out.clone() } else { e.inp.clone() } };
+        let ports = |e: &'_ Entry, k: usize| -> Vec<i64> {
+            if k == 1 {
+                e.out.clone()
+            } else {
+                e.inp.clone()
+            }
+        };
         let mut minp = [0i64; 2];
         let mut expandable = [0i64; 2];
         for k in 0..2 {
@@ -667,7 +698,11 @@ impl<'a> Parser<'a> {
         let mut nexp = [0i64; 2];
         for k in 0..2 {
             step[k] = minp[k] > 1 || expandable[k] > 0;
-            nexp[k] = if expandable[k] > 0 { minp[1 - k] - minp[k] } else { 0 };
+            nexp[k] = if expandable[k] > 0 {
+                minp[1 - k] - minp[k]
+            } else {
+                0
+            };
         }
         if step[0] && step[1] {
             if connector != Tok::DArrow {
@@ -676,17 +711,26 @@ impl<'a> Parser<'a> {
             if expandable[0] == 0 && expandable[1] == 0 && minp[0] != minp[1] {
                 return Err(self.err(
                     pos,
-                    format!("connection mismatch: {} outputs connected to {} inputs", minp[1], minp[0]),
+                    format!(
+                        "connection mismatch: {} outputs connected to {} inputs",
+                        minp[1], minp[0]
+                    ),
                 ));
             } else if expandable[0] == 0 && minp[0] < minp[1] {
                 return Err(self.err(
                     pos,
-                    format!("connection mismatch: {} or more outputs connected to {} inputs", minp[1], minp[0]),
+                    format!(
+                        "connection mismatch: {} or more outputs connected to {} inputs",
+                        minp[1], minp[0]
+                    ),
                 ));
             } else if expandable[1] == 0 && minp[1] < minp[0] {
                 return Err(self.err(
                     pos,
-                    format!("connection mismatch: {} outputs connected to {} or more inputs", minp[1], minp[0]),
+                    format!(
+                        "connection mismatch: {} outputs connected to {} or more inputs",
+                        minp[1], minp[0]
+                    ),
                 ));
             }
         } else if !step[0] && !step[1] {
@@ -775,9 +819,13 @@ impl<'a> Parser<'a> {
             if t.kind == Tok::ThreeDot {
                 extension = match self.element_type(name) {
                     Some(c) => Some(c),
-                    None if self.classes.is_none() && !name.is_empty() => Some(ClassRef::Primitive(name.to_string())),
+                    None if self.classes.is_none() && !name.is_empty() => {
+                        Some(ClassRef::Primitive(name.to_string()))
+                    }
                     None => {
-                        return Err(self.err(t.start, format!("cannot extend unknown element class '{}'", name)));
+                        return Err(
+                            self.err(t.start, format!("cannot extend unknown element class '{}'", name))
+                        );
                     }
                 };
                 let t2 = self.lex()?;
@@ -1000,7 +1048,11 @@ fn spread_declaration(pending: &mut [Pending]) {
     if k + 1 != pending.len() || pending[k].decl.is_none() {
         return;
     }
-    let (decl, config, class_pos) = (pending[k].decl.clone(), pending[k].config.clone(), pending[k].class_pos);
+    let (decl, config, class_pos) = (
+        pending[k].decl.clone(),
+        pending[k].config.clone(),
+        pending[k].class_pos,
+    );
     for p in &mut pending[..k] {
         p.decl = decl.clone();
         p.config = config.clone();
@@ -1016,13 +1068,22 @@ pub(crate) fn redeclaration(at: &Landmark, name: &str, old: &Landmark) -> Config
 /// Checks a pseudo-element `input` (`isoutput` false) or `output` of a compound or
 /// group: used only in its direction, no intermediate port unused. Returns the number
 /// of ports.
-fn check_pseudo(body: &Body, which: usize, isoutput: bool, name: &str, lm: &Landmark) -> Result<usize, ConfigError> {
+fn check_pseudo(
+    body: &Body,
+    which: usize,
+    isoutput: bool,
+    name: &str,
+    lm: &Landmark,
+) -> Result<usize, ConfigError> {
     let names = ["input", "output"];
     let (this, other) = (names[isoutput as usize], names[1 - isoutput as usize]);
     if body.elements[which].nports[isoutput as usize] > 0 {
         return Err(ConfigError::at(
             lm,
-            format!("'{}' pseudoelement '{}' may only be used as {}", name, this, other),
+            format!(
+                "'{}' pseudoelement '{}' may only be used as {}",
+                name, this, other
+            ),
         ));
     }
     let used: BTreeSet<usize> = body
@@ -1038,7 +1099,10 @@ fn check_pseudo(body: &Body, which: usize, isoutput: bool, name: &str, lm: &Land
         .collect();
     let n = body.elements[which].nports[1 - isoutput as usize];
     if let Some(missing) = (0..n).find(|p| !used.contains(p)) {
-        return Err(ConfigError::at(lm, format!("'{}' {} {} missing", name, this, missing)));
+        return Err(ConfigError::at(
+            lm,
+            format!("'{}' {} {} missing", name, this, missing),
+        ));
     }
     Ok(n)
 }
@@ -1119,6 +1183,10 @@ pub(crate) fn parse_with(
 
 /// Parses a Click configuration into a flat list of primitive elements and
 /// connections.
-pub(crate) fn parse(source: &str, file: &str, defines: &HashMap<String, String>) -> Result<FlatConfig, ConfigError> {
+pub(crate) fn parse(
+    source: &str,
+    file: &str,
+    defines: &HashMap<String, String>,
+) -> Result<FlatConfig, ConfigError> {
     parse_with(source, file, defines, None)
 }

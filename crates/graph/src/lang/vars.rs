@@ -128,11 +128,7 @@ fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
     let mut s = 0;
     while s < b.len() {
         match b[s] {
-            b'\\' => {
-                if s + 1 < b.len() && quote == b'"' {
-                    s += 1;
-                }
-            }
+            b'\\' if s + 1 < b.len() && quote == b'"' => s += 1,
             q @ (b'\'' | b'"') => {
                 if quote == 0 {
                     quote = q;
@@ -213,13 +209,21 @@ fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
                     let var = &config[s + 1..i];
                     s = i;
                     out.push_str(&config[copied..before]);
-                    copied = if expand_var(var, false, quote, env, &mut out) { s } else { before };
+                    copied = if expand_var(var, false, quote, env, &mut out) {
+                        s
+                    } else {
+                        before
+                    };
                     continue;
                 } else if next == b'?' || next == b'#' {
                     let var = &config[s + 1..s + 2];
                     s += 2;
                     out.push_str(&config[copied..before]);
-                    copied = if expand_var(var, false, quote, env, &mut out) { s } else { before };
+                    copied = if expand_var(var, false, quote, env, &mut out) {
+                        s
+                    } else {
+                        before
+                    };
                     continue;
                 }
             }
@@ -236,7 +240,7 @@ fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
 /// formals are required, `__REST__` collects the remaining arguments joined by ", ".
 /// Returns the values in formal order, or None if the arguments do not fit.
 pub(crate) fn assign_arguments(args: &[String], types: &[&str]) -> Option<Vec<String>> {
-    if types.last().map_or(true, |t| t.is_empty()) {
+    if matches!(types.last(), None | Some(&"")) {
         return (args.len() == types.len()).then(|| args.to_vec());
     }
     let rest = types.last() == Some(&"__REST__");
