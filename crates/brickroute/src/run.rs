@@ -93,7 +93,7 @@ fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
     };
     let reg = Registry::with_library();
     let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
 }
 

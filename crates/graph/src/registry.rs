@@ -1,6 +1,7 @@
 //! The table of element classes known to a router, by Click name.
 
 use crate::element::ElementClass;
+use crate::error::ConfigError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -44,6 +45,27 @@ impl Registry {
             .collect();
         scored.sort();
         scored.into_iter().take(3).map(|(_, n)| n).collect()
+    }
+}
+
+impl Registry {
+    /// Adds "did you mean" to an error about a name that is neither a declared element
+    /// nor a known class: the Click parser reports a bare unknown word as an undeclared
+    /// element, which is most often a misspelt class.
+    pub fn hint_unknown_name(&self, err: ConfigError) -> ConfigError {
+        let Some(name) = err.message.strip_prefix("undeclared element '").and_then(|r| r.strip_suffix('\'')) else {
+            return err;
+        };
+        if err.hint.is_some() {
+            return err;
+        }
+        let near = self.suggest(name);
+        if near.is_empty() {
+            return err;
+        }
+        let list: Vec<String> = near.iter().map(|s| format!("'{}'", s)).collect();
+        let hint = format!("'{}' is not a known element class either; did you mean {}?", name, list.join(" or "));
+        err.with_hint(hint)
     }
 }
 

@@ -1,0 +1,170 @@
+//! `brickroute run` end to end: configurations, errors, handlers, output captures.
+
+mod common;
+use common::*;
+
+const SAMPLE: &str = "conf/samples/router-sample.pcap";
+
+#[test]
+fn syntax_error_names_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.click");
+    std::fs::write(&f, "// a comment\nsrc :: InfiniteSource(LIMIT 1)\n  -> -> Discard;\n").unwrap();
+    let o = brickroute(&["run", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let want = format!("{}:3:", f.display());
+    assert!(err.starts_with(&want), "stderr: {}", err);
+    assert!(err.contains("syntax error"), "stderr: {}", err);
+    assert!(err.contains("  -> -> Discard;"), "the line is quoted: {}", err);
+}
+
+#[test]
+fn unknown_class_suggests_the_nearest_names() {
+    let o = brickroute(&["run", "-e", "InfiniteSource(LIMIT 1) -> Countr -> Discard"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.starts_with("<expr>:1:28: error: undeclared element 'Countr'"), "stderr: {}", err);
+    assert!(err.contains("did you mean 'Counter'"), "stderr: {}", err);
+}
+
+#[test]
+fn bad_argument_and_bad_port_fail_with_a_location() {
+    let o = brickroute(&["run", "-e", "InfiniteSource(LIMIT x) -> Discard"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("<expr>:1:1: error: "), "stderr: {}", stderr(&o));
+
+    let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 1) -> [1] d :: Discard"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("'d :: Discard' has no input 1"), "stderr: {}", stderr(&o));
+
+    // As in Click, the output count comes from the connections: one connected output
+    // for two patterns is a configuration error of the Classifier.
+    let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 1) -> c :: Classifier(12/0800, -) -> Discard"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("need 1 arguments, one per output port"), "stderr: {}", stderr(&o));
+
+    let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 1) -> c :: Classifier(12/0800, -); c[1] -> Discard"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("'c :: Classifier' output 0 unused"), "stderr: {}", stderr(&o));
+}
+
+#[test]
+fn missing_and_corrupt_captures_are_clear_errors() {
+    let o = brickroute(&["run", "-e", "FromDump(/nonexistent/x.pcap) -> Discard"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("/nonexistent/x.pcap") && err.contains("No such file"), "stderr: {}", err);
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("junk.pcap");
+    std::fs::write(&f, b"this is not a capture file at all").unwrap();
+    let o = brickroute(&["run", "-e", &format!("FromDump({}) -> Discard", f.display())]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a tcpdump file"), "stderr: {}", stderr(&o));
+}
+
+/// The frame the sample's first record holds, after Strip(14) -> CheckIPHeader ->
+/// DecIPTTL -> Unstrip(14): written out by hand.
+fn first_frame_after_ttl_decrement() -> Vec<u8> {
+    let mut ip = vec![
+        0x45, 0x00, 0x00, 0x27, // version/IHL, TOS, total length 39
+        0x00, 0x01, 0x00, 0x00, // ID 1, no flags
+        63, 17, 0x00, 0x00, // TTL 63 (was 64), UDP, checksum below
+        10, 0, 0, 2, // source
+        198, 18, 1, 10, // destination
+    ];
+    let c = inet_checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut udp = vec![0x04, 0x00, 0x00, 0x09, 0x00, 0x13, 0x00, 0x00];
+    udp.extend_from_slice(b"hello net A");
+    // UDP checksum over the pseudo-header (unchanged by the TTL decrement).
+    let mut pseudo = vec![10, 0, 0, 2, 198, 18, 1, 10, 0, 17, 0, 0x13];
+    pseudo.extend_from_slice(&udp);
+    let uc = inet_checksum(&pseudo);
+    udp[6..8].copy_from_slice(&uc.to_be_bytes());
+    let mut f = vec![0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x00];
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&udp);
+    // Ethernet padding beyond the IP length is removed by CheckIPHeader.
+    f
+}
+
+const PIPELINE: &str = "FromDump($IN, STOP true) -> c0 :: Classifier(12/0800, -) [0] -> Strip(14) \
+     -> ch :: CheckIPHeader -> DecIPTTL -> Unstrip(14) -> c :: Counter -> ToDump($OUT); \
+     c0[1] -> arp :: Discard; ch[1] -> bad :: Discard";
+
+#[test]
+fn pipeline_output_and_handlers_match_click() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.pcap");
+    let o = brickroute(&[
+        "run",
+        "-e",
+        PIPELINE,
+        &format!("IN={}", SAMPLE),
+        &format!("OUT={}", out.display()),
+        "-h",
+        "c.count",
+        "-h",
+        "bad.count",
+        "-h",
+        "arp.count",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    // Several handlers: each printed as NAME:, value, blank line (Click's driver).
+    assert_eq!(stdout(&o), "c.count:\n10\n\nbad.count:\n3\n\narp.count:\n1\n\n");
+    let (linktype, recs) = read_pcap(&out);
+    assert_eq!(linktype, 1, "Ethernet");
+    assert_eq!(recs.len(), 10);
+    assert_eq!(recs[0].data, first_frame_after_ttl_decrement());
+    // Timestamps come from the input capture (record i at 1700000000 + i s, 1000*i us).
+    assert_eq!((recs[0].sec, recs[0].usec), (1_700_000_000, 0));
+    assert_eq!((recs[1].sec, recs[1].usec), (1_700_000_001, 1000));
+
+    // A single handler prints just its value, as Click does.
+    let o = brickroute(&["run", "-e", PIPELINE, &format!("IN={}", SAMPLE), "OUT=/dev/null", "-h", "c.count"]);
+    assert_eq!(stdout(&o), "10\n");
+}
+
+#[test]
+fn two_workers_give_the_same_packets_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = dir.path().join(format!("out{}.pcap", threads));
+        let o = brickroute(&[
+            "run",
+            "--threads",
+            threads,
+            "-e",
+            PIPELINE,
+            &format!("IN={}", SAMPLE),
+            &format!("OUT={}", out.display()),
+            "-h",
+            "c.count",
+        ]);
+        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        assert_eq!(stdout(&o), "10\n");
+        outputs.push(read_pcap(&out).1);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+}
+
+#[test]
+fn quit_option_configures_without_running() {
+    let o = brickroute(&["run", "-q", "-e", "s :: InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard", "-h", "c.count"]);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "0\n");
+    let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard", "-h", "c.count"]);
+    assert_eq!(stdout(&o), "5\n");
+}
+
+#[test]
+fn handler_errors_use_click_wording() {
+    let o = brickroute(&["run", "-q", "-e", "s :: InfiniteSource -> d :: Discard", "-h", "d.nothing", "-h", "x.count"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("no 'd.nothing' handler"), "stderr: {}", err);
+    assert!(err.contains("no element 'x'"), "stderr: {}", err);
+}
