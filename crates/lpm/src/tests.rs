@@ -325,13 +325,13 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
             assert!(t.remove(a, l).is_some());
         } else {
             let r = rng.next();
-            let (a, l) = if r % 4 == 0 {
+            let (a, l) = if r & 3 == 0 {
                 // Short prefixes elsewhere: 30.0.0.0/8 space, lengths 9..=24.
                 (
                     ip(30, 0, 0, 0) | (rng.next() & 0x00ff_ffff),
                     9 + (r >> 8) as u8 % 16,
                 )
-            } else if r % 4 == 1 {
+            } else if r & 3 == 1 {
                 // Inside 10.1.2.0/25, next to the stable /25.
                 (ip(10, 1, 2, 0) | (rng.next() & 0x7f), 26 + (r >> 8) as u8 % 7)
             } else {
