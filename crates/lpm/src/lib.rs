@@ -44,6 +44,14 @@
 //!
 //! No epoch registration, quiescent-state reporting or grace period is needed: readers
 //! hold nothing, and the writer never waits.
+//!
+//! # Data indexed by next hop
+//!
+//! [`Ipv4Lpm::insert`] issues a release fence before it writes any entry, and
+//! [`Ipv4Lpm::lookup`] / [`Ipv4Lpm::lookup_batch`] an acquire fence after their loads.
+//! So anything the writer stored (even with relaxed atomics) before calling `insert` —
+//! typically the slot of a next-hop table that the new next-hop index names — is visible
+//! to a reader once a lookup returned that next hop.
 
 pub mod reference;
 
@@ -218,6 +226,7 @@ impl Ipv4Lpm {
     #[inline]
     pub fn lookup(&self, addr: u32) -> Option<u32> {
         let r = self.finish(self.resolve(addr));
+        fence(Ordering::Acquire);
         (r != Self::NO_ROUTE).then_some(r)
     }
 
@@ -267,6 +276,7 @@ impl Ipv4Lpm {
                 *o = self.finish(e);
             }
         }
+        fence(Ordering::Acquire);
     }
 
     /// Installs `addr/len -> nh` (host bits of `addr` are ignored); returns the next hop
@@ -284,6 +294,9 @@ impl Ipv4Lpm {
             w.count += 1;
         }
         let new = leaf(len, nh);
+        // Publishes what the caller wrote before this insert (see "Data indexed by next
+        // hop" in the crate docs).
+        fence(Ordering::Release);
         if len == 0 {
             self.default.store(new, Ordering::Relaxed);
         } else if len <= 24 {
