@@ -131,7 +131,8 @@ struct Writer {
 /// An IPv4 longest-prefix-match table (DIR-24-8) with lock-free readers.
 /// See the [crate documentation](crate) for the concurrency rules.
 pub struct Ipv4Lpm {
-    l1: Box<[AtomicU32]>,
+    /// Fixed size, so that indexing by `addr >> 8` needs no bounds check.
+    l1: Box<[AtomicU32; L1_ENTRIES]>,
     default: AtomicU32,
     chunks: Box<[OnceLock<Box<[AtomicU32]>>]>,
     writer: Mutex<Writer>,
@@ -160,7 +161,10 @@ impl Ipv4Lpm {
     /// kernel backs it with memory only where routes are written.
     pub fn new() -> Ipv4Lpm {
         Ipv4Lpm {
-            l1: zeroed_atomics(L1_ENTRIES),
+            l1: match zeroed_atomics(L1_ENTRIES).try_into() {
+                Ok(a) => a,
+                Err(_) => unreachable!("zeroed_atomics returns exactly L1_ENTRIES entries"),
+            },
             default: AtomicU32::new(0),
             chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
             writer: Mutex::new(Writer {
@@ -231,9 +235,9 @@ impl Ipv4Lpm {
     }
 
     /// Looks up every address of `addrs`, writing the next hop (or [`Self::NO_ROUTE`]) to
-    /// the same index of `out`. Works in blocks: first all first-level entries of a block
-    /// are loaded (independent loads whose cache misses overlap), then the second-level
-    /// entries of those that point to a group.
+    /// the same index of `out`. Works in passes so that cache misses overlap: first every
+    /// first-level entry is loaded, then the second-level entries of those that point to
+    /// a group, then the results are finished.
     ///
     /// # Panics
     /// If `out` is shorter than `addrs`.
@@ -242,39 +246,35 @@ impl Ipv4Lpm {
             out.len() >= addrs.len(),
             "lookup_batch: output shorter than input"
         );
-        const BLOCK: usize = 32;
-        let mut l1e = [0u32; BLOCK];
-        for (ab, ob) in addrs.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
-            let mut any_group = false;
-            for (e, &a) in l1e.iter_mut().zip(ab) {
-                *e = self.l1[(a >> 8) as usize].load(Ordering::Relaxed);
-                any_group |= *e & GROUP != 0;
-            }
-            if any_group {
-                fence(Ordering::Acquire);
-                let mut l2e = [0u32; BLOCK];
-                for ((v, &e), &a) in l2e.iter_mut().zip(&l1e).zip(ab) {
-                    if e & GROUP != 0 {
-                        *v = match self.group_entry(e & LOW24, a & 0xff) {
-                            Some(x) => x.load(Ordering::Relaxed),
-                            None => 0,
-                        };
-                    }
-                }
-                fence(Ordering::Acquire);
-                for ((e, &v), &a) in l1e.iter_mut().zip(&l2e).zip(ab) {
-                    if *e & GROUP != 0 {
-                        *e = if self.l1[(a >> 8) as usize].load(Ordering::Relaxed) == *e {
-                            v
-                        } else {
-                            self.resolve(a)
-                        };
-                    }
+        let out = &mut out[..addrs.len()];
+        let mut any = 0u32;
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            let e = self.l1[(a >> 8) as usize].load(Ordering::Relaxed);
+            any |= e;
+            *o = e;
+        }
+        if any & GROUP != 0 {
+            fence(Ordering::Acquire);
+            for (o, &a) in out.iter_mut().zip(addrs) {
+                let e = *o;
+                if e & GROUP != 0 {
+                    let v = match self.group_entry(e & LOW24, a & 0xff) {
+                        Some(x) => x.load(Ordering::Relaxed),
+                        None => 0,
+                    };
+                    fence(Ordering::Acquire);
+                    *o = if self.l1[(a >> 8) as usize].load(Ordering::Relaxed) == e {
+                        v
+                    } else {
+                        self.resolve(a)
+                    };
                 }
             }
-            for (o, &e) in ob.iter_mut().zip(&l1e) {
-                *o = self.finish(e);
-            }
+        }
+        let d = self.default.load(Ordering::Relaxed);
+        let dflt = if d & VALID != 0 { d & LOW24 } else { Self::NO_ROUTE };
+        for o in out.iter_mut() {
+            *o = if *o & VALID != 0 { *o & LOW24 } else { dflt };
         }
         fence(Ordering::Acquire);
     }
