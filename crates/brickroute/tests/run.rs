@@ -9,7 +9,11 @@ const SAMPLE: &str = "conf/samples/router-sample.pcap";
 fn syntax_error_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.click");
-    std::fs::write(&f, "// a comment\nsrc :: InfiniteSource(LIMIT 1)\n  -> -> Discard;\n").unwrap();
+    std::fs::write(
+        &f,
+        "// a comment\nsrc :: InfiniteSource(LIMIT 1)\n  -> -> Discard;\n",
+    )
+    .unwrap();
     let o = brickroute(&["run", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
@@ -24,7 +28,11 @@ fn unknown_class_suggests_the_nearest_names() {
     let o = brickroute(&["run", "-e", "InfiniteSource(LIMIT 1) -> Countr -> Discard"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.starts_with("<expr>:1:28: error: undeclared element 'Countr'"), "stderr: {}", err);
+    assert!(
+        err.starts_with("<expr>:1:28: error: undeclared element 'Countr'"),
+        "stderr: {}",
+        err
+    );
     assert!(err.contains("did you mean 'Counter'"), "stderr: {}", err);
 }
 
@@ -32,21 +40,45 @@ fn unknown_class_suggests_the_nearest_names() {
 fn bad_argument_and_bad_port_fail_with_a_location() {
     let o = brickroute(&["run", "-e", "InfiniteSource(LIMIT x) -> Discard"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).starts_with("<expr>:1:1: error: "), "stderr: {}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("<expr>:1:1: error: "),
+        "stderr: {}",
+        stderr(&o)
+    );
 
     let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 1) -> [1] d :: Discard"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("'d :: Discard' has no input 1"), "stderr: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'d :: Discard' has no input 1"),
+        "stderr: {}",
+        stderr(&o)
+    );
 
     // As in Click, the output count comes from the connections: one connected output
     // for two patterns is a configuration error of the Classifier.
-    let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 1) -> c :: Classifier(12/0800, -) -> Discard"]);
+    let o = brickroute(&[
+        "run",
+        "-e",
+        "s :: InfiniteSource(LIMIT 1) -> c :: Classifier(12/0800, -) -> Discard",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("need 1 arguments, one per output port"), "stderr: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("need 1 arguments, one per output port"),
+        "stderr: {}",
+        stderr(&o)
+    );
 
-    let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 1) -> c :: Classifier(12/0800, -); c[1] -> Discard"]);
+    let o = brickroute(&[
+        "run",
+        "-e",
+        "s :: InfiniteSource(LIMIT 1) -> c :: Classifier(12/0800, -); c[1] -> Discard",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("'c :: Classifier' output 0 unused"), "stderr: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'c :: Classifier' output 0 unused"),
+        "stderr: {}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -54,14 +86,22 @@ fn missing_and_corrupt_captures_are_clear_errors() {
     let o = brickroute(&["run", "-e", "FromDump(/nonexistent/x.pcap) -> Discard"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.contains("/nonexistent/x.pcap") && err.contains("No such file"), "stderr: {}", err);
+    assert!(
+        err.contains("/nonexistent/x.pcap") && err.contains("No such file"),
+        "stderr: {}",
+        err
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("junk.pcap");
     std::fs::write(&f, b"this is not a capture file at all").unwrap();
     let o = brickroute(&["run", "-e", &format!("FromDump({}) -> Discard", f.display())]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("not a tcpdump file"), "stderr: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a tcpdump file"),
+        "stderr: {}",
+        stderr(&o)
+    );
 }
 
 /// The frame the sample's first record holds, after Strip(14) -> CheckIPHeader ->
@@ -123,7 +163,15 @@ fn pipeline_output_and_handlers_match_click() {
     assert_eq!((recs[1].sec, recs[1].usec), (1_700_000_001, 1000));
 
     // A single handler prints just its value, as Click does.
-    let o = brickroute(&["run", "-e", PIPELINE, &format!("IN={}", SAMPLE), "OUT=/dev/null", "-h", "c.count"]);
+    let o = brickroute(&[
+        "run",
+        "-e",
+        PIPELINE,
+        &format!("IN={}", SAMPLE),
+        "OUT=/dev/null",
+        "-h",
+        "c.count",
+    ]);
     assert_eq!(stdout(&o), "10\n");
 }
 
@@ -153,16 +201,38 @@ fn two_workers_give_the_same_packets_as_one() {
 
 #[test]
 fn quit_option_configures_without_running() {
-    let o = brickroute(&["run", "-q", "-e", "s :: InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard", "-h", "c.count"]);
+    let o = brickroute(&[
+        "run",
+        "-q",
+        "-e",
+        "s :: InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard",
+        "-h",
+        "c.count",
+    ]);
     assert!(o.status.success());
     assert_eq!(stdout(&o), "0\n");
-    let o = brickroute(&["run", "-e", "s :: InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard", "-h", "c.count"]);
+    let o = brickroute(&[
+        "run",
+        "-e",
+        "s :: InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard",
+        "-h",
+        "c.count",
+    ]);
     assert_eq!(stdout(&o), "5\n");
 }
 
 #[test]
 fn handler_errors_use_click_wording() {
-    let o = brickroute(&["run", "-q", "-e", "s :: InfiniteSource -> d :: Discard", "-h", "d.nothing", "-h", "x.count"]);
+    let o = brickroute(&[
+        "run",
+        "-q",
+        "-e",
+        "s :: InfiniteSource -> d :: Discard",
+        "-h",
+        "d.nothing",
+        "-h",
+        "x.count",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains("no 'd.nothing' handler"), "stderr: {}", err);

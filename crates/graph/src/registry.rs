@@ -53,7 +53,11 @@ impl Registry {
     /// nor a known class: the Click parser reports a bare unknown word as an undeclared
     /// element, which is most often a misspelt class.
     pub fn hint_unknown_name(&self, err: ConfigError) -> ConfigError {
-        let Some(name) = err.message.strip_prefix("undeclared element '").and_then(|r| r.strip_suffix('\'')) else {
+        let Some(name) = err
+            .message
+            .strip_prefix("undeclared element '")
+            .and_then(|r| r.strip_suffix('\''))
+        else {
             return err;
         };
         if err.hint.is_some() {
@@ -64,7 +68,11 @@ impl Registry {
             return err;
         }
         let list: Vec<String> = near.iter().map(|s| format!("'{}'", s)).collect();
-        let hint = format!("'{}' is not a known element class either; did you mean {}?", name, list.join(" or "));
+        let hint = format!(
+            "'{}' is not a known element class either; did you mean {}?",
+            name,
+            list.join(" or ")
+        );
         err.with_hint(hint)
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
 pub(crate) mod ip;
+pub mod iplookup;
 pub(crate) mod paint;
 pub mod pcap;
 pub(crate) mod print;
@@ -47,4 +48,8 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(classifier::ClassifierClass));
     reg.add(Arc::new(classifier::IPClassifierClass));
     reg.add(Arc::new(classifier::IPFilterClass));
+    reg.add(Arc::new(iplookup::IpLookupClass::RADIX));
+    reg.add(Arc::new(iplookup::IpLookupClass::DIRECT));
+    reg.add(Arc::new(iplookup::IpLookupClass::STATIC));
+    reg.add(Arc::new(iplookup::IpLookupClass::LINEAR));
 }

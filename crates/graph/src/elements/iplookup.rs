@@ -1,0 +1,652 @@
+//! Click's IPv4 route-lookup elements: `RadixIPLookup`, `DirectIPLookup`,
+//! `StaticIPLookup` and `LinearIPLookup`.
+//!
+//! All four share one implementation over [`lpm::Ipv4Lpm`]; they differ, as in Click, in
+//! their handlers, in how the `table` handler orders and formats routes, and in a few
+//! update rules (see [`Flavor`]). Configuration: one route per argument,
+//! `ADDR/MASK [GW] OUT`. A packet's destination-address annotation is looked up; a
+//! packet whose route has a gateway gets the gateway as its new annotation; the packet
+//! leaves on the route's output; packets without a route are dropped.
+//!
+//! Workers share one `Arc<Ipv4Lpm>` and one lock-free next-hop table (gateway and port
+//! per next-hop index). Handler writes update both in place under a control-side mutex
+//! that the data path never takes; each batch costs one `lookup_batch`.
+
+use crate::args::{split_words, uncomment, Args, FromArg, Ipv4Prefix};
+use crate::element::*;
+use crate::error::ConfigError;
+use lpm::Ipv4Lpm;
+use packet::PacketBatch;
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Which Click class an element is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Table in insertion-slot order (freed slots reused newest first), tab-separated;
+    /// `set` replaces; `remove` needs a matching gateway and port if given.
+    Radix,
+    /// Table in Click's hash order, `ADDR/LEN GW PORT` with `0.0.0.0` for no gateway;
+    /// no `set` or `lookup` handlers but a `flush` handler; `remove` ignores gateway and
+    /// port; `set` in `ctrl` acts like `add`.
+    Direct,
+    /// Like `Linear` but with no write handlers.
+    Static,
+    /// Table in slot order (the first free slot is reused), space-separated.
+    Linear,
+}
+
+/// Distinct (gateway, output) pairs a table can hold at once.
+const MAX_HOPS: usize = 1 << 16;
+
+/// One of the four classes.
+pub struct IpLookupClass {
+    flavor: Flavor,
+}
+
+impl IpLookupClass {
+    pub const RADIX: IpLookupClass = IpLookupClass {
+        flavor: Flavor::Radix,
+    };
+    pub const DIRECT: IpLookupClass = IpLookupClass {
+        flavor: Flavor::Direct,
+    };
+    pub const STATIC: IpLookupClass = IpLookupClass {
+        flavor: Flavor::Static,
+    };
+    pub const LINEAR: IpLookupClass = IpLookupClass {
+        flavor: Flavor::Linear,
+    };
+}
+
+impl ElementClass for IpLookupClass {
+    fn name(&self) -> &'static str {
+        match self.flavor {
+            Flavor::Radix => "RadixIPLookup",
+            Flavor::Direct => "DirectIPLookup",
+            Flavor::Static => "StaticIPLookup",
+            Flavor::Linear => "LinearIPLookup",
+        }
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/-")
+    }
+
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let spec = IpLookupSpec::new(self.flavor, cx.noutputs);
+        let mut first_err = None;
+        {
+            let mut ctl = spec.lock();
+            for (i, arg) in args.rest().iter().enumerate() {
+                match parse_route(arg, false) {
+                    Some(r) if r.port >= 0 && (r.port as usize) < cx.noutputs => {
+                        // As in Click, a later route for the same prefix is ignored.
+                        if let Err(CmdError::TooManyHops) = spec.add_route(&mut ctl, r, false) {
+                            first_err.get_or_insert_with(|| CmdError::TooManyHops.text(self.flavor));
+                        }
+                    }
+                    _ => {
+                        first_err.get_or_insert_with(|| {
+                            format!("argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT'", i + 1)
+                        });
+                    }
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(cx.error(e)),
+            None => Ok(Arc::new(spec)),
+        }
+    }
+}
+
+/// A route as Click's `IPRoute`: prefix, gateway (0 for none), output port (-1 in a
+/// `remove` request means "any").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Route {
+    addr: u32,
+    len: u8,
+    gw: u32,
+    port: i32,
+}
+
+impl Route {
+    fn prefix(&self) -> String {
+        format!("{}/{}", Ipv4Addr::from(self.addr), self.len)
+    }
+
+    fn gw_text(&self) -> String {
+        if self.gw == 0 {
+            "-".to_string()
+        } else {
+            Ipv4Addr::from(self.gw).to_string()
+        }
+    }
+
+    /// Click's `IPRoute::unparse` without tabs: `ADDR/MASK GW PORT`.
+    fn unparse(&self) -> String {
+        format!("{} {} {}", self.prefix(), self.gw_text(), self.port)
+    }
+
+    /// Click's tabbed form: columns padded with a second tab when short.
+    fn unparse_tabs(&self, gw: &str, out: &mut String) {
+        let start = out.len();
+        let _ = write!(out, "{}\t", self.prefix());
+        if out.len() < start + 17 {
+            out.push('\t');
+        }
+        let start = out.len();
+        let _ = write!(out, "{}\t", gw);
+        if out.len() < start + 9 {
+            out.push('\t');
+        }
+        let _ = write!(out, "{}", self.port);
+    }
+
+    /// Click's `IPRoute::match`: same prefix, and same gateway and port unless the
+    /// request's port is negative.
+    fn matches(&self, req: &Route) -> bool {
+        self.addr == req.addr
+            && self.len == req.len
+            && (req.port < 0 || (self.gw == req.gw && self.port == req.port))
+    }
+}
+
+fn mask_of(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(len))
+    }
+}
+
+/// Parses `ADDR/MASK [GW] OUT` (Click's `cp_ip_route`). In a removal the output may be
+/// left out (port -1). The gateway may be `-` for none. Masks must be contiguous.
+fn parse_route(s: &str, remove: bool) -> Option<Route> {
+    let words = split_words(s);
+    let mut it = words.iter().map(String::as_str);
+    let p = Ipv4Prefix::from_arg(it.next()?)?;
+    let len = p.len()?;
+    let addr = u32::from(p.addr) & mask_of(len);
+    let mut gw = 0u32;
+    let mut word = it.next();
+    match word {
+        Some("-") => word = it.next(),
+        Some(w) => {
+            if let Some(a) = Ipv4Addr::from_arg(w) {
+                gw = u32::from(a);
+                word = it.next();
+            }
+        }
+        None => {}
+    }
+    let port = match word {
+        Some(w) => i32::from_arg(w)?,
+        None if remove => -1,
+        None => return None,
+    };
+    if it.next().is_some() {
+        return None;
+    }
+    Some(Route { addr, len, gw, port })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cmd {
+    Add,
+    Set,
+    Remove,
+}
+
+enum CmdError {
+    Exists(Route),
+    NotFound(Route),
+    TooManyHops,
+}
+
+impl CmdError {
+    fn text(&self, flavor: Flavor) -> String {
+        match self {
+            CmdError::Exists(old) => format!("conflict with existing route '{}'", old.unparse()),
+            CmdError::NotFound(_) if flavor == Flavor::Direct => "Entry not found".to_string(),
+            CmdError::NotFound(r) => format!("route '{}' not found", r.unparse()),
+            CmdError::TooManyHops => "Virtual port table size limit exceeded".to_string(),
+        }
+    }
+}
+
+struct Slot {
+    route: Route,
+    hop: u32,
+    /// Insertion order, for DirectIPLookup's table order.
+    seq: u64,
+}
+
+/// Control-side state, behind the spec's mutex.
+struct Control {
+    slots: Vec<Option<Slot>>,
+    /// RadixIPLookup's free slots, reused newest first.
+    free: Vec<usize>,
+    index: HashMap<(u32, u8), usize>,
+    hop_ids: HashMap<(u32, i32), u32>,
+    hop_refs: Vec<u32>,
+    hop_free: VecDeque<u32>,
+    seq: u64,
+}
+
+/// The configured element, shared by every worker.
+pub struct IpLookupSpec {
+    flavor: Flavor,
+    noutputs: usize,
+    lpm: Arc<Ipv4Lpm>,
+    /// Next-hop index to `gateway << 32 | port`, read by workers without locks.
+    hops: Arc<[AtomicU64]>,
+    ctl: Mutex<Control>,
+    complaints: Arc<AtomicU32>,
+}
+
+impl IpLookupSpec {
+    fn new(flavor: Flavor, noutputs: usize) -> IpLookupSpec {
+        IpLookupSpec {
+            flavor,
+            noutputs,
+            lpm: Arc::new(Ipv4Lpm::new()),
+            hops: (0..MAX_HOPS).map(|_| AtomicU64::new(0)).collect(),
+            ctl: Mutex::new(Control {
+                slots: Vec::new(),
+                free: Vec::new(),
+                index: HashMap::new(),
+                hop_ids: HashMap::new(),
+                hop_refs: Vec::new(),
+                hop_free: VecDeque::new(),
+                seq: 0,
+            }),
+            complaints: Arc::new(AtomicU32::new(0)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Control> {
+        self.ctl.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn acquire_hop(&self, ctl: &mut Control, gw: u32, port: i32) -> Result<u32, CmdError> {
+        if let Some(&h) = ctl.hop_ids.get(&(gw, port)) {
+            ctl.hop_refs[h as usize] += 1;
+            return Ok(h);
+        }
+        // Freed next-hop slots are reused oldest first, so that a worker that read a
+        // next-hop index just before its route went away still finds the old pair.
+        let h = match ctl.hop_free.pop_front() {
+            Some(h) => h,
+            None if ctl.hop_refs.len() < MAX_HOPS => {
+                ctl.hop_refs.push(0);
+                (ctl.hop_refs.len() - 1) as u32
+            }
+            None => return Err(CmdError::TooManyHops),
+        };
+        ctl.hop_refs[h as usize] = 1;
+        ctl.hop_ids.insert((gw, port), h);
+        // Published to workers by the release fence in `Ipv4Lpm::insert`.
+        self.hops[h as usize].store((u64::from(gw) << 32) | u64::from(port as u32), Ordering::Relaxed);
+        Ok(h)
+    }
+
+    fn release_hop(&self, ctl: &mut Control, h: u32) {
+        let r = &mut ctl.hop_refs[h as usize];
+        *r -= 1;
+        if *r == 0 {
+            let v = self.hops[h as usize].load(Ordering::Relaxed);
+            ctl.hop_ids.remove(&((v >> 32) as u32, v as u32 as i32));
+            ctl.hop_free.push_back(h);
+        }
+    }
+
+    /// Adds `r`; with `set`, replaces an existing route for the prefix. Returns the
+    /// replaced route.
+    fn add_route(&self, ctl: &mut Control, r: Route, set: bool) -> Result<Option<Route>, CmdError> {
+        let key = (r.addr, r.len);
+        let existing = ctl.index.get(&key).copied();
+        if let Some(i) = existing {
+            // DirectIPLookup never replaces.
+            if !set || self.flavor == Flavor::Direct {
+                return Err(CmdError::Exists(slot_route(ctl, i).unwrap_or(r)));
+            }
+        }
+        let hop = self.acquire_hop(ctl, r.gw, r.port)?;
+        self.lpm.insert(r.addr, r.len, hop);
+        ctl.seq += 1;
+        let new = Slot {
+            route: r,
+            hop,
+            seq: ctl.seq,
+        };
+        let old = match (existing, self.flavor) {
+            (Some(i), Flavor::Radix) => {
+                // Radix stores the new route in a fresh slot, then frees the old one.
+                let j = place_radix(ctl, new);
+                ctl.index.insert(key, j);
+                let old = ctl.slots[i].take();
+                ctl.free.push(i);
+                old
+            }
+            (Some(i), _) => ctl.slots[i].replace(new),
+            (None, Flavor::Radix) => {
+                let j = place_radix(ctl, new);
+                ctl.index.insert(key, j);
+                None
+            }
+            (None, _) => {
+                let j = match ctl.slots.iter().position(Option::is_none) {
+                    Some(j) => {
+                        ctl.slots[j] = Some(new);
+                        j
+                    }
+                    None => {
+                        ctl.slots.push(Some(new));
+                        ctl.slots.len() - 1
+                    }
+                };
+                ctl.index.insert(key, j);
+                None
+            }
+        };
+        Ok(old.map(|o| {
+            self.release_hop(ctl, o.hop);
+            o.route
+        }))
+    }
+
+    /// Removes the route matching `r`; returns it.
+    fn remove_route(&self, ctl: &mut Control, r: Route) -> Result<Route, CmdError> {
+        let key = (r.addr, r.len);
+        let i = match ctl.index.get(&key) {
+            Some(&i) => i,
+            None => return Err(CmdError::NotFound(r)),
+        };
+        // DirectIPLookup removes by prefix alone.
+        if self.flavor != Flavor::Direct && !slot_route(ctl, i).is_some_and(|s| s.matches(&r)) {
+            return Err(CmdError::NotFound(r));
+        }
+        ctl.index.remove(&key);
+        self.lpm.remove(r.addr, r.len);
+        let old = ctl.slots[i].take().ok_or(CmdError::NotFound(r))?;
+        if self.flavor == Flavor::Radix {
+            ctl.free.push(i);
+        }
+        self.release_hop(ctl, old.hop);
+        Ok(old.route)
+    }
+
+    /// Click's `IPRouteTable::run_command`: parses one route request and applies it;
+    /// `log` records how to undo it.
+    fn run_command(
+        &self,
+        ctl: &mut Control,
+        cmd: Cmd,
+        text: &str,
+        log: Option<&mut Vec<(Route, Cmd)>>,
+    ) -> Result<(), String> {
+        let remove = cmd == Cmd::Remove;
+        let route = parse_route(text, remove)
+            .filter(|r| r.port >= if remove { -1 } else { 0 } && (r.port as i64) < self.noutputs as i64)
+            .ok_or_else(|| {
+                if remove {
+                    "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
+                } else {
+                    "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
+                }
+            })?;
+        let undo = match cmd {
+            Cmd::Add | Cmd::Set => match self.add_route(ctl, route, cmd == Cmd::Set) {
+                Ok(Some(old)) => (old, Cmd::Set),
+                Ok(None) => (route, Cmd::Add),
+                Err(e) => return Err(e.text(self.flavor)),
+            },
+            Cmd::Remove => match self.remove_route(ctl, route) {
+                Ok(old) => (old, Cmd::Remove),
+                Err(e) => return Err(e.text(self.flavor)),
+            },
+        };
+        if let Some(log) = log {
+            log.push(undo);
+        }
+        Ok(())
+    }
+
+    /// The `ctrl` handler: `add`/`set`/`remove` commands, one per line, all or nothing.
+    fn ctrl(&self, text: &str) -> Result<(), String> {
+        let mut ctl = self.lock();
+        let text = uncomment(text);
+        let mut log = Vec::new();
+        let mut result = Ok(());
+        for line in text.split('\n') {
+            let line = line.trim_start();
+            let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let cmd = match word {
+                "" => continue,
+                "add" => Cmd::Add,
+                "set" => Cmd::Set,
+                "remove" => Cmd::Remove,
+                _ => {
+                    result = Err(format!("bad command '{}'", word));
+                    break;
+                }
+            };
+            if let Err(e) = self.run_command(&mut ctl, cmd, rest, Some(&mut log)) {
+                result = Err(e);
+                break;
+            }
+        }
+        if result.is_err() {
+            while let Some((r, cmd)) = log.pop() {
+                let _ = match cmd {
+                    Cmd::Remove => self.add_route(&mut ctl, r, false).map(|_| ()),
+                    Cmd::Add => self.remove_route(&mut ctl, r).map(|_| ()),
+                    Cmd::Set => self.add_route(&mut ctl, r, true).map(|_| ()),
+                };
+            }
+        }
+        result
+    }
+
+    fn flush(&self) {
+        let mut ctl = self.lock();
+        self.lpm.clear();
+        let slots = std::mem::take(&mut ctl.slots);
+        for s in slots.into_iter().flatten() {
+            self.release_hop(&mut ctl, s.hop);
+        }
+        ctl.free.clear();
+        ctl.index.clear();
+        ctl.seq = 0;
+    }
+
+    /// The `table` handler's text.
+    fn dump(&self) -> String {
+        let ctl = self.lock();
+        let mut out = String::new();
+        match self.flavor {
+            Flavor::Radix => {
+                for s in ctl.slots.iter().flatten() {
+                    s.route.unparse_tabs(&s.route.gw_text(), &mut out);
+                    out.push('\n');
+                }
+            }
+            Flavor::Linear | Flavor::Static => {
+                for s in ctl.slots.iter().flatten() {
+                    out.push_str(&s.route.unparse());
+                    out.push('\n');
+                }
+            }
+            Flavor::Direct => {
+                // Click walks its prefix hash table bucket by bucket, newest entry first
+                // within a bucket; its default-route entry is the oldest of its bucket.
+                let mut v: Vec<&Slot> = ctl.slots.iter().flatten().collect();
+                v.sort_by_key(|s| {
+                    let seq = if s.route.len == 0 { 0 } else { s.seq };
+                    (
+                        direct_hash(s.route.addr, u32::from(s.route.len)),
+                        std::cmp::Reverse(seq),
+                    )
+                });
+                for s in v {
+                    s.route
+                        .unparse_tabs(&Ipv4Addr::from(s.route.gw).to_string(), &mut out);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
+    /// What Click's `lookup` read handler (a read handler with a parameter) returns for
+    /// `addr`: the output port, followed by the gateway if the route has one; `-1` when
+    /// there is no route.
+    pub fn lookup_text(&self, addr: &str) -> Result<String, String> {
+        let a = Ipv4Addr::from_arg(uncomment(addr).trim())
+            .ok_or_else(|| format!("expected IP address, not '{}'", addr))?;
+        Ok(match self.lpm.lookup(u32::from(a)) {
+            Some(h) => {
+                let v = self.hops[h as usize].load(Ordering::Relaxed);
+                let (gw, port) = ((v >> 32) as u32, v as u32 as i32);
+                if gw != 0 {
+                    format!("{} {}", port, Ipv4Addr::from(gw))
+                } else {
+                    port.to_string()
+                }
+            }
+            None => "-1".to_string(),
+        })
+    }
+}
+
+/// The route in slot `i` (`index` only names occupied slots).
+fn slot_route(ctl: &Control, i: usize) -> Option<Route> {
+    ctl.slots.get(i).and_then(Option::as_ref).map(|s| s.route)
+}
+
+fn place_radix(ctl: &mut Control, s: Slot) -> usize {
+    match ctl.free.pop() {
+        Some(j) => {
+            ctl.slots[j] = Some(s);
+            j
+        }
+        None => {
+            ctl.slots.push(Some(s));
+            ctl.slots.len() - 1
+        }
+    }
+}
+
+/// DirectIPLookup's prefix hash (64K buckets), which decides its `table` order.
+fn direct_hash(prefix: u32, len: u32) -> u32 {
+    let mut h = prefix ^ (len << 5) ^ (prefix >> (len >> 2)).wrapping_sub(len);
+    h ^= (h >> 23) ^ (h >> 15).wrapping_mul(len) ^ (prefix >> 17).wrapping_mul(53);
+    h = h.wrapping_sub((prefix >> 3) ^ h.wrapping_shr(len).wrapping_mul(7) ^ (h >> 11).wrapping_mul(103));
+    (h ^ (h >> 17)) & 0xffff
+}
+
+impl ElementSpec for IpLookupSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(IpLookup {
+            flavor: self.flavor,
+            lpm: self.lpm.clone(),
+            hops: self.hops.clone(),
+            complaints: self.complaints.clone(),
+            addrs: Vec::new(),
+            out: Vec::new(),
+        })
+    }
+
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        let mut h = vec![HandlerInfo::read("table")];
+        match self.flavor {
+            Flavor::Radix | Flavor::Linear => {
+                for n in ["add", "set", "remove", "ctrl"] {
+                    h.push(HandlerInfo::write(n));
+                }
+            }
+            Flavor::Direct => {
+                for n in ["add", "remove", "ctrl", "flush"] {
+                    h.push(HandlerInfo::write(n));
+                }
+            }
+            Flavor::Static => {}
+        }
+        h
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "table").then(|| self.dump())
+    }
+
+    fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
+        let cmd = match (name, self.flavor) {
+            (_, Flavor::Static) => return None,
+            ("add", _) => Cmd::Add,
+            ("set", Flavor::Radix | Flavor::Linear) => Cmd::Set,
+            ("remove", _) => Cmd::Remove,
+            ("ctrl", _) => return Some(self.ctrl(value)),
+            ("flush", Flavor::Direct) => {
+                self.flush();
+                return Some(Ok(()));
+            }
+            _ => return None,
+        };
+        let mut ctl = self.lock();
+        Some(self.run_command(&mut ctl, cmd, value, None))
+    }
+}
+
+/// One worker's instance.
+struct IpLookup {
+    flavor: Flavor,
+    lpm: Arc<Ipv4Lpm>,
+    hops: Arc<[AtomicU64]>,
+    complaints: Arc<AtomicU32>,
+    addrs: Vec<u32>,
+    out: Vec<u32>,
+}
+
+impl IpLookup {
+    fn complain(&self, dst: [u8; 4]) {
+        // Click prints the first few misses (Radix: 5 for the whole router).
+        if self.flavor == Flavor::Direct || self.complaints.fetch_add(1, Ordering::Relaxed) >= 5 {
+            return;
+        }
+        match self.flavor {
+            Flavor::Radix => eprintln!("IPRouteTable: no route for {}", Ipv4Addr::from(dst)),
+            _ => eprintln!("LinearIPLookup: no gw for {:x}", u32::from_ne_bytes(dst)),
+        }
+    }
+}
+
+impl Element for IpLookup {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        self.addrs.clear();
+        self.addrs
+            .extend(batch.iter().map(|p| u32::from_be_bytes(p.anno().dst_ip())));
+        self.out.resize(self.addrs.len(), 0);
+        // Ends with an acquire fence: the next-hop slots read below are up to date.
+        self.lpm.lookup_batch(&self.addrs, &mut self.out);
+        for (mut p, &h) in batch.drain().zip(self.out.iter()) {
+            if h == Ipv4Lpm::NO_ROUTE {
+                self.complain(p.anno().dst_ip());
+                continue;
+            }
+            let v = self.hops.get(h as usize).map_or(0, |x| x.load(Ordering::Relaxed));
+            let gw = (v >> 32) as u32;
+            if gw != 0 {
+                p.anno_mut().set_dst_ip(gw.to_be_bytes());
+            }
+            out.push(v as u32 as usize, p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,370 @@
+use super::*;
+use crate::testing::{build_error, Harness};
+use packet::Packet;
+
+/// A 20-byte IPv4 header (UDP, 10.0.0.99 -> `dst`) with the destination annotation set
+/// to `anno`.
+fn pkt(dst: [u8; 4], anno: [u8; 4]) -> Packet {
+    let mut p = Packet::from_slice(&[
+        0x45, 0x00, 0x00, 0x14, 0x00, 0x01, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 99, dst[0], dst[1],
+        dst[2], dst[3],
+    ]);
+    p.anno_mut().set_dst_ip(anno);
+    p
+}
+
+fn annos(out: &[Packet]) -> Vec<[u8; 4]> {
+    out.iter().map(|p| p.anno().dst_ip()).collect()
+}
+
+const CONFIG: &str = "10.0.0.0/8 1, 10.1.0.0/16 10.1.0.1 2, 10.1.2.128/25 3, 0.0.0.0/0 18.26.4.1 0, \
+                      10.1.2.200/32 1";
+
+#[test]
+fn routes_by_longest_prefix_and_sets_gateway() {
+    for class in [
+        &IpLookupClass::RADIX,
+        &IpLookupClass::DIRECT,
+        &IpLookupClass::STATIC,
+        &IpLookupClass::LINEAR,
+    ] {
+        let mut h = Harness::new(class, CONFIG, 1, 4);
+        let out = h.push(
+            0,
+            vec![
+                pkt([10, 9, 9, 9], [10, 9, 9, 9]),
+                pkt([10, 1, 7, 7], [10, 1, 7, 7]),
+                pkt([10, 1, 2, 130], [10, 1, 2, 130]),
+                pkt([8, 8, 8, 8], [8, 8, 8, 8]),
+                pkt([10, 1, 2, 200], [10, 1, 2, 200]),
+                // The annotation, not the header, is the key.
+                pkt([10, 9, 9, 9], [10, 1, 2, 129]),
+            ],
+        );
+        assert_eq!(annos(&out[0]), vec![[18, 26, 4, 1]], "{}", class.name());
+        assert_eq!(annos(&out[1]), vec![[10, 9, 9, 9], [10, 1, 2, 200]]);
+        assert_eq!(annos(&out[2]), vec![[10, 1, 0, 1]]);
+        assert_eq!(annos(&out[3]), vec![[10, 1, 2, 130], [10, 1, 2, 129]]);
+        // Packet bytes are untouched.
+        assert_eq!(
+            out[2][0].data(),
+            &[
+                0x45, 0x00, 0x00, 0x14, 0x00, 0x01, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 99, 10, 1,
+                7, 7
+            ]
+        );
+    }
+}
+
+#[test]
+fn packets_without_route_are_dropped() {
+    let mut h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 0, 192.168.0.0/16 1", 1, 2);
+    let out = h.push(
+        0,
+        vec![
+            pkt([11, 0, 0, 1], [11, 0, 0, 1]),
+            pkt([10, 0, 0, 1], [10, 0, 0, 1]),
+            pkt([0, 0, 0, 0], [0, 0, 0, 0]),
+        ],
+    );
+    assert_eq!(annos(&out[0]), vec![[10, 0, 0, 1]]);
+    assert!(out[1].is_empty());
+    let mut h = Harness::new(&IpLookupClass::DIRECT, "", 1, 1);
+    let out = h.push(0, vec![pkt([1, 2, 3, 4], [1, 2, 3, 4])]);
+    assert!(out[0].is_empty());
+}
+
+#[test]
+fn configuration_errors() {
+    assert_eq!(
+        build_error(&IpLookupClass::RADIX, "10.0.0.0/8 0, 10.0.0.0/8 5", 1, 2),
+        "e :: RadixIPLookup: argument 2 should be 'ADDR/MASK [GATEWAY] OUTPUT'"
+    );
+    assert_eq!(
+        build_error(&IpLookupClass::LINEAR, "10.0.0.0/8", 1, 2),
+        "e :: LinearIPLookup: argument 1 should be 'ADDR/MASK [GATEWAY] OUTPUT'"
+    );
+    assert_eq!(
+        build_error(&IpLookupClass::DIRECT, "10.0.0.0/8 1.2.3.4 0 extra", 1, 2),
+        "e :: DirectIPLookup: argument 1 should be 'ADDR/MASK [GATEWAY] OUTPUT'"
+    );
+    assert_eq!(
+        build_error(&IpLookupClass::STATIC, "10.0.0.0/255.0.255.0 0", 1, 2),
+        "e :: StaticIPLookup: argument 1 should be 'ADDR/MASK [GATEWAY] OUTPUT'"
+    );
+    assert_eq!(
+        build_error(&IpLookupClass::RADIX, "10.0.0.0/8 -1", 1, 2),
+        "e :: RadixIPLookup: argument 1 should be 'ADDR/MASK [GATEWAY] OUTPUT'"
+    );
+    // Mask forms, `-` gateway, host bits, and a duplicate prefix (the first one wins).
+    let h = Harness::new(
+        &IpLookupClass::LINEAR,
+        "10.1.2.3/255.255.0.0 - 1, 10/8 0, 1.2.3.4 0.0.0.0 1, 10.1.0.0/16 0",
+        1,
+        2,
+    );
+    assert_eq!(
+        h.read("table"),
+        "10.1.0.0/16 - 1\n10.0.0.0/8 - 0\n1.2.3.4/32 - 1\n"
+    );
+}
+
+#[test]
+fn table_formats_and_orders() {
+    let cfg = "10.0.0.0/8 1, 10.1.0.0/16 10.1.0.1 2, 192.168.100.100/32 172.16.0.1 0";
+    let h = Harness::new(&IpLookupClass::RADIX, cfg, 1, 3);
+    assert_eq!(
+        h.read("table"),
+        "10.0.0.0/8\t\t-\t\t1\n10.1.0.0/16\t\t10.1.0.1\t2\n192.168.100.100/32\t172.16.0.1\t0\n"
+    );
+    let h = Harness::new(&IpLookupClass::LINEAR, cfg, 1, 3);
+    assert_eq!(
+        h.read("table"),
+        "10.0.0.0/8 - 1\n10.1.0.0/16 10.1.0.1 2\n192.168.100.100/32 172.16.0.1 0\n"
+    );
+    let h = Harness::new(&IpLookupClass::STATIC, cfg, 1, 3);
+    assert_eq!(
+        h.read("table"),
+        "10.0.0.0/8 - 1\n10.1.0.0/16 10.1.0.1 2\n192.168.100.100/32 172.16.0.1 0\n"
+    );
+    // DirectIPLookup: Click's hash-bucket order (buckets 0, 7443, 8316, 17066, 24727,
+    // 40488 for these prefixes), gateway 0.0.0.0 when there is none.
+    let h = Harness::new(
+        &IpLookupClass::DIRECT,
+        "10.1.0.0/16 2, 192.168.1.0/24 1, 10.0.0.0/8 1.1.1.1 1, 192.168.1.7/32 0, \
+         172.16.0.0/12 0, 0.0.0.0/0 9.9.9.9 2",
+        1,
+        3,
+    );
+    assert_eq!(
+        h.read("table"),
+        "0.0.0.0/0\t\t9.9.9.9\t\t2\n\
+         172.16.0.0/12\t\t0.0.0.0\t\t0\n\
+         192.168.1.7/32\t\t0.0.0.0\t\t0\n\
+         10.0.0.0/8\t\t1.1.1.1\t\t1\n\
+         192.168.1.0/24\t\t0.0.0.0\t\t1\n\
+         10.1.0.0/16\t\t0.0.0.0\t\t2\n"
+    );
+}
+
+#[test]
+fn radix_and_linear_reuse_slots_as_click_does() {
+    let h = Harness::new(
+        &IpLookupClass::RADIX,
+        "1.0.0.0/8 0, 2.0.0.0/8 0, 3.0.0.0/8 0",
+        1,
+        2,
+    );
+    h.write("remove", "2.0.0.0/8").unwrap();
+    h.write("add", "4.0.0.0/8 1").unwrap();
+    assert_eq!(
+        h.read("table"),
+        "1.0.0.0/8\t\t-\t\t0\n4.0.0.0/8\t\t-\t\t1\n3.0.0.0/8\t\t-\t\t0\n"
+    );
+    // `set` stores the new route in a fresh slot and frees the old one.
+    h.write("set", "1.0.0.0/8 1").unwrap();
+    assert_eq!(
+        h.read("table"),
+        "4.0.0.0/8\t\t-\t\t1\n3.0.0.0/8\t\t-\t\t0\n1.0.0.0/8\t\t-\t\t1\n"
+    );
+    h.write("add", "5.0.0.0/8 0").unwrap();
+    assert_eq!(
+        h.read("table"),
+        "5.0.0.0/8\t\t-\t\t0\n4.0.0.0/8\t\t-\t\t1\n3.0.0.0/8\t\t-\t\t0\n1.0.0.0/8\t\t-\t\t1\n"
+    );
+
+    let h = Harness::new(
+        &IpLookupClass::LINEAR,
+        "1.0.0.0/8 0, 2.0.0.0/8 0, 3.0.0.0/8 0",
+        1,
+        2,
+    );
+    h.write("remove", "2.0.0.0/8").unwrap();
+    h.write("add", "4.0.0.0/8 1").unwrap();
+    h.write("set", "1.0.0.0/8 1").unwrap();
+    assert_eq!(h.read("table"), "1.0.0.0/8 - 1\n4.0.0.0/8 - 1\n3.0.0.0/8 - 0\n");
+}
+
+#[test]
+fn handler_updates_reach_every_worker() {
+    let h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 0", 1, 3);
+    let mut w1 = h.spec.instantiate(WorkerInfo { index: 1, count: 2 });
+    let mut w0 = Harness::new(&IpLookupClass::RADIX, "", 1, 3);
+    w0.spec = h.spec.clone();
+    w0.element = h.spec.instantiate(WorkerInfo { index: 0, count: 2 });
+
+    h.write("add", "10.1.0.0/16 10.1.0.254 2").unwrap();
+    let out = w0.push(0, vec![pkt([10, 1, 1, 1], [10, 1, 1, 1])]);
+    assert_eq!(annos(&out[2]), vec![[10, 1, 0, 254]]);
+
+    let mut outs: Vec<PacketBatch> = (0..3).map(|_| PacketBatch::new()).collect();
+    let stop = StopFlag::new();
+    let mut cx = Context::new(WorkerInfo { index: 1, count: 2 }, &stop);
+    let mut b: PacketBatch = vec![
+        pkt([10, 1, 1, 1], [10, 1, 1, 1]),
+        pkt([10, 2, 0, 0], [10, 2, 0, 0]),
+    ]
+    .into_iter()
+    .collect();
+    w1.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
+    assert_eq!(outs[2].len(), 1);
+    assert_eq!(outs[0].len(), 1);
+
+    h.write("remove", "10.1.0.0/16").unwrap();
+    let out = w0.push(0, vec![pkt([10, 1, 1, 1], [10, 1, 1, 1])]);
+    assert_eq!(annos(&out[0]), vec![[10, 1, 1, 1]]);
+}
+
+#[test]
+fn add_set_remove_texts() {
+    let h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 1.2.3.4 1", 1, 2);
+    assert_eq!(
+        h.write("add", "10.0.0.0/8 0"),
+        Err("conflict with existing route '10.0.0.0/8 1.2.3.4 1'".to_string())
+    );
+    assert_eq!(
+        h.write("add", "10.0.0.0/8"),
+        Err("expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string())
+    );
+    assert_eq!(
+        h.write("add", "10.0.0.0/8 2"),
+        Err("expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string())
+    );
+    assert_eq!(
+        h.write("set", "bogus 1"),
+        Err("expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string())
+    );
+    assert_eq!(
+        h.write("remove", "10.0.0.0/8 2"),
+        Err("expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string())
+    );
+    assert_eq!(
+        h.write("remove", "10.0.0.0/8 0"),
+        Err("route '10.0.0.0/8 - 0' not found".to_string())
+    );
+    assert_eq!(
+        h.write("remove", "11.0.0.0/8"),
+        Err("route '11.0.0.0/8 - -1' not found".to_string())
+    );
+    h.write("set", "10.0.0.0/8 0\n").unwrap();
+    assert_eq!(h.read("table"), "10.0.0.0/8\t\t-\t\t0\n");
+    h.write("remove", "10.0.0.0/8 - 0").unwrap();
+    assert_eq!(h.read("table"), "");
+    h.write("add", "0/0 1").unwrap();
+    h.write("remove", "0.0.0.0/0 1.1.1.1").unwrap();
+    assert_eq!(h.read("table"), "");
+
+    // DirectIPLookup: no `set`, removal by prefix alone, Click's own not-found text.
+    let h = Harness::new(&IpLookupClass::DIRECT, "10.0.0.0/8 1.2.3.4 1", 1, 2);
+    assert!(h.spec.write_handler("set", "10.0.0.0/8 0").is_none());
+    assert_eq!(
+        h.write("remove", "11.0.0.0/8"),
+        Err("Entry not found".to_string())
+    );
+    h.write("remove", "10.0.0.0/8 0").unwrap();
+    assert_eq!(h.read("table"), "");
+    h.write("add", "10.0.0.0/8 1").unwrap();
+    h.write("flush", "").unwrap();
+    assert_eq!(h.read("table"), "");
+    let mut h = h;
+    assert!(h.push(0, vec![pkt([10, 0, 0, 1], [10, 0, 0, 1])])[1].is_empty());
+
+    // StaticIPLookup refuses updates: it has no write handlers.
+    let h = Harness::new(&IpLookupClass::STATIC, "10.0.0.0/8 0", 1, 1);
+    for name in ["add", "set", "remove", "ctrl", "flush"] {
+        assert!(h.spec.write_handler(name, "10.0.0.0/8 0").is_none());
+    }
+    assert_eq!(h.spec.handlers(), vec![HandlerInfo::read("table")]);
+}
+
+#[test]
+fn ctrl_is_all_or_nothing() {
+    let h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 0, 20.0.0.0/8 0", 1, 2);
+    h.write(
+        "ctrl",
+        "add 30.0.0.0/8 1\n// a comment\n\nset 10.0.0.0/8 1.1.1.1 1\nremove 20.0.0.0/8\n",
+    )
+    .unwrap();
+    assert_eq!(
+        h.read("table"),
+        "30.0.0.0/8\t\t-\t\t1\n10.0.0.0/8\t\t1.1.1.1\t\t1\n"
+    );
+    assert_eq!(h.spec.read_handler("table").unwrap(), h.read("table"));
+    let before = h.read("table");
+    assert_eq!(
+        h.write(
+            "ctrl",
+            "remove 30.0.0.0/8\nset 10.0.0.0/8 0\nadd 40.0.0.0/8 0\nadd 10.0.0.0/8 1"
+        ),
+        Err("conflict with existing route '10.0.0.0/8 - 0'".to_string())
+    );
+    assert_eq!(h.read("table"), before);
+    assert_eq!(
+        h.write("ctrl", "add 50.0.0.0/8 0\nfrob 1.0.0.0/8 0"),
+        Err("bad command 'frob'".to_string())
+    );
+    assert_eq!(h.read("table"), before);
+    let mut h = h;
+    let out = h.push(
+        0,
+        vec![
+            pkt([10, 0, 0, 1], [10, 0, 0, 1]),
+            pkt([50, 0, 0, 1], [50, 0, 0, 1]),
+        ],
+    );
+    assert_eq!(annos(&out[1]), vec![[1, 1, 1, 1]]);
+    assert!(out[0].is_empty());
+}
+
+#[test]
+fn lookup_text_reports_port_and_gateway() {
+    let spec = build_typed(&IpLookupClass::RADIX, "10.0.0.0/8 1", 2);
+    assert_eq!(spec.lookup_text("1.2.3.4"), Ok("-1".to_string()));
+    assert_eq!(spec.lookup_text(" 10.2.3.4\n"), Ok("1".to_string()));
+    let spec = build_typed(&IpLookupClass::LINEAR, CONFIG, 4);
+    assert_eq!(spec.lookup_text("10.1.2.130"), Ok("3".to_string()));
+    assert_eq!(spec.lookup_text("10.1.7.7"), Ok("2 10.1.0.1".to_string()));
+    assert_eq!(spec.lookup_text("99.1.1.1"), Ok("0 18.26.4.1".to_string()));
+    assert_eq!(
+        spec.lookup_text("10.1"),
+        Err("expected IP address, not '10.1'".to_string())
+    );
+}
+
+/// A typed spec (the harness holds a trait object), configured as `build` would.
+fn build_typed(class: &IpLookupClass, config: &str, noutputs: usize) -> IpLookupSpec {
+    let spec = IpLookupSpec::new(class.flavor, noutputs);
+    {
+        let mut ctl = spec.lock();
+        for a in crate::args::split_args(config) {
+            let r = parse_route(&a, false).expect("route");
+            assert!(spec.add_route(&mut ctl, r, false).is_ok());
+        }
+    }
+    spec
+}
+
+#[test]
+fn route_syntax() {
+    let r = |s| parse_route(s, false);
+    assert_eq!(
+        r("10.1.2.3/16 1.2.3.4 2"),
+        Some(Route {
+            addr: 0x0a01_0000,
+            len: 16,
+            gw: 0x0102_0304,
+            port: 2
+        })
+    );
+    assert_eq!(r("10.1.2.3/16 - 2").map(|r| (r.gw, r.port)), Some((0, 2)));
+    assert_eq!(r("1.2.3.4 0x3").map(|r| (r.len, r.port)), Some((32, 3)));
+    assert_eq!(r("10/8"), None);
+    assert_eq!(r("10/8 1 2"), None);
+    assert_eq!(r("10/8 1.2.3.4"), None);
+    assert_eq!(r(""), None);
+    assert_eq!(parse_route("10/8", true).map(|r| r.port), Some(-1));
+    assert_eq!(
+        parse_route("10/8 1.2.3.4", true).map(|r| (r.gw, r.port)),
+        Some((0x0102_0304, -1))
+    );
+}

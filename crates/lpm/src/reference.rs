@@ -1,0 +1,64 @@
+//! A trivially correct longest-prefix match by linear scan, for tests.
+
+/// Routes in a vector; lookups scan all of them.
+#[derive(Clone, Debug, Default)]
+pub struct NaiveLpm {
+    routes: Vec<(u32, u8, u32)>,
+}
+
+fn mask(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(len))
+    }
+}
+
+impl NaiveLpm {
+    pub fn new() -> NaiveLpm {
+        NaiveLpm::default()
+    }
+
+    /// Installs `addr/len -> nh`; returns the previous next hop of that prefix.
+    pub fn insert(&mut self, addr: u32, len: u8, nh: u32) -> Option<u32> {
+        let addr = addr & mask(len);
+        for r in self.routes.iter_mut() {
+            if r.0 == addr && r.1 == len {
+                return Some(std::mem::replace(&mut r.2, nh));
+            }
+        }
+        self.routes.push((addr, len, nh));
+        None
+    }
+
+    /// Removes `addr/len`; returns its next hop.
+    pub fn remove(&mut self, addr: u32, len: u8) -> Option<u32> {
+        let addr = addr & mask(len);
+        let i = self.routes.iter().position(|r| r.0 == addr && r.1 == len)?;
+        Some(self.routes.swap_remove(i).2)
+    }
+
+    /// The next hop of the longest prefix containing `addr`.
+    pub fn lookup(&self, addr: u32) -> Option<u32> {
+        self.routes
+            .iter()
+            .filter(|r| addr & mask(r.1) == r.0)
+            .max_by_key(|r| r.1)
+            .map(|r| r.2)
+    }
+
+    /// Every route, sorted by address then length.
+    pub fn routes(&self) -> Vec<(u32, u8, u32)> {
+        let mut v = self.routes.clone();
+        v.sort_unstable();
+        v
+    }
+
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+}
