@@ -3,16 +3,16 @@
 use crate::registry::Registry;
 use std::sync::Arc;
 
-pub mod pcap;
-pub mod sources;
 pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
 pub(crate) mod ip;
 pub(crate) mod paint;
+pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
+pub mod sources;
 pub(crate) mod strip;
 pub(crate) mod switch;
 
