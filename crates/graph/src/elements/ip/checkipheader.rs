@@ -106,28 +106,19 @@ impl ElementClass for CheckIPHeaderClass {
             .keyword::<bool>("CHECKSUM")
             .map_err(e)?
             .unwrap_or(self.checksum_default);
-        // Click's positional syntax: `CheckIPHeader(OFFSET)`, or the deprecated
-        // `CheckIPHeader(BADSRC2, OFFSET)` where BADSRC2 also makes 0.0.0.0 and
-        // 255.255.255.255 bad sources. (The slot names are internal: no keyword
-        // matches them.)
-        let p1 = args.positional::<String>("\u{0}BADSRC2").map_err(e)?;
-        let p2 = args.positional::<String>("\u{0}OFFSET").map_err(e)?;
+        // Click 2.x takes one positional argument, an integer OFFSET. Its older
+        // `CheckIPHeader(BADSRC, OFFSET)` form is gone: 2.x re-reads the leftover
+        // positionals with keyword-only BADSRC/OFFSET, so any other positional use ends
+        // in "too many arguments". (The slot names are internal: no keyword matches.)
+        let p1 = args.positional::<String>("\u{0}OFFSET").map_err(e)?;
+        let p2 = args.positional::<String>("\u{0}EXTRA").map_err(e)?;
         args.finish().map_err(e)?;
         match (p1, p2) {
             (None, _) => {}
-            (Some(a), None) if u32::from_arg(&a).is_some() => offset = u32::from_arg(&a).unwrap_or(0),
-            (Some(a), b) => {
-                let mut l = IpList::from_arg(&a)
-                    .ok_or_else(|| cx.error(format!("BADSRC expects {}", IpList::WHAT)))?
-                    .0;
-                l.push([0, 0, 0, 0]);
-                l.push([255, 255, 255, 255]);
-                bad_src = l;
-                if let Some(b) = b {
-                    offset =
-                        u32::from_arg(&b).ok_or_else(|| cx.error(format!("OFFSET expects {}", u32::WHAT)))?;
-                }
+            (Some(a), None) => {
+                offset = u32::from_arg(&a).ok_or_else(|| cx.error("too many arguments"))?;
             }
+            (Some(_), Some(_)) => return Err(cx.error("too many arguments")),
         }
         let reason_drops = details.then(|| Arc::new(std::array::from_fn(|_| AtomicU64::new(0))));
         Ok(Arc::new(CheckIPHeaderSpec {
@@ -454,12 +445,6 @@ mod tests {
             );
         }
         assert_eq!(one(&mut h, &with_src([18, 32, 9, 46], [10, 0, 0, 2])).0.len(), 1);
-
-        // Deprecated positional BADSRC2 adds 0.0.0.0 and 255.255.255.255.
-        let mut h = Harness::new(&CHECK_IP_HEADER, "1.2.3.4, 0", 1, 2);
-        assert_eq!(one(&mut h, &with_src([0, 0, 0, 0], [10, 0, 0, 2])).1.len(), 1);
-        assert_eq!(one(&mut h, &with_src([1, 2, 3, 4], [10, 0, 0, 2])).1.len(), 1);
-        assert_eq!(one(&mut h, &with_src([1, 2, 3, 5], [10, 0, 0, 2])).0.len(), 1);
     }
 
     #[test]
@@ -468,10 +453,15 @@ mod tests {
             build_error(&CHECK_IP_HEADER, "VERBOSE maybe", 1, 1),
             "e :: CheckIPHeader: VERBOSE expects bool"
         );
-        assert_eq!(
-            build_error(&CHECK_IP_HEADER, "1.2.3.4, 0, 3", 1, 1),
-            "e :: CheckIPHeader: too many arguments"
-        );
+        // Click 2.x no longer accepts the old positional BADSRC form.
+        for cfg in ["1.2.3.4, 0", "1.2.3.4", "14, 0", "1.2.3.4, 0, 3"] {
+            assert_eq!(
+                build_error(&CHECK_IP_HEADER, cfg, 1, 1),
+                "e :: CheckIPHeader: too many arguments",
+                "{}",
+                cfg
+            );
+        }
         assert_eq!(
             build_error(&CHECK_IP_HEADER, "BADSRC 1.2.3", 1, 1),
             "e :: CheckIPHeader: BADSRC expects list of IP addresses"

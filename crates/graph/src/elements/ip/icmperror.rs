@@ -18,7 +18,9 @@
 //! gateway from the destination IP annotation; needfrag carries PMTU as next-hop MTU.
 //! The result has the destination IP annotation set to its destination, the
 //! FIX_IP_SRC annotation set (unless SET_FIX_ANNO is false), a fresh timestamp, and
-//! its network header annotation set.
+//! its network header annotation set. Handlers `src`, `mtu` and `pmtu` read and write
+//! those settings. Checked against Click 2.x `elements/ip/icmperror.cc` (Args-based
+//! version with MTU/PMTU/SET_FIX_ANNO and reversed source routes).
 
 use super::IpList;
 use crate::args::{Args, FromArg};
@@ -60,7 +62,7 @@ const TYPE_NAMES: [(&str, u8); 15] = [
     ("maskreq-reply", 18),
 ];
 
-/// Code names per type, as Click's documentation lists them.
+/// Code names per type (Click's `IPNameInfo` tables).
 fn code_by_name(icmp_type: u8, name: &str) -> Option<u8> {
     let table: &[(&str, u8)] = match icmp_type {
         3 => &[
@@ -69,8 +71,19 @@ fn code_by_name(icmp_type: u8, name: &str) -> Option<u8> {
             ("protocol", 2),
             ("port", 3),
             ("needfrag", 4),
+            ("srcroutefail", 5),
+            ("netunknown", 6),
+            ("hostunknown", 7),
+            ("isolated", 8),
+            ("netprohibited", 9),
+            ("hostprohibited", 10),
+            ("tosnet", 11),
+            ("toshost", 12),
+            ("filterprohibited", 13),
+            ("hostprecedence", 14),
+            ("precedencecutoff", 15),
         ],
-        5 => &[("net", 0), ("host", 1)],
+        5 => &[("net", 0), ("host", 1), ("tosnet", 2), ("toshost", 3)],
         11 => &[("transit", 0), ("reassembly", 1)],
         12 => &[("erroratptr", 0), ("missingopt", 1), ("length", 2)],
         _ => &[],
@@ -94,7 +107,7 @@ impl ElementClass for ICMPErrorClass {
         let code_s = args.positional::<String>("CODE").map_err(e)?;
         let bad = args.positional::<IpList>("BADADDRS").map_err(e)?;
         let mtu = args.keyword::<u32>("MTU").map_err(e)?.unwrap_or(576);
-        let pmtu = args.keyword::<u16>("PMTU").map_err(e)?.unwrap_or(0);
+        let pmtu = args.keyword::<u32>("PMTU").map_err(e)?.unwrap_or(0);
         let set_fix = args.keyword::<bool>("SET_FIX_ANNO").map_err(e)?.unwrap_or(true);
         args.finish().map_err(e)?;
 
@@ -110,35 +123,57 @@ impl ElementClass for ICMPErrorClass {
             return Err(cx.error(format!("ICMP type {} is not an error type", t)));
         }
         let code = match code_s {
-            None => 0,
+            None => Some(0),
             Some(s) => match code_by_name(t, s.trim()) {
-                Some(c) => c as i64,
-                None => i64::from_arg(&s).ok_or_else(|| cx.error("CODE expects ICMP code"))?,
+                Some(c) => Some(c as i64),
+                None => i64::from_arg(&s),
             },
         };
-        if !(0..=255).contains(&code) {
-            return Err(cx.error("ICMP code must be between 0 and 255"));
-        }
+        let Some(code) = code.filter(|c| (0..=255).contains(c)) else {
+            return Err(cx.error("argument 2 takes ICMP code (integer between 0 and 255)"));
+        };
         Ok(Arc::new(ICMPErrorSpec(Arc::new(Config {
-            src: src.octets(),
+            src: AtomicU32::new(u32::from_ne_bytes(src.octets())),
             icmp_type: t,
             code: code as u8,
             bad_addrs: bad.map(|b| b.0).unwrap_or_default(),
-            mtu: mtu as usize,
-            pmtu,
+            mtu: AtomicU32::new(mtu),
+            pmtu: AtomicU32::new(pmtu),
             set_fix_anno: set_fix,
         }))))
     }
 }
 
+/// Configuration shared by every worker; `src`, `mtu` and `pmtu` are also handlers
+/// (read and write, as in Click), so they are atomics read once per batch.
 struct Config {
-    src: [u8; 4],
+    /// The source address bytes in network order, packed native-endian.
+    src: AtomicU32,
     icmp_type: u8,
     code: u8,
     bad_addrs: Vec<[u8; 4]>,
-    mtu: usize,
-    pmtu: u16,
+    mtu: AtomicU32,
+    pmtu: AtomicU32,
     set_fix_anno: bool,
+}
+
+/// The handler-settable values, loaded once per batch.
+#[derive(Clone, Copy)]
+struct Params {
+    src: [u8; 4],
+    mtu: usize,
+    /// Click stores PMTU as an unsigned int and writes its low 16 bits.
+    pmtu: u16,
+}
+
+impl Config {
+    fn params(&self) -> Params {
+        Params {
+            src: self.src.load(Ordering::Relaxed).to_ne_bytes(),
+            mtu: self.mtu.load(Ordering::Relaxed) as usize,
+            pmtu: self.pmtu.load(Ordering::Relaxed) as u16,
+        }
+    }
 }
 
 struct ICMPErrorSpec(Arc<Config>);
@@ -146,6 +181,43 @@ struct ICMPErrorSpec(Arc<Config>);
 impl ElementSpec for ICMPErrorSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(ICMPError(self.0.clone()))
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        vec![
+            HandlerInfo::read_write("src"),
+            HandlerInfo::read_write("mtu"),
+            HandlerInfo::read_write("pmtu"),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let c = &self.0;
+        match name {
+            "src" => Some(super::ip_text(c.src.load(Ordering::Relaxed).to_ne_bytes())),
+            "mtu" => Some(c.mtu.load(Ordering::Relaxed).to_string()),
+            "pmtu" => Some(c.pmtu.load(Ordering::Relaxed).to_string()),
+            _ => None,
+        }
+    }
+    fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
+        let c = &self.0;
+        match name {
+            "src" => Some(match Ipv4Addr::from_arg(value) {
+                Some(a) => {
+                    c.src.store(u32::from_ne_bytes(a.octets()), Ordering::Relaxed);
+                    Ok(())
+                }
+                None => Err(format!("expected {}", Ipv4Addr::WHAT)),
+            }),
+            "mtu" | "pmtu" => Some(match u32::from_arg(value) {
+                Some(v) => {
+                    let slot = if name == "mtu" { &c.mtu } else { &c.pmtu };
+                    slot.store(v, Ordering::Relaxed);
+                    Ok(())
+                }
+                None => Err(format!("expected {}", u32::WHAT)),
+            }),
+            _ => None,
+        }
     }
 }
 
@@ -163,7 +235,7 @@ impl Config {
     }
 
     /// Builds the error for `p`, or None when no error may be sent.
-    fn make_error(&self, p: &Packet, now: Timestamp) -> Option<Packet> {
+    fn make_error(&self, p: &Packet, prm: Params, now: Timestamp) -> Option<Packet> {
         let nh = p.network_header()?;
         let ip = Ipv4Header::new_checked(nh)?;
         let hlen = ip.header_len();
@@ -230,7 +302,7 @@ impl Config {
         }
         let ip_hl = 20 + opts_len;
         let hdrs = ip_hl + 8;
-        let xlen = self.mtu.saturating_sub(hdrs).min(nh.len());
+        let xlen = prm.mtu.saturating_sub(hdrs).min(nh.len());
         let total = hdrs + xlen;
 
         let mut q = Packet::alloc(total);
@@ -245,7 +317,7 @@ impl Config {
             h.set_ttl(200);
             h.set_protocol(1);
             h.set_checksum(0);
-            h.set_src(self.src);
+            h.set_src(prm.src);
             h.set_dst(ip.src());
             h.options_mut().copy_from_slice(&opts[..opts_len]);
             h.fill_checksum();
@@ -261,7 +333,7 @@ impl Config {
                 icmp.set_gateway(p.anno().dst_ip());
             }
             if self.icmp_type == ICMP_UNREACH && self.code == UNREACH_NEEDFRAG {
-                icmp.set_next_mtu(self.pmtu);
+                icmp.set_next_mtu(prm.pmtu);
             }
             icmp.payload_mut().copy_from_slice(&nh[..xlen]);
             icmp.fill_checksum();
@@ -313,8 +385,9 @@ fn source_route(nh: &[u8], hlen: usize) -> Option<Route> {
 impl Element for ICMPError {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
         let now = cx.now();
+        let prm = self.0.params();
         for p in batch.drain() {
-            if let Some(q) = self.0.make_error(&p, now) {
+            if let Some(q) = self.0.make_error(&p, prm, now) {
                 out.push(0, q);
             }
         }
@@ -640,6 +713,102 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn quote_starts_at_the_network_header_and_includes_untrimmed_trailer() {
+        let _g = lock();
+        // Ethernet header in front (as after CheckIPHeader(14)), 4 trailing bytes after
+        // the 28-byte IP packet: Click quotes network_length() bytes, trailer included.
+        let inp = udp(0);
+        let mut frame = vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00];
+        frame.extend_from_slice(&inp);
+        frame.extend_from_slice(&[0xaa; 4]);
+        let mut p = Packet::from_slice(&frame);
+        p.set_network_header(14, 20);
+        let mut h = Harness::new(&ICMPErrorClass, "192.168.0.1, timeexceeded", 1, 1);
+        let id = next_id();
+        let q = h.push(0, vec![p]).remove(0).remove(0);
+        let mut quote = inp.clone();
+        quote.extend_from_slice(&[0xaa; 4]);
+        let want = expected(id, [192, 168, 0, 1], [10, 0, 0, 1], &[], 11, 0, [0; 4], &quote);
+        assert_eq!(q.data(), &want[..]);
+        assert_eq!(q.len(), 20 + 8 + 32);
+    }
+
+    #[test]
+    fn all_named_codes_and_pmtu_low_16_bits() {
+        let _g = lock();
+        let inp = udp(0);
+        for (cfg, ty, code) in [
+            ("unreachable, srcroutefail", 3, 5),
+            ("unreachable, netunknown", 3, 6),
+            ("unreachable, hostunknown", 3, 7),
+            ("unreachable, isolated", 3, 8),
+            ("unreachable, netprohibited", 3, 9),
+            ("unreachable, hostprohibited", 3, 10),
+            ("unreachable, tosnet", 3, 11),
+            ("unreachable, toshost", 3, 12),
+            ("unreachable, filterprohibited", 3, 13),
+            ("unreachable, hostprecedence", 3, 14),
+            ("unreachable, precedencecutoff", 3, 15),
+            ("redirect, tosnet", 5, 2),
+            ("redirect, toshost", 5, 3),
+            ("timeexceeded, reassembly", 11, 1),
+            ("parameterproblem, length", 12, 2),
+            ("sourcequench", 4, 0),
+        ] {
+            let mut h = Harness::new(&ICMPErrorClass, &format!("192.168.0.1, {}", cfg), 1, 1);
+            let q = h.push(0, vec![ip_packet(&inp)]).remove(0).remove(0);
+            assert_eq!(&q.data()[20..22], &[ty, code], "{}", cfg);
+        }
+        // PMTU 66036 = 0x101f4: Click writes htons(66036), i.e. 0x01f4.
+        let mut h = Harness::new(&ICMPErrorClass, "192.168.0.1, 3, 4, PMTU 66036", 1, 1);
+        let id = next_id();
+        let q = h.push(0, vec![ip_packet(&inp)]).remove(0).remove(0);
+        let want = expected(
+            id,
+            [192, 168, 0, 1],
+            [10, 0, 0, 1],
+            &[],
+            3,
+            4,
+            [0, 0, 0x01, 0xf4],
+            &inp,
+        );
+        assert_eq!(q.data(), &want[..]);
+    }
+
+    #[test]
+    fn src_mtu_pmtu_handlers() {
+        let _g = lock();
+        let inp = udp(20);
+        let mut h = Harness::new(&ICMPErrorClass, "192.168.0.1, unreachable, needfrag", 1, 1);
+        assert_eq!(h.read("src"), "192.168.0.1");
+        assert_eq!(h.read("mtu"), "576");
+        assert_eq!(h.read("pmtu"), "0");
+        h.write("src", "10.9.9.9").unwrap();
+        h.write("mtu", "40").unwrap();
+        h.write("pmtu", "1400").unwrap();
+        assert_eq!(h.read("src"), "10.9.9.9");
+        assert_eq!(h.read("mtu"), "40");
+        assert_eq!(h.read("pmtu"), "1400");
+        assert!(h.write("mtu", "big").is_err());
+        assert!(h.write("src", "1.2.3").is_err());
+        let id = next_id();
+        let q = h.push(0, vec![ip_packet(&inp)]).remove(0).remove(0);
+        // 40 bytes: IP header, ICMP header, 12 bytes of the offending packet.
+        let want = expected(
+            id,
+            [10, 9, 9, 9],
+            [10, 0, 0, 1],
+            &[],
+            3,
+            4,
+            [0, 0, 0x05, 0x78],
+            &inp[..12],
+        );
+        assert_eq!(q.data(), &want[..]);
+    }
+
+    #[test]
     fn config_errors() {
         let e = |c: &str| build_error(&ICMPErrorClass, c, 1, 1);
         assert_eq!(
@@ -654,14 +823,11 @@ pub(crate) mod tests {
             e("1.2.3.4, 300"),
             "e :: ICMPError: ICMP type must be between 0 and 255"
         );
-        assert_eq!(
-            e("1.2.3.4, unreachable, bogus"),
-            "e :: ICMPError: CODE expects ICMP code"
-        );
-        assert_eq!(
-            e("1.2.3.4, unreachable, 256"),
-            "e :: ICMPError: ICMP code must be between 0 and 255"
-        );
+        // Click's wording for any bad CODE.
+        let bad_code = "e :: ICMPError: argument 2 takes ICMP code (integer between 0 and 255)";
+        assert_eq!(e("1.2.3.4, unreachable, bogus"), bad_code);
+        assert_eq!(e("1.2.3.4, unreachable, 256"), bad_code);
+        assert_eq!(e("1.2.3.4, unreachable, -1"), bad_code);
         assert_eq!(e("1.2.3.4, bogus"), "e :: ICMPError: TYPE expects ICMP type");
         assert_eq!(e("1.2.3.4"), "e :: ICMPError: missing mandatory TYPE argument");
         assert_eq!(
@@ -669,9 +835,13 @@ pub(crate) mod tests {
             "e :: ICMPError: too many arguments"
         );
         // The transit code name belongs to timeexceeded only.
+        assert_eq!(e("1.2.3.4, unreachable, transit"), bad_code);
+        assert_eq!(e("1.2.3.4, timeexceeded, host"), bad_code);
+        // Click's ICMPError has no USE_FIX_ANNO keyword (its documentation names one,
+        // its code reads SET_FIX_ANNO).
         assert_eq!(
-            e("1.2.3.4, unreachable, transit"),
-            "e :: ICMPError: CODE expects ICMP code"
+            e("1.2.3.4, timeexceeded, USE_FIX_ANNO false"),
+            "e :: ICMPError: bad keyword 'USE_FIX_ANNO'"
         );
     }
 }

@@ -215,7 +215,8 @@ impl IPFragmenter {
         let out_hlen = 20 + olen;
         base[..20].copy_from_slice(&nh[..20]);
         base[20..out_hlen].copy_from_slice(&opts[..olen]);
-        base[0] = 0x40 | (out_hlen / 4) as u8;
+        // Click sets only ip_hl: the version nibble is copied from the input.
+        base[0] = (nh[0] & 0xf0) | (out_hlen / 4) as u8;
         let frag0 = u16::from_be_bytes([nh[6], nh[7]]);
         // The data of the later fragments, kept aside (in a buffer reused from packet
         // to packet) because the first fragment, pushed first, is the trimmed input.
@@ -452,6 +453,37 @@ mod tests {
         assert_eq!(out[0].len(), 2);
         assert_eq!(out[0][0].data(), &frag(&h, 0x2000, &data[..552])[..]);
         assert_eq!(out[0][1].data(), &frag(&h, 69, &data[552..])[..]);
+    }
+
+    #[test]
+    fn ip_length_far_below_frame_still_cuts_first_fragment_at_mtu() {
+        // IP length 100 in a 700-byte network part (nothing trimmed it): Click cuts the
+        // first fragment at hlen + 552 bytes, writes IP length 572 and MF, and makes no
+        // later fragment since its data (80 bytes by the IP length) is used up.
+        let h = ip_header(0, 0, 5, 0, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let mut b = packet(&h, 80);
+        b.extend_from_slice(&[0xcc; 600]);
+        let mut e = Harness::new(&IPFragmenterClass, "576", 1, 1);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        assert_eq!(out[0].len(), 1);
+        assert_eq!(out[0][0].data(), &frag(&h, 0x2000, &b[20..572])[..]);
+        assert_eq!(e.read("fragments"), "1");
+    }
+
+    #[test]
+    fn later_fragments_keep_the_version_nibble() {
+        // Version 5 (nothing checked it): Click sets only ip_hl in later fragments.
+        let mut h = ip_header(0, 0, 3, 0, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        h[0] = 0x55;
+        let b = packet(&h, 60);
+        let mut e = Harness::new(&IPFragmenterClass, "68", 1, 1);
+        let out = e.push(0, vec![ip_packet(&b, 0)]);
+        assert_eq!(out[0].len(), 2);
+        let mut want1 = vec![0x55, 0, 0, 32, 0, 3, 0, 6, 64, 17, 0, 0];
+        want1.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        fix_ip_cksum(&mut want1);
+        want1.extend_from_slice(&b[68..80]);
+        assert_eq!(out[0][1].data(), &want1[..]);
     }
 
     #[test]
