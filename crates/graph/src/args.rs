@@ -436,6 +436,7 @@ pub struct Ipv4Prefix {
 
 impl Ipv4Prefix {
     /// The prefix length, if the mask is contiguous.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> Option<u8> {
         let m = u32::from(self.mask);
         (m.leading_ones() + m.trailing_zeros() == 32).then(|| m.leading_ones() as u8)

@@ -120,15 +120,16 @@ pub struct BuildContext<'a> {
     /// Ports actually used by the configuration's connections.
     pub ninputs: usize,
     pub noutputs: usize,
-    /// Directory of the configuration file, for relative file names.
+    /// Directory relative file names are resolved against: the working directory,
+    /// as in Click, unless the embedding program says otherwise.
     pub base_dir: &'a Path,
     /// Number of workers the router will run.
     pub workers: usize,
 }
 
 impl BuildContext<'_> {
-    /// Resolves a file name given in a configuration relative to the configuration's
-    /// directory, as Click users expect of `FromDump(trace.pcap)`; `-` is kept as is.
+    /// Resolves a file name given in a configuration against `base_dir`; `-`
+    /// (standard input or output) and absolute names are kept as they are.
     pub fn resolve_path(&self, name: &str) -> std::path::PathBuf {
         let p = Path::new(name);
         if name == "-" || p.is_absolute() {

@@ -6,6 +6,7 @@ pub mod elements;
 pub mod error;
 pub mod lang;
 pub mod registry;
+pub mod router;
 pub mod testing;
 
 pub use element::{

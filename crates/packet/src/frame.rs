@@ -278,7 +278,7 @@ impl Packet {
         self.frame.trans = NO_HEADER;
     }
 
-    fn from_abs(&self, abs: i32) -> Option<&[u8]> {
+    fn slice_from(&self, abs: i32) -> Option<&[u8]> {
         (abs != NO_HEADER).then(|| {
             let end = (self.frame.head + self.frame.len) as usize;
             let a = (abs as usize).min(end);
@@ -286,7 +286,7 @@ impl Packet {
         })
     }
 
-    fn from_abs_mut(&mut self, abs: i32) -> Option<&mut [u8]> {
+    fn slice_from_mut(&mut self, abs: i32) -> Option<&mut [u8]> {
         if abs == NO_HEADER {
             return None;
         }
@@ -297,29 +297,29 @@ impl Packet {
 
     /// Bytes from the MAC header to the end of the data (may start before `data()`).
     pub fn mac_header(&self) -> Option<&[u8]> {
-        self.from_abs(self.frame.mac)
+        self.slice_from(self.frame.mac)
     }
 
     /// Bytes from the network header to the end of the data.
     pub fn network_header(&self) -> Option<&[u8]> {
-        self.from_abs(self.frame.net)
+        self.slice_from(self.frame.net)
     }
 
     pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
-        self.from_abs_mut(self.frame.net)
+        self.slice_from_mut(self.frame.net)
     }
 
     /// Bytes from the transport header to the end of the data.
     pub fn transport_header(&self) -> Option<&[u8]> {
-        self.from_abs(self.frame.trans)
+        self.slice_from(self.frame.trans)
     }
 
     pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
-        self.from_abs_mut(self.frame.trans)
+        self.slice_from_mut(self.frame.trans)
     }
 
     pub fn mac_header_mut(&mut self) -> Option<&mut [u8]> {
-        self.from_abs_mut(self.frame.mac)
+        self.slice_from_mut(self.frame.mac)
     }
 }
 

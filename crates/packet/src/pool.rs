@@ -13,6 +13,8 @@ use std::cell::RefCell;
 /// released to the allocator so a burst cannot pin memory for ever.
 pub const MAX_FREE_FRAMES: usize = 65_536;
 
+// Boxed frames on purpose: a frame moves between the pool and packets as one pointer.
+#[allow(clippy::vec_box)]
 #[derive(Default)]
 struct FramePool {
     free: Vec<Box<Frame>>,

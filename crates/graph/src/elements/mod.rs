@@ -3,8 +3,30 @@
 use crate::registry::Registry;
 use std::sync::Arc;
 
+pub(crate) mod counter;
 pub(crate) mod discard;
+pub(crate) mod ether;
+pub(crate) mod paint;
+pub(crate) mod print;
+pub(crate) mod queue;
+pub(crate) mod strip;
+pub(crate) mod switch;
 
 pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(discard::DiscardClass));
+    reg.add(Arc::new(counter::CounterClass));
+    reg.add(Arc::new(strip::StripClass));
+    reg.add(Arc::new(strip::UnstripClass));
+    reg.add(Arc::new(paint::PaintClass));
+    reg.add(Arc::new(paint::PaintSwitchClass));
+    reg.add(Arc::new(switch::TeeClass));
+    reg.add(Arc::new(switch::HashSwitchClass));
+    reg.add(Arc::new(switch::RoundRobinSwitchClass));
+    reg.add(Arc::new(print::PrintClass));
+    reg.add(Arc::new(queue::QueueClass::QUEUE));
+    reg.add(Arc::new(queue::QueueClass::SIMPLE));
+    reg.add(Arc::new(queue::QueueClass::THREAD_SAFE));
+    reg.add(Arc::new(ether::EtherEncapClass));
+    reg.add(Arc::new(ether::EtherRewriteClass));
+    reg.add(Arc::new(ether::EtherMirrorClass));
 }

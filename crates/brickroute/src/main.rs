@@ -1,0 +1,27 @@
+//! `brickroute`: the command line.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod handlers;
+mod run;
+
+#[derive(Parser)]
+#[command(name = "brickroute", version, about = "A parallel, programmable software IP router")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a router configuration written in the Click language.
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run::main(args),
+    }
+}

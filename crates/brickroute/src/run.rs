@@ -1,0 +1,179 @@
+//! `brickroute run`: Click's userlevel driver options on brickroute's workers.
+
+use crate::handlers;
+use graph::lang;
+use graph::registry::Registry;
+use graph::router::RouterSpec;
+use graph::WorkerInfo;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct RunArgs {
+    /// Read the configuration from FILE (`-` for standard input).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    file: Option<String>,
+    /// Use EXPR as the configuration.
+    #[arg(short = 'e', long = "expression", value_name = "EXPR")]
+    expr: Option<String>,
+    /// After the run, read handler ELEMENT.HANDLER and print it as Click does.
+    #[arg(short = 'h', long = "handler", value_name = "ELEMENT.HANDLER")]
+    handlers: Vec<String>,
+    /// Do not run the router: configure it, read handlers, exit.
+    #[arg(short = 'q', long = "quit")]
+    quit: bool,
+    /// Number of worker threads (one per core).
+    #[arg(short = 'j', long = "threads", value_name = "N", default_value_t = 1)]
+    threads: usize,
+    /// Print no summary after the run.
+    #[arg(long = "no-summary")]
+    no_summary: bool,
+    /// The configuration file, and NAME=value definitions for $NAME.
+    #[arg(value_name = "FILE | NAME=value")]
+    rest: Vec<String>,
+    #[arg(long = "help", action = clap::ArgAction::Help, help = "Print help")]
+    help: Option<bool>,
+}
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    SIGNALLED.store(true, Ordering::Relaxed);
+}
+
+fn install_signal_handlers() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the
+    // handler stays valid for the life of the process.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+fn is_definition(s: &str) -> Option<(&str, &str)> {
+    let (k, v) = s.split_once('=')?;
+    (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some((k, v))
+}
+
+/// Loads and checks the configuration, or prints why not.
+fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
+    let mut defines = HashMap::new();
+    let mut file = args.file.clone();
+    for r in &args.rest {
+        if let Some((k, v)) = is_definition(r) {
+            if defines.insert(k.to_string(), v.to_string()).is_some() {
+                return Err(format!("parameter '{}' multiply defined", k));
+            }
+        } else if file.is_some() || args.expr.is_some() {
+            return Err("router configuration specified twice".into());
+        } else {
+            file = Some(r.clone());
+        }
+    }
+    let (text, name) = match (&args.expr, &file) {
+        (Some(e), _) => (e.clone(), "<expr>".to_string()),
+        (None, Some(f)) if f != "-" => {
+            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {}", f, e))?;
+            (text, f.clone())
+        }
+        _ => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| format!("<stdin>: {}", e))?;
+            (s, "<stdin>".to_string())
+        }
+    };
+    let flat = lang::parse(&text, &name, &defines).map_err(|e| e.to_string())?;
+    let reg = Registry::with_library();
+    RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
+}
+
+/// What a run did.
+pub struct RunSummary {
+    pub packets: u64,
+    pub elapsed: Duration,
+    pub interrupted: bool,
+}
+
+/// Runs one worker per thread until a source asks to stop, every source is done, or
+/// a signal arrives.
+pub fn drive(router: &RouterSpec, threads: usize) -> RunSummary {
+    let start = Instant::now();
+    let stop = router.stop_flag().clone();
+    let total: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let stop = stop.clone();
+                s.spawn(move || {
+                    let mut g = router.instantiate(WorkerInfo { index: i, count: threads });
+                    let mut packets = 0u64;
+                    let mut idle_passes = 0u32;
+                    while !stop.is_requested() && !SIGNALLED.load(Ordering::Relaxed) {
+                        let r = g.run_sources();
+                        packets += r.packets as u64;
+                        if r.all_done {
+                            break;
+                        }
+                        if r.packets == 0 {
+                            // Sources waiting for time (RatedSource, TIMING replay): back
+                            // off gently instead of spinning a core at 100 %.
+                            idle_passes += 1;
+                            if idle_passes > 64 {
+                                std::thread::sleep(Duration::from_micros(50));
+                            }
+                        } else {
+                            idle_passes = 0;
+                        }
+                    }
+                    packets
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    router.cleanup();
+    RunSummary { packets: total, elapsed: start.elapsed(), interrupted: SIGNALLED.load(Ordering::Relaxed) }
+}
+
+pub fn main(args: RunArgs) -> ExitCode {
+    let threads = args.threads.max(1);
+    let router = match load(&args, threads) {
+        Ok(r) => Arc::new(r),
+        Err(e) => {
+            eprintln!("{}", e);
+            eprintln!("Router could not be initialized!");
+            return ExitCode::from(1);
+        }
+    };
+    if !args.quit {
+        install_signal_handlers();
+        let s = drive(&router, threads);
+        if !args.no_summary {
+            let secs = s.elapsed.as_secs_f64();
+            eprintln!(
+                "brickroute: {} worker{}, {} packets from sources in {:.3} s{}",
+                threads,
+                if threads == 1 { "" } else { "s" },
+                s.packets,
+                secs,
+                if s.interrupted { " (interrupted)" } else { "" }
+            );
+        }
+    }
+    let (out, errors) = handlers::read_all(&router, &args.handlers);
+    print!("{}", out);
+    for e in &errors {
+        eprintln!("{}", e);
+    }
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

@@ -1,0 +1,470 @@
+//! `Counter([COUNT_CALL, BYTE_COUNT_CALL])`: counts packets and bytes and measures their
+//! rates, as Click's `Counter`.
+//!
+//! Counts are router-wide: every worker's instance adds into the spec's atomics once per
+//! batch and the read handlers report the sum. Rates use Click's rate estimator (an
+//! exponentially weighted moving average over 1 ms epochs, alpha 1/16, 10 bits of
+//! fraction for packets and 4 for bytes) fed with the router-wide counts, so `rate`,
+//! `byte_rate` and `bit_rate` print the same text Click prints for the same traffic.
+//!
+//! `COUNT_CALL N stop` and `BYTE_COUNT_CALL N stop` are supported for Click's global
+//! `stop` handler (the common "stop after N packets" idiom); calls to other handlers
+//! are refused at configuration time.
+
+use crate::args::{split_words, Args};
+use crate::element::*;
+use crate::error::ConfigError;
+use packet::PacketBatch;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+pub struct CounterClass;
+
+/// Click's `RateEWMA` stability shift: alpha = 1/16.
+const STABILITY_SHIFT: u32 = 4;
+/// Click's compensation term, `1 << (stability_shift - 1)`.
+const COMPENSATION: u64 = 1 << (STABILITY_SHIFT - 1);
+/// Epochs per second (Click's user-level jiffies are milliseconds).
+const EPOCH_FREQUENCY: u64 = 1000;
+/// Bits of fraction of the packet-rate average.
+const PACKET_SCALE: u32 = 10;
+/// Bits of fraction of the byte-rate average (fewer, to avoid overflow, as Click).
+const BYTE_SCALE: u32 = 4;
+
+/// An exponentially weighted moving average with `scale` bits of fraction, using
+/// Click's integer arithmetic (arithmetic right shift of the signed difference).
+#[derive(Clone, Copy, Debug, Default)]
+struct Ewma {
+    scaled: u64,
+}
+
+impl Ewma {
+    fn update(&mut self, x: u64, scale: u32) {
+        let target = (x << scale).wrapping_add(COMPENSATION);
+        let step = (target.wrapping_sub(self.scaled) as i64) >> STABILITY_SHIFT;
+        self.scaled = self.scaled.wrapping_add(step as u64);
+    }
+
+    /// `n` observations of zero (idle epochs). Like Click, 100 or more clear it.
+    fn update_idle(&mut self, n: u64, scale: u32) {
+        if n >= 100 {
+            self.scaled = 0;
+        } else {
+            for _ in 0..n {
+                self.update(0, scale);
+            }
+        }
+    }
+}
+
+/// Click's `cp_unparse_real2` for a signed fixed-point value with `frac_bits` bits of
+/// fraction: the shortest decimal that reads back as the same fixed-point value.
+pub(crate) fn unparse_real2(value: i64, frac_bits: u32) -> String {
+    if value < 0 {
+        return format!("-{}", unparse_real2_unsigned(value.unsigned_abs(), frac_bits));
+    }
+    unparse_real2_unsigned(value as u64, frac_bits)
+}
+
+fn unparse_real2_unsigned(value: u64, frac_bits: u32) -> String {
+    let mut s = (value >> frac_bits).to_string();
+    let one: u64 = 1 << frac_bits;
+    let mut frac = value & (one - 1);
+    if frac == 0 {
+        return s;
+    }
+    s.push('.');
+    // Knuth's print_scaled: emit digits until the remaining fraction is below the
+    // precision the fixed-point value can carry.
+    frac = 10 * frac + 5;
+    let mut allowable: u64 = 10;
+    let mut rounder: u64 = 5;
+    while rounder < (one >> 1) {
+        rounder *= 10;
+    }
+    loop {
+        if allowable > one {
+            frac = (frac + (one >> 1)).wrapping_sub(rounder);
+        }
+        s.push(char::from(b'0' + (frac >> frac_bits) as u8));
+        frac = 10 * (frac & (one - 1));
+        allowable *= 10;
+        if frac <= allowable {
+            break;
+        }
+    }
+    s
+}
+
+/// The rate estimator's state, advanced when the epoch changes.
+#[derive(Debug, Default)]
+struct RateState {
+    epoch: u64,
+    /// Router-wide counts when the current epoch began.
+    count_mark: u64,
+    bytes_mark: u64,
+    packets: Ewma,
+    bytes: Ewma,
+}
+
+/// A `COUNT_CALL`/`BYTE_COUNT_CALL` trigger: Click's global `stop` handler.
+#[derive(Debug)]
+struct Trigger {
+    at: u64,
+    fired: AtomicBool,
+}
+
+struct Shared {
+    count: AtomicU64,
+    byte_count: AtomicU64,
+    /// Epoch of the last rate update, for a cheap check on the fast path.
+    epoch: AtomicU64,
+    rate: Mutex<RateState>,
+    start: Instant,
+    count_call: Option<Trigger>,
+    byte_count_call: Option<Trigger>,
+}
+
+impl Shared {
+    fn now_epoch(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// Closes the epochs that ended before `now` (Click's `RateEWMAX::update_time`).
+    fn roll(&self, st: &mut RateState, now: u64) {
+        if now <= st.epoch {
+            return;
+        }
+        let c = self.count.load(Ordering::Relaxed);
+        let b = self.byte_count.load(Ordering::Relaxed);
+        st.packets.update(c.saturating_sub(st.count_mark), PACKET_SCALE);
+        st.bytes.update(b.saturating_sub(st.bytes_mark), BYTE_SCALE);
+        let idle = now - st.epoch - 1;
+        if idle > 0 {
+            st.packets.update_idle(idle, PACKET_SCALE);
+            st.bytes.update_idle(idle, BYTE_SCALE);
+        }
+        st.count_mark = c;
+        st.bytes_mark = b;
+        st.epoch = now;
+        self.epoch.store(now, Ordering::Relaxed);
+    }
+
+    /// Called once per batch before the batch is counted.
+    fn tick(&self, now: u64) {
+        if now != self.epoch.load(Ordering::Relaxed) {
+            // Another worker holding the lock is rolling the epoch already.
+            if let Ok(mut st) = self.rate.try_lock() {
+                self.roll(&mut st, now);
+            }
+        }
+    }
+
+    fn add(&self, now: u64, packets: u64, bytes: u64) -> bool {
+        self.tick(now);
+        let old_c = self.count.fetch_add(packets, Ordering::Relaxed);
+        let old_b = self.byte_count.fetch_add(bytes, Ordering::Relaxed);
+        let mut stop = false;
+        if let Some(t) = &self.count_call {
+            // Click fires when the count equals N, which a batch may step over.
+            if old_c < t.at && t.at <= old_c.saturating_add(packets) && !t.fired.swap(true, Ordering::Relaxed)
+            {
+                stop = true;
+            }
+        }
+        if let Some(t) = &self.byte_count_call {
+            if old_b.saturating_add(bytes) >= t.at && !t.fired.swap(true, Ordering::Relaxed) {
+                stop = true;
+            }
+        }
+        stop
+    }
+
+    fn read_rate(&self, which: &str, now: u64) -> String {
+        let mut st = self.rate.lock().unwrap_or_else(|e| e.into_inner());
+        self.roll(&mut st, now);
+        match which {
+            "rate" => unparse_real2(
+                (st.packets.scaled as i64).wrapping_mul(EPOCH_FREQUENCY as i64),
+                PACKET_SCALE,
+            ),
+            "byte_rate" => unparse_real2(
+                (st.bytes.scaled as i64).wrapping_mul(EPOCH_FREQUENCY as i64),
+                BYTE_SCALE,
+            ),
+            // bits = bytes * 8: Click takes three bits off the scale instead of
+            // multiplying, to avoid overflow.
+            _ => unparse_real2(
+                (st.bytes.scaled as i64).wrapping_mul(EPOCH_FREQUENCY as i64),
+                BYTE_SCALE - 3,
+            ),
+        }
+    }
+
+    fn reset(&self, now: u64) {
+        let mut st = self.rate.lock().unwrap_or_else(|e| e.into_inner());
+        self.count.store(0, Ordering::Relaxed);
+        self.byte_count.store(0, Ordering::Relaxed);
+        *st = RateState {
+            epoch: now,
+            ..RateState::default()
+        };
+        self.epoch.store(now, Ordering::Relaxed);
+        for t in [&self.count_call, &self.byte_count_call].into_iter().flatten() {
+            t.fired.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Parses `N stop [VALUE]`.
+fn parse_call(kw: &str, value: &str, cx: &BuildContext) -> Result<Trigger, ConfigError> {
+    let words = split_words(value);
+    let n = words.first().map(|w| w.trim_start_matches('+')).and_then(|w| {
+        if !w.is_empty() && w.bytes().all(|c| c.is_ascii_digit()) {
+            // Click saturates a too-large count (after a warning).
+            Some(w.parse::<u64>().unwrap_or(u64::MAX))
+        } else {
+            None
+        }
+    });
+    let Some(at) = n else {
+        return Err(cx.error(format!("{} type mismatch", kw)));
+    };
+    match words.get(1).map(String::as_str) {
+        // A name without an element is the router's global handler (Counter has no
+        // `stop` handler of its own); `.stop` names the global one explicitly.
+        Some("stop" | ".stop") => Ok(Trigger {
+            at,
+            fired: AtomicBool::new(false),
+        }),
+        Some(h) => Err(cx.error(format!(
+            "{}: handler '{}' is not supported (only the global 'stop' handler)",
+            kw, h
+        ))),
+        None => Err(cx.error(format!("{}: missing handler name", kw))),
+    }
+}
+
+impl ElementClass for CounterClass {
+    fn name(&self) -> &'static str {
+        "Counter"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/1")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let count_call = args.keyword::<String>("COUNT_CALL").map_err(|e| cx.error(e))?;
+        let byte_call = args
+            .keyword::<String>("BYTE_COUNT_CALL")
+            .map_err(|e| cx.error(e))?;
+        args.finish().map_err(|e| cx.error(e))?;
+        let count_call = count_call.map(|v| parse_call("COUNT_CALL", &v, cx)).transpose()?;
+        let byte_count_call = byte_call
+            .map(|v| parse_call("BYTE_COUNT_CALL", &v, cx))
+            .transpose()?;
+        Ok(Arc::new(CounterSpec {
+            shared: Arc::new(Shared {
+                count: AtomicU64::new(0),
+                byte_count: AtomicU64::new(0),
+                epoch: AtomicU64::new(0),
+                rate: Mutex::new(RateState::default()),
+                start: Instant::now(),
+                count_call,
+                byte_count_call,
+            }),
+        }))
+    }
+}
+
+struct CounterSpec {
+    shared: Arc<Shared>,
+}
+
+impl ElementSpec for CounterSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(Counter {
+            shared: self.shared.clone(),
+        })
+    }
+
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        vec![
+            HandlerInfo::read("count"),
+            HandlerInfo::read("byte_count"),
+            HandlerInfo::read("rate"),
+            HandlerInfo::read("bit_rate"),
+            HandlerInfo::read("byte_rate"),
+            HandlerInfo::write("reset"),
+            HandlerInfo::write("reset_counts"),
+            HandlerInfo::read("count_call"),
+        ]
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let s = &self.shared;
+        match name {
+            "count" => Some(s.count.load(Ordering::Relaxed).to_string()),
+            "byte_count" => Some(s.byte_count.load(Ordering::Relaxed).to_string()),
+            "rate" | "bit_rate" | "byte_rate" => Some(s.read_rate(name, s.now_epoch())),
+            // Click prints the trigger only when a handler is set.
+            "count_call" => Some(
+                s.count_call
+                    .as_ref()
+                    .map(|t| t.at.to_string())
+                    .unwrap_or_default(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn write_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
+        match name {
+            "reset" | "reset_counts" => {
+                self.shared.reset(self.shared.now_epoch());
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+}
+
+struct Counter {
+    shared: Arc<Shared>,
+}
+
+impl Element for Counter {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
+        if batch.is_empty() {
+            return;
+        }
+        let bytes: u64 = batch.iter().map(|p| p.len() as u64).sum();
+        let s = &self.shared;
+        if s.add(s.now_epoch(), batch.len() as u64, bytes) {
+            cx.request_stop();
+        }
+        out.push_batch(0, batch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{build, build_error, Harness};
+    use packet::Packet;
+
+    fn pkts(n: usize, len: usize) -> Vec<Packet> {
+        (0..n).map(|_| Packet::zeroed(len)).collect()
+    }
+
+    #[test]
+    fn counts_and_passes_packets_unchanged() {
+        let mut h = Harness::new(&CounterClass, "", 1, 1);
+        let out = h.push(
+            0,
+            vec![Packet::from_slice(&[1, 2, 3]), Packet::from_slice(&[4; 60])],
+        );
+        assert_eq!(out[0].len(), 2);
+        assert_eq!(out[0][0].data(), &[1, 2, 3]);
+        assert_eq!(out[0][1].data(), &[4u8; 60][..]);
+        assert_eq!(h.read("count"), "2");
+        assert_eq!(h.read("byte_count"), "63");
+        assert_eq!(h.read("count_call"), "");
+        h.write("reset", "").unwrap();
+        assert_eq!(h.read("count"), "0");
+        assert_eq!(h.read("byte_count"), "0");
+        assert_eq!(h.read("rate"), "0");
+        h.push(0, pkts(1, 10));
+        h.write("reset_counts", "").unwrap();
+        assert_eq!(h.read("count"), "0");
+    }
+
+    #[test]
+    fn counts_are_summed_over_worker_instances() {
+        let spec = build(&CounterClass, "", 1, 1).unwrap();
+        let stop = StopFlag::new();
+        let mut outs = vec![PacketBatch::new()];
+        for w in 0..2 {
+            let info = WorkerInfo { index: w, count: 2 };
+            let mut e = spec.instantiate(info);
+            let mut cx = Context::new(info, &stop);
+            let mut b: PacketBatch = pkts(3 + w, 100).into_iter().collect();
+            e.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
+        }
+        assert_eq!(outs[0].len(), 7);
+        assert_eq!(spec.read_handler("count").unwrap(), "7");
+        assert_eq!(spec.read_handler("byte_count").unwrap(), "700");
+    }
+
+    #[test]
+    fn rate_estimator_matches_click_arithmetic() {
+        let spec = CounterSpec {
+            shared: Arc::new(Shared {
+                count: AtomicU64::new(0),
+                byte_count: AtomicU64::new(0),
+                epoch: AtomicU64::new(0),
+                rate: Mutex::new(RateState::default()),
+                start: Instant::now(),
+                count_call: None,
+                byte_count_call: None,
+            }),
+        };
+        let s = &spec.shared;
+        // 16 packets of 64 bytes in epoch 0 (1 ms).
+        s.add(0, 16, 1024);
+        // Closing epoch 0: avg = (16 << 10 + 8) >> 4 = 1024 (1.0 packet/ms).
+        assert_eq!(s.read_rate("rate", 1), "1000");
+        assert_eq!(s.read_rate("byte_rate", 1), "64000");
+        assert_eq!(s.read_rate("bit_rate", 1), "512000");
+        // One idle epoch: avg += (8 - 1024) >> 4 = -64, so 960/1024 packets per ms.
+        assert_eq!(s.read_rate("rate", 2), "937.5");
+        assert_eq!(s.read_rate("byte_rate", 2), "60000");
+        assert_eq!(s.read_rate("bit_rate", 2), "480000");
+        // 100 or more idle epochs clear the average.
+        assert_eq!(s.read_rate("rate", 200), "0");
+    }
+
+    #[test]
+    fn unparse_real2_is_clicks() {
+        // Values from Click's own unparse table (0.418, 0.416, 0.42 at 8 bits).
+        assert_eq!(unparse_real2(107, 8), "0.418");
+        assert_eq!(unparse_real2(106, 8), "0.414");
+        assert_eq!(unparse_real2(108, 8), "0.42");
+        assert_eq!(unparse_real2(3 << 10, 10), "3");
+        assert_eq!(unparse_real2((5 << 10) + 256, 10), "5.25");
+        assert_eq!(unparse_real2(-(1 << 9), 10), "-0.5");
+    }
+
+    #[test]
+    fn count_call_stop() {
+        let mut h = Harness::new(&CounterClass, "COUNT_CALL 3 stop", 1, 1);
+        assert_eq!(h.read("count_call"), "3");
+        h.push(0, pkts(2, 1));
+        assert!(!h.stop_requested());
+        let out = h.push(0, pkts(2, 1));
+        assert_eq!(out[0].len(), 2);
+        assert!(h.stop_requested());
+
+        let mut h = Harness::new(&CounterClass, "BYTE_COUNT_CALL 100 .stop", 1, 1);
+        h.push(0, pkts(1, 99));
+        assert!(!h.stop_requested());
+        h.push(0, pkts(1, 1));
+        assert!(h.stop_requested());
+    }
+
+    #[test]
+    fn bad_arguments() {
+        assert_eq!(
+            build_error(&CounterClass, "COUNT_CALL x stop", 1, 1),
+            "e :: Counter: COUNT_CALL type mismatch"
+        );
+        assert_eq!(
+            build_error(&CounterClass, "BYTE_COUNT_CALL 5 q.reset", 1, 1),
+            "e :: Counter: BYTE_COUNT_CALL: handler 'q.reset' is not supported (only the global 'stop' handler)"
+        );
+        assert_eq!(
+            build_error(&CounterClass, "5", 1, 1),
+            "e :: Counter: too many arguments"
+        );
+    }
+}

@@ -1,0 +1,724 @@
+//! Compiling a flat configuration into a router, and running one worker's graph.
+//!
+//! [`RouterSpec::build`] checks the configuration as Click's `Router::initialize` does
+//! (classes, port ranges, reused and unused ports, then each element's configuration)
+//! and configures every element once. [`RouterSpec::instantiate`] gives each worker its
+//! own [`GraphInstance`]: private element instances and output batches, so the data path
+//! takes no locks. Batches run to completion: an element's outputs are pushed
+//! downstream, depth first, as soon as the element returns.
+
+use crate::args::Args;
+use crate::element::*;
+use crate::error::ConfigError;
+use crate::lang::FlatConfig;
+use crate::registry::Registry;
+use packet::PacketBatch;
+use std::path::Path;
+use std::sync::Arc;
+
+struct ElementEntry {
+    name: String,
+    class: &'static str,
+    config: String,
+    spec: Arc<dyn ElementSpec>,
+    ninputs: usize,
+    noutputs: usize,
+    /// Destination (element, input port) of each output port.
+    dest: Vec<(usize, usize)>,
+}
+
+/// A configured router, shared by all workers.
+pub struct RouterSpec {
+    elements: Vec<ElementEntry>,
+    stop: Arc<StopFlag>,
+    requirements: Vec<String>,
+}
+
+/// What one pass over a worker's sources did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunResult {
+    /// Packets the sources emitted in this pass.
+    pub packets: usize,
+    /// True once every source of this worker has finished.
+    pub all_done: bool,
+}
+
+fn decl(name: &str, class: &str) -> String {
+    format!("{} :: {}", name, class)
+}
+
+impl RouterSpec {
+    /// Checks and configures `flat` with the classes of `reg`. File names in element
+    /// configurations are relative to `base_dir`.
+    pub fn build(
+        flat: &FlatConfig,
+        reg: &Registry,
+        base_dir: &Path,
+        workers: usize,
+    ) -> Result<RouterSpec, ConfigError> {
+        let n = flat.elements.len();
+        // 1. Classes.
+        let mut classes = Vec::with_capacity(n);
+        for e in &flat.elements {
+            match reg.get(&e.class) {
+                Some(c) => classes.push(c.clone()),
+                None => {
+                    let mut err =
+                        ConfigError::at(&e.class_landmark, format!("unknown element class '{}'", e.class));
+                    let near = reg.suggest(&e.class);
+                    if !near.is_empty() {
+                        let list: Vec<String> = near.iter().map(|s| format!("'{}'", s)).collect();
+                        err = err.with_hint(format!("did you mean {}?", list.join(" or ")));
+                    }
+                    return Err(err);
+                }
+            }
+        }
+
+        // 2. Port counts: used ports, clamped to what the class accepts (Click's
+        //    notify_nports), then every connection checked against them.
+        let mut conns: Vec<(usize, usize, usize, usize, usize)> = Vec::new(); // from, fp, to, tp, idx
+        for (i, c) in flat.connections.iter().enumerate() {
+            let key = (c.from, c.from_port, c.to, c.to_port);
+            if !conns.iter().any(|&(a, b, cc, d, _)| (a, b, cc, d) == key) {
+                conns.push((c.from, c.from_port, c.to, c.to_port, i));
+            }
+        }
+        let mut nin = vec![0usize; n];
+        let mut nout = vec![0usize; n];
+        for &(f, fp, t, tp, _) in &conns {
+            nout[f] = nout[f].max(fp + 1);
+            nin[t] = nin[t].max(tp + 1);
+        }
+        for i in 0..n {
+            let pc = classes[i].port_count();
+            nin[i] = nin[i].clamp(pc.min_in, pc.max_in);
+            nout[i] = if pc.outputs_equal_inputs {
+                nin[i]
+            } else {
+                nout[i].clamp(pc.min_out, pc.max_out)
+            };
+        }
+        let el = |i: usize| &flat.elements[i];
+        for &(f, fp, t, tp, _) in &conns {
+            if fp >= nout[f] {
+                return Err(ConfigError::at(
+                    &el(f).landmark,
+                    format!("'{}' has no output {}", decl(&el(f).name, &el(f).class), fp),
+                ));
+            }
+            if tp >= nin[t] {
+                return Err(ConfigError::at(
+                    &el(t).landmark,
+                    format!("'{}' has no input {}", decl(&el(t).name, &el(t).class), tp),
+                ));
+            }
+        }
+
+        // 3. Completeness: every push output goes to exactly one input; every port is used.
+        let mut dest: Vec<Vec<Option<(usize, usize)>>> = nout.iter().map(|&k| vec![None; k]).collect();
+        let mut input_used: Vec<Vec<bool>> = nin.iter().map(|&k| vec![false; k]).collect();
+        for &(f, fp, t, tp, _) in &conns {
+            if dest[f][fp].is_some() {
+                return Err(ConfigError::at(
+                    &el(f).landmark,
+                    format!(
+                        "illegal reuse of '{}' push output {}",
+                        decl(&el(f).name, &el(f).class),
+                        fp
+                    ),
+                ));
+            }
+            dest[f][fp] = Some((t, tp));
+            input_used[t][tp] = true;
+        }
+        for (i, used) in input_used.iter().enumerate() {
+            if let Some(p) = used.iter().position(|u| !u) {
+                return Err(ConfigError::at(
+                    &el(i).landmark,
+                    format!("'{}' input {} unused", decl(&el(i).name, &el(i).class), p),
+                ));
+            }
+        }
+        for (i, d) in dest.iter().enumerate() {
+            if let Some(p) = d.iter().position(|d| d.is_none()) {
+                return Err(ConfigError::at(
+                    &el(i).landmark,
+                    format!("'{}' output {} unused", decl(&el(i).name, &el(i).class), p),
+                ));
+            }
+        }
+
+        // 4. Configure every element.
+        let mut elements = Vec::with_capacity(n);
+        for i in 0..n {
+            let e = el(i);
+            let cx = BuildContext {
+                name: &e.name,
+                class: classes[i].name(),
+                landmark: &e.landmark,
+                ninputs: nin[i],
+                noutputs: nout[i],
+                base_dir,
+                workers,
+            };
+            let mut args = Args::new(&e.config);
+            let spec = classes[i]
+                .build(&mut args, &cx)
+                .map_err(|err| err.or_at(&e.landmark))?;
+            elements.push(ElementEntry {
+                name: e.name.clone(),
+                class: classes[i].name(),
+                config: e.config.clone(),
+                spec,
+                ninputs: nin[i],
+                noutputs: nout[i],
+                dest: dest[i].iter().map(|d| d.expect("checked above")).collect(),
+            });
+        }
+        Ok(RouterSpec {
+            elements,
+            stop: Arc::new(StopFlag::new()),
+            requirements: flat.requirements.clone(),
+        })
+    }
+
+    /// One worker's graph.
+    pub fn instantiate(&self, worker: WorkerInfo) -> GraphInstance {
+        let nodes: Vec<Node> = self
+            .elements
+            .iter()
+            .map(|e| Node {
+                elem: e.spec.instantiate(worker),
+                outs: (0..e.noutputs).map(|_| PacketBatch::new()).collect(),
+                spare: Vec::new(),
+                dest: e.dest.clone(),
+            })
+            .collect();
+        let sources: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].elem.is_source()).collect();
+        GraphInstance {
+            done: vec![false; sources.len()],
+            live: sources.len(),
+            sources,
+            nodes,
+            stop: self.stop.clone(),
+            worker,
+        }
+    }
+
+    pub fn stop_flag(&self) -> &Arc<StopFlag> {
+        &self.stop
+    }
+
+    /// Names of all elements, in configuration order.
+    pub fn element_names(&self) -> impl Iterator<Item = &str> {
+        self.elements.iter().map(|e| e.name.as_str())
+    }
+
+    pub fn requirements(&self) -> &[String] {
+        &self.requirements
+    }
+
+    fn find(&self, name: &str) -> Option<&ElementEntry> {
+        self.elements.iter().find(|e| e.name == name)
+    }
+
+    /// Names of elements whose class is `class`.
+    pub fn elements_of_class(&self, class: &str) -> Vec<&str> {
+        self.elements
+            .iter()
+            .filter(|e| e.class == class)
+            .map(|e| e.name.as_str())
+            .collect()
+    }
+
+    pub fn has_element(&self, name: &str) -> bool {
+        self.find(name).is_some()
+    }
+
+    /// Whether `element.handler` exists and is readable.
+    pub fn has_read_handler(&self, element: &str, handler: &str) -> bool {
+        self.find(element).is_some_and(|e| {
+            STANDARD_HANDLERS.contains(&handler)
+                || e.spec.handlers().iter().any(|h| h.name == handler && h.read)
+        })
+    }
+
+    /// Reads handler `element.handler`. Errors use Click's wording.
+    pub fn read_handler(&self, path: &str) -> Result<String, String> {
+        let (ename, hname) = split_handler(path)?;
+        let e = self
+            .find(ename)
+            .ok_or_else(|| format!("no element '{}'", ename))?;
+        let std = match hname {
+            "name" => Some(e.name.clone()),
+            "class" => Some(e.class.to_string()),
+            "config" => Some(e.config.clone()),
+            "ports" => Some(format!(
+                "{} input{}\n{} output{}\n",
+                e.ninputs,
+                plural(e.ninputs),
+                e.noutputs,
+                plural(e.noutputs)
+            )),
+            "handlers" => {
+                let mut s = String::new();
+                let mut all: Vec<(String, bool, bool)> = STANDARD_HANDLERS
+                    .iter()
+                    .map(|h| (h.to_string(), true, false))
+                    .collect();
+                all.extend(
+                    e.spec
+                        .handlers()
+                        .into_iter()
+                        .map(|h| (h.name.to_string(), h.read, h.write)),
+                );
+                all.sort();
+                for (n, r, w) in all {
+                    s.push_str(&format!(
+                        "{}\t{}{}\n",
+                        n,
+                        if r { "r" } else { "" },
+                        if w { "w" } else { "" }
+                    ));
+                }
+                Some(s)
+            }
+            _ => None,
+        };
+        if let Some(v) = std {
+            return Ok(v);
+        }
+        if let Some(v) = e.spec.read_handler(hname) {
+            return Ok(v);
+        }
+        if e.spec.handlers().iter().any(|h| h.name == hname && h.write) {
+            Err(format!("'{}' is a write handler", path))
+        } else {
+            Err(format!("no '{}' handler", path))
+        }
+    }
+
+    /// Writes handler `element.handler`.
+    pub fn write_handler(&self, path: &str, value: &str) -> Result<(), String> {
+        let (ename, hname) = split_handler(path)?;
+        let e = self
+            .find(ename)
+            .ok_or_else(|| format!("no element '{}'", ename))?;
+        match e.spec.write_handler(hname, value) {
+            Some(r) => r,
+            None if STANDARD_HANDLERS.contains(&hname)
+                || e.spec.handlers().iter().any(|h| h.name == hname && h.read) =>
+            {
+                Err(format!("'{}' is a read handler", path))
+            }
+            None => Err(format!("no '{}' handler", path)),
+        }
+    }
+
+    /// Lets elements flush files once every worker has stopped.
+    pub fn cleanup(&self) {
+        for e in &self.elements {
+            e.spec.cleanup();
+        }
+    }
+}
+
+const STANDARD_HANDLERS: [&str; 5] = ["class", "config", "handlers", "name", "ports"];
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn split_handler(path: &str) -> Result<(&str, &str), String> {
+    path.split_once('.')
+        .ok_or_else(|| format!("bad handler name '{}'", path))
+}
+
+struct Node {
+    elem: Box<dyn Element>,
+    outs: Vec<PacketBatch>,
+    /// Output batches for re-entrant pushes (a cycle through this element).
+    spare: Vec<Vec<PacketBatch>>,
+    dest: Vec<(usize, usize)>,
+}
+
+/// One worker's instance of the router graph.
+pub struct GraphInstance {
+    nodes: Vec<Node>,
+    sources: Vec<usize>,
+    done: Vec<bool>,
+    live: usize,
+    stop: Arc<StopFlag>,
+    worker: WorkerInfo,
+}
+
+impl GraphInstance {
+    pub fn has_sources(&self) -> bool {
+        !self.sources.is_empty()
+    }
+
+    pub fn worker(&self) -> WorkerInfo {
+        self.worker
+    }
+
+    /// Runs every live source once, pushing what it emits through the graph.
+    pub fn run_sources(&mut self) -> RunResult {
+        let stop = self.stop.clone();
+        let mut cx = Context::new(self.worker, &stop);
+        let mut packets = 0;
+        for si in 0..self.sources.len() {
+            if self.done[si] {
+                continue;
+            }
+            let idx = self.sources[si];
+            let mut outs = take_outs(&mut self.nodes[idx]);
+            let status = self.nodes[idx].elem.run(&mut Outputs::new(&mut outs), &mut cx);
+            packets += outs.iter().map(|b| b.len()).sum::<usize>();
+            dispatch(&mut self.nodes, idx, &mut outs, &mut cx);
+            put_outs(&mut self.nodes[idx], outs);
+            if status == TaskStatus::Done {
+                self.done[si] = true;
+                self.live -= 1;
+            }
+        }
+        RunResult {
+            packets,
+            all_done: self.live == 0,
+        }
+    }
+
+    /// Pushes `batch` into input `port` of element `element` (by index).
+    pub fn push(&mut self, element: usize, port: usize, batch: &mut PacketBatch) {
+        let stop = self.stop.clone();
+        let mut cx = Context::new(self.worker, &stop);
+        push_into(&mut self.nodes, element, port, batch, &mut cx);
+    }
+}
+
+#[inline]
+fn take_outs(node: &mut Node) -> Vec<PacketBatch> {
+    let nout = node.dest.len();
+    if node.outs.len() == nout {
+        std::mem::take(&mut node.outs)
+    } else {
+        node.spare
+            .pop()
+            .unwrap_or_else(|| (0..nout).map(|_| PacketBatch::new()).collect())
+    }
+}
+
+#[inline]
+fn put_outs(node: &mut Node, outs: Vec<PacketBatch>) {
+    if node.outs.is_empty() && !outs.is_empty() {
+        node.outs = outs;
+    } else if !outs.is_empty() {
+        node.spare.push(outs);
+    }
+}
+
+#[inline]
+fn dispatch(nodes: &mut [Node], idx: usize, outs: &mut [PacketBatch], cx: &mut Context<'_>) {
+    for (p, b) in outs.iter_mut().enumerate() {
+        if !b.is_empty() {
+            let (d, dp) = nodes[idx].dest[p];
+            push_into(nodes, d, dp, b, cx);
+        }
+    }
+}
+
+fn push_into(nodes: &mut [Node], idx: usize, port: usize, batch: &mut PacketBatch, cx: &mut Context<'_>) {
+    let mut outs = take_outs(&mut nodes[idx]);
+    nodes[idx]
+        .elem
+        .push(port, batch, &mut Outputs::new(&mut outs), cx);
+    // An element must consume its input; whatever it left is dropped, not leaked.
+    batch.clear();
+    dispatch(nodes, idx, &mut outs, cx);
+    put_outs(&mut nodes[idx], outs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Landmark;
+    use crate::lang::{Connection, ElementDecl};
+    use packet::Packet;
+
+    /// Emits `N` one-byte packets numbered 0.., one batch of up to 4 per run.
+    struct TestSourceClass;
+    struct TestSource {
+        left: usize,
+        next: u8,
+    }
+    struct TestSourceSpec(usize);
+    impl ElementClass for TestSourceClass {
+        fn name(&self) -> &'static str {
+            "TestSource"
+        }
+        fn port_count(&self) -> PortCount {
+            PortCount::parse("0/1")
+        }
+        fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+            let n = args.required::<usize>("N").map_err(|e| cx.error(e))?;
+            Ok(Arc::new(TestSourceSpec(n)))
+        }
+    }
+    impl ElementSpec for TestSourceSpec {
+        fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+            Box::new(TestSource {
+                left: self.0,
+                next: 0,
+            })
+        }
+    }
+    impl Element for TestSource {
+        fn push(&mut self, _: usize, b: &mut PacketBatch, _: &mut Outputs<'_>, _: &mut Context<'_>) {
+            b.clear();
+        }
+        fn is_source(&self) -> bool {
+            true
+        }
+        fn run(&mut self, out: &mut Outputs<'_>, _: &mut Context<'_>) -> TaskStatus {
+            for _ in 0..self.left.min(4) {
+                out.push(0, Packet::from_slice(&[self.next]));
+                self.next += 1;
+                self.left -= 1;
+            }
+            if self.left == 0 {
+                TaskStatus::Done
+            } else {
+                TaskStatus::Busy
+            }
+        }
+    }
+
+    /// Sends even first bytes to output 0 and odd ones to output 1; records what it
+    /// sees in a shared log. With `INC true` it first adds one to odd bytes.
+    struct SplitClass(Arc<std::sync::Mutex<Vec<u8>>>, bool);
+    struct Split(Arc<std::sync::Mutex<Vec<u8>>>, bool);
+    impl ElementClass for SplitClass {
+        fn name(&self) -> &'static str {
+            "Split"
+        }
+        fn port_count(&self) -> PortCount {
+            PortCount::parse("1-/1-2")
+        }
+        fn build(&self, args: &mut Args, _: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+            let inc = args.keyword::<bool>("INC").unwrap().unwrap_or(false);
+            Ok(Arc::new(SplitClass(self.0.clone(), inc)))
+        }
+    }
+    impl ElementSpec for SplitClass {
+        fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+            Box::new(Split(self.0.clone(), self.1))
+        }
+    }
+    impl Element for Split {
+        fn push(&mut self, _: usize, b: &mut PacketBatch, out: &mut Outputs<'_>, _: &mut Context<'_>) {
+            for mut p in b.drain() {
+                self.0.lock().unwrap().push(p.data()[0]);
+                if self.1 && p.data()[0] % 2 == 1 {
+                    p.data_mut()[0] += 1;
+                }
+                let port = (p.data()[0] % 2) as usize;
+                out.push(port, p);
+            }
+        }
+    }
+
+    fn lm(line: u32) -> Landmark {
+        Landmark {
+            file: Arc::from("t.click"),
+            line,
+            column: 1,
+            source_line: Arc::from("x"),
+        }
+    }
+
+    fn el(name: &str, class: &str, config: &str, line: u32) -> ElementDecl {
+        ElementDecl {
+            name: name.into(),
+            class: class.into(),
+            config: config.into(),
+            landmark: lm(line),
+            class_landmark: lm(line),
+        }
+    }
+
+    fn conn(from: usize, fp: usize, to: usize, tp: usize) -> Connection {
+        Connection {
+            from,
+            from_port: fp,
+            to,
+            to_port: tp,
+            landmark: lm(9),
+        }
+    }
+
+    fn registry(log: Arc<std::sync::Mutex<Vec<u8>>>) -> Registry {
+        let mut r = Registry::with_library();
+        r.add(Arc::new(TestSourceClass));
+        r.add(Arc::new(SplitClass(log, false)));
+        r
+    }
+
+    fn build(flat: &FlatConfig) -> Result<RouterSpec, ConfigError> {
+        RouterSpec::build(flat, &registry(Default::default()), Path::new("."), 1)
+    }
+
+    #[test]
+    fn unknown_class_suggests_near_names() {
+        let flat = FlatConfig {
+            elements: vec![el("d", "Discrad", "", 2)],
+            ..Default::default()
+        };
+        let e = build(&flat).err().unwrap();
+        assert_eq!(e.message, "unknown element class 'Discrad'");
+        assert_eq!(e.hint.as_deref(), Some("did you mean 'Discard'?"));
+        assert_eq!(e.landmark.unwrap().line, 2);
+    }
+
+    #[test]
+    fn port_errors_use_click_wording() {
+        // s -> [1] d : Discard has one input.
+        let flat = FlatConfig {
+            elements: vec![el("s", "TestSource", "1", 1), el("d", "Discard", "", 2)],
+            connections: vec![conn(0, 0, 1, 1)],
+            ..Default::default()
+        };
+        assert_eq!(
+            build(&flat).err().unwrap().message,
+            "'d :: Discard' has no input 1"
+        );
+
+        // An unconnected input.
+        let flat = FlatConfig {
+            elements: vec![el("s", "TestSource", "1", 1), el("d", "Discard", "", 2)],
+            ..Default::default()
+        };
+        assert_eq!(
+            build(&flat).err().unwrap().message,
+            "'d :: Discard' input 0 unused"
+        );
+
+        // Split with output 1 connected but not output 0.
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "1", 1),
+                el("x", "Split", "", 2),
+                el("d", "Discard", "", 3),
+            ],
+            connections: vec![conn(0, 0, 1, 0), conn(1, 1, 2, 0)],
+            ..Default::default()
+        };
+        let e = build(&flat).err().unwrap();
+        assert_eq!(e.message, "'x :: Split' output 0 unused");
+        assert_eq!(e.landmark.unwrap().line, 2);
+
+        // One push output to two inputs.
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "1", 1),
+                el("d", "Discard", "", 2),
+                el("e", "Discard", "", 3),
+            ],
+            connections: vec![conn(0, 0, 1, 0), conn(0, 0, 2, 0)],
+            ..Default::default()
+        };
+        assert_eq!(
+            build(&flat).err().unwrap().message,
+            "illegal reuse of 's :: TestSource' push output 0"
+        );
+    }
+
+    #[test]
+    fn configuration_errors_name_the_element() {
+        let flat = FlatConfig {
+            elements: vec![el("s", "TestSource", "x", 4), el("d", "Discard", "", 5)],
+            connections: vec![conn(0, 0, 1, 0)],
+            ..Default::default()
+        };
+        let e = build(&flat).err().unwrap();
+        assert_eq!(e.message, "s :: TestSource: N expects unsigned integer");
+        assert_eq!(e.landmark.unwrap().line, 4);
+    }
+
+    #[test]
+    fn batches_run_to_completion_through_a_cycle() {
+        // s -> x; x[0] -> even; x[1] -> odd: counts, order and handlers.
+        let log: Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "10", 1),
+                el("x", "Split", "", 2),
+                el("even", "Discard", "", 3),
+                el("odd", "Discard", "", 4),
+            ],
+            connections: vec![conn(0, 0, 1, 0), conn(1, 0, 2, 0), conn(1, 1, 3, 0)],
+            ..Default::default()
+        };
+        let r = RouterSpec::build(&flat, &registry(log.clone()), Path::new("."), 1).unwrap();
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        let mut total = 0;
+        let mut passes = 0;
+        loop {
+            let rr = g.run_sources();
+            total += rr.packets;
+            passes += 1;
+            if rr.all_done {
+                break;
+            }
+        }
+        assert_eq!(total, 10);
+        assert_eq!(passes, 3);
+        assert_eq!(*log.lock().unwrap(), (0..10).collect::<Vec<u8>>());
+        assert_eq!(r.read_handler("even.count").unwrap(), "5");
+        assert_eq!(r.read_handler("odd.count").unwrap(), "5");
+        assert_eq!(r.read_handler("odd.class").unwrap(), "Discard");
+        assert_eq!(r.read_handler("odd.nope").unwrap_err(), "no 'odd.nope' handler");
+        assert_eq!(
+            r.read_handler("odd.reset_counts").unwrap_err(),
+            "'odd.reset_counts' is a write handler"
+        );
+        assert_eq!(r.read_handler("zz.count").unwrap_err(), "no element 'zz'");
+        r.write_handler("odd.reset_counts", "").unwrap();
+        assert_eq!(r.read_handler("odd.count").unwrap(), "0");
+    }
+
+    #[test]
+    fn reentrant_push_through_a_cycle_delivers_every_packet() {
+        // s -> x; x[0] -> d; x[1] -> y :: Split(INC true); y[0] -> [1]x; y[1] -> never.
+        // Odd bytes leave x, become even in y and re-enter x while x is still
+        // dispatching its own outputs.
+        let log: Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "6", 1),
+                el("x", "Split", "", 2),
+                el("y", "Split", "INC true", 3),
+                el("d", "Discard", "", 4),
+                el("never", "Discard", "", 5),
+            ],
+            connections: vec![
+                conn(0, 0, 1, 0),
+                conn(1, 0, 3, 0),
+                conn(1, 1, 2, 0),
+                conn(2, 0, 1, 1),
+                conn(2, 1, 4, 0),
+            ],
+            ..Default::default()
+        };
+        let r = RouterSpec::build(&flat, &registry(log.clone()), Path::new("."), 1).unwrap();
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        while !g.run_sources().all_done {}
+        assert_eq!(r.read_handler("d.count").unwrap(), "6");
+        assert_eq!(r.read_handler("never.count").unwrap(), "0");
+        // x saw 0..6 (first batch 0..4, then 4,5), y saw the odd ones, x saw them again +1.
+        assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3, 1, 3, 2, 4, 4, 5, 5, 6]);
+    }
+}

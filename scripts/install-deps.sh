@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing brickroute needs on Debian 12. Idempotent: safe to
+# run any number of times; installs only what is missing.
+set -euo pipefail
+
+need_apt=()
+for pkg in build-essential pkg-config python3 iproute2; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "install-deps: installing ${need_apt[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    else
+        echo "install-deps: installing the Rust toolchain with rustup"
+        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
+        export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+fi
+for comp in rustfmt clippy; do
+    if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        rustup component add "$comp"
+    fi
+done
