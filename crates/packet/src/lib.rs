@@ -10,6 +10,7 @@ pub mod batch;
 pub mod checksum;
 pub mod frame;
 pub mod pool;
+pub mod views;
 
 pub use anno::{Anno, Timestamp};
 pub use batch::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};

@@ -3,12 +3,16 @@
 use crate::registry::Registry;
 use std::sync::Arc;
 
+pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
+pub(crate) mod ip;
 pub(crate) mod paint;
+pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
+pub mod sources;
 pub(crate) mod strip;
 pub(crate) mod switch;
 
@@ -29,4 +33,18 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ether::EtherEncapClass));
     reg.add(Arc::new(ether::EtherRewriteClass));
     reg.add(Arc::new(ether::EtherMirrorClass));
+    reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER));
+    reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER2));
+    reg.add(Arc::new(ip::getipaddress::GetIPAddressClass));
+    reg.add(Arc::new(ip::setipaddress::SetIPAddressClass));
+    reg.add(Arc::new(ip::decipttl::DecIPTTLClass));
+    reg.add(Arc::new(ip::icmperror::ICMPErrorClass));
+    reg.add(Arc::new(ip::ipfragmenter::IPFragmenterClass));
+    reg.add(Arc::new(pcap::fromdump::FromDumpClass));
+    reg.add(Arc::new(pcap::todump::ToDumpClass));
+    reg.add(Arc::new(sources::InfiniteSourceClass));
+    reg.add(Arc::new(sources::RatedSourceClass));
+    reg.add(Arc::new(classifier::ClassifierClass));
+    reg.add(Arc::new(classifier::IPClassifierClass));
+    reg.add(Arc::new(classifier::IPFilterClass));
 }

@@ -1,0 +1,196 @@
+//! `Classifier`, `IPClassifier` and `IPFilter`: classify packets by contents.
+//!
+//! Patterns are parsed once at configuration time ([`bytes`] for `Classifier`,
+//! [`ipexpr`] for the IP pattern language) and compiled into one decision
+//! [`program::Program`]; per packet only the program runs. The first matching pattern
+//! wins; a packet matching none is dropped.
+//!
+//! `IPClassifier` and `IPFilter` examine the network header annotation (set by
+//! CheckIPHeader or MarkIPHeader) and the transport header that follows it; when the
+//! annotation is not set, the IP header is taken to start at the data start and the
+//! transport header to follow it after IHL*4 bytes.
+
+pub(crate) mod bytes;
+pub(crate) mod ipexpr;
+pub(crate) mod program;
+
+#[cfg(test)]
+mod tests;
+
+use crate::args::Args;
+use crate::element::*;
+use crate::error::ConfigError;
+use ipexpr::Action;
+use packet::{Packet, PacketBatch};
+use program::{Expr, Program, Target, View};
+use std::sync::Arc;
+
+/// The regions an IP pattern examines.
+#[inline]
+fn ip_view(p: &Packet) -> View<'_> {
+    let data = p.data();
+    match p.network_header() {
+        Some(net) => View {
+            data,
+            net,
+            transp: p.transport_header().unwrap_or(&[]),
+        },
+        None => {
+            let ihl = data.first().map_or(0, |b| (b & 0x0F) as usize * 4);
+            View {
+                data,
+                net: data,
+                transp: data.get(ihl..).unwrap_or(&[]),
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Offsets from the data start.
+    Bytes,
+    /// Offsets from the network and transport headers.
+    Ip,
+}
+
+struct ClassifierSpec {
+    program: Arc<Program>,
+    mode: Mode,
+}
+
+impl ElementSpec for ClassifierSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(ClassifierElement {
+            program: self.program.clone(),
+            mode: self.mode,
+        })
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        vec![HandlerInfo::read("program")]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "program").then(|| self.program.unparse())
+    }
+}
+
+struct ClassifierElement {
+    program: Arc<Program>,
+    mode: Mode,
+}
+
+impl Element for ClassifierElement {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        let prog = &*self.program;
+        match self.mode {
+            Mode::Bytes => {
+                for p in batch.drain() {
+                    let v = View {
+                        data: p.data(),
+                        net: &[],
+                        transp: &[],
+                    };
+                    if let Some(port) = prog.run(&v) {
+                        out.push(port as usize, p);
+                    }
+                }
+            }
+            Mode::Ip => {
+                for p in batch.drain() {
+                    if let Some(port) = prog.run(&ip_view(&p)) {
+                        out.push(port as usize, p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn one_per_output(patterns: &[String], cx: &BuildContext) -> Result<(), ConfigError> {
+    if patterns.len() != cx.noutputs {
+        return Err(cx.error(format!("need {} arguments, one per output port", cx.noutputs)));
+    }
+    Ok(())
+}
+
+fn spec(patterns: Vec<(Expr, Target)>, mode: Mode) -> Arc<dyn ElementSpec> {
+    Arc::new(ClassifierSpec {
+        program: Arc::new(Program::compile(&patterns)),
+        mode,
+    })
+}
+
+/// `Classifier(PATTERN_1, ..., PATTERN_N)`: byte patterns, one output per pattern.
+pub struct ClassifierClass;
+
+impl ElementClass for ClassifierClass {
+    fn name(&self) -> &'static str {
+        "Classifier"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/-")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let patterns = args.rest();
+        one_per_output(&patterns, cx)?;
+        let mut compiled = Vec::with_capacity(patterns.len());
+        for (slot, pat) in patterns.iter().enumerate() {
+            let e = bytes::parse_pattern(slot, pat).map_err(|e| cx.error(e))?;
+            compiled.push((e, Target::Out(slot as u32)));
+        }
+        Ok(spec(compiled, Mode::Bytes))
+    }
+}
+
+/// `IPClassifier(PATTERN_1, ..., PATTERN_N)`: tcpdump-like patterns, one output each.
+pub struct IPClassifierClass;
+
+impl ElementClass for IPClassifierClass {
+    fn name(&self) -> &'static str {
+        "IPClassifier"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/-")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let patterns = args.rest();
+        one_per_output(&patterns, cx)?;
+        let mut compiled = Vec::with_capacity(patterns.len());
+        for (slot, pat) in patterns.iter().enumerate() {
+            let (action, e) = ipexpr::parse_filter_pattern(slot, &format!("{} {}", slot, pat), cx.noutputs)
+                .map_err(|e| cx.error(e))?;
+            compiled.push((e, target(action)));
+        }
+        Ok(spec(compiled, Mode::Ip))
+    }
+}
+
+/// `IPFilter(ACTION_1 PATTERN_1, ..., ACTION_N PATTERN_N)`: actions `allow` (output
+/// 0), `deny`/`drop`, or an output number.
+pub struct IPFilterClass;
+
+impl ElementClass for IPFilterClass {
+    fn name(&self) -> &'static str {
+        "IPFilter"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/-")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let patterns = args.rest();
+        let mut compiled = Vec::with_capacity(patterns.len());
+        for (argno, pat) in patterns.iter().enumerate() {
+            let (action, e) =
+                ipexpr::parse_filter_pattern(argno, pat, cx.noutputs).map_err(|e| cx.error(e))?;
+            compiled.push((e, target(action)));
+        }
+        Ok(spec(compiled, Mode::Ip))
+    }
+}
+
+fn target(a: Action) -> Target {
+    match a {
+        Action::Output(p) => Target::Out(p),
+        Action::Drop => Target::Drop,
+    }
+}

@@ -1,0 +1,364 @@
+//! The compiled matcher shared by `Classifier`, `IPClassifier` and `IPFilter`.
+//!
+//! Patterns are first parsed into boolean [`Expr`] trees whose leaves are word tests:
+//! "the 4 bytes at OFFSET (from the data start, the network header or the transport
+//! header), ANDed with MASK, equal VALUE". A configuration's patterns are then compiled
+//! once into a [`Program`]: a list of such tests, each with a jump target for "yes" and
+//! one for "no", ending in an output port or a drop. Per packet only the program runs.
+//!
+//! Short packets follow Click's rule: a test whose masked bytes lie (partly) past the
+//! end of the region it examines does not read them; it takes its `short_match` result
+//! instead (normally "no"). `not` negates a subtree's result, short leaves included, as
+//! Click's `negate_subtree` does; operators such as `!=` negate while keeping short
+//! packets failing ([`Expr::negate_keep_short`]).
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Where a test's offset counts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Base {
+    /// The packet data start (`Classifier`).
+    Data,
+    /// The network (IP) header.
+    Net,
+    /// The transport header.
+    Transp,
+}
+
+/// One word test: `(bytes[offset..offset+4] as big-endian u32) & mask == value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Test {
+    pub base: Base,
+    pub offset: u32,
+    pub mask: u32,
+    /// Always a subset of `mask`.
+    pub value: u32,
+    /// The result when the region is too short for the masked bytes.
+    pub short_match: bool,
+}
+
+/// The regions a program examines in one packet.
+#[derive(Clone, Copy, Debug)]
+pub struct View<'a> {
+    pub data: &'a [u8],
+    pub net: &'a [u8],
+    pub transp: &'a [u8],
+}
+
+/// Reads the word at `off` in `s`, if every byte `mask` selects is present. Missing
+/// bytes that the mask ignores read as zero.
+#[inline]
+fn read_word(s: &[u8], off: u32, mask: u32) -> Option<u32> {
+    let off = off as usize;
+    if let Some(b) = off.checked_add(4).and_then(|end| s.get(off..end)) {
+        return Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    }
+    let need = if mask == 0 {
+        0
+    } else if mask & 0xFF != 0 {
+        4
+    } else if mask & 0xFF00 != 0 {
+        3
+    } else if mask & 0xFF_0000 != 0 {
+        2
+    } else {
+        1
+    };
+    let avail = s.len().saturating_sub(off);
+    if avail < need {
+        return None;
+    }
+    let mut w = [0u8; 4];
+    if avail > 0 {
+        w[..avail].copy_from_slice(&s[off..]);
+    }
+    Some(u32::from_be_bytes(w))
+}
+
+impl Test {
+    pub fn new(base: Base, offset: u32, value: u32, mask: u32) -> Test {
+        Test {
+            base,
+            offset,
+            mask,
+            value: value & mask,
+            short_match: false,
+        }
+    }
+
+    #[inline]
+    pub fn eval(&self, v: &View<'_>) -> bool {
+        let region = match self.base {
+            Base::Data => v.data,
+            Base::Net => v.net,
+            Base::Transp => v.transp,
+        };
+        match read_word(region, self.offset, self.mask) {
+            Some(w) => w & self.mask == self.value,
+            None => self.short_match,
+        }
+    }
+}
+
+/// A pattern as a boolean expression over word tests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expr {
+    True,
+    False,
+    Test(Test),
+    Not(Box<Expr>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    /// `c ? a : b`
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+impl Expr {
+    pub fn test(base: Base, offset: u32, value: u32, mask: u32) -> Expr {
+        Expr::Test(Test::new(base, offset, value, mask))
+    }
+
+    #[allow(clippy::should_implement_trait)]
+    pub fn not(self) -> Expr {
+        match self {
+            Expr::True => Expr::False,
+            Expr::False => Expr::True,
+            Expr::Not(e) => *e,
+            e => Expr::Not(Box::new(e)),
+        }
+    }
+
+    /// Negation that leaves short packets failing (Click's `negate_subtree(tree,
+    /// true)`): every leaf's short result is flipped, then the whole is negated.
+    pub fn negate_keep_short(self) -> Expr {
+        self.flip_short().not()
+    }
+
+    fn flip_short(self) -> Expr {
+        match self {
+            Expr::Test(mut t) => {
+                t.short_match = !t.short_match;
+                Expr::Test(t)
+            }
+            Expr::Not(e) => Expr::Not(Box::new(e.flip_short())),
+            Expr::And(v) => Expr::And(v.into_iter().map(Expr::flip_short).collect()),
+            Expr::Or(v) => Expr::Or(v.into_iter().map(Expr::flip_short).collect()),
+            Expr::Cond(c, a, b) => Expr::Cond(
+                Box::new(c.flip_short()),
+                Box::new(a.flip_short()),
+                Box::new(b.flip_short()),
+            ),
+            e => e,
+        }
+    }
+
+    /// Conjunction; a single part stands for itself, none means `true`.
+    pub fn and(mut parts: Vec<Expr>) -> Expr {
+        match parts.len() {
+            0 => Expr::True,
+            1 => parts.pop().unwrap_or(Expr::True),
+            _ => Expr::And(parts),
+        }
+    }
+
+    /// Disjunction; a single part stands for itself, none means `false`.
+    pub fn or(mut parts: Vec<Expr>) -> Expr {
+        match parts.len() {
+            0 => Expr::False,
+            1 => parts.pop().unwrap_or(Expr::False),
+            _ => Expr::Or(parts),
+        }
+    }
+
+    /// Direct evaluation, the reference the compiled program is checked against.
+    #[cfg(test)]
+    pub fn eval(&self, v: &View<'_>) -> bool {
+        match self {
+            Expr::True => true,
+            Expr::False => false,
+            Expr::Test(t) => t.eval(v),
+            Expr::Not(e) => !e.eval(v),
+            Expr::And(es) => es.iter().all(|e| e.eval(v)),
+            Expr::Or(es) => es.iter().any(|e| e.eval(v)),
+            Expr::Cond(c, a, b) => {
+                if c.eval(v) {
+                    a.eval(v)
+                } else {
+                    b.eval(v)
+                }
+            }
+        }
+    }
+}
+
+/// Where a program step leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    Step(u32),
+    Out(u32),
+    Drop,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Insn {
+    pub test: Test,
+    pub yes: Target,
+    pub no: Target,
+}
+
+/// A compiled decision program: steps only jump forward.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    insns: Vec<Insn>,
+    start: Target,
+}
+
+struct Builder {
+    insns: Vec<Insn>,
+    seen: HashMap<Insn, u32>,
+}
+
+impl Builder {
+    /// Where `t` leads for a packet whose result for `test` is already `result`:
+    /// steps repeating the same test are skipped.
+    fn thread(&self, mut t: Target, test: &Test, result: bool) -> Target {
+        while let Target::Step(j) = t {
+            match self.insns.get(j as usize) {
+                Some(i) if i.test == *test => t = if result { i.yes } else { i.no },
+                _ => break,
+            }
+        }
+        t
+    }
+
+    fn emit(&mut self, mut insn: Insn) -> Target {
+        insn.yes = self.thread(insn.yes, &insn.test, true);
+        insn.no = self.thread(insn.no, &insn.test, false);
+        if insn.yes == insn.no {
+            return insn.yes;
+        }
+        if insn.test.mask == 0 {
+            // Reads nothing, so never short, and always equal.
+            return insn.yes;
+        }
+        if let Some(&i) = self.seen.get(&insn) {
+            return Target::Step(i);
+        }
+        let i = self.insns.len() as u32;
+        self.insns.push(insn);
+        self.seen.insert(insn, i);
+        Target::Step(i)
+    }
+
+    /// Compiles `e` so that matching packets continue at `t`, others at `f`.
+    /// Continuations are built before the code that jumps to them.
+    fn compile(&mut self, e: &Expr, t: Target, f: Target) -> Target {
+        match e {
+            Expr::True => t,
+            Expr::False => f,
+            Expr::Test(test) => self.emit(Insn {
+                test: *test,
+                yes: t,
+                no: f,
+            }),
+            Expr::Not(e) => self.compile(e, f, t),
+            Expr::And(es) => es.iter().rev().fold(t, |next, e| self.compile(e, next, f)),
+            Expr::Or(es) => es.iter().rev().fold(f, |next, e| self.compile(e, t, next)),
+            Expr::Cond(c, a, b) => {
+                let ta = self.compile(a, t, f);
+                let tb = self.compile(b, t, f);
+                self.compile(c, ta, tb)
+            }
+        }
+    }
+}
+
+impl Program {
+    /// Compiles patterns tried in order: the first whose expression matches sends the
+    /// packet to its target; a packet matching none is dropped.
+    pub fn compile(patterns: &[(Expr, Target)]) -> Program {
+        let mut b = Builder {
+            insns: Vec::new(),
+            seen: HashMap::new(),
+        };
+        let mut next = Target::Drop;
+        for (e, t) in patterns.iter().rev() {
+            next = b.compile(e, *t, next);
+        }
+        // Steps were emitted continuation-first; reverse them so execution starts at
+        // step 0 and every jump goes forward.
+        let n = b.insns.len() as u32;
+        let remap = |t: Target| match t {
+            Target::Step(i) => Target::Step(n - 1 - i),
+            t => t,
+        };
+        let mut insns = b.insns;
+        insns.reverse();
+        for i in insns.iter_mut() {
+            i.yes = remap(i.yes);
+            i.no = remap(i.no);
+        }
+        Program {
+            insns,
+            start: remap(next),
+        }
+    }
+
+    /// The output port for the packet seen as `v`, or `None` to drop it.
+    #[inline]
+    pub fn run(&self, v: &View<'_>) -> Option<u32> {
+        let mut t = self.start;
+        loop {
+            match t {
+                Target::Step(i) => {
+                    let insn = self.insns.get(i as usize)?;
+                    t = if insn.test.eval(v) { insn.yes } else { insn.no };
+                }
+                Target::Out(p) => return Some(p),
+                Target::Drop => return None,
+            }
+        }
+    }
+
+    /// The program in the style of Click's `program` handler: one step a line,
+    /// `OFFSET/VALUE%MASK  yes->...  no->...`, outputs as `[N]`, drop as `[X]`.
+    pub fn unparse(&self) -> String {
+        fn target(t: Target) -> String {
+            match t {
+                Target::Step(i) => format!("step {}", i),
+                Target::Out(p) => format!("[{}]", p),
+                Target::Drop => "[X]".to_string(),
+            }
+        }
+        let mut s = String::new();
+        if !matches!(self.start, Target::Step(_)) {
+            let _ = writeln!(s, "all->{}", target(self.start));
+            return s;
+        }
+        for (i, insn) in self.insns.iter().enumerate() {
+            let t = insn.test;
+            let base = match t.base {
+                Base::Data => "",
+                Base::Net => "ip+",
+                Base::Transp => "transp+",
+            };
+            let _ = write!(
+                s,
+                "{:>3} {}{}/{:08x}%{:08x}  yes->{}  no->{}",
+                i,
+                base,
+                t.offset,
+                t.value,
+                t.mask,
+                target(insn.yes),
+                target(insn.no)
+            );
+            if t.short_match {
+                s.push_str("  short->yes");
+            }
+            s.push('\n');
+        }
+        s
+    }
+}

@@ -1,0 +1,884 @@
+use super::ipexpr::{parse_filter_pattern, Action};
+use super::program::{Expr, Program, Target, View};
+use super::*;
+use crate::testing::{build_error, Harness};
+use packet::Packet;
+use proptest::prelude::*;
+
+// ---- hand-built packets ----
+
+fn ether(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![
+        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, // dst
+        0x00, 0x66, 0x77, 0x88, 0x99, 0xaa, // src
+    ];
+    v.extend_from_slice(&ethertype.to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// ARP over Ethernet with the given opcode.
+fn arp(op: u16) -> Vec<u8> {
+    let mut a = vec![0x00, 0x01, 0x08, 0x00, 6, 4];
+    a.extend_from_slice(&op.to_be_bytes());
+    a.extend_from_slice(&[0u8; 20]);
+    ether(0x0806, &a)
+}
+
+struct Ip {
+    tos: u8,
+    id: u16,
+    frag: u16,
+    ttl: u8,
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+    options: Vec<u8>,
+}
+
+fn ip() -> Ip {
+    Ip {
+        tos: 0,
+        id: 0x1234,
+        frag: 0,
+        ttl: 64,
+        proto: 6,
+        src: [10, 0, 0, 1],
+        dst: [192, 168, 1, 2],
+        options: Vec::new(),
+    }
+}
+
+impl Ip {
+    fn bytes(&self, payload: &[u8]) -> Vec<u8> {
+        let hl = 20 + self.options.len();
+        let total = (hl + payload.len()) as u16;
+        let mut v = vec![0x40 | (hl / 4) as u8, self.tos];
+        v.extend_from_slice(&total.to_be_bytes());
+        v.extend_from_slice(&self.id.to_be_bytes());
+        v.extend_from_slice(&self.frag.to_be_bytes());
+        v.extend_from_slice(&[self.ttl, self.proto, 0, 0]);
+        v.extend_from_slice(&self.src);
+        v.extend_from_slice(&self.dst);
+        v.extend_from_slice(&self.options);
+        v.extend_from_slice(payload);
+        v
+    }
+}
+
+fn tcp(sport: u16, dport: u16, flags: u8, win: u16) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&sport.to_be_bytes());
+    v.extend_from_slice(&dport.to_be_bytes());
+    v.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags]);
+    v.extend_from_slice(&win.to_be_bytes());
+    v.extend_from_slice(&[0, 0, 0, 0]);
+    v
+}
+
+fn udp(sport: u16, dport: u16) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&sport.to_be_bytes());
+    v.extend_from_slice(&dport.to_be_bytes());
+    v.extend_from_slice(&[0, 8, 0, 0]);
+    v
+}
+
+fn icmp(ty: u8, code: u8) -> Vec<u8> {
+    vec![ty, code, 0, 0, 0, 1, 0, 1]
+}
+
+/// A packet whose data starts with the IP header, annotated as CheckIPHeader would.
+fn ip_packet(bytes: &[u8]) -> Packet {
+    let mut p = Packet::from_slice(bytes);
+    let hl = bytes.first().map_or(20, |b| (b & 0xF) as usize * 4);
+    p.set_network_header(0, hl);
+    p
+}
+
+/// An Ethernet frame carrying `ipbytes`, annotated at offset 14.
+fn ether_ip_packet(ipbytes: &[u8]) -> Packet {
+    let mut p = Packet::from_slice(&ether(0x0800, ipbytes));
+    p.set_network_header(14, (ipbytes[0] & 0xF) as usize * 4);
+    p
+}
+
+/// The output each packet came out of (None: dropped).
+fn classify(h: &mut Harness, pkts: Vec<Packet>) -> Vec<Option<usize>> {
+    let n = pkts.len();
+    // Tag packets by their position using a copy of their bytes.
+    let tags: Vec<Vec<u8>> = pkts.iter().map(|p| p.data().to_vec()).collect();
+    let outs = h.push(0, pkts);
+    let mut res = vec![None; n];
+    let mut used = vec![false; n];
+    for (port, ps) in outs.iter().enumerate() {
+        for p in ps {
+            let i = (0..n)
+                .find(|&i| !used[i] && tags[i] == p.data())
+                .expect("unknown packet came out");
+            used[i] = true;
+            res[i] = Some(port);
+        }
+    }
+    res
+}
+
+fn one(h: &mut Harness, p: Packet) -> Option<usize> {
+    classify(h, vec![p])[0]
+}
+
+fn ipc(patterns: &str, nout: usize) -> Harness {
+    Harness::new(&IPClassifierClass, patterns, 1, nout)
+}
+
+/// Does the single IPClassifier pattern match this IP packet?
+fn matches(pattern: &str, p: Packet) -> bool {
+    let mut h = ipc(pattern, 1);
+    one(&mut h, p) == Some(0)
+}
+
+fn tcp_pkt(sport: u16, dport: u16, flags: u8) -> Packet {
+    ip_packet(&ip().bytes(&tcp(sport, dport, flags, 512)))
+}
+
+fn udp_pkt(sport: u16, dport: u16) -> Packet {
+    let mut h = ip();
+    h.proto = 17;
+    ip_packet(&h.bytes(&udp(sport, dport)))
+}
+
+fn icmp_pkt(ty: u8) -> Packet {
+    let mut h = ip();
+    h.proto = 1;
+    ip_packet(&h.bytes(&icmp(ty, 0)))
+}
+
+// ---- Classifier ----
+
+#[test]
+fn classifier_click_doc_example() {
+    let mut h = Harness::new(
+        &ClassifierClass,
+        "12/0806 20/0001, 12/0806 20/0002, 12/0800, -",
+        1,
+        4,
+    );
+    let pkts = vec![
+        Packet::from_slice(&arp(1)),
+        Packet::from_slice(&arp(2)),
+        Packet::from_slice(&ether(0x0800, &ip().bytes(&tcp(1, 2, 0, 0)))),
+        Packet::from_slice(&ether(0x86dd, &[0u8; 40])),
+        Packet::from_slice(&arp(3)),
+        // ARP type but cut before the opcode: too short for 20/0001.
+        Packet::from_slice(&arp(1)[..20]),
+        Packet::from_slice(&[]),
+    ];
+    assert_eq!(
+        classify(&mut h, pkts),
+        vec![Some(0), Some(1), Some(2), Some(3), Some(3), Some(3), Some(3)]
+    );
+}
+
+#[test]
+fn classifier_masks_wildcards_negation() {
+    let mut h = Harness::new(&ClassifierClass, "0/4?, 0/80%f0, !0/00%01 1/aa, 1/0102??04", 1, 4);
+    assert_eq!(one(&mut h, Packet::from_slice(&[0x45])), Some(0));
+    assert_eq!(one(&mut h, Packet::from_slice(&[0x8f])), Some(1));
+    // low bit of byte 0 set (so `!0/00%01` holds) and byte 1 == aa
+    assert_eq!(one(&mut h, Packet::from_slice(&[0x01, 0xaa])), Some(2));
+    assert_eq!(one(&mut h, Packet::from_slice(&[0x02, 0xaa])), None);
+    // a 4-byte value spanning two words, with a wildcard byte
+    assert_eq!(one(&mut h, Packet::from_slice(&[0x00, 1, 2, 0x77, 4])), Some(3));
+    assert_eq!(one(&mut h, Packet::from_slice(&[0x00, 1, 2, 0x77, 5])), None);
+    assert_eq!(one(&mut h, Packet::from_slice(&[0x00, 1, 2, 0x77])), None);
+}
+
+#[test]
+fn classifier_negated_clause_matches_short_packets() {
+    // Click: a clause on bytes past the end fails, so its negation succeeds.
+    let mut h = Harness::new(&ClassifierClass, "!12/0800, -", 1, 2);
+    assert_eq!(one(&mut h, Packet::from_slice(&[0u8; 10])), Some(0));
+    assert_eq!(one(&mut h, Packet::from_slice(&ether(0x0800, &[]))), Some(1));
+    assert_eq!(one(&mut h, Packet::from_slice(&ether(0x0806, &[]))), Some(0));
+}
+
+#[test]
+fn classifier_offsets_relative_to_data_start() {
+    let mut h = Harness::new(&ClassifierClass, "0/45", 1, 1);
+    let mut p = Packet::from_slice(&ether(0x0800, &ip().bytes(&[])));
+    assert_eq!(one(&mut h, p.clone()), None);
+    p.pull(14);
+    assert_eq!(one(&mut h, p), Some(0));
+}
+
+#[test]
+fn classifier_errors() {
+    let c = &ClassifierClass;
+    assert_eq!(
+        build_error(c, "12/0800, -", 1, 3),
+        "e :: Classifier: need 3 arguments, one per output port"
+    );
+    assert_eq!(
+        build_error(c, "x/08", 1, 1),
+        "e :: Classifier: pattern 0: expected a digit"
+    );
+    assert_eq!(
+        build_error(c, "-, 12 0800", 1, 2),
+        "e :: Classifier: pattern 1: expected '/'"
+    );
+    assert_eq!(
+        build_error(c, "12/0", 1, 1),
+        "e :: Classifier: pattern 0: value has less than 2 hex digits"
+    );
+    assert_eq!(
+        build_error(c, "12/080", 1, 1),
+        "e :: Classifier: pattern 0: value has odd number of hex digits"
+    );
+    assert_eq!(
+        build_error(c, "12/0800%fff", 1, 1),
+        "e :: Classifier: pattern 0: mask has too few hex digits"
+    );
+    assert_eq!(
+        build_error(c, "12/08%ffff", 1, 1),
+        "e :: Classifier: pattern 0: mask has too many hex digits"
+    );
+    assert_eq!(
+        build_error(c, "!", 1, 1),
+        "e :: Classifier: pattern 0: expected a digit"
+    );
+}
+
+#[test]
+fn classifier_program_handler() {
+    let h = Harness::new(&ClassifierClass, "12/0806 20/0001, 12/0800, -", 1, 3);
+    assert_eq!(
+        h.read("program"),
+        "  0 12/08060000%ffff0000  yes->step 1  no->step 2\n\
+        \x20 1 20/00010000%ffff0000  yes->[0]  no->step 2\n\
+        \x20 2 12/08000000%ffff0000  yes->[1]  no->[2]\n"
+    );
+    let h = Harness::new(&ClassifierClass, "-, 12/0800", 1, 2);
+    assert_eq!(h.read("program"), "all->[0]\n");
+}
+
+// ---- IPClassifier: the Click documentation's examples ----
+
+#[test]
+fn ipclassifier_doc_example_syn_fin() {
+    let mut h = ipc(
+        "10.0.0.0/24 and syn, 10.0.0.0/24 and fin ack, 10.0.0.0/24 and tcp, -",
+        4,
+    );
+    let mut other = ip();
+    other.src = [10, 0, 1, 1];
+    other.dst = [10, 0, 2, 2];
+    let mut udp_h = ip();
+    udp_h.proto = 17;
+    let pkts = vec![
+        tcp_pkt(1000, 80, 0x02),
+        tcp_pkt(1000, 80, 0x11),
+        tcp_pkt(1000, 80, 0x01),
+        ip_packet(&other.bytes(&tcp(1000, 80, 0x02, 0))),
+        ip_packet(&udp_h.bytes(&udp(1, 2))),
+    ];
+    assert_eq!(
+        classify(&mut h, pkts),
+        vec![Some(0), Some(1), Some(2), Some(3), Some(3)]
+    );
+}
+
+#[test]
+fn ipclassifier_doc_example_ports() {
+    let mut h = ipc("dst tcp port 8000 or 8080, dst tcp port > 1023, tcp", 3);
+    let pkts = vec![
+        tcp_pkt(5, 8080, 0),
+        tcp_pkt(5, 8000, 0),
+        tcp_pkt(5, 2000, 0),
+        tcp_pkt(5, 1023, 0),
+        tcp_pkt(5, 1024, 0),
+        udp_pkt(5, 8080),
+    ];
+    assert_eq!(
+        classify(&mut h, pkts),
+        vec![Some(0), Some(0), Some(1), Some(2), Some(1), None]
+    );
+}
+
+// ---- primitives ----
+
+#[test]
+fn hosts_and_nets() {
+    let p = || tcp_pkt(1, 2, 0); // 10.0.0.1 -> 192.168.1.2
+    assert!(matches("src host 10.0.0.1", p()));
+    assert!(!matches("dst host 10.0.0.1", p()));
+    assert!(matches("host 192.168.1.2", p()));
+    assert!(matches("src 10.0.0.1", p()));
+    assert!(matches("10.0.0.1", p()));
+    assert!(matches("dst net 192.168.0.0/16", p()));
+    assert!(!matches("src net 192.168.0.0/16", p()));
+    assert!(matches("net 192.168.1.0 mask 255.255.255.0", p()));
+    assert!(matches("192.168/16", p()));
+    assert!(matches("src or dst net 10.0.0.0/8", p()));
+    assert!(!matches("src and dst net 10.0.0.0/8", p()));
+    assert!(matches("src and dst net 0.0.0.0/0", p()));
+    assert!(matches("src host != 10.0.0.2", p()));
+    assert!(!matches("host != 10.0.0.1", p()));
+    assert!(matches("src host & 255.0.0.0 10.9.9.9", p()));
+    // implicit carry-over of "src": second address is also a source test
+    assert!(matches("src 1.1.1.1 or 10.0.0.1", p()));
+    assert!(!matches("src 1.1.1.1 or 192.168.1.2", p()));
+}
+
+#[test]
+fn ports_names_ranges_and_comparisons() {
+    assert!(matches("port 80", tcp_pkt(1, 80, 0)));
+    assert!(matches("port 80", udp_pkt(80, 1)));
+    assert!(matches("www", tcp_pkt(1, 80, 0)));
+    assert!(matches("dst port http", tcp_pkt(1, 80, 0)));
+    assert!(matches("src port ssh", tcp_pkt(22, 80, 0)));
+    assert!(matches("udp port domain", udp_pkt(5353, 53)));
+    assert!(!matches("tcp port domain", udp_pkt(5353, 53)));
+    assert!(matches("tcp port 80", tcp_pkt(80, 1, 0)));
+    assert!(!matches("udp port 80", tcp_pkt(80, 1, 0)));
+    assert!(matches("src port 80 or 81", tcp_pkt(81, 1, 0)));
+    assert!(!matches("src port 80 or 81", tcp_pkt(1, 81, 0)));
+    assert!(matches("dst port > 1023", tcp_pkt(1, 1024, 0)));
+    assert!(!matches("dst port > 1023", tcp_pkt(1, 1023, 0)));
+    assert!(matches("dst port >= 1023", tcp_pkt(1, 1023, 0)));
+    assert!(matches("dst port < 1024", tcp_pkt(1, 1023, 0)));
+    assert!(!matches("dst port < 1024", tcp_pkt(1, 1024, 0)));
+    assert!(matches("dst port <= 1024", tcp_pkt(1, 1024, 0)));
+    assert!(matches(
+        "dst port >= 1000 and dst port <= 2000",
+        tcp_pkt(1, 1500, 0)
+    ));
+    assert!(!matches(
+        "dst port >= 1000 and dst port <= 2000",
+        tcp_pkt(1, 2001, 0)
+    ));
+    assert!(matches("dst port == 7", tcp_pkt(1, 7, 0)));
+    assert!(matches("src tcp port & 10 == 8", tcp_pkt(12, 1, 0)));
+    assert!(!matches("src tcp port & 10 == 8", tcp_pkt(10, 1, 0)));
+    // != keeps the protocol test; not() does not
+    assert!(matches("src tcp port != 5", tcp_pkt(6, 1, 0)));
+    assert!(!matches("src tcp port != 5", udp_pkt(6, 1)));
+    assert!(matches("not src tcp port 5", udp_pkt(6, 1)));
+    assert!(!matches("icmp type != 4", tcp_pkt(1, 1, 0)));
+}
+
+#[test]
+fn protocols() {
+    assert!(matches("tcp", tcp_pkt(1, 2, 0)));
+    assert!(!matches("tcp", udp_pkt(1, 2)));
+    assert!(matches("udp", udp_pkt(1, 2)));
+    assert!(matches("icmp", icmp_pkt(8)));
+    assert!(matches("ip proto tcp", tcp_pkt(1, 2, 0)));
+    assert!(matches("proto 17", udp_pkt(1, 2)));
+    assert!(matches("proto != 6", udp_pkt(1, 2)));
+    assert!(!matches("proto != tcp", tcp_pkt(1, 2, 0)));
+    assert!(matches("ip proto tcpudp", udp_pkt(1, 2)));
+    assert!(!matches("ip proto tcpudp", icmp_pkt(8)));
+    let mut gre = ip();
+    gre.proto = 47;
+    assert!(matches("proto 47", ip_packet(&gre.bytes(&[0; 4]))));
+    assert!(matches("proto > 40", ip_packet(&gre.bytes(&[0; 4]))));
+    assert!(matches("tcp or udp", udp_pkt(1, 2)));
+    assert!(matches("tcp or 17", udp_pkt(1, 2)));
+}
+
+#[test]
+fn ip_header_fields() {
+    let mut h = ip();
+    h.tos = 0xb9; // dscp 46, ecn 01
+    h.ttl = 5;
+    h.id = 777;
+    let p = || ip_packet(&h.bytes(&tcp(1, 2, 0, 0)));
+    assert!(matches("ip vers 4", p()));
+    assert!(matches("ip hl 5", p()));
+    assert!(matches("ip tos 0xb9", p()));
+    assert!(matches("ip dscp 46", p()));
+    assert!(matches("ip ect", p()));
+    assert!(matches("ip ect 1", p()));
+    assert!(!matches("ip ce", p()));
+    assert!(matches("ip ttl 5", p()));
+    assert!(matches("ttl < 6", p()));
+    assert!(!matches("ttl > 5", p()));
+    assert!(matches("ip ttl 4 or 5", p()));
+    assert!(matches("ip id 777", p()));
+    assert!(matches("ip len 40", p()));
+    assert!(matches("ip unfrag", p()));
+    assert!(!matches("ip frag", p()));
+    h.tos = 0x03;
+    let ce = ip_packet(&h.bytes(&[]));
+    assert!(matches("ip ce", ce));
+    h.tos = 0;
+    assert!(!matches("ip ect", ip_packet(&h.bytes(&[]))));
+}
+
+#[test]
+fn tcp_flags_window_and_icmp_types() {
+    for (name, bit) in [
+        ("syn", 2),
+        ("ack", 0x10),
+        ("fin", 1),
+        ("rst", 4),
+        ("psh", 8),
+        ("urg", 0x20),
+    ] {
+        assert!(
+            matches(&format!("tcp opt {}", name), tcp_pkt(1, 2, bit)),
+            "{}",
+            name
+        );
+        assert!(matches(name, tcp_pkt(1, 2, bit | 0x40)), "{}", name);
+        assert!(!matches(name, tcp_pkt(1, 2, !bit)), "{}", name);
+    }
+    assert!(matches("syn && ack", tcp_pkt(1, 2, 0x12)));
+    assert!(!matches("syn ack", tcp_pkt(1, 2, 0x02)));
+    assert!(matches("tcp win 512", tcp_pkt(1, 2, 0)));
+    assert!(matches("tcp win > 500", tcp_pkt(1, 2, 0)));
+    assert!(matches("icmp type echo", icmp_pkt(8)));
+    assert!(matches("icmp type echo-reply", icmp_pkt(0)));
+    assert!(matches("echo-reply", icmp_pkt(0)));
+    assert!(matches("icmp type 3", icmp_pkt(3)));
+    assert!(matches("icmp type unreachable", icmp_pkt(3)));
+    assert!(!matches("icmp type echo", icmp_pkt(0)));
+}
+
+#[test]
+fn bracket_fields() {
+    let p = || tcp_pkt(0x0102, 0x0304, 0x12);
+    assert!(matches("ip[9] == 6", p()));
+    assert!(matches("ip[12:4] == 0x0a000001", p()));
+    assert!(matches("ip[8:2] == 0x4006", p()));
+    assert!(matches("transp[0:2] == 0x0102", p()));
+    assert!(matches("tcp[13] & 2 != 0", p()));
+    assert!(!matches("tcp[13] & 1 != 0", p()));
+    assert!(matches("udp[2:2] = 0x0304", udp_pkt(9, 0x0304)));
+    assert!(!matches("udp[2:2] = 0x0304", p()));
+    assert!(matches("ip[0,1] == 0x4500", p()));
+}
+
+#[test]
+fn connectives() {
+    let t = || tcp_pkt(1, 80, 0x02);
+    assert!(matches("tcp and dst port 80", t()));
+    assert!(matches("tcp && dst port 80", t()));
+    assert!(matches("tcp dst port 80", t()));
+    assert!(matches("udp or dst port 80", t()));
+    assert!(matches("udp || dst port 80", t()));
+    assert!(matches("not udp", t()));
+    assert!(matches("! udp", t()));
+    assert!(matches("!udp", t()));
+    assert!(matches("not not tcp", t()));
+    assert!(matches("(udp or tcp) and (dst port 80)", t()));
+    assert!(!matches("not (udp or tcp)", t()));
+    assert!(matches("true", t()));
+    assert!(!matches("false", t()));
+    assert!(matches("-", t()));
+    assert!(matches("any", t()));
+    assert!(matches("all", t()));
+    assert!(matches("tcp ? dst port 80 : false", t()));
+    assert!(!matches("udp ? true : dst port 81", t()));
+    assert!(matches("udp ? false : icmp ? false : syn", t()));
+    // "and" binds tighter than "or"
+    assert!(matches("udp and false or tcp", t()));
+    assert!(!matches("udp and (false or tcp)", t()));
+}
+
+#[test]
+fn fragments_only_first_fragment_has_transport_fields() {
+    let mut h = ip();
+    h.frag = 0x2000; // MF, offset 0: first fragment
+    let first = || ip_packet(&h.bytes(&tcp(1, 80, 2, 0)));
+    assert!(matches("dst port 80", first()));
+    assert!(matches("ip frag", first()));
+    assert!(matches("syn", first()));
+    let mut later = ip();
+    later.frag = 0x0003; // offset 24 bytes; payload bytes look like a TCP header
+    let l = || ip_packet(&later.bytes(&tcp(1, 80, 2, 0)));
+    assert!(!matches("dst port 80", l()));
+    assert!(!matches("syn", l()));
+    assert!(!matches("tcp win 0", l()));
+    assert!(!matches("transp[0:2] == 1", l()));
+    assert!(matches("tcp", l()));
+    assert!(matches("ip frag", l()));
+    assert!(!matches("ip unfrag", l()));
+    assert!(matches("src host 10.0.0.1", l()));
+    // a negated port test on a later fragment: not(port test) holds
+    assert!(matches("not dst port 80", l()));
+    assert!(!matches("dst port != 80", l()));
+}
+
+#[test]
+fn short_and_truncated_packets() {
+    let full = ip().bytes(&tcp(1, 80, 2, 0));
+    // IP header cut after 14 bytes: addresses are missing.
+    let mut p = Packet::from_slice(&full[..14]);
+    p.set_network_header(0, 20);
+    assert!(!matches("src host 10.0.0.1", p.clone()));
+    assert!(matches("not src host 10.0.0.1", p.clone()));
+    assert!(!matches("src host != 10.0.0.1", p.clone()));
+    assert!(matches("ip ttl 64", p.clone()));
+    assert!(matches("tcp", p.clone()));
+    assert!(!matches("dst port 80", p.clone()));
+    // Transport header with only its first two bytes: the source port is readable.
+    let mut p = Packet::from_slice(&full[..22]);
+    p.set_network_header(0, 20);
+    assert!(matches("src port 1", p.clone()));
+    assert!(!matches("dst port 80", p.clone()));
+    assert!(!matches("dst port != 80", p.clone()));
+    assert!(!matches("syn", p.clone()));
+    assert!(matches("not syn", p.clone()));
+    // Nothing at all.
+    let mut p = Packet::from_slice(&[]);
+    p.set_network_header(0, 20);
+    assert!(!matches("ip vers 4", p.clone()));
+    assert!(!matches("ttl > 3", p.clone()));
+    assert!(!matches("ttl <= 3", p.clone()));
+    assert!(matches("true", p.clone()));
+    assert!(matches("ip ttl 4 or not ip ttl 4", p));
+}
+
+#[test]
+fn ip_options_and_header_annotation() {
+    let mut h = ip();
+    h.options = vec![1, 1, 1, 0]; // NOP NOP NOP EOL: header length 24
+    let bytes = h.bytes(&tcp(1, 80, 2, 0));
+    assert!(matches("dst port 80 and ip hl 6", ip_packet(&bytes)));
+    assert!(matches("syn", ip_packet(&bytes)));
+    // Behind an Ethernet header, with the annotation pointing at the IP header.
+    assert!(matches(
+        "dst port 80 and src host 10.0.0.1",
+        ether_ip_packet(&bytes)
+    ));
+    // Without the annotation the data start is taken as the IP header.
+    assert!(matches(
+        "dst port 80 and src host 10.0.0.1",
+        Packet::from_slice(&bytes)
+    ));
+    assert!(!matches(
+        "src host 10.0.0.1",
+        Packet::from_slice(&ether(0x0800, &bytes))
+    ));
+}
+
+#[test]
+fn ipfilter_actions() {
+    let mut h = Harness::new(
+        &IPFilterClass,
+        "deny src 10.0.0.99, allow tcp dst port 80, 2 udp, drop icmp, 1 all",
+        1,
+        3,
+    );
+    let mut bad = ip();
+    bad.src = [10, 0, 0, 99];
+    let mut gre = ip();
+    gre.proto = 47;
+    let pkts = vec![
+        ip_packet(&bad.bytes(&tcp(1, 80, 0, 0))),
+        tcp_pkt(1, 80, 0),
+        udp_pkt(1, 2),
+        icmp_pkt(8),
+        ip_packet(&gre.bytes(&[0; 4])),
+        tcp_pkt(1, 81, 0),
+    ];
+    assert_eq!(
+        classify(&mut h, pkts),
+        vec![None, Some(0), Some(2), None, Some(1), Some(1)]
+    );
+    let mut h = Harness::new(&IPFilterClass, "allow", 1, 1);
+    assert_eq!(one(&mut h, udp_pkt(1, 2)), Some(0));
+    let mut h = Harness::new(&IPFilterClass, "deny all", 1, 1);
+    assert_eq!(one(&mut h, udp_pkt(1, 2)), None);
+}
+
+fn ipc_err(pattern: &str) -> String {
+    build_error(&IPClassifierClass, pattern, 1, 1)
+}
+
+#[test]
+fn ip_pattern_errors() {
+    let pre = "e :: IPClassifier: pattern 0: ";
+    let err = |p: &str| {
+        ipc_err(p)
+            .strip_prefix(pre)
+            .map(str::to_string)
+            .unwrap_or_else(|| ipc_err(p))
+    };
+    assert_eq!(err("frobnicate"), "empty term near 'frobnicate'");
+    assert_eq!(err("tcp port"), "'port': value missing");
+    assert_eq!(err("src port"), "'src port': value missing");
+    assert_eq!(err("ip"), "partial directive");
+    assert_eq!(err("5"), "specify header field or 'port'");
+    assert_eq!(err("tcp and"), "missing expression");
+    assert_eq!(err("(tcp"), "missing ')'");
+    assert_eq!(err("tcp )"), "garbage after expression at ')'");
+    assert_eq!(err("not"), "missing expression after 'not'");
+    assert_eq!(
+        err("echo"),
+        "'echo' is ambiguous; try 'port echo', 'icmp type echo'"
+    );
+    assert_eq!(err("udp syn"), "'udp syn' is meaningless; try 'tcp opt syn'");
+    assert_eq!(err("ip ttl 256"), "'ip ttl': out of range, bound 255");
+    assert_eq!(err("port 70000"), "'port': out of range, bound 65535");
+    assert_eq!(err("ip ttl & 0x100 1"), "'ip ttl': mask out of range, bound 0xFF");
+    assert_eq!(err("ttl > foo"), "dangling operator near 'foo'");
+    assert_eq!(err("ip ttl tos 5"), "type specified twice");
+    assert_eq!(err("src dst host 1.2.3.4"), "'src' or 'dst' specified twice");
+    assert_eq!(err("tcp udp"), "transport protocol specified twice");
+    assert_eq!(err("host 1.2.3.0/24"), "'ip host': address missing");
+    assert_eq!(err("net 1.2.3.4"), "'ip net': address missing");
+    assert_eq!(err("host > 1.2.3.4"), "'ip host': operator not supported");
+    assert_eq!(err("ip frag 1"), "'ip frag': value not supported");
+    assert_eq!(err("tcp opt != syn"), "'tcp opt': operator or mask not supported");
+    assert_eq!(
+        err("udp opt syn"),
+        "'tcp opt udp syn' is meaningless; try 'tcp opt syn'"
+    );
+    assert_eq!(err("ip[2:4] == 1"), "field [2:4] does not fit in a single word");
+    assert_eq!(
+        err("ip[0:5] == 1"),
+        "LEN in '[POS:LEN]' out of range, should be between 1 and 4"
+    );
+    assert_eq!(
+        err("ip[x] == 1"),
+        "syntax error after '[', expected '[POS]' or '[POS:LEN]'"
+    );
+    assert_eq!(err("ip[0 == 1"), "missing ']'");
+    assert_eq!(err("ttl & 0 == 1"), "zero mask ignored");
+    assert_eq!(err("tcp ? syn"), "missing ':' in ternary expression");
+    assert_eq!(
+        build_error(&IPClassifierClass, "tcp", 1, 2),
+        "e :: IPClassifier: need 2 arguments, one per output port"
+    );
+    let f = |c: &str, n: usize| build_error(&IPFilterClass, c, 1, n);
+    assert_eq!(f("3 tcp", 2), "e :: IPFilter: pattern 0: slot '3' out of range");
+    assert_eq!(
+        f("allow tcp, maybe udp", 1),
+        "e :: IPFilter: pattern 1: unknown slot ID 'maybe'"
+    );
+    assert_eq!(
+        f("allow tcp", 0),
+        "e :: IPFilter: pattern 0: 'allow' is meaningless, element has zero outputs"
+    );
+    assert_eq!(f("allow tcp, \"\"", 1), "e :: IPFilter: empty pattern 1");
+}
+
+#[test]
+fn ip_program_handler() {
+    let h = ipc("tcp, -", 2);
+    assert_eq!(
+        h.read("program"),
+        "  0 ip+8/00060000%00ff0000  yes->[0]  no->[1]\n"
+    );
+    let h = Harness::new(&IPFilterClass, "drop all", 1, 1);
+    assert_eq!(h.read("program"), "all->[X]\n");
+}
+
+// ---- properties ----
+
+const TOKENS: &[&str] = &[
+    "ip",
+    "src",
+    "dst",
+    "host",
+    "net",
+    "port",
+    "proto",
+    "tcp",
+    "udp",
+    "icmp",
+    "and",
+    "or",
+    "not",
+    "!",
+    "&&",
+    "||",
+    "(",
+    ")",
+    "[",
+    "]",
+    "?",
+    ":",
+    "==",
+    "!=",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "&",
+    "0",
+    "1",
+    "80",
+    "255",
+    "65536",
+    "0x1F",
+    "10.0.0.1",
+    "10.0.0.0/8",
+    "mask",
+    "255.0.0.0",
+    "ttl",
+    "tos",
+    "dscp",
+    "ect",
+    "ce",
+    "frag",
+    "unfrag",
+    "vers",
+    "hl",
+    "id",
+    "len",
+    "opt",
+    "win",
+    "type",
+    "syn",
+    "ack",
+    "www",
+    "echo",
+    "true",
+    "false",
+    "-",
+    "any",
+    "transp",
+    "tcpudp",
+    "0:2",
+    "2",
+    ",",
+    "12:4",
+    "3",
+    "foo",
+];
+
+fn pattern_strategy() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(TOKENS), 0..12).prop_map(|v| v.join(" "))
+}
+
+fn view_of(p: &Packet) -> View<'_> {
+    super::ip_view(p)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Random IP patterns never panic the parser, and when accepted, the compiled
+    /// program agrees with direct evaluation of the expression on random packets
+    /// (short ones included), never reading past the packet.
+    #[test]
+    fn ip_patterns_compile_faithfully(
+        pat in pattern_strategy(),
+        pkts in prop::collection::vec((prop::collection::vec(any::<u8>(), 0..64), 0usize..30, any::<bool>()), 1..6),
+    ) {
+        if let Ok((action, e)) = parse_filter_pattern(0, &format!("0 {}", pat), 1) {
+            prop_assert_eq!(action, Action::Output(0));
+            let prog = Program::compile(&[(e.clone(), Target::Out(0))]);
+            for (bytes, hl, annotate) in &pkts {
+                let mut p = Packet::from_slice(bytes);
+                if *annotate {
+                    p.set_network_header(0, (*hl).min(bytes.len()));
+                }
+                let v = view_of(&p);
+                prop_assert_eq!(prog.run(&v) == Some(0), e.eval(&v));
+            }
+        }
+    }
+
+    /// Random text never panics any of the three elements' configuration.
+    #[test]
+    fn arbitrary_text_never_panics(s in "[ -~]{0,40}") {
+        let _ = super::bytes::parse_pattern(0, &s);
+        let _ = parse_filter_pattern(0, &s, 3);
+        let _ = crate::testing::build(&ClassifierClass, &s, 1, 1);
+        let _ = crate::testing::build(&IPFilterClass, &s, 1, 2);
+    }
+
+    /// Classifier patterns: compiled program equals direct evaluation on any bytes.
+    #[test]
+    fn byte_patterns_compile_faithfully(
+        clauses in prop::collection::vec((any::<bool>(), 0u32..40, prop::collection::vec(any::<(u8, u8)>(), 1..6)), 0..4),
+        data in prop::collection::vec(any::<u8>(), 0..48),
+    ) {
+        let pat: Vec<String> = clauses.iter().map(|(neg, off, bytes)| {
+            let v: String = bytes.iter().map(|(b, _)| format!("{:02x}", b)).collect();
+            let m: String = bytes.iter().map(|(_, m)| format!("{:02x}", m)).collect();
+            format!("{}{}/{}%{}", if *neg { "!" } else { "" }, off, v, m)
+        }).collect();
+        let e: Expr = super::bytes::parse_pattern(0, &pat.join(" ")).unwrap();
+        let prog = Program::compile(&[(e.clone(), Target::Out(0))]);
+        let v = View { data: &data, net: &[], transp: &[] };
+        prop_assert_eq!(prog.run(&v) == Some(0), e.eval(&v));
+    }
+}
+
+const ATOMS: &[&str] = &[
+    "tcp",
+    "udp",
+    "icmp",
+    "src host 10.0.0.1",
+    "dst net 192.168.0.0/16",
+    "port 80",
+    "src port > 1023",
+    "dst port <= 53",
+    "syn",
+    "ack",
+    "ip ttl < 64",
+    "ip tos & 0xfc == 0",
+    "ip ect",
+    "ip ce",
+    "ip frag",
+    "ip unfrag",
+    "ip hl > 5",
+    "ip id != 0",
+    "ip len >= 40",
+    "tcp win > 100",
+    "icmp type echo",
+    "ip[9] == 17",
+    "transp[2:2] > 1000",
+    "tcp[13] & 18 == 18",
+    "proto != 6",
+    "true",
+    "false",
+    "src or dst port www",
+    "src and dst host 10.0.0.1",
+    "ip dscp 46",
+    "ip vers 4",
+];
+
+fn valid_expr() -> impl Strategy<Value = String> {
+    let leaf = prop::sample::select(ATOMS).prop_map(str::to_string);
+    leaf.prop_recursive(4, 24, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({} and {})", a, b)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({} || {})", a, b)),
+            inner.clone().prop_map(|a| format!("not {}", a)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({}) ({})", a, b)),
+            (inner.clone(), inner.clone(), inner).prop_map(|(a, b, c)| format!("({} ? {} : {})", a, b, c)),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Well-formed compound patterns are accepted, and the compiled program agrees
+    /// with direct evaluation on random and truncated packets.
+    #[test]
+    fn compound_patterns_compile_faithfully(
+        pat in valid_expr(),
+        payload in prop::collection::vec(any::<u8>(), 0..40),
+        cut in 0usize..80,
+        frag in prop::sample::select(vec![0u16, 0x2000, 0x0001, 0x4000]),
+        proto in prop::sample::select(vec![1u8, 6, 17, 47]),
+    ) {
+        let (_, e) = parse_filter_pattern(0, &format!("0 {}", pat), 1).unwrap();
+        let prog = Program::compile(&[(e.clone(), Target::Out(0))]);
+        let mut h = ip();
+        h.frag = frag;
+        h.proto = proto;
+        let bytes = h.bytes(&payload);
+        let bytes = &bytes[..cut.min(bytes.len())];
+        let p = ip_packet(bytes);
+        let v = view_of(&p);
+        prop_assert_eq!(prog.run(&v) == Some(0), e.eval(&v));
+    }
+}

@@ -1,0 +1,484 @@
+//! `CheckIPHeader` and `CheckIPHeader2`: validate IPv4 headers (Click 2.x semantics).
+//!
+//! Checks, in Click's order: at least 20 bytes after OFFSET ("tiny packet"), version 4,
+//! header length at least 20, IP length neither beyond the packet nor below the header
+//! length, the header checksum (unless CHECKSUM false; CheckIPHeader2 skips it by
+//! default), and the source address against BADSRC unless the destination is in
+//! GOODDST. Good packets get the network header annotation, are trimmed to the IP
+//! length (Ethernet padding goes) and get the destination IP annotation.
+
+use super::IpList;
+use crate::args::{split_words, Args, FromArg, Ipv4Prefix};
+use crate::element::*;
+use crate::error::ConfigError;
+use packet::views::Ipv4Header;
+use packet::{checksum, Packet, PacketBatch};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const NREASONS: usize = 6;
+const REASON_TEXTS: [&str; NREASONS] = [
+    "tiny packet",
+    "bad IP version",
+    "bad IP header length",
+    "bad IP length",
+    "bad IP checksum",
+    "bad source address",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason {
+    Tiny = 0,
+    BadVersion = 1,
+    BadHlen = 2,
+    BadIpLen = 3,
+    BadChecksum = 4,
+    BadSaddr = 5,
+}
+
+/// `CheckIPHeader` (checksum checked by default) or `CheckIPHeader2` (not checked).
+pub struct CheckIPHeaderClass {
+    name: &'static str,
+    checksum_default: bool,
+}
+
+pub const CHECK_IP_HEADER: CheckIPHeaderClass = CheckIPHeaderClass {
+    name: "CheckIPHeader",
+    checksum_default: true,
+};
+pub const CHECK_IP_HEADER2: CheckIPHeaderClass = CheckIPHeaderClass {
+    name: "CheckIPHeader2",
+    checksum_default: false,
+};
+
+/// INTERFACES: `ADDR/PREFIX ...`; the broadcast address of each prefix becomes a bad
+/// source, the address itself a good destination; 0.0.0.0 and 255.255.255.255 are bad.
+struct Interfaces {
+    bad_src: Vec<[u8; 4]>,
+    good_dst: Vec<[u8; 4]>,
+}
+
+impl FromArg for Interfaces {
+    const WHAT: &'static str = "list of IP address prefixes";
+    fn from_arg(s: &str) -> Option<Self> {
+        let mut r = Interfaces {
+            bad_src: Vec::new(),
+            good_dst: Vec::new(),
+        };
+        for w in split_words(s) {
+            let p = Ipv4Prefix::from_arg(&w)?;
+            let a = u32::from(p.addr);
+            let m = u32::from(p.mask);
+            r.bad_src.push(((a & m) | !m).to_be_bytes());
+            r.good_dst.push(p.addr.octets());
+        }
+        r.bad_src.push([0, 0, 0, 0]);
+        r.bad_src.push([255, 255, 255, 255]);
+        Some(r)
+    }
+}
+
+impl ElementClass for CheckIPHeaderClass {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/1-2")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let e = |m: String| cx.error(m);
+        let mut bad_src = Vec::new();
+        let mut good_dst = Vec::new();
+        if let Some(i) = args.keyword::<Interfaces>("INTERFACES").map_err(e)? {
+            bad_src = i.bad_src;
+            good_dst = i.good_dst;
+        }
+        if let Some(l) = args.keyword::<IpList>("BADSRC").map_err(e)? {
+            bad_src = l.0;
+        }
+        if let Some(l) = args.keyword::<IpList>("GOODDST").map_err(e)? {
+            good_dst = l.0;
+        }
+        let mut offset = args.keyword::<u32>("OFFSET").map_err(e)?.unwrap_or(0);
+        let verbose = args.keyword::<bool>("VERBOSE").map_err(e)?.unwrap_or(false);
+        let details = args.keyword::<bool>("DETAILS").map_err(e)?.unwrap_or(false);
+        let checksum = args
+            .keyword::<bool>("CHECKSUM")
+            .map_err(e)?
+            .unwrap_or(self.checksum_default);
+        // Click's positional syntax: `CheckIPHeader(OFFSET)`, or the deprecated
+        // `CheckIPHeader(BADSRC2, OFFSET)` where BADSRC2 also makes 0.0.0.0 and
+        // 255.255.255.255 bad sources. (The slot names are internal: no keyword
+        // matches them.)
+        let p1 = args.positional::<String>("\u{0}BADSRC2").map_err(e)?;
+        let p2 = args.positional::<String>("\u{0}OFFSET").map_err(e)?;
+        args.finish().map_err(e)?;
+        match (p1, p2) {
+            (None, _) => {}
+            (Some(a), None) if u32::from_arg(&a).is_some() => offset = u32::from_arg(&a).unwrap_or(0),
+            (Some(a), b) => {
+                let mut l = IpList::from_arg(&a)
+                    .ok_or_else(|| cx.error(format!("BADSRC expects {}", IpList::WHAT)))?
+                    .0;
+                l.push([0, 0, 0, 0]);
+                l.push([255, 255, 255, 255]);
+                bad_src = l;
+                if let Some(b) = b {
+                    offset =
+                        u32::from_arg(&b).ok_or_else(|| cx.error(format!("OFFSET expects {}", u32::WHAT)))?;
+                }
+            }
+        }
+        let reason_drops = details.then(|| Arc::new(std::array::from_fn(|_| AtomicU64::new(0))));
+        Ok(Arc::new(CheckIPHeaderSpec {
+            cfg: Arc::new(Config {
+                name: cx.name.to_string(),
+                offset: offset as usize,
+                bad_src,
+                good_dst,
+                checksum,
+                verbose,
+            }),
+            drops: Arc::new(AtomicU64::new(0)),
+            reason_drops,
+        }))
+    }
+}
+
+struct Config {
+    name: String,
+    offset: usize,
+    bad_src: Vec<[u8; 4]>,
+    good_dst: Vec<[u8; 4]>,
+    checksum: bool,
+    verbose: bool,
+}
+
+type ReasonCounts = Arc<[AtomicU64; NREASONS]>;
+
+struct CheckIPHeaderSpec {
+    cfg: Arc<Config>,
+    drops: Arc<AtomicU64>,
+    reason_drops: Option<ReasonCounts>,
+}
+
+impl ElementSpec for CheckIPHeaderSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(CheckIPHeader {
+            cfg: self.cfg.clone(),
+            drops: self.drops.clone(),
+            reason_drops: self.reason_drops.clone(),
+        })
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        let mut h = vec![HandlerInfo::read("drops")];
+        if self.reason_drops.is_some() {
+            h.push(HandlerInfo::read("drop_details"));
+        }
+        h
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        match name {
+            "drops" => Some(self.drops.load(Ordering::Relaxed).to_string()),
+            "drop_details" => self.reason_drops.as_ref().map(|r| {
+                let mut s = String::new();
+                for (c, t) in r.iter().zip(REASON_TEXTS) {
+                    s.push_str(&format!("{}\t{}\n", c.load(Ordering::Relaxed), t));
+                }
+                s
+            }),
+            _ => None,
+        }
+    }
+}
+
+struct CheckIPHeader {
+    cfg: Arc<Config>,
+    drops: Arc<AtomicU64>,
+    reason_drops: Option<ReasonCounts>,
+}
+
+impl Config {
+    fn check(&self, p: &mut Packet) -> Result<(), Reason> {
+        let plen_total = p.len();
+        if plen_total < self.offset + 20 {
+            return Err(Reason::Tiny);
+        }
+        let plen = plen_total - self.offset;
+        let d = &p.data()[self.offset..];
+        let ip = Ipv4Header::new_checked(d).ok_or(Reason::Tiny)?;
+        if ip.version() != 4 {
+            return Err(Reason::BadVersion);
+        }
+        let hlen = ip.header_len();
+        if hlen < 20 {
+            return Err(Reason::BadHlen);
+        }
+        let len = ip.total_len() as usize;
+        if len > plen || len < hlen {
+            return Err(Reason::BadIpLen);
+        }
+        // hlen <= len <= plen, so the header is in the buffer.
+        if self.checksum && checksum::checksum(&d[..hlen]) != 0 {
+            return Err(Reason::BadChecksum);
+        }
+        let (src, dst) = (ip.src(), ip.dst());
+        if self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
+            return Err(Reason::BadSaddr);
+        }
+        p.set_network_header(self.offset as isize, hlen);
+        if plen > len {
+            p.take(plen - len);
+        }
+        p.anno_mut().set_dst_ip(dst);
+        Ok(())
+    }
+}
+
+impl Element for CheckIPHeader {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        let cfg = &*self.cfg;
+        let mut drops = 0u64;
+        let mut reasons = [0u64; NREASONS];
+        for mut p in batch.drain() {
+            match cfg.check(&mut p) {
+                Ok(()) => out.push(0, p),
+                Err(r) => {
+                    // Click prints the first failure of each element, or all if VERBOSE.
+                    if cfg.verbose || (drops == 0 && self.drops.load(Ordering::Relaxed) == 0) {
+                        eprintln!(
+                            "{}: IP header check failed: {}",
+                            cfg.name, REASON_TEXTS[r as usize]
+                        );
+                    }
+                    drops += 1;
+                    reasons[r as usize] += 1;
+                    // Output 1 if it exists; otherwise the packet is dropped.
+                    out.push(1, p);
+                }
+            }
+        }
+        if drops > 0 {
+            self.drops.fetch_add(drops, Ordering::Relaxed);
+            if let Some(rd) = &self.reason_drops {
+                for (c, n) in rd.iter().zip(reasons) {
+                    if n > 0 {
+                        c.fetch_add(n, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{fix_ip_cksum, ip_header};
+    use super::*;
+    use crate::testing::{build_error, Harness};
+
+    /// UDP 10.0.0.1 -> 10.0.0.2, IP length 28 (20 + 8 bytes of UDP).
+    fn udp28() -> Vec<u8> {
+        let mut b = ip_header(0, 28, 0x1234, 0, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        b.extend_from_slice(&[0x04, 0xd2, 0x00, 0x35, 0x00, 0x08, 0x00, 0x00]);
+        b
+    }
+
+    fn with_src(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+        let mut b = udp28();
+        b[12..16].copy_from_slice(&src);
+        b[16..20].copy_from_slice(&dst);
+        fix_ip_cksum(&mut b);
+        b
+    }
+
+    fn one(h: &mut Harness, bytes: &[u8]) -> (Vec<Packet>, Vec<Packet>) {
+        let mut out = h.push_bytes(0, bytes);
+        let bad = if out.len() > 1 {
+            out.pop().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        (out.pop().unwrap_or_default(), bad)
+    }
+
+    #[test]
+    fn good_packet_trims_ethernet_padding_and_sets_annotations() {
+        let want = udp28();
+        let mut padded = want.clone();
+        padded.resize(46, 0); // minimum Ethernet payload
+        let mut h = Harness::new(&CHECK_IP_HEADER, "", 1, 2);
+        let (good, bad) = one(&mut h, &padded);
+        assert!(bad.is_empty());
+        let p = &good[0];
+        assert_eq!(p.data(), &want[..]);
+        assert_eq!(p.network_header_offset(), Some(0));
+        assert_eq!(p.network_header_length(), 20);
+        assert_eq!(p.anno().dst_ip(), [10, 0, 0, 2]);
+        assert_eq!(h.read("drops"), "0");
+    }
+
+    #[test]
+    fn offset_keeps_the_link_header() {
+        let mut frame = vec![0xff; 6];
+        frame.extend_from_slice(&[2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+        frame.extend_from_slice(&udp28());
+        let want = frame.clone();
+        frame.extend_from_slice(&[0xaa; 4]);
+        for cfg in ["14", "OFFSET 14"] {
+            let mut h = Harness::new(&CHECK_IP_HEADER, cfg, 1, 1);
+            let (good, _) = one(&mut h, &frame);
+            assert_eq!(good[0].data(), &want[..]);
+            assert_eq!(good[0].network_header_offset(), Some(14));
+        }
+    }
+
+    #[test]
+    fn every_malformed_case_goes_to_output_1_unchanged_with_details() {
+        let mut h = Harness::new(&CHECK_IP_HEADER, "DETAILS true", 1, 2);
+        let good = udp28();
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        cases.push(good[..19].to_vec()); // tiny packet
+        let mut v = good.clone();
+        v[0] = 0x65; // version 6
+        fix_ip_cksum(&mut v);
+        cases.push(v);
+        let mut v = good.clone();
+        v[0] = 0x44; // header length 16
+        cases.push(v);
+        let mut v = good.clone();
+        v[3] = 29; // IP length beyond the packet
+        fix_ip_cksum(&mut v);
+        cases.push(v);
+        let mut v = good.clone();
+        v[0] = 0x46; // 24-byte header but IP length 20
+        v[3] = 20;
+        v.truncate(24);
+        fix_ip_cksum(&mut v);
+        cases.push(v);
+        let mut v = good.clone();
+        v[11] ^= 1; // checksum
+        cases.push(v);
+        for c in &cases {
+            let (ok, bad) = one(&mut h, c);
+            assert!(ok.is_empty(), "{:x?} accepted", c);
+            assert_eq!(bad[0].data(), &c[..]);
+            assert_eq!(bad[0].network_header_offset(), None);
+        }
+        assert_eq!(h.read("drops"), "6");
+        assert_eq!(
+            h.read("drop_details"),
+            "1\ttiny packet\n1\tbad IP version\n1\tbad IP header length\n\
+             2\tbad IP length\n1\tbad IP checksum\n0\tbad source address\n"
+        );
+    }
+
+    #[test]
+    fn without_output_1_bad_packets_are_dropped_and_counted() {
+        let mut h = Harness::new(&CHECK_IP_HEADER, "", 1, 1);
+        let out = h.push(
+            0,
+            vec![Packet::from_slice(&[0x45; 10]), Packet::from_slice(&udp28())],
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), 1);
+        assert_eq!(h.read("drops"), "1");
+        assert!(h.spec.read_handler("drop_details").is_none());
+        assert_eq!(h.spec.handlers(), vec![HandlerInfo::read("drops")]);
+    }
+
+    #[test]
+    fn checksum_off_and_checkipheader2() {
+        let mut v = udp28();
+        v[11] ^= 1;
+        for (class, cfg) in [(&CHECK_IP_HEADER, "CHECKSUM false"), (&CHECK_IP_HEADER2, "")] {
+            let mut h = Harness::new(class, cfg, 1, 2);
+            let (ok, _) = one(&mut h, &v);
+            assert_eq!(ok[0].data(), &v[..]);
+        }
+        let mut h = Harness::new(&CHECK_IP_HEADER2, "CHECKSUM true", 1, 2);
+        assert!(one(&mut h, &v).0.is_empty());
+    }
+
+    #[test]
+    fn options_are_accepted_and_counted_in_the_header_length() {
+        // IHL 6: four bytes of options (NOP NOP NOP EOL), IP length 32.
+        let mut v = udp28();
+        v[0] = 0x46;
+        v[3] = 32;
+        v.splice(20..20, [1, 1, 1, 0]);
+        fix_ip_cksum(&mut v);
+        let mut h = Harness::new(&CHECK_IP_HEADER, "", 1, 2);
+        let (ok, _) = one(&mut h, &v);
+        assert_eq!(ok[0].data(), &v[..]);
+        assert_eq!(ok[0].network_header_length(), 24);
+        assert_eq!(ok[0].transport_header().unwrap(), &v[24..]);
+    }
+
+    #[test]
+    fn source_addresses() {
+        // Default: no source check at all, even 0.0.0.0 and 255.255.255.255 pass.
+        let mut h = Harness::new(&CHECK_IP_HEADER, "", 1, 2);
+        assert_eq!(one(&mut h, &with_src([0, 0, 0, 0], [10, 0, 0, 2])).0.len(), 1);
+        assert_eq!(one(&mut h, &with_src([255; 4], [10, 0, 0, 2])).0.len(), 1);
+        assert_eq!(one(&mut h, &with_src([224, 0, 0, 1], [10, 0, 0, 2])).0.len(), 1);
+
+        let mut h = Harness::new(&CHECK_IP_HEADER, "BADSRC 10.0.0.255 1.2.3.4, DETAILS true", 1, 2);
+        let b = with_src([10, 0, 0, 255], [10, 0, 0, 2]);
+        let (ok, bad) = one(&mut h, &b);
+        assert!(ok.is_empty());
+        assert_eq!(bad[0].data(), &b[..]);
+        assert_eq!(one(&mut h, &with_src([1, 2, 3, 4], [9, 9, 9, 9])).1.len(), 1);
+        assert_eq!(one(&mut h, &with_src([0, 0, 0, 0], [9, 9, 9, 9])).0.len(), 1);
+        assert!(h.read("drop_details").ends_with("2\tbad source address\n"));
+
+        let mut h = Harness::new(&CHECK_IP_HEADER, "BADSRC 10.0.0.255, GOODDST 10.0.0.1", 1, 2);
+        assert_eq!(one(&mut h, &with_src([10, 0, 0, 255], [10, 0, 0, 1])).0.len(), 1);
+        assert_eq!(one(&mut h, &with_src([10, 0, 0, 255], [10, 0, 0, 3])).1.len(), 1);
+
+        // INTERFACES: subnet broadcasts plus 0.0.0.0 and 255.255.255.255 are bad
+        // sources, except towards the interface addresses.
+        let mut h = Harness::new(&CHECK_IP_HEADER, "INTERFACES 10.0.0.1/24 18.32.9.44/28", 1, 2);
+        for src in [
+            [10, 0, 0, 255],
+            [18, 32, 9, 47],
+            [0, 0, 0, 0],
+            [255, 255, 255, 255],
+        ] {
+            assert_eq!(one(&mut h, &with_src(src, [10, 0, 0, 2])).1.len(), 1, "{:?}", src);
+            assert_eq!(
+                one(&mut h, &with_src(src, [18, 32, 9, 44])).0.len(),
+                1,
+                "{:?}",
+                src
+            );
+        }
+        assert_eq!(one(&mut h, &with_src([18, 32, 9, 46], [10, 0, 0, 2])).0.len(), 1);
+
+        // Deprecated positional BADSRC2 adds 0.0.0.0 and 255.255.255.255.
+        let mut h = Harness::new(&CHECK_IP_HEADER, "1.2.3.4, 0", 1, 2);
+        assert_eq!(one(&mut h, &with_src([0, 0, 0, 0], [10, 0, 0, 2])).1.len(), 1);
+        assert_eq!(one(&mut h, &with_src([1, 2, 3, 4], [10, 0, 0, 2])).1.len(), 1);
+        assert_eq!(one(&mut h, &with_src([1, 2, 3, 5], [10, 0, 0, 2])).0.len(), 1);
+    }
+
+    #[test]
+    fn config_errors() {
+        assert_eq!(
+            build_error(&CHECK_IP_HEADER, "VERBOSE maybe", 1, 1),
+            "e :: CheckIPHeader: VERBOSE expects bool"
+        );
+        assert_eq!(
+            build_error(&CHECK_IP_HEADER, "1.2.3.4, 0, 3", 1, 1),
+            "e :: CheckIPHeader: too many arguments"
+        );
+        assert_eq!(
+            build_error(&CHECK_IP_HEADER, "BADSRC 1.2.3", 1, 1),
+            "e :: CheckIPHeader: BADSRC expects list of IP addresses"
+        );
+        assert_eq!(
+            build_error(&CHECK_IP_HEADER, "FOO 1", 1, 1),
+            "e :: CheckIPHeader: bad keyword 'FOO'"
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! `ToDump(FILENAME [, SNAPLEN, ENCAP, keywords EXTRA_LENGTH, UNBUFFERED, NANO])`:
+//! writes packets to a tcpdump file exactly as Click's ToDump writes it, and passes them
+//! on to its output if it has one.
+//!
+//! The file is created and its header written when the element is configured. Every
+//! worker's instance writes into the same file through one lock taken once per batch.
+
+use super::format;
+use super::strerror;
+use crate::args::Args;
+use crate::element::*;
+use crate::error::ConfigError;
+use packet::{PacketBatch, Timestamp};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+const DEFAULT_SNAPLEN: u32 = 2000;
+
+pub struct ToDumpClass;
+
+struct Writer {
+    out: Box<dyn Write + Send>,
+    /// Cleared after a write error, as Click's ToDump stops writing.
+    active: bool,
+}
+
+struct Inner {
+    filename: String,
+    snaplen: u32,
+    nano: bool,
+    extra_length: bool,
+    count: AtomicU64,
+    writer: Mutex<Writer>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Writer> {
+        match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.lock().out.flush();
+    }
+}
+
+struct ToDumpSpec {
+    inner: Arc<Inner>,
+}
+
+impl ElementSpec for ToDumpSpec {
+    fn instantiate(&self, _worker: WorkerInfo) -> Box<dyn Element> {
+        Box::new(ToDump {
+            inner: self.inner.clone(),
+        })
+    }
+
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        vec![
+            HandlerInfo::read("filename"),
+            HandlerInfo::read("count"),
+            HandlerInfo::write("reset_counts"),
+        ]
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        match name {
+            "filename" => Some(self.inner.filename.clone()),
+            "count" => Some(self.inner.count.load(Ordering::Relaxed).to_string()),
+            _ => None,
+        }
+    }
+
+    fn write_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
+        (name == "reset_counts").then(|| {
+            self.inner.count.store(0, Ordering::Relaxed);
+            Ok(())
+        })
+    }
+
+    fn cleanup(&self) {
+        let mut w = self.inner.lock();
+        if let Err(e) = w.out.flush() {
+            eprintln!("ToDump({}): {}", self.inner.filename, strerror(&e));
+        }
+    }
+}
+
+struct ToDump {
+    inner: Arc<Inner>,
+}
+
+impl Element for ToDump {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        let inner = &*self.inner;
+        let mut written = 0u64;
+        {
+            let mut w = inner.lock();
+            if w.active {
+                for p in batch.iter() {
+                    // Click stamps packets without a timestamp with the current time.
+                    let mut ts = p.anno().timestamp;
+                    if ts.is_zero() {
+                        ts = Timestamp::now();
+                    }
+                    let data = p.data();
+                    let len = (data.len() as u32).wrapping_add(if inner.extra_length {
+                        p.anno().extra_length()
+                    } else {
+                        0
+                    });
+                    let caplen = (data.len() as u64).min(inner.snaplen as u64) as usize;
+                    let h = format::encode_record_header(ts, inner.nano, caplen as u32, len);
+                    let r = w.out.write_all(&h).and_then(|_| w.out.write_all(&data[..caplen]));
+                    match r {
+                        Ok(()) => written += 1,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => {
+                            w.active = false;
+                            eprintln!("ToDump({}): {}", inner.filename, strerror(&e));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if written > 0 {
+            inner.count.fetch_add(written, Ordering::Relaxed);
+        }
+        out.push_batch(0, batch);
+    }
+}
+
+fn arg<T>(r: Result<T, String>, cx: &BuildContext) -> Result<T, ConfigError> {
+    r.map_err(|e| cx.error(e))
+}
+
+impl ElementClass for ToDumpClass {
+    fn name(&self) -> &'static str {
+        "ToDump"
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/0-1")
+    }
+
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let filename: String = arg(args.required("FILENAME"), cx)?;
+        let snaplen = arg(args.positional::<u32>("SNAPLEN"), cx)?.unwrap_or(DEFAULT_SNAPLEN);
+        let encap = arg(args.positional::<String>("ENCAP"), cx)?;
+        let extra_length = arg(args.keyword::<bool>("EXTRA_LENGTH"), cx)?.unwrap_or(true);
+        let unbuffered = arg(args.keyword::<bool>("UNBUFFERED"), cx)?.unwrap_or(false);
+        let nano = arg(args.keyword::<bool>("NANO"), cx)?.unwrap_or(false);
+        arg(args.finish(), cx)?;
+
+        // Click: SNAPLEN 0 means whole packets, stored as 0xFFFFFFFF in the header.
+        let snaplen = if snaplen == 0 { u32::MAX } else { snaplen };
+        let linktype = match encap.as_deref() {
+            None | Some("") => format::dlt::EN10MB,
+            Some(e) => format::parse_dlt(e).ok_or_else(|| cx.error("bad encapsulation type"))?,
+        };
+
+        let (print_name, mut out): (String, Box<dyn Write + Send>) = if filename == "-" {
+            let o: Box<dyn Write + Send> = if unbuffered {
+                Box::new(io::stdout())
+            } else {
+                Box::new(BufWriter::new(io::stdout()))
+            };
+            ("<stdout>".to_string(), o)
+        } else {
+            let f = File::create(cx.resolve_path(&filename))
+                .map_err(|e| cx.error(format!("{}: {}", filename, strerror(&e))))?;
+            let o: Box<dyn Write + Send> = if unbuffered {
+                Box::new(f)
+            } else {
+                Box::new(BufWriter::with_capacity(64 * 1024, f))
+            };
+            (filename.clone(), o)
+        };
+        out.write_all(&format::encode_file_header(nano, snaplen, linktype))
+            .and_then(|_| if unbuffered { out.flush() } else { Ok(()) })
+            .map_err(|_| cx.error(format!("{}: unable to write file header", print_name)))?;
+
+        Ok(Arc::new(ToDumpSpec {
+            inner: Arc::new(Inner {
+                filename: print_name,
+                snaplen,
+                nano,
+                extra_length,
+                count: AtomicU64::new(0),
+                writer: Mutex::new(Writer { out, active: true }),
+            }),
+        }))
+    }
+}
