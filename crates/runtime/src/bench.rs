@@ -661,6 +661,43 @@ mod tests {
     }
 
     #[test]
+    fn generated_frames_pass_ip_checks() {
+        let port = |from, from_port, to| Connection {
+            from,
+            from_port,
+            to,
+            to_port: 0,
+            landmark: Landmark::unknown(),
+        };
+        let flat = FlatConfig {
+            elements: vec![
+                decl("src", "FromDump", "x"),
+                decl("c", "Classifier", "12/0800, -"),
+                decl("s", "Strip", "14"),
+                decl("chk", "CheckIPHeader", ""),
+                decl("ttl", "DecIPTTL", ""),
+                decl("u", "Unstrip", "14"),
+                decl("out", "ToDump", "y"),
+                decl("other", "Discard", ""),
+            ],
+            connections: vec![
+                conn(0, 1),
+                conn(1, 2),
+                port(1, 1, 7),
+                conn(2, 3),
+                conn(3, 4),
+                conn(4, 5),
+                conn(5, 6),
+            ],
+            requirements: vec![],
+        };
+        for size in [64, 1518] {
+            let r = pipeline_flat(&flat, &opts(2, 2_000, size)).unwrap();
+            assert_eq!((r.packets, r.tx_packets), (2_000, 2_000), "size {}", size);
+        }
+    }
+
+    #[test]
     fn frame_layout() {
         // 64-byte frame on the wire: 60 bytes in the buffer.
         let f = udp_frame(64, 0x6440_0001, 0x0a00_0002, 0x1234, 0x0009, 7);
