@@ -66,9 +66,17 @@ pub fn read_all(router: &RouterSpec, requests: &[String]) -> (String, Vec<String
             (vec![pattern.to_string()], false)
         } else {
             let matched: Vec<String> = if is_glob(pattern) {
-                router.element_names().filter(|n| glob_match(n, pattern)).map(String::from).collect()
+                router
+                    .element_names()
+                    .filter(|n| glob_match(n, pattern))
+                    .map(String::from)
+                    .collect()
             } else {
-                router.elements_of_class(pattern).into_iter().map(String::from).collect()
+                router
+                    .elements_of_class(pattern)
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
             };
             if matched.is_empty() {
                 errors.push(if is_glob(pattern) {
@@ -78,7 +86,10 @@ pub fn read_all(router: &RouterSpec, requests: &[String]) -> (String, Vec<String
                 });
                 continue;
             }
-            let readable = matched.into_iter().filter(|e| router.has_read_handler(e, hname)).collect();
+            let readable = matched
+                .into_iter()
+                .filter(|e| router.has_read_handler(e, hname))
+                .collect();
             (readable, true)
         };
         for e in elements {

@@ -7,7 +7,11 @@ mod handlers;
 mod run;
 
 #[derive(Parser)]
-#[command(name = "brickroute", version, about = "A parallel, programmable software IP router")]
+#[command(
+    name = "brickroute",
+    version,
+    about = "A parallel, programmable software IP router"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

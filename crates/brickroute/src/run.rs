@@ -85,12 +85,15 @@ fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
         }
         _ => {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map_err(|e| format!("<stdin>: {}", e))?;
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("<stdin>: {}", e))?;
             (s, "<stdin>".to_string())
         }
     };
-    let flat = lang::parse(&text, &name, &defines).map_err(|e| e.to_string())?;
     let reg = Registry::with_library();
+    let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
+        .map_err(|e| e.to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
 }
 
@@ -111,7 +114,10 @@ pub fn drive(router: &RouterSpec, threads: usize) -> RunSummary {
             .map(|i| {
                 let stop = stop.clone();
                 s.spawn(move || {
-                    let mut g = router.instantiate(WorkerInfo { index: i, count: threads });
+                    let mut g = router.instantiate(WorkerInfo {
+                        index: i,
+                        count: threads,
+                    });
                     let mut packets = 0u64;
                     let mut idle_passes = 0u32;
                     while !stop.is_requested() && !SIGNALLED.load(Ordering::Relaxed) {
@@ -138,7 +144,11 @@ pub fn drive(router: &RouterSpec, threads: usize) -> RunSummary {
         handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
     });
     router.cleanup();
-    RunSummary { packets: total, elapsed: start.elapsed(), interrupted: SIGNALLED.load(Ordering::Relaxed) }
+    RunSummary {
+        packets: total,
+        elapsed: start.elapsed(),
+        interrupted: SIGNALLED.load(Ordering::Relaxed),
+    }
 }
 
 pub fn main(args: RunArgs) -> ExitCode {

@@ -4,7 +4,38 @@
 //! expanded (inner elements named `compound/inner` as Click names them), every
 //! connection between primitive elements resolved to element indices.
 
-use crate::error::Landmark;
+use crate::error::{ConfigError, Landmark};
+use std::collections::HashMap;
+
+mod flatten;
+mod lexer;
+mod parser;
+#[cfg(test)]
+mod tests;
+mod vars;
+
+/// Parses the Click configuration `source` (read from `file`, for error landmarks)
+/// and flattens it. `defines` are command-line `$NAME` definitions; they override the
+/// file's `define` statements.
+///
+/// Whether a bare undeclared name such as `Discard` in `a -> Discard` is an element
+/// class (an anonymous element) or an undeclared element is decided by case: names
+/// starting with an upper-case letter are classes. [`parse_with_classes`] decides
+/// exactly, as Click does, from the set of known classes.
+pub fn parse(source: &str, file: &str, defines: &HashMap<String, String>) -> Result<FlatConfig, ConfigError> {
+    parser::parse(source, file, defines)
+}
+
+/// Like [`parse`], with `is_class` telling which names are primitive element classes
+/// (for instance `|n| registry.get(n).is_some()`).
+pub fn parse_with_classes(
+    source: &str,
+    file: &str,
+    defines: &HashMap<String, String>,
+    is_class: &dyn Fn(&str) -> bool,
+) -> Result<FlatConfig, ConfigError> {
+    parser::parse_with(source, file, defines, Some(is_class))
+}
 
 /// One primitive element of a flattened configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]

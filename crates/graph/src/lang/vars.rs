@@ -1,0 +1,275 @@
+//! `$variable` substitution in configuration strings (Click's `cp_expand` and
+//! `VariableEnvironment`) and the assignment of compound arguments to formal
+//! parameters (Click's `cp_assign_arguments`).
+
+use std::rc::Rc;
+
+/// A scope of variables: the file's `define`s (and command-line definitions) at depth
+/// 0, a compound's formals and `define`s at the compound's depth.
+pub(crate) struct Env {
+    pub vars: Vec<(String, String)>,
+    pub depth: usize,
+    pub parent: Option<Rc<Env>>,
+}
+
+impl Env {
+    pub fn lookup(&self, name: &str) -> Option<&str> {
+        let mut e = Some(self);
+        while let Some(env) = e {
+            if let Some((_, v)) = env.vars.iter().find(|(n, _)| n == name) {
+                return Some(v);
+            }
+            e = env.parent.as_deref();
+        }
+        None
+    }
+
+    /// The innermost enclosing scope (starting with `env` itself) whose depth is less
+    /// than `depth`: the parent scope for a compound defined at `depth`.
+    pub fn parent_of(env: &Rc<Env>, depth: usize) -> Option<Rc<Env>> {
+        let mut v = Some(env.clone());
+        while let Some(e) = &v {
+            if e.depth < depth {
+                break;
+            }
+            v = e.parent.clone();
+        }
+        v
+    }
+
+    /// Defines or overrides `name`.
+    pub fn set(&mut self, name: &str, value: String) {
+        match self.vars.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.vars.push((name.to_string(), value)),
+        }
+    }
+}
+
+/// Click's `cp_quote` without the surrounding double quotes.
+fn quote_inner(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '\\' | '"' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 32 || c as u32 == 127 => {
+                let u = c as u32;
+                out.push('\\');
+                out.push(char::from(b'0' + (u >> 6) as u8));
+                out.push(char::from(b'0' + ((u >> 3) & 7) as u8));
+                out.push(char::from(b'0' + (u & 7) as u8));
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+/// Looks `var` up (`${NAME-DEFAULT}` supplies a default) and appends its value, quoted
+/// for a double-quoted context. Returns false if the variable is undefined.
+fn expand_var(var: &str, braces: bool, quote: u8, env: &Env, out: &mut String) -> bool {
+    let (name, default) = match var.find('-') {
+        Some(i) if braces => (&var[..i], Some(&var[i + 1..])),
+        _ => (var, None),
+    };
+    let value = env.lookup(name).or(default);
+    match value {
+        Some(v) if quote == b'"' => {
+            quote_inner(v, out);
+            true
+        }
+        Some(v) => {
+            out.push_str(v);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Position after the comment starting at `s` (`//` or `/*`).
+fn skip_comment(b: &[u8], s: usize) -> usize {
+    if b[s + 1] == b'/' {
+        let mut i = s + 2;
+        while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
+            i += 1;
+        }
+        (i + 1).min(b.len())
+    } else {
+        let mut i = s + 2;
+        while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+            i += 1;
+        }
+        (i + 2).min(b.len())
+    }
+}
+
+/// Substitutes `$NAME`, `${NAME}`, `${NAME-DEFAULT}` (and variables inside `$(...)`)
+/// in `config`. Nothing is substituted inside single quotes or comments; inside double
+/// quotes the value is backslash-quoted. Undefined variables are left as written.
+pub(crate) fn expand(config: &str, env: &Env) -> String {
+    expand_nested(config, env, 0)
+}
+
+/// `$(...)` nests; past this depth the text inside is left alone.
+const MAX_NESTING: usize = 32;
+
+fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
+    if !config.contains('$') {
+        return config.to_string();
+    }
+    let b = config.as_bytes();
+    let mut out = String::with_capacity(config.len());
+    let mut copied = 0;
+    let mut quote = 0u8;
+    let mut s = 0;
+    while s < b.len() {
+        match b[s] {
+            b'\\' if s + 1 < b.len() && quote == b'"' => s += 1,
+            q @ (b'\'' | b'"') => {
+                if quote == 0 {
+                    quote = q;
+                } else if quote == q {
+                    quote = 0;
+                }
+            }
+            b'/' if quote == 0 && s + 1 < b.len() && (b[s + 1] == b'/' || b[s + 1] == b'*') => {
+                s = skip_comment(b, s);
+                continue;
+            }
+            b'$' if s + 1 < b.len() && quote != b'\'' => {
+                let before = s;
+                let next = b[s + 1];
+                if next == b'{' {
+                    let Some(close) = config[s + 2..].find('}') else {
+                        break;
+                    };
+                    let var = &config[s + 2..s + 2 + close];
+                    s = s + 2 + close + 1;
+                    out.push_str(&config[copied..before]);
+                    if expand_var(var, true, quote, env, &mut out) {
+                        copied = s;
+                    } else {
+                        copied = before;
+                    }
+                    continue;
+                } else if next == b'(' {
+                    let mut level = 1;
+                    let mut nquote = 0u8;
+                    let mut inner_var = false;
+                    let mut i = s + 2;
+                    while i < b.len() && level > 0 {
+                        match b[i] {
+                            b'(' if nquote == 0 => level += 1,
+                            b')' if nquote == 0 => level -= 1,
+                            q @ (b'"' | b'\'') => {
+                                if nquote == 0 {
+                                    nquote = q;
+                                } else if nquote == q {
+                                    nquote = 0;
+                                }
+                            }
+                            b'\\' if i + 1 < b.len() && nquote != b'\'' => i += 1,
+                            b'$' if nquote != b'\'' => inner_var = true,
+                            _ => {}
+                        }
+                        i += 1;
+                    }
+                    if level > 0 {
+                        break;
+                    }
+                    let inner = &config[s + 2..i - 1];
+                    s = i;
+                    let inner_var = inner_var && nesting < MAX_NESTING;
+                    let name = if inner_var {
+                        expand_nested(inner, env, nesting + 1)
+                    } else {
+                        inner.to_string()
+                    };
+                    out.push_str(&config[copied..before]);
+                    if expand_var(&name, false, quote, env, &mut out) {
+                        copied = s;
+                    } else if inner_var {
+                        out.push_str("$(");
+                        out.push_str(&name);
+                        out.push(')');
+                        copied = s;
+                    } else {
+                        copied = before;
+                    }
+                    continue;
+                } else if next.is_ascii_alphanumeric() || next == b'_' {
+                    let mut i = s + 1;
+                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                        i += 1;
+                    }
+                    let var = &config[s + 1..i];
+                    s = i;
+                    out.push_str(&config[copied..before]);
+                    copied = if expand_var(var, false, quote, env, &mut out) {
+                        s
+                    } else {
+                        before
+                    };
+                    continue;
+                } else if next == b'?' || next == b'#' {
+                    let var = &config[s + 1..s + 2];
+                    s += 2;
+                    out.push_str(&config[copied..before]);
+                    copied = if expand_var(var, false, quote, env, &mut out) {
+                        s
+                    } else {
+                        before
+                    };
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        s += 1;
+    }
+    out.push_str(&config[copied.min(config.len())..]);
+    out
+}
+
+/// Assigns compound arguments to formals (`types[i]` is "" for a positional formal,
+/// a keyword, or `__REST__`). Positional formals come first and are required, keyword
+/// formals are required, `__REST__` collects the remaining arguments joined by ", ".
+/// Returns the values in formal order, or None if the arguments do not fit.
+pub(crate) fn assign_arguments(args: &[String], types: &[&str]) -> Option<Vec<String>> {
+    if matches!(types.last(), None | Some(&"")) {
+        return (args.len() == types.len()).then(|| args.to_vec());
+    }
+    let rest = types.last() == Some(&"__REST__");
+    let nvalues = types.len() - usize::from(rest);
+    let npos = types.iter().take_while(|t| t.is_empty()).count().min(nvalues);
+    if args.len() < npos {
+        return None;
+    }
+    let mut values: Vec<Option<String>> = vec![None; types.len()];
+    let mut leftover = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        if i < npos {
+            values[i] = Some(arg.clone());
+            continue;
+        }
+        let (word, value) = match arg.find(|c: char| c.is_ascii_whitespace()) {
+            Some(sp) => (&arg[..sp], arg[sp..].trim_start()),
+            None => (arg.as_str(), ""),
+        };
+        if let Some(j) = (npos..nvalues).find(|&j| types[j] == word) {
+            values[j] = Some(value.to_string());
+        } else if rest {
+            leftover.push(arg.as_str());
+        } else {
+            return None;
+        }
+    }
+    if rest {
+        values[nvalues] = Some(leftover.join(", "));
+    }
+    values.into_iter().collect()
+}
