@@ -31,7 +31,7 @@ use graph::lang::FlatConfig;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
 use io::{MemPort, Port};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -409,6 +409,23 @@ pub fn udp_frame(size: usize, src: u32, dst: u32, sport: u16, dport: u16, id: u1
     f
 }
 
+/// Runs `opts.config` (or `conf_dir/APP.click`) as described in the module docs.
+pub fn pipeline(opts: &PipelineOptions) -> Result<PipelineReport, String> {
+    let (text, name) = match &opts.config {
+        Some(t) => (t.clone(), format!("<{}>", opts.app)),
+        None => {
+            let path = opts.conf_dir.join(format!("{}.click", opts.app));
+            let t = std::fs::read_to_string(&path).map_err(|e| format!("{}: {}", path.display(), e))?;
+            (t, path.display().to_string())
+        }
+    };
+    let lib = Registry::with_library();
+    let is_class = |c: &str| lib.get(c).is_some() || c == "FromDevice" || c == "ToDevice";
+    let flat = graph::lang::parse_with_classes(&text, &name, &HashMap::new(), &is_class)
+        .map_err(|e| e.to_string())?;
+    pipeline_flat(&flat, opts)
+}
+
 /// [`pipeline`] on an already parsed configuration.
 pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<PipelineReport, String> {
     if !(64..=1518).contains(&opts.size) {
@@ -695,6 +712,32 @@ mod tests {
             let r = pipeline_flat(&flat, &opts(2, 2_000, size)).unwrap();
             assert_eq!((r.packets, r.tx_packets), (2_000, 2_000), "size {}", size);
         }
+    }
+
+    #[test]
+    fn shipped_forward_configuration() {
+        let conf_dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../conf"));
+        let o = PipelineOptions {
+            conf_dir,
+            ..opts(2, 3_001, 128)
+        };
+        let r = pipeline(&o).unwrap();
+        assert_eq!((r.packets, r.tx_packets), (3_001, 3_001));
+        assert_eq!(r.workers.iter().map(|w| w.packets).sum::<u64>(), 3_001);
+        // The same from configuration text.
+        let o = PipelineOptions {
+            config: Some("FromDump(a.pcap) -> c :: Counter -> ToDump(b.pcap);".into()),
+            ..opts(1, 77, 64)
+        };
+        assert_eq!(pipeline(&o).unwrap().tx_packets, 77);
+        let o = PipelineOptions {
+            app: "nosuchapp".into(),
+            conf_dir: PathBuf::from("/nonexistent"),
+            ..opts(1, 1, 64)
+        };
+        assert!(pipeline(&o)
+            .unwrap_err()
+            .starts_with("/nonexistent/nosuchapp.click: "));
     }
 
     #[test]
