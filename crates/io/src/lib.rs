@@ -1,0 +1,16 @@
+//! Ports for brickroute: N receive/transmit queue pairs behind the [`Port`] trait.
+//!
+//! Queue i of every port belongs to worker i: only that worker calls
+//! [`Port::rx_burst`] and [`Port::tx_burst`] on it, so the data path takes no locks.
+//! Per-queue counters are atomics, each on its own cache lines, readable from any
+//! thread.
+//!
+//! [`MemPort`] is an in-memory port: its receive side replays a traffic template spread
+//! over the queues by the RSS hash and indirection table, as a multi-queue NIC would;
+//! its transmit side counts and drops.
+
+mod mem;
+mod port;
+
+pub use mem::MemPort;
+pub use port::{CachePadded, Port, QueueStats};

@@ -1,0 +1,348 @@
+//! `MemPort`: an in-memory multi-queue port.
+
+use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
+use classify::rss::{Reta, Toeplitz};
+use packet::{Packet, PacketBatch};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// An in-memory port with N RX/TX queue pairs.
+///
+/// The receive side replays a traffic template. The template, repeated, is the packet
+/// sequence arriving on the wire: packet j is `frames[j % frames.len()]`. Each frame
+/// goes to the queue its RSS hash (Microsoft key, [`Toeplitz::hash_frame`]) selects in
+/// the indirection table, exactly as a multi-queue NIC steers it; a queue then delivers
+/// its frames in template order, cycling. With a total of N packets, queue q delivers
+/// exactly the packets among the first N of the sequence that steer to q, so the
+/// queues' budgets add up to N exactly. Without a total the traffic never ends.
+///
+/// [`Port::rx_burst`] writes each frame into a fresh packet from the calling thread's
+/// pool: that copy stands for the NIC's DMA write and is part of the measured cost.
+/// [`Port::tx_burst`] counts the packets and drops them, recycling their frames.
+pub struct MemPort {
+    rx: Vec<RxQueue>,
+    counters: Vec<CachePadded<QueueCounters>>,
+    reta: Reta,
+}
+
+struct RxQueue {
+    /// The queue's frames, back to back.
+    data: Vec<u8>,
+    /// (offset, length) of each frame in `data`, in template order.
+    frames: Vec<(usize, usize)>,
+    /// Packets this queue delivers in all; `None`: endless.
+    budget: Option<u64>,
+    state: CachePadded<RxState>,
+}
+
+/// Written only by the queue's owner; atomics keep the port shareable (`Sync`)
+/// without locks.
+#[derive(Debug, Default)]
+struct RxState {
+    /// Next frame to deliver.
+    cursor: AtomicUsize,
+    /// Packets delivered so far.
+    delivered: AtomicU64,
+}
+
+impl MemPort {
+    /// A port with `queues` queue pairs and no traffic (transmit only).
+    pub fn new(queues: usize) -> MemPort {
+        MemPort::with_traffic(queues, &[], Some(0))
+    }
+
+    /// A port whose receive side replays `frames` (see [`MemPort`]), `total_packets` in
+    /// all or endlessly, steered by a round-robin indirection table over `queues`.
+    pub fn with_traffic(queues: usize, frames: &[Vec<u8>], total_packets: Option<u64>) -> MemPort {
+        MemPort::with_reta(Reta::new(queues), frames, total_packets)
+    }
+
+    /// Like [`MemPort::with_traffic`] with a given indirection table; the port has
+    /// `reta.queues()` queues.
+    pub fn with_reta(reta: Reta, frames: &[Vec<u8>], total_packets: Option<u64>) -> MemPort {
+        let nq = reta.queues();
+        let toeplitz = Toeplitz::microsoft();
+        let steer: Vec<usize> = frames
+            .iter()
+            .map(|f| reta.queue_for(toeplitz.hash_frame(f)))
+            .collect();
+        let budgets: Vec<Option<u64>> = match total_packets {
+            None => vec![None; nq],
+            Some(total) => {
+                let per_cycle = (0..nq).map(|q| steer.iter().filter(|&&s| s == q).count() as u64);
+                let (cycles, rem) = if frames.is_empty() {
+                    (0, 0)
+                } else {
+                    (
+                        total / frames.len() as u64,
+                        (total % frames.len() as u64) as usize,
+                    )
+                };
+                per_cycle
+                    .enumerate()
+                    .map(|(q, n)| Some(cycles * n + steer[..rem].iter().filter(|&&s| s == q).count() as u64))
+                    .collect()
+            }
+        };
+        let rx = budgets
+            .into_iter()
+            .enumerate()
+            .map(|(q, budget)| {
+                let mut data = Vec::new();
+                let mut offs = Vec::new();
+                for (f, _) in frames.iter().zip(&steer).filter(|(_, &s)| s == q) {
+                    offs.push((data.len(), f.len()));
+                    data.extend_from_slice(f);
+                }
+                RxQueue {
+                    data,
+                    frames: offs,
+                    budget,
+                    state: CachePadded::default(),
+                }
+            })
+            .collect();
+        MemPort {
+            rx,
+            counters: (0..nq).map(|_| CachePadded::default()).collect(),
+            reta,
+        }
+    }
+
+    pub fn reta(&self) -> &Reta {
+        &self.reta
+    }
+
+    /// Packets queue `q` delivers in all (`None`: endless; 0 for a queue that does not
+    /// exist).
+    pub fn rx_budget(&self, q: usize) -> Option<u64> {
+        self.rx.get(q).map_or(Some(0), |r| r.budget)
+    }
+
+    /// Number of template frames steered to queue `q`.
+    pub fn rx_frames(&self, q: usize) -> usize {
+        self.rx.get(q).map_or(0, |r| r.frames.len())
+    }
+}
+
+impl Port for MemPort {
+    fn queues(&self) -> usize {
+        self.rx.len()
+    }
+
+    fn rx_burst(&self, queue: usize, batch: &mut PacketBatch, max: usize) -> usize {
+        let Some(rx) = self.rx.get(queue) else {
+            return 0;
+        };
+        if rx.frames.is_empty() {
+            return 0;
+        }
+        let delivered = rx.state.delivered.load(Ordering::Relaxed);
+        let n = match rx.budget {
+            Some(b) => (b.saturating_sub(delivered)).min(max as u64) as usize,
+            None => max,
+        };
+        if n == 0 {
+            return 0;
+        }
+        let mut cursor = rx.state.cursor.load(Ordering::Relaxed);
+        let mut bytes = 0u64;
+        for _ in 0..n {
+            let (off, len) = rx.frames[cursor];
+            let mut p = Packet::alloc(len);
+            p.data_mut().copy_from_slice(&rx.data[off..off + len]);
+            p.set_mac_header(0);
+            bytes += len as u64;
+            batch.push(p);
+            cursor += 1;
+            if cursor == rx.frames.len() {
+                cursor = 0;
+            }
+        }
+        rx.state.cursor.store(cursor, Ordering::Relaxed);
+        rx.state.delivered.store(delivered + n as u64, Ordering::Relaxed);
+        let c = &self.counters[queue];
+        c.rx_packets.fetch_add(n as u64, Ordering::Relaxed);
+        c.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        n
+    }
+
+    fn rx_finished(&self, queue: usize) -> bool {
+        match self.rx.get(queue) {
+            None => true,
+            Some(rx) if rx.frames.is_empty() => true,
+            Some(rx) => match rx.budget {
+                Some(b) => rx.state.delivered.load(Ordering::Relaxed) >= b,
+                None => false,
+            },
+        }
+    }
+
+    fn tx_burst(&self, queue: usize, batch: &mut PacketBatch) -> usize {
+        let Some(c) = self.counters.get(queue) else {
+            batch.clear();
+            return 0;
+        };
+        let n = batch.len();
+        let bytes: usize = batch.iter().map(|p| p.len()).sum();
+        batch.clear();
+        // fetch_add, not load+store: a shared transmit queue (ToDevice with an explicit
+        // QUEUE on several workers) still counts exactly.
+        c.tx_packets.fetch_add(n as u64, Ordering::Relaxed);
+        c.tx_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        n
+    }
+
+    fn stats(&self, queue: usize) -> QueueStats {
+        self.counters
+            .get(queue)
+            .map_or(QueueStats::default(), |c| c.snapshot())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use classify::rss::rss_queue_for_frame;
+    use std::sync::Arc;
+
+    /// Ethernet + IPv4 + UDP frame from 10.0.0.`i` port 1000+`i` to 198.18.0.1:9, with
+    /// `pad` payload bytes, written out by hand.
+    fn udp_frame(i: u8, pad: usize) -> Vec<u8> {
+        let ip_len = (20 + 8 + pad) as u16;
+        let mut f = vec![
+            0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00, // Ethernet
+            0x45, 0x00,
+        ];
+        f.extend_from_slice(&ip_len.to_be_bytes());
+        f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, i, 198, 18, 0, 1]);
+        f.extend_from_slice(&(1000 + u16::from(i)).to_be_bytes());
+        f.extend_from_slice(&[0, 9]);
+        f.extend_from_slice(&(8 + pad as u16).to_be_bytes());
+        f.extend_from_slice(&[0, 0]);
+        f.resize(f.len() + pad, i);
+        f
+    }
+
+    fn drain_queue(port: &MemPort, q: usize, burst: usize) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut b = PacketBatch::new();
+        while port.rx_burst(q, &mut b, burst) > 0 {
+            got.extend(b.drain().map(|p| p.data().to_vec()));
+        }
+        got
+    }
+
+    #[test]
+    fn budget_split_is_exact_and_follows_rss() {
+        let frames: Vec<Vec<u8>> = (1..=10).map(|i| udp_frame(i, 4)).collect();
+        let reta = Reta::new(3);
+        let steer: Vec<usize> = frames
+            .iter()
+            .map(|f| reta.queue_for(rss_queue_for_frame(f)))
+            .collect();
+        let port = MemPort::with_traffic(3, &frames, Some(1003));
+        assert_eq!(port.queues(), 3);
+        let mut total = 0;
+        for q in 0..3 {
+            // The NIC's view: packet j of the wire sequence is frame j % 10.
+            let expected: Vec<Vec<u8>> = (0..1003)
+                .filter(|j| steer[j % 10] == q)
+                .map(|j| frames[j % 10].clone())
+                .collect();
+            assert_eq!(port.rx_budget(q), Some(expected.len() as u64));
+            assert!(!port.rx_finished(q) || expected.is_empty());
+            let got = drain_queue(&port, q, 32);
+            assert_eq!(got, expected, "queue {}", q);
+            assert!(port.rx_finished(q));
+            let bytes: usize = expected.iter().map(|f| f.len()).sum();
+            let s = port.stats(q);
+            assert_eq!((s.rx_packets, s.rx_bytes), (expected.len() as u64, bytes as u64));
+            total += got.len();
+        }
+        assert_eq!(total, 1003);
+        assert_eq!(port.totals().rx_packets, 1003);
+        // Nothing more once the budget is spent.
+        let mut b = PacketBatch::new();
+        assert_eq!(port.rx_burst(0, &mut b, 32), 0);
+    }
+
+    #[test]
+    fn burst_respects_max_and_budget() {
+        let frames = vec![udp_frame(1, 0)];
+        let port = MemPort::with_traffic(1, &frames, Some(5));
+        let mut b = PacketBatch::new();
+        assert_eq!(port.rx_burst(0, &mut b, 4), 4);
+        assert_eq!(port.rx_burst(0, &mut b, 4), 1);
+        assert_eq!(port.rx_burst(0, &mut b, 4), 0);
+        assert_eq!(b.len(), 5);
+        for p in b.iter() {
+            assert_eq!(p.data(), &frames[0][..]);
+            assert_eq!(p.mac_header_offset(), Some(0));
+        }
+        // Out-of-range queue: nothing, finished.
+        assert_eq!(port.rx_burst(7, &mut b, 4), 0);
+        assert!(port.rx_finished(7));
+    }
+
+    #[test]
+    fn endless_traffic_and_empty_queues() {
+        let frames = vec![udp_frame(1, 0), udp_frame(2, 0)];
+        let port = MemPort::with_traffic(1, &frames, None);
+        let mut b = PacketBatch::new();
+        for _ in 0..10 {
+            assert_eq!(port.rx_burst(0, &mut b, 32), 32);
+            b.clear();
+        }
+        assert!(!port.rx_finished(0));
+        assert_eq!(port.stats(0).rx_packets, 320);
+        // A port without traffic is finished at once.
+        let empty = MemPort::new(2);
+        assert!(empty.rx_finished(0) && empty.rx_finished(1));
+        assert_eq!(empty.rx_burst(1, &mut b, 32), 0);
+    }
+
+    #[test]
+    fn tx_counts_and_recycles() {
+        let port = Arc::new(MemPort::new(2));
+        let mut b = PacketBatch::new();
+        b.push(Packet::from_slice(&[0u8; 60]));
+        b.push(Packet::from_slice(&[0u8; 100]));
+        let before = packet::pool::stats().recycled;
+        assert_eq!(port.tx_burst(1, &mut b), 2);
+        assert!(b.is_empty());
+        assert_eq!(packet::pool::stats().recycled, before + 2);
+        // Readable from another thread.
+        let p2 = port.clone();
+        let s = std::thread::spawn(move || p2.stats(1)).join().unwrap();
+        assert_eq!(
+            s,
+            QueueStats {
+                rx_packets: 0,
+                rx_bytes: 0,
+                tx_packets: 2,
+                tx_bytes: 160
+            }
+        );
+        assert_eq!(port.stats(0), QueueStats::default());
+        b.push(Packet::from_slice(&[1]));
+        assert_eq!(port.tx_burst(5, &mut b), 0);
+        assert!(b.is_empty());
+        assert_eq!(port.totals().tx_packets, 2);
+    }
+
+    #[test]
+    fn custom_reta_steers_everything_to_one_queue() {
+        let mut reta = Reta::new(2);
+        for i in 0..128 {
+            reta.set(i, 1).unwrap();
+        }
+        let frames: Vec<Vec<u8>> = (1..=4).map(|i| udp_frame(i, 0)).collect();
+        let port = MemPort::with_reta(reta, &frames, Some(9));
+        assert_eq!(port.rx_budget(0), Some(0));
+        assert_eq!(port.rx_budget(1), Some(9));
+        assert_eq!(port.rx_frames(1), 4);
+        let got = drain_queue(&port, 1, 4);
+        let expected: Vec<Vec<u8>> = (0..9).map(|j| frames[j % 4].clone()).collect();
+        assert_eq!(got, expected);
+    }
+}

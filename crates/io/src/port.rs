@@ -1,0 +1,87 @@
+//! The port interface and per-queue counters.
+
+use packet::PacketBatch;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A port with [`Port::queues`] receive/transmit queue pairs.
+///
+/// Queue `q` is driven by one worker at a time (RouteBricks' rule: each queue is touched
+/// by one core). Calls for a queue that does not exist receive nothing and transmit
+/// nothing (the packets handed to such a call are dropped).
+pub trait Port: Send + Sync {
+    /// Number of RX/TX queue pairs.
+    fn queues(&self) -> usize;
+
+    /// Appends up to `max` received packets to `batch`; returns how many.
+    fn rx_burst(&self, queue: usize, batch: &mut PacketBatch, max: usize) -> usize;
+
+    /// True once `queue` will never receive another packet (a finite source ran out).
+    fn rx_finished(&self, queue: usize) -> bool;
+
+    /// Transmits every packet of `batch` on `queue` (the batch is empty on return);
+    /// returns how many were accepted.
+    fn tx_burst(&self, queue: usize, batch: &mut PacketBatch) -> usize;
+
+    /// Counters of `queue` (zero for a queue that does not exist).
+    fn stats(&self, queue: usize) -> QueueStats;
+
+    /// Counters summed over all queues.
+    fn totals(&self) -> QueueStats {
+        (0..self.queues()).fold(QueueStats::default(), |a, q| a.add(&self.stats(q)))
+    }
+}
+
+/// A snapshot of one queue's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+impl QueueStats {
+    pub fn add(&self, o: &QueueStats) -> QueueStats {
+        QueueStats {
+            rx_packets: self.rx_packets + o.rx_packets,
+            rx_bytes: self.rx_bytes + o.rx_bytes,
+            tx_packets: self.tx_packets + o.tx_packets,
+            tx_bytes: self.tx_bytes + o.tx_bytes,
+        }
+    }
+}
+
+/// A value alone on its cache lines (128 bytes: two lines, since adjacent-line
+/// prefetchers pull pairs), so counters of different queues never share a line.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct CachePadded<T>(pub T);
+
+impl<T> Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// One queue's counters. Each side has one writer (the worker that owns the queue);
+/// the counters are updated once per burst, never per packet.
+#[derive(Debug, Default)]
+pub(crate) struct QueueCounters {
+    pub rx_packets: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    pub tx_packets: AtomicU64,
+    pub tx_bytes: AtomicU64,
+}
+
+impl QueueCounters {
+    pub fn snapshot(&self) -> QueueStats {
+        QueueStats {
+            rx_packets: self.rx_packets.load(Ordering::Relaxed),
+            rx_bytes: self.rx_bytes.load(Ordering::Relaxed),
+            tx_packets: self.tx_packets.load(Ordering::Relaxed),
+            tx_bytes: self.tx_bytes.load(Ordering::Relaxed),
+        }
+    }
+}

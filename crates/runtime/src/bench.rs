@@ -1,0 +1,878 @@
+//! The pipeline benchmark: a shipped configuration run over in-memory ports.
+//!
+//! [`pipeline`] takes a configuration that reads with `FromDump(...)` and writes with
+//! `ToDump(...)` (the shipped `conf/forward.click` and `conf/router.click`) and rewrites
+//! it: the k-th `FromDump` becomes `FromDevice(memK, BURST k_p)` and the k-th `ToDump`
+//! becomes `ToDevice(memK, BURST k_n)`. Port memK has one queue pair per worker; the
+//! ports of the `FromDump`s replay a template of UDP/IPv4 frames of one size, one frame
+//! per flow, spread over the queues by RSS. The packet budget (`packets`) is split
+//! exactly over ports and queues; with `seconds` the traffic is endless and the run is
+//! stopped after that long.
+//!
+//! Destinations are addresses the configuration routes out of an interface: the
+//! configuration's route lookup element (`RadixIPLookup`, or any `*IPLookup`) has
+//! outputs that lead to a `ToDump` ("forwarding outputs"); flows go to addresses inside
+//! the routes on those outputs, never to a more specific route on another output (the
+//! router's own addresses). `routes N` adds N random prefixes on the forwarding outputs
+//! and aims the flows into them, so lookups walk a large table.
+//!
+//! Routes are installed through the lookup element's Click handlers after the router is
+//! built: one `ctrl` write per 8192 routes (Click's batch interface, lines of `add
+//! ADDR/LEN OUT`), falling back to one `add` write per route if the element has no
+//! `ctrl` handler. Handing the element N routes as configuration arguments would go
+//! through the configuration parser, argument splitting and a string per route before
+//! the element sees them; the handler path parses each route once and is what a
+//! control plane uses at run time, so the install time it reports is meaningful.
+
+use crate::device::{register, DeviceTable};
+use crate::{RunStats, Runtime};
+use graph::args::{split_args, split_words, FromArg, Ipv4Prefix};
+use graph::lang::FlatConfig;
+use graph::registry::Registry;
+use graph::router::RouterSpec;
+use io::{MemPort, Port};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Options of [`pipeline`].
+#[derive(Clone, Debug)]
+pub struct PipelineOptions {
+    /// Application name: the configuration is `conf_dir/APP.click` unless `config` is
+    /// given.
+    pub app: String,
+    /// Configuration text to run instead of the file.
+    pub config: Option<String>,
+    /// Directory of the shipped configurations (and base for relative file names).
+    pub conf_dir: PathBuf,
+    /// Ethernet frame size on the wire, 64 to 1518 bytes, including the 4-byte FCS the
+    /// NIC appends (so a buffer holds `size - 4` bytes).
+    pub size: usize,
+    /// Exact number of packets to receive, over all ports and queues.
+    pub packets: Option<u64>,
+    /// Run this long with endless traffic (instead of `packets`).
+    pub seconds: Option<f64>,
+    /// Workers (one queue pair per worker on every port).
+    pub threads: usize,
+    /// Random routes to add to the route lookup element.
+    pub routes: usize,
+    /// Distinct flows (frames) in the traffic template.
+    pub flows: usize,
+    /// `FromDevice` BURST (k_p).
+    pub rx_burst: usize,
+    /// `ToDevice` BURST (k_n).
+    pub tx_burst: usize,
+    /// Pin worker i to core i.
+    pub pin: bool,
+    /// Seed of the traffic and route generator.
+    pub seed: u64,
+}
+
+impl Default for PipelineOptions {
+    fn default() -> Self {
+        PipelineOptions {
+            app: "forward".into(),
+            config: None,
+            conf_dir: PathBuf::from("conf"),
+            size: 64,
+            packets: None,
+            seconds: None,
+            threads: 1,
+            routes: 0,
+            flows: 1024,
+            rx_burst: packet::DEFAULT_BATCH,
+            tx_burst: crate::device::DEFAULT_TX_BURST,
+            pin: true,
+            seed: 1,
+        }
+    }
+}
+
+/// Packets run when neither `packets` nor `seconds` is given.
+pub const DEFAULT_PACKETS: u64 = 10_000_000;
+
+/// One worker's share of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerReport {
+    pub index: usize,
+    pub core: Option<usize>,
+    pub packets: u64,
+    pub mpps: f64,
+    pub cycles_per_packet: f64,
+    pub empty_poll_share: f64,
+}
+
+/// What [`pipeline`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipelineReport {
+    pub app: String,
+    pub size: usize,
+    pub threads: usize,
+    pub routes: usize,
+    pub flows: usize,
+    /// Packets received from the ports (and emitted by the `FromDevice`s).
+    pub packets: u64,
+    /// Packets the ports transmitted.
+    pub tx_packets: u64,
+    /// Longest worker run time, seconds.
+    pub seconds: f64,
+    pub mpps: f64,
+    /// Received bits per second of `size`-byte frames, in Gbit/s (RouteBricks'
+    /// convention: no preamble or inter-frame gap).
+    pub gbps: f64,
+    /// Busy TSC cycles per packet over all workers.
+    pub cycles_per_packet: f64,
+    /// Share of loop cycles spent in empty polls.
+    pub empty_poll_share: f64,
+    pub tsc_ghz: f64,
+    /// Time to install the `routes` random routes, seconds.
+    pub route_install_seconds: f64,
+    pub workers: Vec<WorkerReport>,
+}
+
+fn num(x: f64, decimals: usize) -> String {
+    if x.is_finite() {
+        format!("{:.*}", decimals, x)
+    } else {
+        "0".into()
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+impl PipelineReport {
+    /// The report as one line of JSON.
+    pub fn to_json_line(&self) -> String {
+        let workers: Vec<String> = self
+            .workers
+            .iter()
+            .map(|w| {
+                format!(
+                    "{{\"index\":{},\"core\":{},\"packets\":{},\"mpps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{}}}",
+                    w.index,
+                    w.core.map_or("null".to_string(), |c| c.to_string()),
+                    w.packets,
+                    num(w.mpps, 4),
+                    num(w.cycles_per_packet, 1),
+                    num(w.empty_poll_share, 4)
+                )
+            })
+            .collect();
+        format!(
+            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{},\"workers\":[{}]}}",
+            json_string(&self.app),
+            self.size,
+            self.threads,
+            self.routes,
+            self.flows,
+            self.packets,
+            self.tx_packets,
+            num(self.seconds, 6),
+            num(self.mpps, 4),
+            num(self.gbps, 4),
+            num(self.cycles_per_packet, 1),
+            num(self.empty_poll_share, 4),
+            num(self.tsc_ghz, 3),
+            num(self.route_install_seconds, 6),
+            workers.join(",")
+        )
+    }
+}
+
+impl fmt::Display for PipelineReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "pipeline {}: {}-byte frames, {} flows, {} routes, {} thread{}",
+            self.app,
+            self.size,
+            self.flows,
+            self.routes,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" }
+        )?;
+        writeln!(f, "worker  core  packets       Mpps    cycles/pkt  empty-poll")?;
+        for w in &self.workers {
+            writeln!(
+                f,
+                "{:<6}  {:<4}  {:<12}  {:<6}  {:<10}  {:.1}%",
+                w.index,
+                w.core.map_or("-".to_string(), |c| c.to_string()),
+                w.packets,
+                num(w.mpps, 3),
+                num(w.cycles_per_packet, 1),
+                w.empty_poll_share * 100.0
+            )?;
+        }
+        writeln!(
+            f,
+            "total   {} packets in, {} out, {:.3} s: {} Mpps, {} Gbps, {} cycles/packet, {:.1}% empty polls (TSC {} GHz)",
+            self.packets,
+            self.tx_packets,
+            self.seconds,
+            num(self.mpps, 3),
+            num(self.gbps, 3),
+            num(self.cycles_per_packet, 1),
+            self.empty_poll_share * 100.0,
+            num(self.tsc_ghz, 2)
+        )?;
+        if self.routes > 0 {
+            writeln!(f, "routes installed in {:.3} s", self.route_install_seconds)?;
+        }
+        Ok(())
+    }
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// An IPv4 route: prefix, length, output port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub addr: u32,
+    pub len: u8,
+    pub port: usize,
+}
+
+impl Route {
+    fn mask(&self) -> u32 {
+        if self.len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(self.len))
+        }
+    }
+    fn contains(&self, a: u32) -> bool {
+        a & self.mask() == self.addr & self.mask()
+    }
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{} {}", Ipv4Addr::from(self.addr), self.len, self.port)
+    }
+}
+
+/// The routes a lookup element's configuration arguments give (`ADDR/MASK [GW] OUT`);
+/// arguments of another form are skipped.
+fn config_routes(config: &str) -> Vec<Route> {
+    split_args(config)
+        .iter()
+        .filter_map(|a| {
+            let w = split_words(a);
+            if !(2..=3).contains(&w.len()) {
+                return None;
+            }
+            let p = Ipv4Prefix::from_arg(&w[0])?;
+            let port = w.last()?.parse().ok()?;
+            Some(Route {
+                addr: u32::from(p.addr) & u32::from(p.mask),
+                len: p.len()?,
+                port,
+            })
+        })
+        .collect()
+}
+
+/// Output ports of element `e` from which a packet can reach an element of class
+/// `sink` (following every output of the elements on the way).
+fn outputs_reaching(flat: &FlatConfig, e: usize, sink: &str) -> Vec<usize> {
+    let mut ports: Vec<usize> = flat
+        .connections
+        .iter()
+        .filter(|c| c.from == e)
+        .map(|c| c.from_port)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+        .into_iter()
+        .filter(|&p| {
+            let mut seen = vec![false; flat.elements.len()];
+            let mut todo: VecDeque<usize> = flat
+                .connections
+                .iter()
+                .filter(|c| c.from == e && c.from_port == p)
+                .map(|c| c.to)
+                .collect();
+            while let Some(i) = todo.pop_front() {
+                if std::mem::replace(&mut seen[i], true) {
+                    continue;
+                }
+                if flat.elements[i].class == sink {
+                    return true;
+                }
+                todo.extend(flat.connections.iter().filter(|c| c.from == i).map(|c| c.to));
+            }
+            false
+        })
+        .collect()
+}
+
+/// First octets random prefixes avoid: private, loopback, link-local, shared and
+/// benchmarking space, where configurations put their own networks.
+const RESERVED_FIRST_OCTETS: [u32; 7] = [10, 100, 127, 169, 172, 192, 198];
+
+/// `n` distinct random prefixes in unicast space, lengths shaped like a BGP table
+/// (55 % /24, 35 % /17 to /23, 10 % /8 to /16), spread round-robin over `ports`.
+fn random_routes(n: usize, ports: &[usize], rng: &mut Rng) -> Vec<Route> {
+    let mut seen = HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let r = rng.next();
+        let len = match r % 100 {
+            0..=54 => 24,
+            55..=89 => 17 + ((r >> 8) % 7) as u8,
+            _ => 8 + ((r >> 8) % 9) as u8,
+        };
+        let first = 1 + ((r >> 16) % 223) as u32;
+        if RESERVED_FIRST_OCTETS.contains(&first) {
+            continue;
+        }
+        let mut route = Route {
+            addr: (first << 24) | ((r >> 32) as u32 & 0x00ff_ffff),
+            len,
+            port: ports[out.len() % ports.len()],
+        };
+        route.addr &= route.mask();
+        if seen.insert((route.addr, route.len)) {
+            out.push(route);
+        }
+    }
+    out
+}
+
+/// A destination inside one of `targets` that no more specific route of `blocked`
+/// (routes on non-forwarding outputs) takes away.
+fn pick_destination(targets: &[Route], blocked: &[Route], rng: &mut Rng) -> Option<u32> {
+    for _ in 0..64 {
+        let t = targets[(rng.next() % targets.len() as u64) as usize];
+        let a = t.addr | (rng.next() as u32 & !t.mask());
+        if !blocked.iter().any(|b| b.len >= t.len && b.contains(a)) {
+            return Some(a);
+        }
+    }
+    None
+}
+
+/// A UDP/IPv4 frame of `size - 4` bytes (the NIC adds the FCS), header checksum set,
+/// UDP checksum 0 (none), payload zero.
+pub fn udp_frame(size: usize, src: u32, dst: u32, sport: u16, dport: u16, id: u16) -> Vec<u8> {
+    let len = size.saturating_sub(4).max(42);
+    let mut f = vec![0u8; len];
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0xff, 0x01]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_len = (len - 14) as u16;
+    {
+        let ip = &mut f[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
+        ip[4..6].copy_from_slice(&id.to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&src.to_be_bytes());
+        ip[16..20].copy_from_slice(&dst.to_be_bytes());
+        let c = packet::checksum::checksum(ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
+/// Runs `opts.config` (or `conf_dir/APP.click`) as described in the module docs.
+pub fn pipeline(opts: &PipelineOptions) -> Result<PipelineReport, String> {
+    let (text, name) = match &opts.config {
+        Some(t) => (t.clone(), format!("<{}>", opts.app)),
+        None => {
+            let path = opts.conf_dir.join(format!("{}.click", opts.app));
+            let t = std::fs::read_to_string(&path).map_err(|e| format!("{}: {}", path.display(), e))?;
+            (t, path.display().to_string())
+        }
+    };
+    let lib = Registry::with_library();
+    let is_class = |c: &str| lib.get(c).is_some() || c == "FromDevice" || c == "ToDevice";
+    let flat = graph::lang::parse_with_classes(&text, &name, &HashMap::new(), &is_class)
+        .map_err(|e| e.to_string())?;
+    pipeline_flat(&flat, opts)
+}
+
+/// [`pipeline`] on an already parsed configuration.
+pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<PipelineReport, String> {
+    if !(64..=1518).contains(&opts.size) {
+        return Err(format!("frame size {} out of range (64 to 1518)", opts.size));
+    }
+    if opts.packets.is_some() && opts.seconds.is_some() {
+        return Err("give a packet count or a duration, not both".into());
+    }
+    if opts.seconds.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
+        return Err("the duration must be a positive number of seconds".into());
+    }
+    if opts.flows == 0 {
+        return Err("at least one flow is needed".into());
+    }
+    if opts.routes > 4_000_000 {
+        return Err("at most 4000000 random routes".into());
+    }
+    let threads = opts.threads.max(1);
+    let packets = match opts.seconds {
+        Some(_) => None,
+        None => Some(opts.packets.unwrap_or(DEFAULT_PACKETS)),
+    };
+    let mut rng = Rng::new(opts.seed);
+
+    // Routes: the configuration's, split by whether their output leads to a ToDump.
+    let lookup = flat.elements.iter().position(|e| e.class.ends_with("IPLookup"));
+    let (mut targets, mut blocked) = (Vec::new(), Vec::new());
+    let mut fwd_ports = Vec::new();
+    if let Some(l) = lookup {
+        fwd_ports = outputs_reaching(flat, l, "ToDump");
+        for r in config_routes(&flat.elements[l].config) {
+            if fwd_ports.contains(&r.port) {
+                targets.push(r);
+            } else {
+                blocked.push(r);
+            }
+        }
+    }
+    let extra = if opts.routes > 0 {
+        if lookup.is_none() {
+            return Err("routes need a route lookup element (RadixIPLookup) in the configuration".into());
+        }
+        if fwd_ports.is_empty() {
+            return Err(format!(
+                "no output of '{}' leads to a ToDump: nowhere to route",
+                flat.elements[lookup.unwrap_or(0)].name
+            ));
+        }
+        random_routes(opts.routes, &fwd_ports, &mut rng)
+    } else {
+        Vec::new()
+    };
+    if !extra.is_empty() {
+        targets = extra.clone();
+    }
+    if targets.is_empty() {
+        // Nothing routed (no lookup element): the benchmarking network 198.18.0.0/15.
+        targets.push(Route {
+            addr: 0xc612_0000,
+            len: 15,
+            port: 0,
+        });
+    }
+
+    // Traffic template: one frame per flow.
+    let frames = (0..opts.flows)
+        .map(|i| {
+            let dst = pick_destination(&targets, &blocked, &mut rng)
+                .ok_or_else(|| "no destination address is routed out of an interface".to_string())?;
+            let src = 0x6440_0000 | (rng.next() as u32 & 0x003f_ffff); // 100.64.0.0/10
+            let sport = 1024 + (rng.next() % 64512) as u16;
+            let dport = 1024 + (rng.next() % 64512) as u16;
+            Ok(udp_frame(opts.size, src, dst, sport, dport, i as u16))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+
+    // Rewrite FromDump/ToDump into device elements over memK.
+    let mut flat = flat.clone();
+    let (mut nrx, mut ntx) = (0usize, 0usize);
+    for e in flat.elements.iter_mut() {
+        if e.class == "FromDump" {
+            e.class = "FromDevice".into();
+            e.config = format!("mem{}, BURST {}", nrx, opts.rx_burst);
+            nrx += 1;
+        } else if e.class == "ToDump" {
+            e.class = "ToDevice".into();
+            e.config = format!("mem{}, BURST {}", ntx, opts.tx_burst);
+            ntx += 1;
+        }
+    }
+    if nrx == 0 {
+        return Err("the configuration has no FromDump to feed traffic into".into());
+    }
+    let mut devices = DeviceTable::new();
+    let mut ports: Vec<Arc<MemPort>> = Vec::new();
+    for k in 0..nrx.max(ntx) {
+        let port = if k < nrx {
+            let budget = packets.map(|n| n / nrx as u64 + u64::from((k as u64) < n % nrx as u64));
+            MemPort::with_traffic(threads, &frames, budget)
+        } else {
+            MemPort::new(threads)
+        };
+        let port = Arc::new(port);
+        devices.insert(format!("mem{}", k), port.clone() as Arc<dyn Port>);
+        ports.push(port);
+    }
+    let devices = Arc::new(devices);
+    let mut reg = Registry::with_library();
+    register(&mut reg, &devices);
+    let spec = RouterSpec::build(&flat, &reg, &opts.conf_dir, threads).map_err(|e| e.to_string())?;
+
+    let t0 = Instant::now();
+    if let (Some(l), false) = (lookup, extra.is_empty()) {
+        install_routes(&spec, &flat.elements[l].name, &extra)?;
+    }
+    let route_install_seconds = if extra.is_empty() {
+        0.0
+    } else {
+        t0.elapsed().as_secs_f64()
+    };
+
+    let rx_ports = &ports[..nrx];
+    let runtime = Runtime::new(threads).pin(opts.pin);
+    let stats = runtime.run_until(&spec, opts.seconds.map(Duration::from_secs_f64), || {
+        packets.is_some() && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
+    });
+    Ok(report(opts, threads, &stats, &ports, route_install_seconds))
+}
+
+/// Adds `routes` to lookup element `elem` with its `ctrl` handler in chunks, or its
+/// `add` handler one by one if it has no `ctrl`.
+fn install_routes(spec: &RouterSpec, elem: &str, routes: &[Route]) -> Result<(), String> {
+    let ctrl = format!("{}.ctrl", elem);
+    let add = format!("{}.add", elem);
+    let mut chunks = routes.chunks(8192);
+    if let Some(first) = chunks.next() {
+        let text = |c: &[Route]| c.iter().map(|r| format!("add {}\n", r)).collect::<String>();
+        match spec.write_handler(&ctrl, &text(first)) {
+            Ok(()) => {
+                for c in chunks {
+                    spec.write_handler(&ctrl, &text(c))
+                        .map_err(|e| format!("{}: {}", ctrl, e))?;
+                }
+            }
+            Err(e) if e.starts_with("no '") => {
+                for r in routes {
+                    spec.write_handler(&add, &r.to_string())
+                        .map_err(|e| format!("{}: {}", add, e))?;
+                }
+            }
+            Err(e) => return Err(format!("{}: {}", ctrl, e)),
+        }
+    }
+    Ok(())
+}
+
+fn report(
+    opts: &PipelineOptions,
+    threads: usize,
+    stats: &RunStats,
+    ports: &[Arc<MemPort>],
+    route_install_seconds: f64,
+) -> PipelineReport {
+    let packets: u64 = ports.iter().map(|p| p.totals().rx_packets).sum();
+    let tx_packets: u64 = ports.iter().map(|p| p.totals().tx_packets).sum();
+    let seconds = stats
+        .workers
+        .iter()
+        .map(|w| w.elapsed.as_secs_f64())
+        .fold(0.0, f64::max);
+    let rate = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+    PipelineReport {
+        app: opts.app.clone(),
+        size: opts.size,
+        threads,
+        routes: opts.routes,
+        flows: opts.flows,
+        packets,
+        tx_packets,
+        seconds,
+        mpps: rate(packets) / 1e6,
+        gbps: rate(packets) * opts.size as f64 * 8.0 / 1e9,
+        cycles_per_packet: stats.cycles_per_packet(),
+        empty_poll_share: stats.empty_poll_share(),
+        tsc_ghz: stats.tsc_hz / 1e9,
+        route_install_seconds,
+        workers: stats
+            .workers
+            .iter()
+            .map(|w| WorkerReport {
+                index: w.index,
+                core: w.core,
+                packets: w.packets,
+                mpps: w.mpps(),
+                cycles_per_packet: w.cycles_per_packet(),
+                empty_poll_share: w.empty_poll_share(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{conn, decl};
+    use graph::lang::Connection;
+    use graph::Landmark;
+
+    fn forward_flat() -> FlatConfig {
+        FlatConfig {
+            elements: vec![
+                decl("src", "FromDump", "in.pcap, STOP true"),
+                decl("c", "Counter", ""),
+                decl("q", "Queue", "1000"),
+                decl("ToDump@4", "ToDump", "out.pcap"),
+            ],
+            connections: vec![conn(0, 1), conn(1, 2), conn(2, 3)],
+            requirements: vec![],
+        }
+    }
+
+    fn opts(threads: usize, packets: u64, size: usize) -> PipelineOptions {
+        PipelineOptions {
+            app: "forward".into(),
+            threads,
+            packets: Some(packets),
+            size,
+            flows: 64,
+            pin: false,
+            ..PipelineOptions::default()
+        }
+    }
+
+    #[test]
+    fn forward_moves_exactly_the_packets_asked_for() {
+        for threads in [1, 2] {
+            let r = pipeline_flat(&forward_flat(), &opts(threads, 5_003, 64)).unwrap();
+            assert_eq!(r.packets, 5_003);
+            assert_eq!(r.tx_packets, 5_003);
+            assert_eq!(r.workers.len(), threads);
+            assert_eq!(r.workers.iter().map(|w| w.packets).sum::<u64>(), 5_003);
+            assert_eq!(r.threads, threads);
+            let j = r.to_json_line();
+            assert!(j.starts_with("{\"app\":\"forward\",\"size\":64,"), "{}", j);
+            assert!(j.contains(&format!("\"threads\":{},", threads)));
+            assert!(j.contains("\"packets\":5003,"));
+            assert!(j.contains("\"mpps\":") && j.contains("\"cycles_per_packet\":"));
+            assert!(!j.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn generated_frames_pass_ip_checks() {
+        let port = |from, from_port, to| Connection {
+            from,
+            from_port,
+            to,
+            to_port: 0,
+            landmark: Landmark::unknown(),
+        };
+        let flat = FlatConfig {
+            elements: vec![
+                decl("src", "FromDump", "x"),
+                decl("c", "Classifier", "12/0800, -"),
+                decl("s", "Strip", "14"),
+                decl("chk", "CheckIPHeader", ""),
+                decl("ttl", "DecIPTTL", ""),
+                decl("u", "Unstrip", "14"),
+                decl("out", "ToDump", "y"),
+                decl("other", "Discard", ""),
+            ],
+            connections: vec![
+                conn(0, 1),
+                conn(1, 2),
+                port(1, 1, 7),
+                conn(2, 3),
+                conn(3, 4),
+                conn(4, 5),
+                conn(5, 6),
+            ],
+            requirements: vec![],
+        };
+        for size in [64, 1518] {
+            let r = pipeline_flat(&flat, &opts(2, 2_000, size)).unwrap();
+            assert_eq!((r.packets, r.tx_packets), (2_000, 2_000), "size {}", size);
+        }
+    }
+
+    #[test]
+    fn shipped_forward_configuration() {
+        let conf_dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../conf"));
+        let o = PipelineOptions {
+            conf_dir,
+            ..opts(2, 3_001, 128)
+        };
+        let r = pipeline(&o).unwrap();
+        assert_eq!((r.packets, r.tx_packets), (3_001, 3_001));
+        assert_eq!(r.workers.iter().map(|w| w.packets).sum::<u64>(), 3_001);
+        // The same from configuration text.
+        let o = PipelineOptions {
+            config: Some("FromDump(a.pcap) -> c :: Counter -> ToDump(b.pcap);".into()),
+            ..opts(1, 77, 64)
+        };
+        assert_eq!(pipeline(&o).unwrap().tx_packets, 77);
+        let o = PipelineOptions {
+            app: "nosuchapp".into(),
+            conf_dir: PathBuf::from("/nonexistent"),
+            ..opts(1, 1, 64)
+        };
+        assert!(pipeline(&o)
+            .unwrap_err()
+            .starts_with("/nonexistent/nosuchapp.click: "));
+    }
+
+    #[test]
+    fn frame_layout() {
+        // 64-byte frame on the wire: 60 bytes in the buffer.
+        let f = udp_frame(64, 0x6440_0001, 0x0a00_0002, 0x1234, 0x0009, 7);
+        let expected: Vec<u8> = [
+            &[0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0xff, 0x01, 0x08, 0x00][..],
+            &[0x45, 0x00, 0x00, 46, 0x00, 0x07, 0x00, 0x00, 64, 17][..],
+            &[0x00, 0x00][..], // checksum, checked below
+            &[100, 64, 0, 1, 10, 0, 0, 2][..],
+            &[0x12, 0x34, 0x00, 0x09, 0x00, 26, 0x00, 0x00][..],
+            &[0u8; 18][..],
+        ]
+        .concat();
+        assert_eq!(f.len(), 60);
+        assert_eq!(&f[..24], &expected[..24]);
+        assert_eq!(&f[26..], &expected[26..]);
+        // A correct header checksum makes the header sum to 0xffff.
+        assert_eq!(packet::checksum::checksum(&f[14..34]), 0);
+        assert_eq!(udp_frame(1518, 1, 2, 3, 4, 5).len(), 1514);
+    }
+
+    #[test]
+    fn routes_and_destinations() {
+        let flat = FlatConfig {
+            elements: vec![
+                decl("src", "FromDump", "x"),
+                decl(
+                    "rt",
+                    "RadixIPLookup",
+                    "10.0.0.1/32 0, 198.18.0.1/32 0, 10.0.0.0/8 1, 198.18.0.0/16 2, 192.168.0.0/16 10.0.0.9 1",
+                ),
+                decl("host", "Discard", ""),
+                decl("a", "Counter", ""),
+                decl("b", "Counter", ""),
+                decl("out", "ToDump", "y"),
+            ],
+            connections: vec![
+                conn(0, 1),
+                conn(1, 2),
+                Connection {
+                    from: 1,
+                    from_port: 1,
+                    to: 3,
+                    to_port: 0,
+                    landmark: Landmark::unknown(),
+                },
+                Connection {
+                    from: 1,
+                    from_port: 2,
+                    to: 4,
+                    to_port: 0,
+                    landmark: Landmark::unknown(),
+                },
+                conn(3, 5),
+                conn(4, 1),
+            ],
+            requirements: vec![],
+        };
+        // Output 2 reaches ToDump only through the loop back into rt.
+        assert_eq!(outputs_reaching(&flat, 1, "ToDump"), vec![1, 2]);
+        let routes = config_routes(&flat.elements[1].config);
+        assert_eq!(routes.len(), 5);
+        assert_eq!(
+            routes[4],
+            Route {
+                addr: 0xc0a8_0000,
+                len: 16,
+                port: 1
+            }
+        );
+        let blocked: Vec<Route> = routes.iter().copied().filter(|r| r.port == 0).collect();
+        // Only the router's own address in a /31's worth of space: always avoided.
+        let tiny = [Route {
+            addr: 0x0a00_0000,
+            len: 31,
+            port: 1,
+        }];
+        let blocked_tiny = [Route {
+            addr: 0x0a00_0001,
+            len: 32,
+            port: 0,
+        }];
+        let mut rng = Rng::new(3);
+        for _ in 0..100 {
+            assert_eq!(
+                pick_destination(&tiny, &blocked_tiny, &mut rng),
+                Some(0x0a00_0000)
+            );
+            let d = pick_destination(&routes[2..4], &blocked, &mut rng).unwrap();
+            assert!(d >> 24 == 10 || d >> 16 == 0xc612);
+            assert!(d != 0x0a00_0001 && d != 0xc612_0001);
+        }
+        let r = random_routes(5000, &[1, 2], &mut rng);
+        let distinct: HashSet<(u32, u8)> = r.iter().map(|r| (r.addr, r.len)).collect();
+        assert_eq!(distinct.len(), 5000);
+        assert!(r.iter().all(|r| (8..=24).contains(&r.len)
+            && r.addr & !r.mask() == 0
+            && !RESERVED_FIRST_OCTETS.contains(&(r.addr >> 24))
+            && r.addr >> 24 != 0));
+        assert_eq!(r.iter().filter(|r| r.port == 1).count(), 2500);
+        assert_eq!(
+            r[0].to_string(),
+            format!("{}/{} 1", Ipv4Addr::from(r[0].addr), r[0].len)
+        );
+    }
+
+    #[test]
+    fn option_errors() {
+        let mut o = opts(1, 10, 63);
+        assert_eq!(
+            pipeline_flat(&forward_flat(), &o).unwrap_err(),
+            "frame size 63 out of range (64 to 1518)"
+        );
+        o.size = 64;
+        o.routes = 10;
+        assert_eq!(
+            pipeline_flat(&forward_flat(), &o).unwrap_err(),
+            "routes need a route lookup element (RadixIPLookup) in the configuration"
+        );
+        o.routes = 0;
+        o.seconds = Some(1.0);
+        assert_eq!(
+            pipeline_flat(&forward_flat(), &o).unwrap_err(),
+            "give a packet count or a duration, not both"
+        );
+        let no_source = FlatConfig {
+            elements: vec![decl("s", "InfiniteSource", ""), decl("d", "Discard", "")],
+            connections: vec![conn(0, 1)],
+            requirements: vec![],
+        };
+        assert_eq!(
+            pipeline_flat(&no_source, &opts(1, 10, 64)).unwrap_err(),
+            "the configuration has no FromDump to feed traffic into"
+        );
+    }
+}

@@ -1,0 +1,596 @@
+//! `FromDevice` and `ToDevice`: elements that receive from and transmit on the queues of
+//! the ports in a [`DeviceTable`].
+//!
+//! `FromDevice(DEVNAME [, QUEUE q, BURST k_p])` polls up to `k_p` packets (default 32)
+//! per run from queue `q` of port DEVNAME and pushes them out of output 0 as one batch.
+//! `ToDevice(DEVNAME [, QUEUE q, BURST k_n, FLUSH_US t])` hands packets to the port in
+//! groups of `k_n` (default 16) and sends a partial group once its oldest packet has
+//! waited `t` microseconds (default 100).
+//!
+//! Without QUEUE, worker i uses queue i of the port, so one configuration serves any
+//! number of workers (the port needs at least one queue per worker). With `QUEUE q`, a
+//! `FromDevice` polls only on worker `q mod workers` (one core per queue); a `ToDevice`
+//! transmits on queue q from every worker.
+//!
+//! No packet is left unsent. A `ToDevice` is also a source whose `run` flushes a
+//! partial group on timeout (returning `Idle`), and flushes everything and finishes
+//! (`Done`) when the router is stopping or when no `FromDevice` on its worker can feed
+//! it any more. After that its `push` transmits at once, partial groups included, since
+//! no timer would flush them. Whatever is still buffered when the worker drops its
+//! graph is transmitted then. Every transmitted packet is counted by the port and by the
+//! element's `count` handler.
+
+use graph::args::Args;
+use graph::element::*;
+use graph::registry::Registry;
+use graph::ConfigError;
+use io::Port;
+use packet::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Default `ToDevice` group size (RouteBricks' k_n).
+pub const DEFAULT_TX_BURST: usize = 16;
+/// Default `ToDevice` flush timeout, microseconds.
+pub const DEFAULT_FLUSH_US: u64 = 100;
+
+/// The ports a router's `FromDevice` and `ToDevice` elements can name.
+///
+/// It also tracks, per worker, how many `FromDevice` instances still poll, which lets a
+/// `ToDevice` on that worker know when no more packets can come. Use one table per
+/// router.
+#[derive(Default)]
+pub struct DeviceTable {
+    ports: BTreeMap<String, Arc<dyn Port>>,
+    live_rx: Mutex<Vec<Arc<AtomicUsize>>>,
+}
+
+impl DeviceTable {
+    pub fn new() -> DeviceTable {
+        DeviceTable::default()
+    }
+
+    /// Adds (or replaces) port `name`.
+    pub fn insert(&mut self, name: impl Into<String>, port: Arc<dyn Port>) {
+        self.ports.insert(name.into(), port);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Port>> {
+        self.ports.get(name)
+    }
+
+    /// Port names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.ports.keys().map(|s| s.as_str())
+    }
+
+    fn live_rx(&self, worker: usize) -> Arc<AtomicUsize> {
+        let mut v = self.live_rx.lock().unwrap_or_else(|e| e.into_inner());
+        while v.len() <= worker {
+            v.push(Arc::new(AtomicUsize::new(0)));
+        }
+        v[worker].clone()
+    }
+
+    fn lookup(&self, name: &str, cx: &BuildContext) -> Result<Arc<dyn Port>, ConfigError> {
+        self.ports.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = self.names().collect();
+            cx.error(if known.is_empty() {
+                format!("unknown device '{}' (no devices are configured)", name)
+            } else {
+                format!("unknown device '{}' (known devices: {})", name, known.join(", "))
+            })
+        })
+    }
+}
+
+/// Registers `FromDevice` and `ToDevice` over `devices` in `reg`.
+pub fn register(reg: &mut Registry, devices: &Arc<DeviceTable>) {
+    reg.add(Arc::new(FromDeviceClass {
+        devices: devices.clone(),
+    }));
+    reg.add(Arc::new(ToDeviceClass {
+        devices: devices.clone(),
+    }));
+}
+
+/// The queue an element uses, checked against the port and the number of workers.
+fn choose_queue(
+    port: &Arc<dyn Port>,
+    dev: &str,
+    queue: Option<usize>,
+    cx: &BuildContext,
+) -> Result<Option<usize>, ConfigError> {
+    let nq = port.queues();
+    match queue {
+        Some(q) if q >= nq => Err(cx.error(format!(
+            "QUEUE {} out of range: device '{}' has {} queue{}",
+            q,
+            dev,
+            nq,
+            if nq == 1 { "" } else { "s" }
+        ))),
+        Some(q) => Ok(Some(q)),
+        None if cx.workers > nq => Err(cx.error(format!(
+            "device '{}' has {} queue{} for {} workers (give QUEUE, or one queue per worker)",
+            dev,
+            nq,
+            if nq == 1 { "" } else { "s" },
+            cx.workers
+        ))),
+        None => Ok(None),
+    }
+}
+
+fn burst_arg(args: &mut Args, default: usize, cx: &BuildContext) -> Result<usize, ConfigError> {
+    let b = args
+        .keyword::<usize>("BURST")
+        .map_err(|e| cx.error(e))?
+        .unwrap_or(default);
+    if b == 0 || b > MAX_BATCH {
+        return Err(cx.error(format!("BURST must be between 1 and {}", MAX_BATCH)));
+    }
+    Ok(b)
+}
+
+/// Read handler `count` and write handler `reset_counts`, shared by both classes.
+fn count_handlers() -> Vec<HandlerInfo> {
+    vec![HandlerInfo::read("count"), HandlerInfo::write("reset_counts")]
+}
+
+fn read_count(count: &AtomicU64, name: &str) -> Option<String> {
+    (name == "count").then(|| count.load(Ordering::Relaxed).to_string())
+}
+
+fn write_reset(count: &AtomicU64, name: &str) -> Option<Result<(), String>> {
+    (name == "reset_counts").then(|| {
+        count.store(0, Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+pub struct FromDeviceClass {
+    devices: Arc<DeviceTable>,
+}
+
+impl ElementClass for FromDeviceClass {
+    fn name(&self) -> &'static str {
+        "FromDevice"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("0/1")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let dev = args.required::<String>("DEVNAME").map_err(|e| cx.error(e))?;
+        let queue = args.keyword::<usize>("QUEUE").map_err(|e| cx.error(e))?;
+        let burst = burst_arg(args, DEFAULT_BATCH, cx)?;
+        args.finish().map_err(|e| cx.error(e))?;
+        let port = self.devices.lookup(&dev, cx)?;
+        let queue = choose_queue(&port, &dev, queue, cx)?;
+        Ok(Arc::new(FromDeviceSpec {
+            devices: self.devices.clone(),
+            port,
+            queue,
+            burst,
+            count: Arc::new(AtomicU64::new(0)),
+        }))
+    }
+}
+
+struct FromDeviceSpec {
+    devices: Arc<DeviceTable>,
+    port: Arc<dyn Port>,
+    queue: Option<usize>,
+    burst: usize,
+    count: Arc<AtomicU64>,
+}
+
+impl ElementSpec for FromDeviceSpec {
+    fn instantiate(&self, w: WorkerInfo) -> Box<dyn Element> {
+        let (queue, active) = match self.queue {
+            Some(q) => (q, q % w.count.max(1) == w.index),
+            None => (w.index, true),
+        };
+        let live = active.then(|| {
+            let l = self.devices.live_rx(w.index);
+            l.fetch_add(1, Ordering::Relaxed);
+            l
+        });
+        Box::new(FromDevice {
+            port: self.port.clone(),
+            queue,
+            burst: self.burst,
+            batch: PacketBatch::new(),
+            live,
+            count: self.count.clone(),
+        })
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        count_handlers()
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        read_count(&self.count, name)
+    }
+    fn write_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
+        write_reset(&self.count, name)
+    }
+}
+
+struct FromDevice {
+    port: Arc<dyn Port>,
+    queue: usize,
+    burst: usize,
+    batch: PacketBatch,
+    /// This worker's count of polling `FromDevice`s, while this one still polls.
+    live: Option<Arc<AtomicUsize>>,
+    count: Arc<AtomicU64>,
+}
+
+impl FromDevice {
+    fn retire(&mut self) -> TaskStatus {
+        if let Some(l) = self.live.take() {
+            l.fetch_sub(1, Ordering::Relaxed);
+        }
+        TaskStatus::Done
+    }
+}
+
+impl Drop for FromDevice {
+    fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+impl Element for FromDevice {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        batch.clear();
+    }
+
+    fn is_source(&self) -> bool {
+        true
+    }
+
+    fn run(&mut self, out: &mut Outputs<'_>, cx: &mut Context<'_>) -> TaskStatus {
+        if self.live.is_none() || cx.stop_requested() {
+            return self.retire();
+        }
+        let n = self.port.rx_burst(self.queue, &mut self.batch, self.burst);
+        if n > 0 {
+            self.count.fetch_add(n as u64, Ordering::Relaxed);
+            out.push_batch(0, &mut self.batch);
+        }
+        if self.port.rx_finished(self.queue) {
+            self.retire()
+        } else if n > 0 {
+            TaskStatus::Busy
+        } else {
+            TaskStatus::Idle
+        }
+    }
+}
+
+pub struct ToDeviceClass {
+    devices: Arc<DeviceTable>,
+}
+
+impl ElementClass for ToDeviceClass {
+    fn name(&self) -> &'static str {
+        "ToDevice"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/0")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let dev = args.required::<String>("DEVNAME").map_err(|e| cx.error(e))?;
+        let queue = args.keyword::<usize>("QUEUE").map_err(|e| cx.error(e))?;
+        let burst = burst_arg(args, DEFAULT_TX_BURST, cx)?;
+        let flush_us = args
+            .keyword::<u64>("FLUSH_US")
+            .map_err(|e| cx.error(e))?
+            .unwrap_or(DEFAULT_FLUSH_US);
+        args.finish().map_err(|e| cx.error(e))?;
+        let port = self.devices.lookup(&dev, cx)?;
+        let queue = choose_queue(&port, &dev, queue, cx)?;
+        Ok(Arc::new(ToDeviceSpec {
+            devices: self.devices.clone(),
+            port,
+            queue,
+            burst,
+            flush: Duration::from_micros(flush_us),
+            count: Arc::new(AtomicU64::new(0)),
+        }))
+    }
+}
+
+struct ToDeviceSpec {
+    devices: Arc<DeviceTable>,
+    port: Arc<dyn Port>,
+    queue: Option<usize>,
+    burst: usize,
+    flush: Duration,
+    count: Arc<AtomicU64>,
+}
+
+impl ElementSpec for ToDeviceSpec {
+    fn instantiate(&self, w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(ToDevice {
+            port: self.port.clone(),
+            queue: self.queue.unwrap_or(w.index),
+            burst: self.burst,
+            flush: self.flush,
+            buf: PacketBatch::new(),
+            since: None,
+            live_rx: self.devices.live_rx(w.index),
+            timer_live: true,
+            count: self.count.clone(),
+        })
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        count_handlers()
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        read_count(&self.count, name)
+    }
+    fn write_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
+        write_reset(&self.count, name)
+    }
+}
+
+struct ToDevice {
+    port: Arc<dyn Port>,
+    queue: usize,
+    burst: usize,
+    flush: Duration,
+    /// Packets waiting for a full group.
+    buf: PacketBatch,
+    /// When the oldest packet in `buf` arrived.
+    since: Option<Instant>,
+    live_rx: Arc<AtomicUsize>,
+    /// False once `run` returned Done: no timer flushes any more.
+    timer_live: bool,
+    count: Arc<AtomicU64>,
+}
+
+impl ToDevice {
+    fn flush(&mut self) {
+        self.since = None;
+        if !self.buf.is_empty() {
+            let n = self.port.tx_burst(self.queue, &mut self.buf);
+            self.count.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for ToDevice {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+impl Element for ToDevice {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        if self.buf.is_empty() && batch.len() == self.burst {
+            // A whole group as it is: no need to move packets.
+            let n = self.port.tx_burst(self.queue, batch);
+            self.count.fetch_add(n as u64, Ordering::Relaxed);
+            return;
+        }
+        for p in batch.drain() {
+            self.buf.push(p);
+            if self.buf.len() == self.burst {
+                self.flush();
+            }
+        }
+        if !self.timer_live {
+            self.flush();
+        } else if !self.buf.is_empty() && self.since.is_none() {
+            self.since = Some(Instant::now());
+        }
+    }
+
+    fn is_source(&self) -> bool {
+        true
+    }
+
+    fn run(&mut self, _out: &mut Outputs<'_>, cx: &mut Context<'_>) -> TaskStatus {
+        if cx.stop_requested() || self.live_rx.load(Ordering::Relaxed) == 0 {
+            self.flush();
+            self.timer_live = false;
+            return TaskStatus::Done;
+        }
+        if let Some(t) = self.since {
+            if t.elapsed() >= self.flush {
+                self.flush();
+            }
+        }
+        TaskStatus::Idle
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graph::error::Landmark;
+    use graph::testing::Harness;
+    use io::MemPort;
+    use packet::Packet;
+    use std::path::Path;
+
+    fn table(ports: &[(&str, Arc<MemPort>)]) -> Arc<DeviceTable> {
+        let mut t = DeviceTable::new();
+        for (n, p) in ports {
+            t.insert(*n, p.clone() as Arc<dyn Port>);
+        }
+        Arc::new(t)
+    }
+
+    fn frame(i: u8) -> Vec<u8> {
+        let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00];
+        f.extend_from_slice(&[0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, i, 10, 0, 0, 1]);
+        f.extend_from_slice(&[0x10, i, 0, 9, 0, 8, 0, 0]);
+        f
+    }
+
+    fn build_error(class: &dyn ElementClass, config: &str, workers: usize) -> String {
+        let lm = Landmark::unknown();
+        let cx = BuildContext {
+            name: "d",
+            class: class.name(),
+            landmark: &lm,
+            ninputs: 0,
+            noutputs: 1,
+            base_dir: Path::new("."),
+            workers,
+        };
+        match class.build(&mut Args::new(config), &cx) {
+            Ok(_) => panic!("{:?} accepted", config),
+            Err(e) => e.message,
+        }
+    }
+
+    #[test]
+    fn configuration_errors() {
+        let t = table(&[
+            ("mem0", Arc::new(MemPort::new(2))),
+            ("mem1", Arc::new(MemPort::new(1))),
+        ]);
+        let fd = FromDeviceClass { devices: t.clone() };
+        let td = ToDeviceClass { devices: t.clone() };
+        assert_eq!(
+            build_error(&fd, "eth0", 1),
+            "d :: FromDevice: unknown device 'eth0' (known devices: mem0, mem1)"
+        );
+        assert_eq!(
+            build_error(&td, "eth0", 1),
+            "d :: ToDevice: unknown device 'eth0' (known devices: mem0, mem1)"
+        );
+        assert_eq!(
+            build_error(&fd, "mem0, QUEUE 2", 1),
+            "d :: FromDevice: QUEUE 2 out of range: device 'mem0' has 2 queues"
+        );
+        assert_eq!(
+            build_error(&td, "mem1", 2),
+            "d :: ToDevice: device 'mem1' has 1 queue for 2 workers (give QUEUE, or one queue per worker)"
+        );
+        assert_eq!(
+            build_error(&fd, "mem0, BURST 0", 1),
+            "d :: FromDevice: BURST must be between 1 and 256"
+        );
+        assert_eq!(
+            build_error(&fd, "", 1),
+            "d :: FromDevice: missing mandatory DEVNAME argument"
+        );
+        assert_eq!(
+            build_error(&td, "mem0, SPEED 3", 1),
+            "d :: ToDevice: bad keyword 'SPEED'"
+        );
+        let empty = FromDeviceClass {
+            devices: Arc::new(DeviceTable::new()),
+        };
+        assert_eq!(
+            build_error(&empty, "mem0", 1),
+            "d :: FromDevice: unknown device 'mem0' (no devices are configured)"
+        );
+    }
+
+    #[test]
+    fn from_device_polls_bursts_until_budget_spent() {
+        let frames = vec![frame(1), frame(2), frame(3)];
+        let port = Arc::new(MemPort::with_traffic(1, &frames, Some(7)));
+        let t = table(&[("mem0", port.clone())]);
+        let mut h = Harness::new(&FromDeviceClass { devices: t }, "mem0, BURST 3", 0, 1);
+        let (st, out) = h.run();
+        assert_eq!(st, TaskStatus::Busy);
+        let got: Vec<Vec<u8>> = out[0].iter().map(|p| p.data().to_vec()).collect();
+        assert_eq!(got, vec![frame(1), frame(2), frame(3)]);
+        let (st, out) = h.run();
+        assert_eq!((st, out[0].len()), (TaskStatus::Busy, 3));
+        // The last packet comes with Done: the queue's budget is spent.
+        let (st, out) = h.run();
+        assert_eq!(st, TaskStatus::Done);
+        assert_eq!(out[0].len(), 1);
+        assert_eq!(out[0][0].data(), &frame(1)[..]);
+        assert_eq!(h.read("count"), "7");
+        assert_eq!(port.stats(0).rx_packets, 7);
+        h.write("reset_counts", "").unwrap();
+        assert_eq!(h.read("count"), "0");
+    }
+
+    #[test]
+    fn from_device_done_when_no_frame_steers_to_its_queue() {
+        // Endless traffic whose frames all steer to queue 1: queue 0 never receives.
+        let mut reta = classify::Reta::new(2);
+        for i in 0..128 {
+            reta.set(i, 1).unwrap();
+        }
+        let port = Arc::new(MemPort::with_reta(reta, &[frame(1)], None));
+        let t = table(&[("mem0", port)]);
+        let mut h = Harness::new(&FromDeviceClass { devices: t }, "mem0", 0, 1);
+        // Worker 0 polls queue 0: finished at once (no frame ever steers there).
+        let (st, out) = h.run();
+        assert_eq!((st, out[0].len()), (TaskStatus::Done, 0));
+    }
+
+    fn pkts(n: usize, len: usize) -> Vec<Packet> {
+        (0..n).map(|_| Packet::from_slice(&vec![0xab; len])).collect()
+    }
+
+    #[test]
+    fn to_device_groups_flushes_on_timeout_and_on_drop() {
+        let rx = Arc::new(MemPort::with_traffic(1, &[frame(1)], None));
+        let tx = Arc::new(MemPort::new(1));
+        let t = table(&[("in", rx), ("out", tx.clone())]);
+        // A polling FromDevice on worker 0 keeps ToDevice's timer alive.
+        let _src = Harness::new(&FromDeviceClass { devices: t.clone() }, "in", 0, 1);
+        let mut h = Harness::new(
+            &ToDeviceClass { devices: t.clone() },
+            "out, BURST 4, FLUSH_US 0",
+            1,
+            0,
+        );
+        assert!(h.push(0, pkts(6, 60)).is_empty());
+        // One full group of 4 sent, 2 waiting.
+        assert_eq!(tx.stats(0).tx_packets, 4);
+        assert_eq!(h.read("count"), "4");
+        // FLUSH_US 0: the next run sends the partial group.
+        let (st, _) = h.run();
+        assert_eq!(st, TaskStatus::Idle);
+        assert_eq!(tx.stats(0).tx_packets, 6);
+        assert_eq!(tx.stats(0).tx_bytes, 360);
+        // A whole group passes straight through.
+        h.push(0, pkts(4, 100));
+        assert_eq!(tx.stats(0).tx_packets, 10);
+        // A long timeout: the partial group waits, then leaves when the element drops.
+        let mut h2 = Harness::new(
+            &ToDeviceClass { devices: t.clone() },
+            "out, BURST 4, FLUSH_US 10000000",
+            1,
+            0,
+        );
+        h2.push(0, pkts(3, 60));
+        let (st, _) = h2.run();
+        assert_eq!(st, TaskStatus::Idle);
+        assert_eq!(tx.stats(0).tx_packets, 10);
+        drop(h2);
+        assert_eq!(tx.stats(0).tx_packets, 13);
+    }
+
+    #[test]
+    fn to_device_without_feeding_source_sends_at_once() {
+        let tx = Arc::new(MemPort::new(1));
+        let t = table(&[("out", tx.clone())]);
+        let mut h = Harness::new(&ToDeviceClass { devices: t }, "out, BURST 8", 1, 0);
+        h.push(0, pkts(3, 60));
+        assert_eq!(tx.stats(0).tx_packets, 0);
+        // No FromDevice polls on this worker: run flushes and finishes...
+        let (st, _) = h.run();
+        assert_eq!(st, TaskStatus::Done);
+        assert_eq!(tx.stats(0).tx_packets, 3);
+        // ...and later pushes are sent immediately.
+        h.push(0, pkts(2, 60));
+        assert_eq!(tx.stats(0).tx_packets, 5);
+        assert_eq!(h.read("count"), "5");
+    }
+}
