@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod bench;
 mod handlers;
 mod run;
 
@@ -21,11 +22,15 @@ struct Cli {
 enum Command {
     /// Runs a router configuration written in the Click language.
     Run(run::RunArgs),
+    /// Measurements: packets/s and cycles/packet of the shipped applications.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run::main(args),
+        Command::Bench(cmd) => bench::main(cmd),
     }
 }

@@ -4,14 +4,12 @@ use crate::handlers;
 use graph::lang;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
-use graph::WorkerInfo;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 #[command(disable_help_flag = true)]
@@ -97,58 +95,10 @@ fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
 }
 
-/// What a run did.
-pub struct RunSummary {
-    pub packets: u64,
-    pub elapsed: Duration,
-    pub interrupted: bool,
-}
-
-/// Runs one worker per thread until a source asks to stop, every source is done, or
-/// a signal arrives.
-pub fn drive(router: &RouterSpec, threads: usize) -> RunSummary {
-    let start = Instant::now();
-    let stop = router.stop_flag().clone();
-    let total: u64 = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let stop = stop.clone();
-                s.spawn(move || {
-                    let mut g = router.instantiate(WorkerInfo {
-                        index: i,
-                        count: threads,
-                    });
-                    let mut packets = 0u64;
-                    let mut idle_passes = 0u32;
-                    while !stop.is_requested() && !SIGNALLED.load(Ordering::Relaxed) {
-                        let r = g.run_sources();
-                        packets += r.packets as u64;
-                        if r.all_done {
-                            break;
-                        }
-                        if r.packets == 0 {
-                            // Sources waiting for time (RatedSource, TIMING replay): back
-                            // off gently instead of spinning a core at 100 %.
-                            idle_passes += 1;
-                            if idle_passes > 64 {
-                                std::thread::sleep(Duration::from_micros(50));
-                            }
-                        } else {
-                            idle_passes = 0;
-                        }
-                    }
-                    packets
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
-    });
-    router.cleanup();
-    RunSummary {
-        packets: total,
-        elapsed: start.elapsed(),
-        interrupted: SIGNALLED.load(Ordering::Relaxed),
-    }
+/// Runs one worker per thread (pinned to cores) until a source asks to stop, every
+/// source is done, or SIGINT/SIGTERM arrives.
+fn drive(router: &RouterSpec, threads: usize) -> runtime::RunStats {
+    runtime::Runtime::new(threads).run_until(router, None, || SIGNALLED.load(Ordering::Relaxed))
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
@@ -165,14 +115,17 @@ pub fn main(args: RunArgs) -> ExitCode {
         install_signal_handlers();
         let s = drive(&router, threads);
         if !args.no_summary {
-            let secs = s.elapsed.as_secs_f64();
             eprintln!(
                 "brickroute: {} worker{}, {} packets from sources in {:.3} s{}",
                 threads,
                 if threads == 1 { "" } else { "s" },
-                s.packets,
-                secs,
-                if s.interrupted { " (interrupted)" } else { "" }
+                s.packets(),
+                s.elapsed.as_secs_f64(),
+                if SIGNALLED.load(Ordering::Relaxed) {
+                    " (interrupted)"
+                } else {
+                    ""
+                }
             );
         }
     }

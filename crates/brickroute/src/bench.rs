@@ -1,0 +1,147 @@
+//! `brickroute bench`: the measurement experiments.
+
+use runtime::bench::{pipeline, PipelineOptions, PipelineReport};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// Runs a shipped configuration over in-memory multi-queue ports (RSS-steered,
+    /// one queue pair per worker) and reports packets/s and cycles/packet per worker.
+    Pipeline(PipelineArgs),
+}
+
+#[derive(clap::Args)]
+pub struct PipelineArgs {
+    /// Application: `forward` (conf/forward.click) or `route` (conf/router.click).
+    #[arg(long, default_value = "forward")]
+    app: String,
+    /// Frame size on the wire in bytes (64 to 1518, FCS included).
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Random BGP-like routes added to the route table (app route).
+    #[arg(long, default_value_t = 0)]
+    routes: usize,
+    /// Process exactly N packets (default 10,000,000 unless --seconds is given).
+    #[arg(long, conflicts_with = "seconds")]
+    packets: Option<u64>,
+    /// Run for S seconds with endless traffic.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Distinct flows in the traffic.
+    #[arg(long, default_value_t = 1024)]
+    flows: usize,
+    /// Receive batch k_p (FromDevice BURST).
+    #[arg(long, default_value_t = 32)]
+    kp: usize,
+    /// Transmit batch k_n (ToDevice BURST).
+    #[arg(long, default_value_t = 16)]
+    kn: usize,
+    /// Directory of the shipped configurations.
+    #[arg(long, default_value = "conf")]
+    conf_dir: PathBuf,
+    /// Do not pin workers to cores.
+    #[arg(long)]
+    no_pin: bool,
+    /// Print one line of JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(cmd: BenchCommand) -> ExitCode {
+    match cmd {
+        BenchCommand::Pipeline(a) => run_pipeline(a),
+    }
+}
+
+fn app_config(app: &str) -> Result<&'static str, String> {
+    match app {
+        "forward" => Ok("forward"),
+        "route" => Ok("router"),
+        _ => Err(format!("unknown app '{}' (known: forward, route)", app)),
+    }
+}
+
+fn run_pipeline(a: PipelineArgs) -> ExitCode {
+    let conf = match app_config(&a.app) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("brickroute bench pipeline: {}", e);
+            return ExitCode::from(2);
+        }
+    };
+    if !(64..=1518).contains(&a.size) {
+        eprintln!("brickroute bench pipeline: --size must be between 64 and 1518 bytes");
+        return ExitCode::from(2);
+    }
+    let opts = PipelineOptions {
+        app: conf.to_string(),
+        conf_dir: a.conf_dir,
+        size: a.size,
+        packets: a.packets,
+        seconds: a.seconds,
+        threads: a.threads.max(1),
+        routes: a.routes,
+        flows: a.flows.max(1),
+        rx_burst: a.kp,
+        tx_burst: a.kn,
+        pin: !a.no_pin,
+        ..PipelineOptions::default()
+    };
+    match pipeline(&opts) {
+        Ok(mut r) => {
+            r.app = a.app.clone();
+            if a.json {
+                println!("{}", r.to_json_line());
+            } else {
+                print_table(&r);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("brickroute bench pipeline: {}", e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn print_table(r: &PipelineReport) {
+    println!(
+        "app {}  size {} B  threads {}  routes {}  flows {}  TSC {:.2} GHz",
+        r.app, r.size, r.threads, r.routes, r.flows, r.tsc_ghz
+    );
+    if r.routes > 0 {
+        println!("route install: {:.3} s", r.route_install_seconds);
+    }
+    println!(
+        "{:>6} {:>6} {:>12} {:>10} {:>14} {:>12}",
+        "worker", "core", "packets", "Mpps", "cycles/packet", "empty polls"
+    );
+    for w in &r.workers {
+        println!(
+            "{:>6} {:>6} {:>12} {:>10.3} {:>14.1} {:>11.1}%",
+            w.index,
+            w.core.map_or("-".to_string(), |c| c.to_string()),
+            w.packets,
+            w.mpps,
+            w.cycles_per_packet,
+            100.0 * w.empty_poll_share
+        );
+    }
+    println!(
+        "{:>6} {:>6} {:>12} {:>10.3} {:>14.1} {:>11.1}%",
+        "all",
+        "",
+        r.packets,
+        r.mpps,
+        r.cycles_per_packet,
+        100.0 * r.empty_poll_share
+    );
+    println!(
+        "transmitted {} packets, {:.3} Gbit/s of {}-byte frames",
+        r.tx_packets, r.gbps, r.size
+    );
+}
