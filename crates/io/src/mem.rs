@@ -146,13 +146,16 @@ impl Port for MemPort {
         }
         let mut cursor = rx.state.cursor.load(Ordering::Relaxed);
         let mut bytes = 0u64;
-        for _ in 0..n {
+        // Frames come from the pool in one go; then each is written as the NIC's DMA
+        // would write it.
+        let first = batch.len();
+        Packet::alloc_into(batch, n, 0);
+        for p in &mut batch.as_mut_slice()[first..] {
             let (off, len) = rx.frames[cursor];
-            let mut p = Packet::alloc(len);
+            p.put(len);
             p.data_mut().copy_from_slice(&rx.data[off..off + len]);
             p.set_mac_header(0);
             bytes += len as u64;
-            batch.push(p);
             cursor += 1;
             if cursor == rx.frames.len() {
                 cursor = 0;

@@ -95,10 +95,10 @@ impl PacketBatch {
         }
     }
 
-    /// Drops every packet.
+    /// Drops every packet, recycling all their frames in one pass over the pool.
     #[inline]
     pub fn clear(&mut self) {
-        self.pkts.clear();
+        crate::pool::recycle_all(&mut self.pkts);
     }
 
     pub fn truncate(&mut self, n: usize) {
@@ -140,6 +140,22 @@ mod tests {
         assert!(b.is_empty());
         let v: Vec<u8> = a.iter().map(|p| p.data()[0]).collect();
         assert_eq!(v, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn bulk_alloc_and_clear_recycle_through_the_pool() {
+        crate::pool::prefill(64);
+        let before = crate::pool::stats();
+        let mut b = PacketBatch::new();
+        Packet::alloc_into(&mut b, 40, 60);
+        assert_eq!(b.len(), 40);
+        assert!(b.iter().all(|p| p.len() == 60 && p.headroom() == crate::DEFAULT_HEADROOM));
+        b.clear();
+        let after = crate::pool::stats();
+        assert_eq!(after.created, before.created);
+        assert_eq!(after.taken - before.taken, 40);
+        assert_eq!(after.recycled - before.recycled, 40);
+        assert_eq!(after.free, before.free);
     }
 
     #[test]

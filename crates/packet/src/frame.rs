@@ -3,6 +3,7 @@
 
 use crate::anno::Anno;
 use crate::pool;
+use crate::PacketBatch;
 use std::mem::ManuallyDrop;
 
 /// Bytes reserved in front of the data of a fresh packet, for encapsulation.
@@ -76,6 +77,23 @@ impl Packet {
         Packet {
             frame: ManuallyDrop::new(frame),
         }
+    }
+
+    /// Gives up the frame without recycling it (the caller recycles it in bulk).
+    pub(crate) fn into_frame(self) -> Box<Frame> {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never dropped (ManuallyDrop), so the frame is taken exactly once.
+        unsafe { ManuallyDrop::take(&mut me.frame) }
+    }
+
+    /// Appends `n` packets of `len` bytes (with the default headroom) to `batch`,
+    /// taking their frames from the pool in one go. Contents are unspecified: the
+    /// caller writes them (a port's receive path does, as a NIC's DMA would).
+    pub fn alloc_into(batch: &mut PacketBatch, n: usize, len: usize) {
+        pool::take_many(DEFAULT_HEADROOM + len, n, |mut f| {
+            f.reset(DEFAULT_HEADROOM, len);
+            batch.push(Packet::from_frame(f));
+        });
     }
 
     /// A packet of `len` bytes with [`DEFAULT_HEADROOM`] in front. The contents are

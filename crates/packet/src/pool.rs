@@ -7,6 +7,7 @@
 //! warms up (or for oversize packets) and are never freed on the fast path.
 
 use crate::frame::{Frame, FRAME_SIZE};
+use crate::Packet;
 use std::cell::RefCell;
 
 /// Frames a thread keeps at most on its free list; beyond this, dropped frames are
@@ -58,6 +59,50 @@ pub(crate) fn take(cap: usize) -> Box<Frame> {
         }
     })
     .unwrap_or_else(|_| Frame::new_standard())
+}
+
+/// Takes `n` frames able to hold `cap` bytes each, borrowing the pool once.
+#[inline]
+pub(crate) fn take_many(cap: usize, n: usize, mut each: impl FnMut(Box<Frame>)) {
+    if cap > FRAME_SIZE {
+        (0..n).for_each(|_| each(Frame::with_capacity(cap)));
+        return;
+    }
+    let taken = POOL.try_with(|p| {
+        let mut p = p.borrow_mut();
+        p.stats.taken += n as u64;
+        for _ in 0..n {
+            match p.free.pop() {
+                Some(f) => each(f),
+                None => {
+                    p.stats.created += 1;
+                    each(Frame::new_standard());
+                }
+            }
+        }
+    });
+    if taken.is_err() {
+        (0..n).for_each(|_| each(Frame::new_standard()));
+    }
+}
+
+/// Returns every packet of `pkts` to the current thread's pool, borrowing it once.
+#[inline]
+pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
+    let done = POOL.try_with(|p| {
+        let Ok(mut p) = p.try_borrow_mut() else { return false };
+        p.stats.recycled += pkts.len() as u64;
+        for pk in pkts.drain(..) {
+            let f = pk.into_frame();
+            if f.is_standard() && p.free.len() < MAX_FREE_FRAMES {
+                p.free.push(f);
+            }
+        }
+        true
+    });
+    if done != Ok(true) {
+        pkts.clear();
+    }
 }
 
 /// Returns a frame to the current thread's pool.

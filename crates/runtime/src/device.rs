@@ -371,17 +371,16 @@ impl Drop for ToDevice {
 
 impl Element for ToDevice {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        if self.buf.is_empty() && batch.len() == self.burst {
-            // A whole group as it is: no need to move packets.
+        if self.buf.is_empty() && batch.len() >= self.burst {
+            // At least one whole group: hand the batch to the port as it is, without
+            // moving packets (a port takes any number of groups in one call).
             let n = self.port.tx_burst(self.queue, batch);
             self.count.fetch_add(n as u64, Ordering::Relaxed);
             return;
         }
-        for p in batch.drain() {
-            self.buf.push(p);
-            if self.buf.len() == self.burst {
-                self.flush();
-            }
+        self.buf.append(batch);
+        if self.buf.len() >= self.burst {
+            self.flush();
         }
         if !self.timer_live {
             self.flush();
@@ -550,18 +549,27 @@ mod tests {
             1,
             0,
         );
+        // A batch of at least BURST packets leaves at once, as one call to the port.
         assert!(h.push(0, pkts(6, 60)).is_empty());
-        // One full group of 4 sent, 2 waiting.
-        assert_eq!(tx.stats(0).tx_packets, 4);
-        assert_eq!(h.read("count"), "4");
-        // FLUSH_US 0: the next run sends the partial group.
+        assert_eq!(tx.stats(0).tx_packets, 6);
+        assert_eq!(h.read("count"), "6");
+        // Fewer than BURST wait for more...
+        h.push(0, pkts(2, 60));
+        h.push(0, pkts(1, 60));
+        assert_eq!(tx.stats(0).tx_packets, 6);
+        // ...until the group is complete...
+        h.push(0, pkts(1, 60));
+        assert_eq!(tx.stats(0).tx_packets, 10);
+        // ...or the flush timeout passes (FLUSH_US 0: at the next run).
+        h.push(0, pkts(2, 60));
+        assert_eq!(tx.stats(0).tx_packets, 10);
         let (st, _) = h.run();
         assert_eq!(st, TaskStatus::Idle);
-        assert_eq!(tx.stats(0).tx_packets, 6);
-        assert_eq!(tx.stats(0).tx_bytes, 360);
+        assert_eq!(tx.stats(0).tx_packets, 12);
+        assert_eq!(tx.stats(0).tx_bytes, 720);
         // A whole group passes straight through.
         h.push(0, pkts(4, 100));
-        assert_eq!(tx.stats(0).tx_packets, 10);
+        assert_eq!(tx.stats(0).tx_packets, 16);
         // A long timeout: the partial group waits, then leaves when the element drops.
         let mut h2 = Harness::new(
             &ToDeviceClass { devices: t.clone() },
@@ -572,9 +580,9 @@ mod tests {
         h2.push(0, pkts(3, 60));
         let (st, _) = h2.run();
         assert_eq!(st, TaskStatus::Idle);
-        assert_eq!(tx.stats(0).tx_packets, 10);
+        assert_eq!(tx.stats(0).tx_packets, 16);
         drop(h2);
-        assert_eq!(tx.stats(0).tx_packets, 13);
+        assert_eq!(tx.stats(0).tx_packets, 19);
     }
 
     #[test]
