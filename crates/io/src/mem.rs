@@ -152,8 +152,7 @@ impl Port for MemPort {
         Packet::alloc_into(batch, n, 0);
         for p in &mut batch.as_mut_slice()[first..] {
             let (off, len) = rx.frames[cursor];
-            p.put(len);
-            p.data_mut().copy_from_slice(&rx.data[off..off + len]);
+            p.write_from(&rx.data[off..off + len]);
             p.set_mac_header(0);
             bytes += len as u64;
             cursor += 1;
