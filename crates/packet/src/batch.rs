@@ -149,7 +149,9 @@ mod tests {
         let mut b = PacketBatch::new();
         Packet::alloc_into(&mut b, 40, 60);
         assert_eq!(b.len(), 40);
-        assert!(b.iter().all(|p| p.len() == 60 && p.headroom() == crate::DEFAULT_HEADROOM));
+        assert!(b
+            .iter()
+            .all(|p| p.len() == 60 && p.headroom() == crate::DEFAULT_HEADROOM));
         b.clear();
         let after = crate::pool::stats();
         assert_eq!(after.created, before.created);

@@ -90,7 +90,9 @@ pub(crate) fn take_many(cap: usize, n: usize, mut each: impl FnMut(Box<Frame>)) 
 #[inline]
 pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
     let done = POOL.try_with(|p| {
-        let Ok(mut p) = p.try_borrow_mut() else { return false };
+        let Ok(mut p) = p.try_borrow_mut() else {
+            return false;
+        };
         p.stats.recycled += pkts.len() as u64;
         for pk in pkts.drain(..) {
             let f = pk.into_frame();
