@@ -7,6 +7,7 @@ pub mod error;
 pub mod lang;
 pub mod registry;
 pub mod router;
+pub mod stats;
 pub mod testing;
 
 pub use element::{

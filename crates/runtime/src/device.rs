@@ -23,11 +23,12 @@
 use graph::args::Args;
 use graph::element::*;
 use graph::registry::Registry;
+use graph::stats::WorkerCounters;
 use graph::ConfigError;
 use io::Port;
 use packet::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -140,13 +141,13 @@ fn count_handlers() -> Vec<HandlerInfo> {
     vec![HandlerInfo::read("count"), HandlerInfo::write("reset_counts")]
 }
 
-fn read_count(count: &AtomicU64, name: &str) -> Option<String> {
-    (name == "count").then(|| count.load(Ordering::Relaxed).to_string())
+fn read_count(count: &WorkerCounters, name: &str) -> Option<String> {
+    (name == "count").then(|| count.sum().to_string())
 }
 
-fn write_reset(count: &AtomicU64, name: &str) -> Option<Result<(), String>> {
+fn write_reset(count: &WorkerCounters, name: &str) -> Option<Result<(), String>> {
     (name == "reset_counts").then(|| {
-        count.store(0, Ordering::Relaxed);
+        count.reset();
         Ok(())
     })
 }
@@ -174,7 +175,7 @@ impl ElementClass for FromDeviceClass {
             port,
             queue,
             burst,
-            count: Arc::new(AtomicU64::new(0)),
+            count: Arc::new(WorkerCounters::new(cx.workers)),
         }))
     }
 }
@@ -184,7 +185,7 @@ struct FromDeviceSpec {
     port: Arc<dyn Port>,
     queue: Option<usize>,
     burst: usize,
-    count: Arc<AtomicU64>,
+    count: Arc<WorkerCounters>,
 }
 
 impl ElementSpec for FromDeviceSpec {
@@ -205,6 +206,7 @@ impl ElementSpec for FromDeviceSpec {
             batch: PacketBatch::new(),
             live,
             count: self.count.clone(),
+            worker: w.index,
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
@@ -225,7 +227,9 @@ struct FromDevice {
     batch: PacketBatch,
     /// This worker's count of polling `FromDevice`s, while this one still polls.
     live: Option<Arc<AtomicUsize>>,
-    count: Arc<AtomicU64>,
+    count: Arc<WorkerCounters>,
+    /// Index of the worker running this instance: its slot in `count`.
+    worker: usize,
 }
 
 impl FromDevice {
@@ -258,7 +262,7 @@ impl Element for FromDevice {
         }
         let n = self.port.rx_burst(self.queue, &mut self.batch, self.burst);
         if n > 0 {
-            self.count.fetch_add(n as u64, Ordering::Relaxed);
+            self.count.add(self.worker, n as u64);
             out.push_batch(0, &mut self.batch);
         }
         if self.port.rx_finished(self.queue) {
@@ -299,7 +303,7 @@ impl ElementClass for ToDeviceClass {
             queue,
             burst,
             flush: Duration::from_micros(flush_us),
-            count: Arc::new(AtomicU64::new(0)),
+            count: Arc::new(WorkerCounters::new(cx.workers)),
         }))
     }
 }
@@ -310,7 +314,7 @@ struct ToDeviceSpec {
     queue: Option<usize>,
     burst: usize,
     flush: Duration,
-    count: Arc<AtomicU64>,
+    count: Arc<WorkerCounters>,
 }
 
 impl ElementSpec for ToDeviceSpec {
@@ -325,6 +329,7 @@ impl ElementSpec for ToDeviceSpec {
             live_rx: self.devices.live_rx(w.index),
             timer_live: true,
             count: self.count.clone(),
+            worker: w.index,
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
@@ -350,7 +355,9 @@ struct ToDevice {
     live_rx: Arc<AtomicUsize>,
     /// False once `run` returned Done: no timer flushes any more.
     timer_live: bool,
-    count: Arc<AtomicU64>,
+    count: Arc<WorkerCounters>,
+    /// Index of the worker running this instance: its slot in `count`.
+    worker: usize,
 }
 
 impl ToDevice {
@@ -358,7 +365,7 @@ impl ToDevice {
         self.since = None;
         if !self.buf.is_empty() {
             let n = self.port.tx_burst(self.queue, &mut self.buf);
-            self.count.fetch_add(n as u64, Ordering::Relaxed);
+            self.count.add(self.worker, n as u64);
         }
     }
 }
@@ -375,7 +382,7 @@ impl Element for ToDevice {
             // At least one whole group: hand the batch to the port as it is, without
             // moving packets (a port takes any number of groups in one call).
             let n = self.port.tx_burst(self.queue, batch);
-            self.count.fetch_add(n as u64, Ordering::Relaxed);
+            self.count.add(self.worker, n as u64);
             return;
         }
         self.buf.append(batch);
