@@ -1,0 +1,33 @@
+//! Packets are untrusted bytes: every IP element and the classifiers take any frame
+//! without panicking.
+#![no_main]
+
+use graph::registry::Registry;
+use graph::testing::Harness;
+use libfuzzer_sys::fuzz_target;
+use packet::Packet;
+
+const CHAIN: &[(&str, &str, usize)] = &[
+    ("Classifier", "12/0800, 12/0806 20/0001, -", 3),
+    ("IPClassifier", "tcp port 80 or icmp type echo, src net 10/8 and ip ttl < 5, -", 3),
+    ("CheckIPHeader", "", 2),
+    ("GetIPAddress", "16", 1),
+    ("DecIPTTL", "", 2),
+    ("ICMPError", "10.0.0.1, timeexceeded", 1),
+    ("ICMPError", "10.0.0.1, parameterproblem", 1),
+    ("IPFragmenter", "68", 2),
+    ("EtherEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b", 1),
+    ("EtherRewrite", "0:1:2:3:4:5, 6:7:8:9:a:b", 1),
+];
+
+fuzz_target!(|data: &[u8]| {
+    let reg = Registry::with_library();
+    for &(class, config, nout) in CHAIN {
+        let mut h = Harness::new(reg.get(class).unwrap().as_ref(), config, 1, nout);
+        // As received (Ethernet in front), and as an IP packet with its header marked.
+        let _ = h.push_bytes(0, data);
+        let mut p = Packet::from_slice(data);
+        p.set_network_header(0, data.first().map_or(20, |b| ((b & 0xf) as usize * 4).min(data.len())));
+        let _ = h.push(0, vec![p]);
+    }
+});
