@@ -60,6 +60,16 @@ fn is_definition(s: &str) -> Option<(&str, &str)> {
     (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some((k, v))
 }
 
+/// An I/O error as C's strerror words it ("No such file or directory"), without
+/// Rust's "(os error N)" suffix.
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 /// Loads and checks the configuration, or prints why not.
 fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
     let mut defines = HashMap::new();
@@ -78,7 +88,7 @@ fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
     let (text, name) = match (&args.expr, &file) {
         (Some(e), _) => (e.clone(), "<expr>".to_string()),
         (None, Some(f)) if f != "-" => {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {}", f, e))?;
+            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {}", f, strerror(&e)))?;
             (text, f.clone())
         }
         _ => {

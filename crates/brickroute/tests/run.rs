@@ -238,3 +238,35 @@ fn handler_errors_use_click_wording() {
     assert!(err.contains("no 'd.nothing' handler"), "stderr: {}", err);
     assert!(err.contains("no element 'x'"), "stderr: {}", err);
 }
+
+#[test]
+fn missing_configuration_file_is_a_clear_error() {
+    let o = brickroute(&["run", "/nonexistent/router.click"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("/nonexistent/router.click: No such file or directory\n"),
+        "stderr: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn configuration_from_standard_input_and_definitions() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args(["run", "--no-summary", "-h", "c.count", "N=4"])
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"InfiniteSource(LIMIT $N, STOP true) -> c :: Counter -> Discard")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "4\n");
+}
