@@ -156,14 +156,21 @@ impl Packet {
     #[inline]
     pub fn data(&self) -> &[u8] {
         let h = self.frame.head as usize;
-        &self.frame.buf[h..h + self.frame.len as usize]
+        let l = self.frame.len as usize;
+        debug_assert!(h + l <= self.frame.buf.len());
+        // SAFETY: every method that moves `head` or `len` keeps head + len within the
+        // buffer (push/put grow it first, pull/take clamp), so the range is in bounds.
+        // This accessor runs several times per packet per element: no bounds check.
+        unsafe { self.frame.buf.get_unchecked(h..h + l) }
     }
 
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         let h = self.frame.head as usize;
         let l = self.frame.len as usize;
-        &mut self.frame.buf[h..h + l]
+        debug_assert!(h + l <= self.frame.buf.len());
+        // SAFETY: as in `data`: head + len never exceeds the buffer.
+        unsafe { self.frame.buf.get_unchecked_mut(h..h + l) }
     }
 
     /// Whole buffer, headroom and tailroom included.
@@ -193,6 +200,7 @@ impl Packet {
 
     /// Prepends `n` bytes (Click's `push`); their contents are unspecified. Moves the data
     /// into a larger buffer when the headroom is too small (rare: not on the fast path).
+    #[inline]
     pub fn push(&mut self, n: usize) {
         if n > self.headroom() {
             self.regrow(n + DEFAULT_HEADROOM, 0);
@@ -210,6 +218,7 @@ impl Packet {
     }
 
     /// Appends `n` bytes at the end (Click's `put`); their contents are unspecified.
+    #[inline]
     pub fn put(&mut self, n: usize) {
         if n > self.tailroom() {
             self.regrow(self.headroom(), n);
@@ -233,6 +242,8 @@ impl Packet {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn regrow(&mut self, headroom: usize, extra_tail: usize) {
         let len = self.len();
         let cap = headroom + len + extra_tail + DEFAULT_HEADROOM;

@@ -82,27 +82,43 @@ struct ClassifierElement {
 impl Element for ClassifierElement {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let prog = &*self.program;
-        match self.mode {
-            Mode::Bytes => {
-                for p in batch.drain() {
-                    let v = View {
+        if out.len() >= crate::element::DROP as usize {
+            for p in batch.drain() {
+                let port = match self.mode {
+                    Mode::Bytes => prog.run(&View {
                         data: p.data(),
                         net: &[],
                         transp: &[],
-                    };
-                    if let Some(port) = prog.run(&v) {
-                        out.push(port as usize, p);
-                    }
+                    }),
+                    Mode::Ip => prog.run(&ip_view(&p)),
+                };
+                if let Some(port) = port {
+                    out.push(port as usize, p);
                 }
             }
-            Mode::Ip => {
-                for p in batch.drain() {
-                    if let Some(port) = prog.run(&ip_view(&p)) {
-                        out.push(port as usize, p);
-                    }
-                }
-            }
+            return;
         }
+        match self.mode {
+            Mode::Bytes => out.route_each(batch, |p| {
+                let v = View {
+                    data: p.data(),
+                    net: &[],
+                    transp: &[],
+                };
+                verdict(prog.run(&v))
+            }),
+            Mode::Ip => out.route_each(batch, |p| verdict(prog.run(&ip_view(p)))),
+        }
+    }
+}
+
+/// A program's answer as a [`Outputs::route_each`] verdict (for fewer than 255
+/// outputs; `push` routes packet by packet beyond that).
+#[inline]
+fn verdict(port: Option<u32>) -> u8 {
+    match port {
+        Some(p) if p < crate::element::DROP as u32 => p as u8,
+        _ => crate::element::DROP,
     }
 }
 

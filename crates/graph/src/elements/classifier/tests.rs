@@ -882,3 +882,14 @@ proptest! {
         prop_assert_eq!(prog.run(&v) == Some(0), e.eval(&v));
     }
 }
+
+#[test]
+fn classifier_with_more_than_255_outputs_routes_every_packet() {
+    // 299 patterns that never match a zero first byte, then "-": output 299.
+    let mut pats: Vec<String> = (0..299).map(|_| "0/ff".to_string()).collect();
+    pats.push("-".into());
+    let mut h = crate::testing::Harness::new(&super::ClassifierClass, &pats.join(", "), 1, 300);
+    let out = h.push_bytes(0, &[0u8; 20]);
+    assert_eq!(out[299].len(), 1);
+    assert_eq!(out.iter().map(|o| o.len()).sum::<usize>(), 1);
+}

@@ -229,26 +229,33 @@ impl Config {
 impl Element for CheckIPHeader {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let cfg = &*self.cfg;
-        let mut drops = 0u64;
+        let mut drops = 0usize;
         let mut reasons = [0u64; NREASONS];
-        for mut p in batch.drain() {
-            match cfg.check(&mut p) {
-                Ok(()) => out.push(0, p),
-                Err(r) => {
-                    // Click prints the first failure of each element, or all if VERBOSE.
-                    if cfg.verbose || (drops == 0 && self.drops.load(Ordering::Relaxed) == 0) {
-                        eprintln!(
-                            "{}: IP header check failed: {}",
-                            cfg.name, REASON_TEXTS[r as usize]
-                        );
-                    }
-                    drops += 1;
-                    reasons[r as usize] += 1;
-                    // Output 1 if it exists; otherwise the packet is dropped.
-                    out.push(1, p);
+        // The closure stays small (it runs per packet); failures are reported after.
+        let mut failed = [0u8; packet::MAX_BATCH];
+        out.route_each(batch, |p| match cfg.check(p) {
+            Ok(()) => 0,
+            Err(r) => {
+                if drops < failed.len() {
+                    failed[drops] = r as u8;
                 }
+                reasons[r as usize] += 1;
+                drops += 1;
+                // Output 1 if it exists; otherwise the packet is dropped.
+                1
+            }
+        });
+        let earlier = self.drops.load(Ordering::Relaxed);
+        for (i, &r) in failed.iter().take(drops).enumerate() {
+            // Click prints the first failure of each element, or all if VERBOSE.
+            if cfg.verbose || (i == 0 && earlier == 0) {
+                eprintln!(
+                    "{}: IP header check failed: {}",
+                    cfg.name, REASON_TEXTS[r as usize]
+                );
             }
         }
+        let drops = drops as u64;
         if drops > 0 {
             self.drops.fetch_add(drops, Ordering::Relaxed);
             if let Some(rd) = &self.reason_drops {

@@ -113,17 +113,16 @@ impl Element for DecIPTTL {
             return;
         }
         let mut drops = 0;
-        for mut p in batch.drain() {
-            match decrement(&mut p, self.multicast) {
-                Verdict::Forward => out.push(0, p),
-                Verdict::Expired => {
-                    drops += 1;
-                    out.push(1, p);
-                }
-                // No IPv4 network header (Click asserts one): dropped.
-                Verdict::Unparseable => drop(p),
+        let multicast = self.multicast;
+        out.route_each(batch, |p| match decrement(p, multicast) {
+            Verdict::Forward => 0,
+            Verdict::Expired => {
+                drops += 1;
+                1
             }
-        }
+            // No IPv4 network header (Click asserts one): dropped.
+            Verdict::Unparseable => crate::element::DROP,
+        });
         if drops > 0 {
             self.drops.fetch_add(drops, Ordering::Relaxed);
         }
