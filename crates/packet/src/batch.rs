@@ -38,6 +38,11 @@ impl PacketBatch {
     }
 
     #[inline]
+    pub(crate) fn vec_mut(&mut self) -> &mut Vec<Packet> {
+        &mut self.pkts
+    }
+
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.pkts.is_empty()
     }

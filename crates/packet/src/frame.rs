@@ -90,10 +90,11 @@ impl Packet {
     /// taking their frames from the pool in one go. Contents are unspecified: the
     /// caller writes them (a port's receive path does, as a NIC's DMA would).
     pub fn alloc_into(batch: &mut PacketBatch, n: usize, len: usize) {
-        pool::take_many(DEFAULT_HEADROOM + len, n, |mut f| {
-            f.reset(DEFAULT_HEADROOM, len);
-            batch.push(Packet::from_frame(f));
-        });
+        pool::take_into(batch.vec_mut(), n, DEFAULT_HEADROOM, len);
+    }
+
+    pub(crate) fn has_standard_frame(&self) -> bool {
+        self.frame.is_standard()
     }
 
     /// A packet of `len` bytes with [`DEFAULT_HEADROOM`] in front. The contents are
@@ -133,6 +134,21 @@ impl Packet {
                 self.put(src.len());
                 self.data_mut().copy_from_slice(src);
             }
+        }
+    }
+
+    /// Like [`Packet::write_from`] for a packet of `len` <= N bytes whose source is
+    /// readable for N bytes: copies a fixed N bytes (inlined moves, no call) and keeps
+    /// `len`. The bytes past `len` land in tailroom, whose contents are unspecified.
+    #[inline]
+    pub fn write_from_fixed<const N: usize>(&mut self, src: &[u8; N], len: usize) {
+        let h = self.frame.head as usize;
+        match self.frame.buf.get_mut(h..h + N) {
+            Some(dst) if len <= N => {
+                dst.copy_from_slice(src);
+                self.frame.len = len as u32;
+            }
+            _ => self.write_from(&src[..len.min(N)]),
         }
     }
 
@@ -453,6 +469,17 @@ mod tests {
         let big = vec![7u8; FRAME_DATA + 10];
         p.write_from(&big);
         assert_eq!(p.data(), &big[..]);
+    }
+
+    #[test]
+    fn write_from_fixed_keeps_the_length() {
+        let mut p = Packet::from_slice(&[1]);
+        let mut src = [0u8; 64];
+        src[..3].copy_from_slice(&[5, 6, 7]);
+        p.write_from_fixed(&src, 3);
+        assert_eq!(p.data(), &[5, 6, 7]);
+        p.write_from_fixed(&src, 64);
+        assert_eq!(p.len(), 64);
     }
 
     #[test]

@@ -61,28 +61,35 @@ pub(crate) fn take(cap: usize) -> Box<Frame> {
     .unwrap_or_else(|_| Frame::new_standard())
 }
 
-/// Takes `n` frames able to hold `cap` bytes each, borrowing the pool once.
+/// Appends `n` packets of `len` bytes after `headroom` to `out`, borrowing the pool
+/// once and moving frames with one bulk copy (no per-packet capacity checks).
 #[inline]
-pub(crate) fn take_many(cap: usize, n: usize, mut each: impl FnMut(Box<Frame>)) {
+pub(crate) fn take_into(out: &mut Vec<Packet>, n: usize, headroom: usize, len: usize) {
+    let cap = headroom + len;
+    let fresh = |mut f: Box<Frame>| {
+        f.reset(headroom, len);
+        Packet::from_frame(f)
+    };
     if cap > FRAME_SIZE {
-        (0..n).for_each(|_| each(Frame::with_capacity(cap)));
+        out.extend((0..n).map(|_| fresh(Frame::with_capacity(cap))));
         return;
     }
-    let taken = POOL.try_with(|p| {
-        let mut p = p.borrow_mut();
-        p.stats.taken += n as u64;
-        for _ in 0..n {
-            match p.free.pop() {
-                Some(f) => each(f),
-                None => {
-                    p.stats.created += 1;
-                    each(Frame::new_standard());
-                }
-            }
+    let done = POOL.try_with(|p| {
+        let Ok(mut p) = p.try_borrow_mut() else {
+            return false;
+        };
+        let have = p.free.len();
+        if have < n {
+            p.stats.created += (n - have) as u64;
+            p.free.extend((have..n).map(|_| Frame::new_standard()));
         }
+        p.stats.taken += n as u64;
+        let start = p.free.len() - n;
+        out.extend(p.free.drain(start..).map(fresh));
+        true
     });
-    if taken.is_err() {
-        (0..n).for_each(|_| each(Frame::new_standard()));
+    if done != Ok(true) {
+        out.extend((0..n).map(|_| fresh(Frame::new_standard())));
     }
 }
 
@@ -94,10 +101,14 @@ pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
             return false;
         };
         p.stats.recycled += pkts.len() as u64;
-        for pk in pkts.drain(..) {
-            let f = pk.into_frame();
-            if f.is_standard() && p.free.len() < MAX_FREE_FRAMES {
-                p.free.push(f);
+        if p.free.len() + pkts.len() <= MAX_FREE_FRAMES && pkts.iter().all(Packet::has_standard_frame) {
+            p.free.extend(pkts.drain(..).map(Packet::into_frame));
+        } else {
+            for pk in pkts.drain(..) {
+                let f = pk.into_frame();
+                if f.is_standard() && p.free.len() < MAX_FREE_FRAMES {
+                    p.free.push(f);
+                }
             }
         }
         true
