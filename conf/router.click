@@ -11,7 +11,8 @@
 // Every IPv4 packet is checked (CheckIPHeader: bad version, length, checksum or
 // source address are dropped and counted), looked up by destination, has its TTL
 // decremented (TTL expiry answered with ICMP time exceeded), is fragmented to the
-// link MTU (DF set: ICMP fragmentation needed), and gets a new Ethernet header.
+// link MTU (DF set: ICMP fragmentation needed, carrying the link MTU for path-MTU
+// discovery, RFC 1191), and gets a new Ethernet header.
 // ICMP errors are routed like any other packet. Packets for the router itself and
 // non-IP frames (ARP) are counted and dropped: neighbour handling comes with real
 // ports. Handlers worth reading after a run: chk.drops, tohost.count, nonip.count,
@@ -33,7 +34,7 @@ elementclass OutInterface { $myip, $mtu, $mymac, $nexthop, $file |
           -> Queue(1000)
           -> ToDump($file);
     dt[1] -> ICMPError($myip, timeexceeded) -> output;
-    fr[1] -> ICMPError($myip, unreachable, needfrag) -> output;
+    fr[1] -> ICMPError($myip, unreachable, needfrag, PMTU $mtu) -> output;
 }
 
 src :: FromDump($IN, STOP true);

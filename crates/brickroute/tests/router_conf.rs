@@ -6,7 +6,7 @@
 //! Ethernet padding), DecIPTTL (TTL <= 1 to output 1), IPFragmenter (first fragment keeps
 //! the header, later ones copy only copied-flag options), ICMPError (TTL 200, IP ID from
 //! one counter shared by every ICMPError, quotes the packet from its IP header up to a
-//! 576-byte error, next-hop MTU from PMTU, which router.click leaves at 0).
+//! 576-byte error, next-hop MTU from PMTU: the link MTU, 576).
 
 mod common;
 use common::*;
@@ -328,8 +328,8 @@ fn if1_gets_icmp_errors_and_the_reply() {
     // Record 11, DF and 1052 bytes for MTU 576: IPFragmenter's output 1 -> ICMPError
     // (unreachable, needfrag) from if3's address. The packet reached IPFragmenter after
     // if3's DecIPTTL, so the quoted header has TTL 63 and its updated checksum. The
-    // error is capped at 576 bytes: 548 quoted bytes. router.click gives no PMTU, so
-    // Click's next-hop MTU field is 0.
+    // error is capped at 576 bytes: 548 quoted bytes. router.click gives PMTU $mtu, so
+    // the next-hop MTU field (RFC 1191) is the link's 576.
     let r = &run.if1[2];
     assert_eq!(r.data.len(), 14 + 576);
     let e = &r.data[14..];
@@ -347,13 +347,13 @@ fn if1_gets_icmp_errors_and_the_reply() {
     assert_eq!((e[20], e[21]), (3, 4), "unreachable, needfrag");
     assert_eq!(inet_checksum(&e[20..]), 0, "ICMP checksum");
     assert_eq!(&e[24..26], &[0, 0], "unused");
-    assert_eq!(&e[26..28], &[0, 0], "next-hop MTU: PMTU, unset");
+    assert_eq!(&e[26..28], &576u16.to_be_bytes(), "next-hop MTU: PMTU");
     let data = big_data();
     let df_udp = udp(HOST, NET_B_HOST, 1024, 9, &data);
     let df_hdr = ip_header(1052, 12, 0x4000, 63, UDP, HOST, NET_B_HOST);
     assert_eq!(&e[28..48], &df_hdr[..], "quoted IP header");
     let quoted = cat(&[&df_hdr, &df_udp]);
-    let msg = icmp(3, 4, [0; 4], &quoted[..548]);
+    let msg = icmp(3, 4, [0, 0, 0x02, 0x40], &quoted[..548]);
     let ip = cat(&[&ip_header(576, 3, 0, 199, ICMP, IF3_ADDR, HOST), &msg]);
     assert_frame(r, &ether(IF1_MACS, &ip), "if1 record 2: needfrag error");
 
