@@ -270,3 +270,33 @@ fn configuration_from_standard_input_and_definitions() {
     assert!(o.status.success());
     assert_eq!(stdout(&o), "4\n");
 }
+
+#[test]
+fn route_lookup_is_a_read_handler_with_a_parameter() {
+    let cfg = "s :: InfiniteSource(LIMIT 0) -> rt :: RadixIPLookup(10.0.0.0/8 0, 10.1.0.0/16 10.1.0.1 1) \
+               -> Discard; rt[1] -> Discard";
+    let o = brickroute(&[
+        "run",
+        "-q",
+        "-e",
+        cfg,
+        "-h",
+        "rt.lookup 10.1.2.3",
+        "-h",
+        "rt.lookup 10.9.9.9",
+        "-h",
+        "rt.lookup 8.8.8.8",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "rt.lookup 10.1.2.3:\n1 10.1.0.1\n\nrt.lookup 10.9.9.9:\n0\n\nrt.lookup 8.8.8.8:\n-1\n\n"
+    );
+    let o = brickroute(&["run", "-q", "-e", cfg, "-h", "rt.lookup bogus"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("expected IP address, not 'bogus'"),
+        "stderr: {}",
+        stderr(&o)
+    );
+}

@@ -180,6 +180,12 @@ pub trait ElementSpec: Send + Sync {
         None
     }
 
+    /// Reads handler `name` with a parameter (Click's read handlers with parameters,
+    /// such as a route table's `lookup ADDR`). `None` if there is no such handler.
+    fn read_handler_with(&self, _name: &str, _param: &str) -> Option<Result<String, String>> {
+        None
+    }
+
     /// Writes handler `name`. `None` if there is no such writable handler; `Some(Err)`
     /// with Click's error text when the value is refused.
     fn write_handler(&self, _name: &str, _value: &str) -> Option<Result<(), String>> {

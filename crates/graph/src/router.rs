@@ -244,12 +244,23 @@ impl RouterSpec {
         })
     }
 
-    /// Reads handler `element.handler`. Errors use Click's wording.
+    /// Reads handler `element.handler`, or `element.handler PARAM` for a read handler
+    /// with a parameter (`rt.lookup 10.0.0.1`). Errors use Click's wording.
     pub fn read_handler(&self, path: &str) -> Result<String, String> {
+        let (path, param) = match path.split_once(char::is_whitespace) {
+            Some((p, rest)) => (p, Some(rest.trim())),
+            None => (path, None),
+        };
         let (ename, hname) = split_handler(path)?;
         let e = self
             .find(ename)
             .ok_or_else(|| format!("no element '{}'", ename))?;
+        if let Some(param) = param {
+            return e
+                .spec
+                .read_handler_with(hname, param)
+                .unwrap_or_else(|| Err(format!("'{}' takes no parameter", path)));
+        }
         let std = match hname {
             "name" => Some(e.name.clone()),
             "class" => Some(e.class.to_string()),
@@ -291,6 +302,10 @@ impl RouterSpec {
         }
         if let Some(v) = e.spec.read_handler(hname) {
             return Ok(v);
+        }
+        // A handler that takes a parameter, read without one.
+        if let Some(r) = e.spec.read_handler_with(hname, "") {
+            return r;
         }
         if e.spec.handlers().iter().any(|h| h.name == hname && h.write) {
             Err(format!("'{}' is a write handler", path))

@@ -563,7 +563,7 @@ impl ElementSpec for IpLookupSpec {
     }
 
     fn handlers(&self) -> Vec<HandlerInfo> {
-        let mut h = vec![HandlerInfo::read("table")];
+        let mut h = vec![HandlerInfo::read("table"), HandlerInfo::read("lookup")];
         match self.flavor {
             Flavor::Radix | Flavor::Linear => {
                 for n in ["add", "set", "remove", "ctrl"] {
@@ -582,6 +582,10 @@ impl ElementSpec for IpLookupSpec {
 
     fn read_handler(&self, name: &str) -> Option<String> {
         (name == "table").then(|| self.dump())
+    }
+
+    fn read_handler_with(&self, name: &str, param: &str) -> Option<Result<String, String>> {
+        (name == "lookup").then(|| self.lookup_text(param))
     }
 
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
