@@ -274,7 +274,10 @@ fn add_set_remove_texts() {
     for name in ["add", "set", "remove", "ctrl", "flush"] {
         assert!(h.spec.write_handler(name, "10.0.0.0/8 0").is_none());
     }
-    assert_eq!(h.spec.handlers(), vec![HandlerInfo::read("table")]);
+    assert_eq!(
+        h.spec.handlers(),
+        vec![HandlerInfo::read("table"), HandlerInfo::read("lookup")]
+    );
 }
 
 #[test]
