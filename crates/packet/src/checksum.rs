@@ -12,10 +12,13 @@ pub fn sum(data: &[u8], acc: u32) -> u32 {
     for w in &mut words {
         s += u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as u64;
     }
-    let rest = words.remainder();
-    let mut tail = [0u8; 4];
-    tail[..rest.len()].copy_from_slice(rest);
-    s += u32::from_be_bytes(tail) as u64;
+    // The last 0-3 bytes, padded with zeros on the right (no copy, no call).
+    s += match *words.remainder() {
+        [] => 0,
+        [a] => (a as u64) << 24,
+        [a, b] => ((a as u64) << 24) | ((b as u64) << 16),
+        [a, b, c, ..] => ((a as u64) << 24) | ((b as u64) << 16) | ((c as u64) << 8),
+    };
     // Fold 64 -> 32 bits (twice: the first fold can carry).
     s = (s & 0xffff_ffff) + (s >> 32);
     s = (s & 0xffff_ffff) + (s >> 32);
