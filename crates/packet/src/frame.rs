@@ -280,10 +280,12 @@ impl Packet {
         pool::recycle(old);
     }
 
+    #[inline]
     fn rel(&self, abs: i32) -> Option<isize> {
         (abs != NO_HEADER).then(|| abs as isize - self.frame.head as isize)
     }
 
+    #[inline]
     fn abs(&self, rel: isize) -> i32 {
         let a = self.frame.head as isize + rel;
         a.clamp(0, self.frame.buf.len() as isize) as i32
@@ -341,6 +343,7 @@ impl Packet {
         self.frame.trans = NO_HEADER;
     }
 
+    #[inline]
     fn slice_from(&self, abs: i32) -> Option<&[u8]> {
         (abs != NO_HEADER).then(|| {
             let end = (self.frame.head + self.frame.len) as usize;
@@ -349,6 +352,7 @@ impl Packet {
         })
     }
 
+    #[inline]
     fn slice_from_mut(&mut self, abs: i32) -> Option<&mut [u8]> {
         if abs == NO_HEADER {
             return None;

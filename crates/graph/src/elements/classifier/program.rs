@@ -87,7 +87,7 @@ impl Test {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn eval(&self, v: &View<'_>) -> bool {
         let region = match self.base {
             Base::Data => v.data,
@@ -306,7 +306,7 @@ impl Program {
     }
 
     /// The output port for the packet seen as `v`, or `None` to drop it.
-    #[inline]
+    #[inline(always)]
     pub fn run(&self, v: &View<'_>) -> Option<u32> {
         let mut t = self.start;
         loop {
