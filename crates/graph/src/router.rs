@@ -383,22 +383,30 @@ impl GraphInstance {
 
     /// Runs every live source once, pushing what it emits through the graph.
     pub fn run_sources(&mut self) -> RunResult {
-        let stop = self.stop.clone();
-        let mut cx = Context::new(self.worker, &stop);
+        // Borrow the fields apart instead of cloning the Arc: a clone per pass is an
+        // atomic write to a cache line every worker shares.
+        let GraphInstance {
+            nodes,
+            sources,
+            done,
+            live,
+            stop,
+            worker,
+        } = self;
+        let mut cx = Context::new(*worker, stop);
         let mut packets = 0;
-        for si in 0..self.sources.len() {
-            if self.done[si] {
+        for (si, &idx) in sources.iter().enumerate() {
+            if done[si] {
                 continue;
             }
-            let idx = self.sources[si];
-            let mut outs = take_outs(&mut self.nodes[idx]);
-            let status = self.nodes[idx].elem.run(&mut Outputs::new(&mut outs), &mut cx);
+            let mut outs = take_outs(&mut nodes[idx]);
+            let status = nodes[idx].elem.run(&mut Outputs::new(&mut outs), &mut cx);
             packets += outs.iter().map(|b| b.len()).sum::<usize>();
-            dispatch(&mut self.nodes, idx, &mut outs, &mut cx);
-            put_outs(&mut self.nodes[idx], outs);
+            dispatch(nodes, idx, &mut outs, &mut cx);
+            put_outs(&mut nodes[idx], outs);
             if status == TaskStatus::Done {
-                self.done[si] = true;
-                self.live -= 1;
+                done[si] = true;
+                *live -= 1;
             }
         }
         RunResult {
@@ -409,8 +417,7 @@ impl GraphInstance {
 
     /// Pushes `batch` into input `port` of element `element` (by index).
     pub fn push(&mut self, element: usize, port: usize, batch: &mut PacketBatch) {
-        let stop = self.stop.clone();
-        let mut cx = Context::new(self.worker, &stop);
+        let mut cx = Context::new(self.worker, &self.stop);
         push_into(&mut self.nodes, element, port, batch, &mut cx);
     }
 }
