@@ -300,3 +300,40 @@ fn route_lookup_is_a_read_handler_with_a_parameter() {
         stderr(&o)
     );
 }
+
+#[test]
+fn sigint_stops_the_router_and_handlers_are_still_read() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args([
+            "run",
+            "-e",
+            "InfiniteSource(BURST 32) -> c :: Counter -> Discard",
+            "-h",
+            "c.count",
+        ])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // The router must stop on its own; give it ten seconds before failing.
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("brickroute did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let count: u64 = stdout(&o).trim().parse().expect("a count");
+    assert!(count > 0);
+    assert!(stderr(&o).contains("(interrupted)"), "stderr: {}", stderr(&o));
+}
