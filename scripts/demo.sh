@@ -15,4 +15,4 @@ echo "== brickroute run conf/router.click  (input: conf/samples/router-sample.pc
     -h src.count -h chk.drops -h nonip.count -h tohost.count \
     -h if1/cnt.count -h if2/cnt.count -h if3/cnt.count
 echo "== frames sent per interface are in demo-out/ (if1.pcap if2.pcap if3.pcap);"
-echo "   read them with: tcpdump -nr demo-out/if3.pcap"
+echo "   open them with any pcap reader (tcpdump -nr, tshark -r, Wireshark)"
