@@ -155,7 +155,7 @@ impl Port for MemPort {
         // Frames come from the pool in one go; then each is written as the NIC's DMA
         // would write it.
         let first = batch.len();
-        Packet::alloc_into(batch, n, 0);
+        Packet::alloc_rx_into(batch, n);
         let mut cursor = cursor.min(rx.frames.len() - 1);
         for p in &mut batch.as_mut_slice()[first..] {
             // SAFETY: `cursor` < frames.len() (clamped above, wrapped below), and every
@@ -171,7 +171,6 @@ impl Port for MemPort {
                 let frame = unsafe { rx.data.get_unchecked(off..off + len) };
                 p.write_from(frame);
             }
-            p.set_mac_header(0);
             bytes += len as u64;
             cursor += 1;
             if cursor == rx.frames.len() {

@@ -166,6 +166,18 @@ mod tests {
     }
 
     #[test]
+    fn receive_allocations_are_empty_with_the_mac_header_at_the_start() {
+        let mut b = PacketBatch::new();
+        Packet::alloc_into(&mut b, 1, 10);
+        Packet::alloc_rx_into(&mut b, 2);
+        assert_eq!(b.as_slice()[0].mac_header_offset(), None);
+        assert!(b
+            .iter()
+            .skip(1)
+            .all(|p| p.is_empty() && p.mac_header_offset() == Some(0)));
+    }
+
+    #[test]
     fn append_into_empty_swaps() {
         let mut a = PacketBatch::new();
         let mut b: PacketBatch = (0..2u8).map(|i| Packet::from_slice(&[i])).collect();

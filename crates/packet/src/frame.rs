@@ -43,10 +43,13 @@ impl Frame {
         })
     }
 
-    pub(crate) fn reset(&mut self, headroom: usize, len: usize) {
+    /// Makes the frame a fresh packet of `len` bytes after `headroom`, annotations
+    /// cleared; `mac_at_start` marks the MAC header at the data start, as a port's
+    /// receive path does.
+    pub(crate) fn reset(&mut self, headroom: usize, len: usize, mac_at_start: bool) {
         self.head = headroom as u32;
         self.len = len as u32;
-        self.mac = NO_HEADER;
+        self.mac = if mac_at_start { headroom as i32 } else { NO_HEADER };
         self.net = NO_HEADER;
         self.trans = NO_HEADER;
         self.anno = Anno::default();
@@ -90,7 +93,13 @@ impl Packet {
     /// taking their frames from the pool in one go. Contents are unspecified: the
     /// caller writes them (a port's receive path does, as a NIC's DMA would).
     pub fn alloc_into(batch: &mut PacketBatch, n: usize, len: usize) {
-        pool::take_into(batch.vec_mut(), n, DEFAULT_HEADROOM, len);
+        pool::take_into(batch.vec_mut(), n, DEFAULT_HEADROOM, len, false);
+    }
+
+    /// Like [`Packet::alloc_into`] for a port's receive path: empty packets whose MAC
+    /// header is marked at the data start (where the frame will be written).
+    pub fn alloc_rx_into(batch: &mut PacketBatch, n: usize) {
+        pool::take_into(batch.vec_mut(), n, DEFAULT_HEADROOM, 0, true);
     }
 
     pub(crate) fn has_standard_frame(&self) -> bool {
@@ -108,7 +117,7 @@ impl Packet {
     #[inline]
     pub fn alloc_with_headroom(headroom: usize, len: usize) -> Packet {
         let mut f = pool::take(headroom + len);
-        f.reset(headroom, len);
+        f.reset(headroom, len, false);
         Packet::from_frame(f)
     }
 

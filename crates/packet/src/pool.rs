@@ -64,10 +64,10 @@ pub(crate) fn take(cap: usize) -> Box<Frame> {
 /// Appends `n` packets of `len` bytes after `headroom` to `out`, borrowing the pool
 /// once and moving frames with one bulk copy (no per-packet capacity checks).
 #[inline]
-pub(crate) fn take_into(out: &mut Vec<Packet>, n: usize, headroom: usize, len: usize) {
+pub(crate) fn take_into(out: &mut Vec<Packet>, n: usize, headroom: usize, len: usize, mac_at_start: bool) {
     let cap = headroom + len;
     let fresh = |mut f: Box<Frame>| {
-        f.reset(headroom, len);
+        f.reset(headroom, len, mac_at_start);
         Packet::from_frame(f)
     };
     if cap > FRAME_SIZE {
