@@ -49,6 +49,16 @@ impl Registry {
 }
 
 impl Registry {
+    /// "did you mean 'A' or 'B'?" for the known classes nearest `name`, if any.
+    pub fn did_you_mean(&self, name: &str) -> Option<String> {
+        let near = self.suggest(name);
+        if near.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = near.iter().map(|s| format!("'{}'", s)).collect();
+        Some(format!("did you mean {}?", list.join(" or ")))
+    }
+
     /// Adds "did you mean" to an error about a name that is neither a declared element
     /// nor a known class: the Click parser reports a bare unknown word as an undeclared
     /// element, which is most often a misspelt class.
@@ -63,16 +73,10 @@ impl Registry {
         if err.hint.is_some() {
             return err;
         }
-        let near = self.suggest(name);
-        if near.is_empty() {
+        let Some(question) = self.did_you_mean(name) else {
             return err;
-        }
-        let list: Vec<String> = near.iter().map(|s| format!("'{}'", s)).collect();
-        let hint = format!(
-            "'{}' is not a known element class either; did you mean {}?",
-            name,
-            list.join(" or ")
-        );
+        };
+        let hint = format!("'{}' is not a known element class either; {}", name, question);
         err.with_hint(hint)
     }
 }

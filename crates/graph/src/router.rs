@@ -65,10 +65,8 @@ impl RouterSpec {
                 None => {
                     let mut err =
                         ConfigError::at(&e.class_landmark, format!("unknown element class '{}'", e.class));
-                    let near = reg.suggest(&e.class);
-                    if !near.is_empty() {
-                        let list: Vec<String> = near.iter().map(|s| format!("'{}'", s)).collect();
-                        err = err.with_hint(format!("did you mean {}?", list.join(" or ")));
+                    if let Some(question) = reg.did_you_mean(&e.class) {
+                        err = err.with_hint(question);
                     }
                     return Err(err);
                 }
