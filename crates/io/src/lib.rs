@@ -9,8 +9,10 @@
 //! over the queues by the RSS hash and indirection table, as a multi-queue NIC would;
 //! its transmit side counts and drops.
 
+mod error;
 mod mem;
 mod port;
 
+pub use error::DeviceError;
 pub use mem::MemPort;
 pub use port::{CachePadded, Port, QueueStats};
