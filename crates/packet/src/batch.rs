@@ -103,6 +103,10 @@ impl PacketBatch {
     /// Drops every packet, recycling all their frames in one pass over the pool.
     #[inline]
     pub fn clear(&mut self) {
+        // The graph clears every element's input after each push; most are empty.
+        if self.pkts.is_empty() {
+            return;
+        }
         crate::pool::recycle_all(&mut self.pkts);
     }
 

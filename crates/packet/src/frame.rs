@@ -234,6 +234,28 @@ impl Packet {
         self.frame.len += n as u32;
     }
 
+    /// Prepends the `N` bytes of `hdr` and marks them as the MAC header (Click's
+    /// `push_mac_header`): one headroom check, one copy, no per-byte bounds checks.
+    #[inline]
+    pub fn push_mac_header_bytes<const N: usize>(&mut self, hdr: &[u8; N]) {
+        if N > self.headroom() {
+            self.regrow(N + DEFAULT_HEADROOM, 0);
+        }
+        self.frame.head -= N as u32;
+        self.frame.len += N as u32;
+        let h = self.frame.head as usize;
+        // A fixed-size array store (an inlined move), not a `memcpy` call.
+        if let Some(dst) = self
+            .frame
+            .buf
+            .get_mut(h..h + N)
+            .and_then(|d| <&mut [u8; N]>::try_from(d).ok())
+        {
+            *dst = *hdr;
+        }
+        self.frame.mac = h as i32;
+    }
+
     /// Removes `n` bytes from the front (Click's `pull`); clamps at the length.
     #[inline]
     pub fn pull(&mut self, n: usize) {
@@ -294,10 +316,11 @@ impl Packet {
         (abs != NO_HEADER).then(|| abs as isize - self.frame.head as isize)
     }
 
-    #[inline]
+    #[inline(always)]
     fn abs(&self, rel: isize) -> i32 {
         let a = self.frame.head as isize + rel;
-        a.clamp(0, self.frame.buf.len() as isize) as i32
+        // `max`/`min` rather than `clamp`, which is not always inlined (it can panic).
+        a.max(0).min(self.frame.buf.len() as isize) as i32
     }
 
     /// Offset of the MAC header from the start of the data (negative if it lies before).
@@ -335,7 +358,7 @@ impl Packet {
 
     /// Sets the network header at `rel` bytes from the data start with length `hlen`
     /// (so the transport header follows it), as Click's `set_network_header`.
-    #[inline]
+    #[inline(always)]
     pub fn set_network_header(&mut self, rel: isize, hlen: usize) {
         self.frame.net = self.abs(rel);
         self.frame.trans = self.abs(rel + hlen as isize);
@@ -452,6 +475,25 @@ mod tests {
         assert_eq!(&p.data()[DEFAULT_HEADROOM + 10..], &[7; 20]);
         assert_eq!(p.network_header_offset(), Some((DEFAULT_HEADROOM + 10) as isize));
         assert_eq!(p.network_header_length(), 20);
+    }
+
+    #[test]
+    fn push_mac_header_bytes_prepends_and_marks_the_header() {
+        let mut p = Packet::from_slice(&[1, 2, 3]);
+        p.set_network_header(0, 3);
+        p.push_mac_header_bytes(&[0xaa, 0xbb]);
+        assert_eq!(p.data(), &[0xaa, 0xbb, 1, 2, 3]);
+        assert_eq!(p.mac_header_offset(), Some(0));
+        assert_eq!(p.network_header_offset(), Some(2));
+        // Without headroom the data moves to a larger buffer first.
+        let mut q = Packet::from_slice(&[5; 4]);
+        q.pull(0);
+        q.push(DEFAULT_HEADROOM);
+        q.push_mac_header_bytes(&[9; 14]);
+        assert_eq!(q.len(), 14 + DEFAULT_HEADROOM + 4);
+        assert_eq!(&q.data()[..14], &[9; 14]);
+        assert_eq!(&q.data()[14 + DEFAULT_HEADROOM..], &[5; 4]);
+        assert_eq!(q.mac_header_offset(), Some(0));
     }
 
     #[test]

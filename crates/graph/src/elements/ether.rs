@@ -126,10 +126,8 @@ impl Element for EtherEncap {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let hdr = self.hdr.bytes();
         for p in batch.iter_mut() {
-            p.push(14);
-            p.data_mut()[..14].copy_from_slice(&hdr);
             // Click's push_mac_header: the MAC header is the new front.
-            p.set_mac_header(0);
+            p.push_mac_header_bytes(&hdr);
         }
         out.push_batch(0, batch);
     }

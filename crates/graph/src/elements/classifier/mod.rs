@@ -63,6 +63,7 @@ impl ElementSpec for ClassifierSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(ClassifierElement {
             program: self.program.clone(),
+            single: self.program.single_test(),
             mode: self.mode,
         })
     }
@@ -76,6 +77,8 @@ impl ElementSpec for ClassifierSpec {
 
 struct ClassifierElement {
     program: Arc<Program>,
+    /// The program as one test, when it is that simple.
+    single: Option<(program::Test, Target, Target)>,
     mode: Mode,
 }
 
@@ -98,6 +101,26 @@ impl Element for ClassifierElement {
             }
             return;
         }
+        if let Some((test, yes, no)) = self.single {
+            let (yes, no) = (verdict_of(yes), verdict_of(no));
+            let base = test.base;
+            return match self.mode {
+                Mode::Bytes => out.route_each(batch, |p| if test.eval_on(p.data()) { yes } else { no }),
+                Mode::Ip => out.route_each(batch, |p| {
+                    let v = ip_view(p);
+                    let region = match base {
+                        program::Base::Data => v.data,
+                        program::Base::Net => v.net,
+                        program::Base::Transp => v.transp,
+                    };
+                    if test.eval_on(region) {
+                        yes
+                    } else {
+                        no
+                    }
+                }),
+            };
+        }
         match self.mode {
             Mode::Bytes => out.route_each(batch, |p| {
                 let v = View {
@@ -110,6 +133,14 @@ impl Element for ClassifierElement {
             Mode::Ip => out.route_each(batch, |p| verdict(prog.run(&ip_view(p)))),
         }
     }
+}
+
+/// A final target as a [`Outputs::route_each`] verdict.
+fn verdict_of(t: Target) -> u8 {
+    verdict(match t {
+        Target::Out(p) => Some(p),
+        _ => None,
+    })
 }
 
 /// A program's answer as a [`Outputs::route_each`] verdict (for fewer than 255

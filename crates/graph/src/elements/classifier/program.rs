@@ -48,12 +48,21 @@ pub struct View<'a> {
 
 /// Reads the word at `off` in `s`, if every byte `mask` selects is present. Missing
 /// bytes that the mask ignores read as zero.
-#[inline]
+#[inline(always)]
 fn read_word(s: &[u8], off: u32, mask: u32) -> Option<u32> {
     let off = off as usize;
-    if let Some(b) = off.checked_add(4).and_then(|end| s.get(off..end)) {
+    // A wrapped end makes an empty-or-reversed range, which `get` refuses.
+    if let Some(b) = s.get(off..off.wrapping_add(4)) {
         return Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
     }
+    read_short_word(s, off, mask)
+}
+
+/// The rare case of [`read_word`]: the word runs past the end of `s`. Kept out of line
+/// so that the per-packet matcher stays small enough to inline.
+#[cold]
+#[inline(never)]
+fn read_short_word(s: &[u8], off: usize, mask: u32) -> Option<u32> {
     let need = if mask == 0 {
         0
     } else if mask & 0xFF != 0 {
@@ -94,6 +103,12 @@ impl Test {
             Base::Net => v.net,
             Base::Transp => v.transp,
         };
+        self.eval_on(region)
+    }
+
+    /// The test on `region`, the bytes its base names.
+    #[inline(always)]
+    pub fn eval_on(&self, region: &[u8]) -> bool {
         match read_word(region, self.offset, self.mask) {
             Some(w) => w & self.mask == self.value,
             None => self.short_match,
@@ -302,6 +317,20 @@ impl Program {
         Program {
             insns,
             start: remap(next),
+        }
+    }
+
+    /// The program's only step, when it is one test leading straight to outputs or
+    /// drops (the everyday `Classifier(12/0800, -)`): elements run it without the
+    /// step loop.
+    pub fn single_test(&self) -> Option<(Test, Target, Target)> {
+        match (self.start, self.insns.as_slice()) {
+            (Target::Step(0), [i])
+                if !matches!(i.yes, Target::Step(_)) && !matches!(i.no, Target::Step(_)) =>
+            {
+                Some((i.test, i.yes, i.no))
+            }
+            _ => None,
         }
     }
 

@@ -11,7 +11,6 @@ use super::IpList;
 use crate::args::{split_words, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
 use crate::error::ConfigError;
-use packet::views::Ipv4Header;
 use packet::{checksum, Packet, PacketBatch};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -190,34 +189,43 @@ struct CheckIPHeader {
 }
 
 impl Config {
+    #[inline]
     fn check(&self, p: &mut Packet) -> Result<(), Reason> {
-        let plen_total = p.len();
-        if plen_total < self.offset + 20 {
+        let off = self.offset;
+        let d = p.data();
+        // One bounds check for the fixed header; the field reads below need none.
+        let Some(h) = d.get(off..).and_then(|r| r.first_chunk::<20>()) else {
             return Err(Reason::Tiny);
-        }
-        let plen = plen_total - self.offset;
-        let d = &p.data()[self.offset..];
-        let ip = Ipv4Header::new_checked(d).ok_or(Reason::Tiny)?;
-        if ip.version() != 4 {
+        };
+        let plen = d.len() - off;
+        if h[0] >> 4 != 4 {
             return Err(Reason::BadVersion);
         }
-        let hlen = ip.header_len();
+        let hlen = ((h[0] & 0x0f) as usize) << 2;
         if hlen < 20 {
             return Err(Reason::BadHlen);
         }
-        let len = ip.total_len() as usize;
+        let len = u16::from_be_bytes([h[2], h[3]]) as usize;
         if len > plen || len < hlen {
             return Err(Reason::BadIpLen);
         }
-        // hlen <= len <= plen, so the header is in the buffer.
-        if self.checksum && checksum::checksum(&d[..hlen]) != 0 {
-            return Err(Reason::BadChecksum);
+        if self.checksum {
+            // hlen <= len <= plen, so the whole header is in the buffer.
+            let sum = if hlen == 20 {
+                checksum::checksum20(h)
+            } else {
+                checksum::checksum(&d[off..off + hlen])
+            };
+            if sum != 0 {
+                return Err(Reason::BadChecksum);
+            }
         }
-        let (src, dst) = (ip.src(), ip.dst());
+        let src = [h[12], h[13], h[14], h[15]];
+        let dst = [h[16], h[17], h[18], h[19]];
         if self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
             return Err(Reason::BadSaddr);
         }
-        p.set_network_header(self.offset as isize, hlen);
+        p.set_network_header(off as isize, hlen);
         if plen > len {
             p.take(plen - len);
         }

@@ -270,6 +270,15 @@ impl IPFragmenter {
 
 impl Element for IPFragmenter {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        // Most batches hold only packets that fit the MTU: they move on whole.
+        let mtu = self.cfg.mtu;
+        if batch
+            .iter()
+            .all(|p| p.network_header().is_some_and(|nh| nh.len() <= mtu))
+        {
+            out.push_batch(0, batch);
+            return;
+        }
         let mut nfrags = 0u64;
         for p in batch.drain() {
             match self.handle(p, out, &mut nfrags) {
