@@ -375,48 +375,60 @@ impl Packet {
         self.frame.trans = NO_HEADER;
     }
 
-    #[inline]
+    #[inline(always)]
     fn slice_from(&self, abs: i32) -> Option<&[u8]> {
-        (abs != NO_HEADER).then(|| {
-            let end = (self.frame.head + self.frame.len) as usize;
-            let a = (abs as usize).min(end);
-            &self.frame.buf[a..end]
-        })
+        if abs == NO_HEADER {
+            return None;
+        }
+        let end = (self.frame.head + self.frame.len) as usize;
+        let a = (abs as usize).min(end);
+        debug_assert!(end <= self.frame.buf.len());
+        // SAFETY: head + len never exceeds the buffer (see `data`), and a <= end. Header
+        // accessors run in every element's per-packet loop: no bounds check.
+        Some(unsafe { self.frame.buf.get_unchecked(a..end) })
     }
 
-    #[inline]
+    #[inline(always)]
     fn slice_from_mut(&mut self, abs: i32) -> Option<&mut [u8]> {
         if abs == NO_HEADER {
             return None;
         }
         let end = (self.frame.head + self.frame.len) as usize;
         let a = (abs as usize).min(end);
-        Some(&mut self.frame.buf[a..end])
+        debug_assert!(end <= self.frame.buf.len());
+        // SAFETY: as in `slice_from`.
+        Some(unsafe { self.frame.buf.get_unchecked_mut(a..end) })
     }
 
     /// Bytes from the MAC header to the end of the data (may start before `data()`).
+    #[inline]
     pub fn mac_header(&self) -> Option<&[u8]> {
         self.slice_from(self.frame.mac)
     }
 
     /// Bytes from the network header to the end of the data.
+    #[inline]
     pub fn network_header(&self) -> Option<&[u8]> {
         self.slice_from(self.frame.net)
     }
 
+    #[inline]
     pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
         self.slice_from_mut(self.frame.net)
     }
 
     /// Bytes from the transport header to the end of the data.
+    #[inline]
     pub fn transport_header(&self) -> Option<&[u8]> {
         self.slice_from(self.frame.trans)
     }
 
+    #[inline]
     pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
         self.slice_from_mut(self.frame.trans)
     }
 
+    #[inline]
     pub fn mac_header_mut(&mut self) -> Option<&mut [u8]> {
         self.slice_from_mut(self.frame.mac)
     }

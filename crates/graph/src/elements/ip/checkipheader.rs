@@ -189,7 +189,8 @@ struct CheckIPHeader {
 }
 
 impl Config {
-    #[inline]
+    // Inlined into the per-packet loop: a call per packet costs more than the checks.
+    #[inline(always)]
     fn check(&self, p: &mut Packet) -> Result<(), Reason> {
         let off = self.offset;
         let d = p.data();
@@ -234,45 +235,40 @@ impl Config {
     }
 }
 
+impl CheckIPHeader {
+    /// The rare path of a failed check: counts it, and prints it as Click does (the
+    /// first failure of each element, or every one if VERBOSE).
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, r: Reason, batch_failures: &mut u64) {
+        if self.cfg.verbose || (*batch_failures == 0 && self.drops.load(Ordering::Relaxed) == 0) {
+            eprintln!(
+                "{}: IP header check failed: {}",
+                self.cfg.name, REASON_TEXTS[r as usize]
+            );
+        }
+        *batch_failures += 1;
+        if let Some(rd) = &self.reason_drops {
+            rd[r as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Element for CheckIPHeader {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        let cfg = &*self.cfg;
-        let mut drops = 0usize;
-        let mut reasons = [0u64; NREASONS];
-        // The closure stays small (it runs per packet); failures are reported after.
-        let mut failed = [0u8; packet::MAX_BATCH];
+        let me = &*self;
+        let cfg = &*me.cfg;
+        let mut drops = 0u64;
         out.route_each(batch, |p| match cfg.check(p) {
             Ok(()) => 0,
             Err(r) => {
-                if drops < failed.len() {
-                    failed[drops] = r as u8;
-                }
-                reasons[r as usize] += 1;
-                drops += 1;
+                me.failed(r, &mut drops);
                 // Output 1 if it exists; otherwise the packet is dropped.
                 1
             }
         });
-        let earlier = self.drops.load(Ordering::Relaxed);
-        for (i, &r) in failed.iter().take(drops).enumerate() {
-            // Click prints the first failure of each element, or all if VERBOSE.
-            if cfg.verbose || (i == 0 && earlier == 0) {
-                eprintln!(
-                    "{}: IP header check failed: {}",
-                    cfg.name, REASON_TEXTS[r as usize]
-                );
-            }
-        }
-        let drops = drops as u64;
         if drops > 0 {
             self.drops.fetch_add(drops, Ordering::Relaxed);
-            if let Some(rd) = &self.reason_drops {
-                for (c, n) in rd.iter().zip(reasons) {
-                    if n > 0 {
-                        c.fetch_add(n, Ordering::Relaxed);
-                    }
-                }
-            }
         }
     }
 }

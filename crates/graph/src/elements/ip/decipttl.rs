@@ -5,7 +5,6 @@
 use crate::args::{Args, FromArg};
 use crate::element::*;
 use crate::error::ConfigError;
-use packet::views::Ipv4Header;
 use packet::{Packet, PacketBatch};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -87,22 +86,21 @@ enum Verdict {
     Unparseable,
 }
 
+#[inline(always)]
 fn decrement(p: &mut Packet, multicast: bool) -> Verdict {
-    let Some(nh) = p.network_header_mut() else {
+    // The fixed header's fields by position: one length check, no per-field checks.
+    let Some(h) = p.network_header_mut().and_then(|nh| nh.first_chunk_mut::<20>()) else {
         return Verdict::Unparseable;
     };
-    let Some(mut ip) = Ipv4Header::new_checked(nh) else {
-        return Verdict::Unparseable;
-    };
-    if !multicast && ip.dst()[0] & 0xf0 == 0xe0 {
+    if !multicast && h[16] & 0xf0 == 0xe0 {
         return Verdict::Forward;
     }
-    if ip.ttl() <= 1 {
+    if h[8] <= 1 {
         return Verdict::Expired;
     }
-    ip.set_ttl(ip.ttl() - 1);
-    let c = click_ttl_checksum(ip.checksum());
-    ip.set_checksum(c);
+    h[8] -= 1;
+    let c = click_ttl_checksum(u16::from_be_bytes([h[10], h[11]]));
+    [h[10], h[11]] = c.to_be_bytes();
     Verdict::Forward
 }
 
