@@ -394,6 +394,13 @@ fn transmitted_frames_arrive_at_the_peer() {
         let bytes: usize = sent.iter().map(|f| f.len()).sum();
         let s = port.stats(0);
         assert_eq!((s.tx_packets, s.tx_bytes), (300, bytes as u64));
+        // A packet longer than a UMEM frame (2,048 bytes) is dropped and counted.
+        let mut b = PacketBatch::new();
+        b.push(Packet::from_slice(&[0x5a; 2100]));
+        assert_eq!(port.tx_burst(0, &mut b), 0);
+        assert!(b.is_empty());
+        assert_eq!(port.xdp_stats(0).tx_too_long, 1);
+        assert_eq!(port.stats(0).tx_packets, 300);
         assert_no_frame_leaked(&port);
     });
 }
@@ -763,5 +770,57 @@ fn killed_process_leaves_no_program_behind() {
         // And the queue is free for the next run.
         let port = open(1);
         drop(port);
+    });
+}
+
+/// Drops CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN and CAP_BPF from the calling
+/// thread's effective set (capabilities are per thread on Linux).
+fn drop_network_capabilities() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut h = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget/capset with a v3 header and two data blocks, as the ABI wants.
+    unsafe {
+        assert_eq!(
+            libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()),
+            0
+        );
+        d[0].effective &= !((1 << 12) | (1 << 13) | (1 << 21)); // NET_ADMIN, NET_RAW, SYS_ADMIN
+        d[1].effective &= !(1 << (39 - 32)); // BPF
+        assert_eq!(
+            libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()),
+            0
+        );
+    }
+}
+
+#[test]
+fn missing_privileges_are_named() {
+    let ns = Netns::new(1);
+    ns.enter(|| {
+        drop_network_capabilities();
+        let e = XdpPort::open("xa", 1, &XdpConfig::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "xa: create the XSKMAP (AF_XDP needs root, or CAP_NET_ADMIN, CAP_NET_RAW and \
+                 CAP_BPF): {}",
+                std::io::Error::from_raw_os_error(libc::EPERM)
+            )
+        );
     });
 }

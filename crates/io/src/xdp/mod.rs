@@ -72,6 +72,9 @@ pub struct XdpConfig {
     pub ring_size: u32,
     /// Receive batch k_p: the fill ring is topped up once this many frames can go.
     pub rx_batch: u32,
+    /// Transmit batch k_n: finished transmissions are reclaimed once this many are
+    /// there (or when a burst needs their frames).
+    pub tx_batch: u32,
     /// Try zero-copy first (falls back to copy mode when the driver refuses).
     pub zero_copy: bool,
     /// Where to attach the XDP program.
@@ -85,6 +88,7 @@ impl Default for XdpConfig {
             frame_size: 2048,
             ring_size: 2048,
             rx_batch: 32,
+            tx_batch: 16,
             zero_copy: true,
             attach: AttachRequest::Auto,
         }
@@ -365,6 +369,7 @@ impl XdpPort {
             frame_size: cfg.frame_size,
             ring_size: cfg.ring_size,
             rx_batch: cfg.rx_batch.max(1),
+            tx_batch: cfg.tx_batch.max(1),
         };
         let mut sockets = Vec::with_capacity(queues);
         // Once one queue falls back to copy mode the others are opened in copy mode

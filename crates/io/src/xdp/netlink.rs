@@ -311,4 +311,18 @@ mod tests {
             Err(ReplyError::Malformed("no link message in the reply"))
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(data in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            let _ = parse_link_reply(&data);
+        }
+
+        #[test]
+        fn truncated_replies_are_errors(cut in 0usize..68) {
+            // Cut before the last attribute ends: the message length no longer fits.
+            let r = reply();
+            proptest::prop_assert!(parse_link_reply(&r[..cut]).is_err());
+        }
+    }
 }

@@ -26,6 +26,9 @@ pub struct Geometry {
     pub ring_size: u32,
     /// Fill-ring top-ups wait until this many frames can be added (k_p).
     pub rx_batch: u32,
+    /// Completions are reclaimed once this many are there (k_n), or when a transmit
+    /// burst needs the frames.
+    pub tx_batch: u32,
 }
 
 /// A memory-mapped ring shared with the kernel.
@@ -511,9 +514,12 @@ impl Xsk {
     /// return. Packets that find no free frame or ring entry are dropped and counted.
     /// Returns (packets, bytes) accepted.
     pub fn transmit(&mut self, batch: &mut PacketBatch) -> (usize, u64) {
-        self.reclaim_completions();
         let tx_cap = self.geometry.frames - self.fill_target;
         let want = batch.len() as u32;
+        let frames_for_burst = (self.free.len() as u32).min(tx_cap - self.tx_side);
+        if frames_for_burst < want || self.completion.available() >= self.geometry.tx_batch {
+            self.reclaim_completions();
+        }
         let room = want
             .min(tx_cap - self.tx_side)
             .min(self.free.len() as u32)
