@@ -355,6 +355,13 @@ fn frames_from_the_peer_arrive_byte_for_byte() {
         let bytes: usize = sent.iter().map(|f| f.len()).sum();
         let s = port.stats(0);
         assert_eq!((s.rx_packets, s.rx_bytes), (100, bytes as u64));
+        let k = port.xdp_stats(0).kernel;
+        assert_eq!(
+            (k.rx_dropped, k.rx_ring_full, k.rx_invalid_descs),
+            (0, 0, 0),
+            "{:?}",
+            k
+        );
         assert_no_frame_leaked(&port);
     });
 }
@@ -485,6 +492,19 @@ fn program_is_attached_while_open_and_gone_after_drop() {
             io::XdpAttach::Generic => Attached::Generic,
         };
         assert_eq!(prog.attached, expected_mode);
+        // While it is open, a second port on the interface is refused, and the first
+        // keeps its program.
+        let e = XdpPort::open("xa", 1, &XdpConfig::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "xa: brickroute's XDP program (id {}) is held by a bpf_link: another brickroute \
+                 port (in this process or another) is open on this interface: {}",
+                prog.id,
+                std::io::Error::from_raw_os_error(libc::EBUSY)
+            )
+        );
+        assert_eq!(attached_xdp_program("xa").unwrap(), Some(prog));
         drop(port);
         assert_detached("xa");
         // A second port opens on the same interface after the first is gone.

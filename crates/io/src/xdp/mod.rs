@@ -20,7 +20,7 @@ mod umem;
 
 pub use netlink::{parse_link_reply, Attached, LinkState, ReplyError};
 pub use program::PROGRAM_NAME;
-pub use umem::FrameCounts;
+pub use umem::{FrameCounts, KernelStats};
 
 use crate::error::DeviceError;
 use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
@@ -104,6 +104,8 @@ pub struct XdpQueueStats {
     pub tx_too_long: u64,
     /// Packets dropped on transmit because no frame or ring entry was free.
     pub tx_no_room: u64,
+    /// The kernel's counters of the queue's socket (zero if it could not be read).
+    pub kernel: KernelStats,
 }
 
 /// The XDP program attached to an interface, as netlink and bpf(2) describe it.
@@ -271,7 +273,7 @@ fn clear_leftover(ifname: &str, ifindex: u32, state: &LinkState) -> Result<(), D
                 ifname,
                 format!(
                     "brickroute's XDP program (id {}) is held by a bpf_link: another \
-                     brickroute is running on this interface",
+                     brickroute port (in this process or another) is open on this interface",
                     prog.id
                 ),
                 e,
@@ -492,6 +494,7 @@ impl XdpPort {
                 frames: x.frame_counts(),
                 tx_too_long: x.tx_too_long,
                 tx_no_room: x.tx_no_room,
+                kernel: x.kernel_stats().unwrap_or_default(),
             }
         })
     }

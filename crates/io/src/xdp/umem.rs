@@ -208,6 +208,22 @@ impl FrameCounts {
     }
 }
 
+/// The kernel's counters of one AF_XDP socket (`struct xdp_statistics`): where frames
+/// were lost before the port saw them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelStats {
+    /// Frames dropped for other reasons than a full ring (e.g. longer than a frame).
+    pub rx_dropped: u64,
+    pub rx_invalid_descs: u64,
+    pub tx_invalid_descs: u64,
+    /// Frames dropped because the receive ring was full (the port polled too slowly).
+    pub rx_ring_full: u64,
+    /// Times the kernel found the fill ring empty.
+    pub rx_fill_ring_empty: u64,
+    /// Times the kernel found the transmit ring empty when woken.
+    pub tx_ring_empty: u64,
+}
+
 /// An AF_XDP socket bound to one queue of one interface, with its UMEM.
 pub struct Xsk {
     // Rings and UMEM are unmapped before the socket is closed (field order).
@@ -613,6 +629,31 @@ impl Xsk {
                 ptr::null_mut(),
             )
         };
+    }
+
+    /// The kernel's counters of this socket (`XDP_STATISTICS`).
+    pub fn kernel_stats(&self) -> io::Result<KernelStats> {
+        // SAFETY: all-zero is a valid xdp_statistics (plain integers).
+        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: `st` is writable for `len` bytes; the kernel writes at most that.
+        check(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                &mut st as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        })?;
+        Ok(KernelStats {
+            rx_dropped: st.rx_dropped,
+            rx_invalid_descs: st.rx_invalid_descs,
+            tx_invalid_descs: st.tx_invalid_descs,
+            rx_ring_full: st.rx_ring_full,
+            rx_fill_ring_empty: st.rx_fill_ring_empty_descs,
+            tx_ring_empty: st.tx_ring_empty_descs,
+        })
     }
 
     /// Where the frames are now.
