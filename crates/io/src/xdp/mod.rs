@@ -462,7 +462,8 @@ impl XdpPort {
         self.ifindex
     }
 
-    /// The IPv4 addresses whose frames the program passes to the kernel.
+    /// The IPv4 addresses whose frames the program passes to the kernel (the first
+    /// 256 of the interface's).
     pub fn local_addresses(&self) -> Vec<[u8; 4]> {
         lock(&self.local_addrs).clone()
     }

@@ -460,7 +460,9 @@ impl Xsk {
     /// side; unless `force`, only once at least `rx_batch` (k_p) can be given at once.
     fn top_up_fill(&mut self, force: bool) {
         let want = self.fill_target - self.rx_side;
-        if want == 0 || (!force && want < self.geometry.rx_batch) {
+        // A batch larger than the receive side would never be reached: cap it.
+        let batch = self.geometry.rx_batch.min(self.fill_target);
+        if want == 0 || (!force && want < batch) {
             return;
         }
         let n = want.min(self.free.len() as u32).min(self.fill.free_entries(want));
