@@ -54,8 +54,17 @@ impl Netns {
         };
         // No IPv6: the kernel's own router solicitations and MLD reports would be extra
         // frames on the wire.
-        sh("sysctl -qw net.ipv6.conf.default.disable_ipv6=1");
-        sh("sysctl -qw net.ipv6.conf.all.disable_ipv6=1");
+        for conf in ["default", "all"] {
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                &ns.name,
+                "sh",
+                "-c",
+                &format!("echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6", conf),
+            ]);
+        }
         sh(&format!(
             "ip link add xa address 02:00:00:00:00:0a numrxqueues {q} numtxqueues {q} type veth \
              peer name xb address 02:00:00:00:00:0b numrxqueues {q} numtxqueues {q}"
