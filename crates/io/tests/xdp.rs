@@ -913,3 +913,33 @@ fn a_small_umem_recycles_its_frames() {
         assert!(f.fill + f.rx <= 32 && f.fill + f.rx > 32 - 8, "{:?}", f);
     });
 }
+
+#[test]
+fn addresses_added_later_reach_the_kernel_after_a_refresh() {
+    let ns = Netns::new(1);
+    let name = ns.name.clone();
+    ns.enter(move || {
+        let port = open(1);
+        let peer = Peer::open();
+        run(&["ip", "-n", &name, "addr", "add", "198.18.0.5/24", "dev", "xa"]);
+        let new_ip = [198, 18, 0, 5];
+        let sock = udp_socket(new_ip, 7778);
+        let to_new = udp_frame(XB_MAC, XA_MAC, XB_IP, new_ip, 5556, 7778, b"new address");
+        // Not yet in the program's map: the frame goes to the AF_XDP socket.
+        peer.send(&to_new);
+        assert_eq!(receive_on(&port, &[0], 1), vec![(0, to_new.clone())]);
+        assert_eq!(port.refresh_local_addresses().unwrap(), 2);
+        assert_eq!(port.local_addresses(), vec![XA_IP, new_ip]);
+        peer.send(&to_new);
+        let mut buf = [0u8; 64];
+        let (n, _) = sock
+            .recv_from(&mut buf)
+            .expect("UDP to 198.18.0.5 did not reach the kernel");
+        assert_eq!(&buf[..n], b"new address");
+        // Removed again: back to the socket.
+        run(&["ip", "-n", &name, "addr", "del", "198.18.0.5/24", "dev", "xa"]);
+        assert_eq!(port.refresh_local_addresses().unwrap(), 1);
+        peer.send(&to_new);
+        assert_eq!(receive_on(&port, &[0], 1), vec![(0, to_new)]);
+    });
+}

@@ -115,9 +115,11 @@ struct ProgInfoHead {
 
 /// Calls bpf(2) with `attr` as the attribute block; returns the non-negative result.
 fn sys_bpf<T>(cmd: libc::c_int, attr: &mut T) -> io::Result<libc::c_long> {
-    // SAFETY: `attr` is a live, initialised #[repr(C)] block of size_of::<T>() bytes,
-    // which is what bpf(2) reads (and, for info queries, what the pointers inside it
-    // name is checked by the caller). The kernel reads at most that many bytes.
+    // SAFETY: `attr` is a live #[repr(C)] block of size_of::<T>() bytes, the size
+    // passed. The pointers inside it (keys, values, instructions, licence, log and info
+    // buffers) are set by this module's callers to buffers that are live for the call
+    // and as large as the block says (see `map_update` for the one invariant the type
+    // system does not check).
     let r = unsafe {
         libc::syscall(
             libc::SYS_bpf,
@@ -165,7 +167,11 @@ pub fn map_create(
 }
 
 /// Sets `map[key] = value` (create or replace).
-pub fn map_update<K, V>(map: &OwnedFd, key: &K, value: &V) -> io::Result<()> {
+///
+/// # Safety
+/// `K` and `V` must be exactly as large as the map's key and value: the kernel reads
+/// that many bytes from each.
+pub unsafe fn map_update<K, V>(map: &OwnedFd, key: &K, value: &V) -> io::Result<()> {
     let mut a = MapElemAttr {
         map_fd: map.as_raw_fd() as u32,
         key: key as *const K as u64,
@@ -177,7 +183,10 @@ pub fn map_update<K, V>(map: &OwnedFd, key: &K, value: &V) -> io::Result<()> {
 }
 
 /// Removes `map[key]`.
-pub fn map_delete<K>(map: &OwnedFd, key: &K) -> io::Result<()> {
+///
+/// # Safety
+/// `K` must be exactly as large as the map's key.
+pub unsafe fn map_delete<K>(map: &OwnedFd, key: &K) -> io::Result<()> {
     let mut a = MapElemAttr {
         map_fd: map.as_raw_fd() as u32,
         key: key as *const K as u64,

@@ -392,14 +392,16 @@ impl XdpPort {
                 }
             };
             let fd = xsk.fd().as_raw_fd() as u32;
-            bpf::map_update(&xsk_map, &q, &fd)
+            // SAFETY: the XSKMAP has 4-byte keys (u32 queue) and 4-byte values (u32 fd).
+            unsafe { bpf::map_update(&xsk_map, &q, &fd) }
                 .map_err(|e| dev_err(ifname, format!("queue {}: enter the socket in the XSKMAP", q), e))?;
             sockets.push(xsk);
         }
         let local =
             ipv4_addresses(ifname).map_err(|e| dev_err(ifname, "read the interface's IPv4 addresses", e))?;
         for a in local.iter().take(MAX_LOCAL_ADDRS as usize) {
-            bpf::map_update(&addr_map, a, &1u8)
+            // SAFETY: the address map has 4-byte keys ([u8; 4]) and 1-byte values (u8).
+            unsafe { bpf::map_update(&addr_map, a, &1u8) }
                 .map_err(|e| dev_err(ifname, "enter an address in the address map", e))?;
         }
 
@@ -475,11 +477,13 @@ impl XdpPort {
             .map_err(|e| dev_err(&self.ifname, "read the interface's IPv4 addresses", e))?;
         let mut cur = lock(&self.local_addrs);
         for a in cur.iter().filter(|a| !now.contains(a)) {
-            bpf::map_delete(&self.addr_map, a)
+            // SAFETY: the address map has 4-byte keys ([u8; 4]).
+            unsafe { bpf::map_delete(&self.addr_map, a) }
                 .map_err(|e| dev_err(&self.ifname, "remove an address from the address map", e))?;
         }
         for a in now.iter().take(MAX_LOCAL_ADDRS as usize) {
-            bpf::map_update(&self.addr_map, a, &1u8)
+            // SAFETY: the address map has 4-byte keys ([u8; 4]) and 1-byte values (u8).
+            unsafe { bpf::map_update(&self.addr_map, a, &1u8) }
                 .map_err(|e| dev_err(&self.ifname, "enter an address in the address map", e))?;
         }
         *cur = now;
