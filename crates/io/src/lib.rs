@@ -12,7 +12,12 @@
 mod error;
 mod mem;
 mod port;
+mod xdp;
 
 pub use error::DeviceError;
 pub use mem::MemPort;
 pub use port::{CachePadded, Port, QueueStats};
+pub use xdp::{
+    attached_xdp_program, parse_link_reply, AttachRequest, Attached, AttachedProgram, FrameCounts,
+    KernelStats, LinkState, ReplyError, XdpAttach, XdpConfig, XdpMode, XdpPort, XdpQueueStats, PROGRAM_NAME,
+};

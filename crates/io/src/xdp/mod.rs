@@ -1,0 +1,592 @@
+//! `XdpPort`: an interface's queues through AF_XDP sockets, steered by brickroute's own
+//! XDP program.
+//!
+//! Opening a port:
+//! 1. finds the interface and its receive queues (netlink), and the XDP program
+//!    attached to it: a leftover of an earlier brickroute run (same program name,
+//!    attached through netlink) is detached; a foreign program is an error;
+//! 2. creates the socket map (XSKMAP) and the map of the interface's IPv4 addresses,
+//!    and loads the program ([`program`]);
+//! 3. opens one AF_XDP socket with its own UMEM per queue, zero-copy if the driver
+//!    grants it, copy mode otherwise, and enters it in the socket map;
+//! 4. attaches the program with a bpf_link, in the driver if it can, generic (SKB)
+//!    mode otherwise. Closing the link (dropping the port, or the process ending in
+//!    any way) detaches the program.
+
+mod bpf;
+mod netlink;
+mod program;
+mod umem;
+
+pub use netlink::{parse_link_reply, Attached, LinkState, ReplyError};
+pub use program::PROGRAM_NAME;
+pub use umem::{FrameCounts, KernelStats};
+
+use crate::error::DeviceError;
+use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
+use packet::PacketBatch;
+use std::ffi::CString;
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
+use umem::{Geometry, Xsk};
+
+/// How the AF_XDP sockets move frames, as the kernel granted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdpMode {
+    /// The driver receives into and sends from the UMEM directly.
+    ZeroCopy,
+    /// The kernel copies frames between its buffers and the UMEM.
+    Copy,
+}
+
+/// Where the XDP program runs, as attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdpAttach {
+    /// In the driver, before any socket buffer is made.
+    Native,
+    /// In the generic path (SKB mode), after a socket buffer is made.
+    Generic,
+}
+
+/// Which attach mode to ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AttachRequest {
+    /// Native if the driver supports it, generic otherwise.
+    #[default]
+    Auto,
+    Native,
+    Generic,
+}
+
+/// Settings of an [`XdpPort`].
+#[derive(Clone, Debug)]
+pub struct XdpConfig {
+    /// UMEM frames per queue (half at most serve receiving, the rest transmitting).
+    pub frames_per_queue: u32,
+    /// Bytes per UMEM frame: 2048 or 4096.
+    pub frame_size: u32,
+    /// Entries of each of the four rings of a socket (a power of two).
+    pub ring_size: u32,
+    /// Receive batch k_p: the fill ring is topped up once this many frames can go.
+    pub rx_batch: u32,
+    /// Transmit batch k_n: finished transmissions are reclaimed once this many are
+    /// there (or when a burst needs their frames).
+    pub tx_batch: u32,
+    /// Try zero-copy first (falls back to copy mode when the driver refuses).
+    pub zero_copy: bool,
+    /// Where to attach the XDP program.
+    pub attach: AttachRequest,
+}
+
+impl Default for XdpConfig {
+    fn default() -> XdpConfig {
+        XdpConfig {
+            frames_per_queue: 4096,
+            frame_size: 2048,
+            ring_size: 2048,
+            rx_batch: 32,
+            tx_batch: 16,
+            zero_copy: true,
+            attach: AttachRequest::Auto,
+        }
+    }
+}
+
+/// Counters of one queue beyond [`QueueStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XdpQueueStats {
+    /// Where the queue's UMEM frames are.
+    pub frames: FrameCounts,
+    /// Packets dropped on transmit because they were longer than a UMEM frame.
+    pub tx_too_long: u64,
+    /// Packets dropped on transmit because no frame or ring entry was free.
+    pub tx_no_room: u64,
+    /// The kernel's counters of the queue's socket (zero if it could not be read).
+    pub kernel: KernelStats,
+}
+
+/// The XDP program attached to an interface, as netlink and bpf(2) describe it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttachedProgram {
+    pub id: u32,
+    /// The name it was loaded under (brickroute's is [`PROGRAM_NAME`]).
+    pub name: String,
+    pub attached: Attached,
+}
+
+/// A port whose queues are AF_XDP sockets of one interface.
+///
+/// Queue q is socket q, bound to the interface's receive/transmit queue q, with its own
+/// UMEM. Only the worker that owns queue q should call [`Port::rx_burst`] and
+/// [`Port::tx_burst`] for it; each socket sits behind an uncontended mutex taken once
+/// per burst, so the port is safe to share all the same.
+///
+/// Receive copies each frame from the UMEM into a packet of the calling thread's pool;
+/// transmit copies each packet into a UMEM frame: one copy per packet each way, and no
+/// allocation once the pool is warm.
+pub struct XdpPort {
+    // Dropped first: closing the link detaches the program before the sockets go.
+    _link: OwnedFd,
+    ifname: String,
+    ifindex: u32,
+    queues: Vec<CachePadded<Mutex<Xsk>>>,
+    counters: Vec<CachePadded<QueueCounters>>,
+    mode: XdpMode,
+    attach: XdpAttach,
+    /// The IPv4 addresses in the address map.
+    local_addrs: Mutex<Vec<[u8; 4]>>,
+    addr_map: OwnedFd,
+    _prog: OwnedFd,
+    _xsk_map: OwnedFd,
+}
+
+/// Entries of the address map: IPv4 addresses of the interface the program lets
+/// through to the kernel.
+const MAX_LOCAL_ADDRS: u32 = 256;
+
+fn os_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            " (AF_XDP needs root, or CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF)"
+        }
+        _ => "",
+    }
+}
+
+fn dev_err(ifname: &str, step: impl Into<String>, e: io::Error) -> DeviceError {
+    let step = format!("{}{}", step.into(), os_hint(&e));
+    DeviceError::io(ifname, step, e)
+}
+
+/// The interface index of `ifname`.
+fn ifindex_of(ifname: &str) -> Result<u32, DeviceError> {
+    if ifname.is_empty() || ifname.len() > 15 {
+        return Err(DeviceError::new(ifname, "not an interface name (1 to 15 bytes)"));
+    }
+    let c =
+        CString::new(ifname).map_err(|_| DeviceError::new(ifname, "not an interface name (contains NUL)"))?;
+    // SAFETY: `c` is a NUL-terminated string that outlives the call.
+    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if index == 0 {
+        return Err(DeviceError::last_os(ifname, "find the interface"));
+    }
+    Ok(index)
+}
+
+/// The IPv4 addresses of interface `ifname`, in network byte order.
+fn ipv4_addresses(ifname: &str) -> io::Result<Vec<[u8; 4]>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free below.
+    if unsafe { libc::getifaddrs(&mut head) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string of the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        // SAFETY: ifa_addr is non-null and points at a sockaddr of the list.
+        let family = unsafe { (*ifa.ifa_addr).sa_family };
+        if name.to_bytes() == ifname.as_bytes() && i32::from(family) == libc::AF_INET {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            let a = sin.sin_addr.s_addr.to_ne_bytes();
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+/// The XDP program attached to `ifname`, if any.
+pub fn attached_xdp_program(ifname: &str) -> Result<Option<AttachedProgram>, DeviceError> {
+    let ifindex = ifindex_of(ifname)?;
+    let state = netlink::link_state(ifindex)
+        .map_err(|e| dev_err(ifname, "query the interface (netlink RTM_GETLINK)", e))?;
+    attached_program(ifname, &state)
+}
+
+fn attached_program(ifname: &str, state: &LinkState) -> Result<Option<AttachedProgram>, DeviceError> {
+    if state.xdp_attached == Attached::None {
+        return Ok(None);
+    }
+    let name = if state.xdp_prog_id == 0 {
+        String::new()
+    } else {
+        bpf::prog_name_by_id(state.xdp_prog_id).map_err(|e| {
+            dev_err(
+                ifname,
+                format!("read the name of the attached XDP program {}", state.xdp_prog_id),
+                e,
+            )
+        })?
+    };
+    Ok(Some(AttachedProgram {
+        id: state.xdp_prog_id,
+        name,
+        attached: state.xdp_attached,
+    }))
+}
+
+/// Detaches a leftover brickroute program from the interface; refuses a foreign one.
+fn clear_leftover(ifname: &str, ifindex: u32, state: &LinkState) -> Result<(), DeviceError> {
+    let Some(prog) = attached_program(ifname, state)? else {
+        return Ok(());
+    };
+    if prog.attached == Attached::Multi {
+        return Err(DeviceError::new(
+            ifname,
+            "XDP programs are attached in several modes; detach them first \
+             (ip link set dev IF xdp off; ip link set dev IF xdpgeneric off)",
+        ));
+    }
+    if prog.name != PROGRAM_NAME {
+        return Err(DeviceError::new(
+            ifname,
+            format!(
+                "another XDP program ('{}', id {}) is attached; brickroute will not replace \
+                 it: detach it first (ip link set dev {} xdp off)",
+                prog.name, prog.id, ifname
+            ),
+        ));
+    }
+    let flags = match prog.attached {
+        Attached::Driver => bpf::XDP_FLAGS_DRV_MODE,
+        Attached::Generic => bpf::XDP_FLAGS_SKB_MODE,
+        _ => 0,
+    };
+    netlink::detach_xdp(ifindex, flags).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EBUSY) {
+            DeviceError::io(
+                ifname,
+                format!(
+                    "brickroute's XDP program (id {}) is held by a bpf_link: another \
+                     brickroute port (in this process or another) is open on this interface",
+                    prog.id
+                ),
+                e,
+            )
+        } else {
+            dev_err(
+                ifname,
+                format!("detach the XDP program left by an earlier run (id {})", prog.id),
+                e,
+            )
+        }
+    })
+}
+
+/// Opens a socket on queue `q`, retrying for up to a second while the queue is busy:
+/// the kernel releases a closed socket's hold on its queue in deferred work, so a port
+/// reopened right after another closed (or a router restarted at once) finds the
+/// queue busy for a moment.
+fn open_socket(ifindex: u32, q: u32, g: Geometry, zero_copy: bool) -> Result<Xsk, umem::SetupError> {
+    let mut tries = 0;
+    loop {
+        match Xsk::open(ifindex, q, g, zero_copy) {
+            Err(e) if e.error.raw_os_error() == Some(libc::EBUSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+impl XdpPort {
+    /// Opens `queues` queues (0..queues) of interface `ifname`; see the module text.
+    pub fn open(ifname: &str, queues: usize, cfg: &XdpConfig) -> Result<XdpPort, DeviceError> {
+        if queues == 0 {
+            return Err(DeviceError::new(
+                ifname,
+                "an AF_XDP port needs at least one queue",
+            ));
+        }
+        if !cfg.ring_size.is_power_of_two() || cfg.ring_size < 64 {
+            return Err(DeviceError::new(
+                ifname,
+                format!("ring size {} is not a power of two of at least 64", cfg.ring_size),
+            ));
+        }
+        if cfg.frame_size != 2048 && cfg.frame_size != 4096 {
+            return Err(DeviceError::new(
+                ifname,
+                format!("UMEM frame size {} is not 2048 or 4096", cfg.frame_size),
+            ));
+        }
+        if cfg.frames_per_queue < 2 * cfg.rx_batch.max(1) {
+            return Err(DeviceError::new(
+                ifname,
+                format!(
+                    "{} UMEM frames per queue are too few for a receive batch of {}",
+                    cfg.frames_per_queue, cfg.rx_batch
+                ),
+            ));
+        }
+        let ifindex = ifindex_of(ifname)?;
+        let state = netlink::link_state(ifindex)
+            .map_err(|e| dev_err(ifname, "query the interface (netlink RTM_GETLINK)", e))?;
+        let rx_queues = state.rx_queues.unwrap_or(1).max(1);
+        if queues > rx_queues as usize {
+            return Err(DeviceError::new(
+                ifname,
+                format!(
+                    "{} queues asked, the interface has {} receive queue{}",
+                    queues,
+                    rx_queues,
+                    if rx_queues == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        clear_leftover(ifname, ifindex, &state)?;
+
+        let xsk_map = bpf::map_create(bpf::BPF_MAP_TYPE_XSKMAP, 4, 4, rx_queues, "brt_xsks")
+            .map_err(|e| dev_err(ifname, "create the XSKMAP", e))?;
+        let addr_map = bpf::map_create(bpf::BPF_MAP_TYPE_HASH, 4, 1, MAX_LOCAL_ADDRS, "brt_local_v4")
+            .map_err(|e| dev_err(ifname, "create the address map", e))?;
+        let insns = program::instructions(xsk_map.as_raw_fd(), addr_map.as_raw_fd());
+        let prog = bpf::prog_load_xdp(&insns, PROGRAM_NAME).map_err(|e| {
+            let step = if e.log.is_empty() {
+                "load the XDP program".to_string()
+            } else {
+                format!("load the XDP program (verifier: {})", e.log)
+            };
+            dev_err(ifname, step, e.error)
+        })?;
+
+        let geometry = Geometry {
+            frames: cfg.frames_per_queue,
+            frame_size: cfg.frame_size,
+            ring_size: cfg.ring_size,
+            rx_batch: cfg.rx_batch.max(1),
+            tx_batch: cfg.tx_batch.max(1),
+        };
+        let mut sockets = Vec::with_capacity(queues);
+        // Once one queue falls back to copy mode the others are opened in copy mode
+        // too (earlier ones stay zero-copy); the port then reports copy mode.
+        let mut mode = XdpMode::ZeroCopy;
+        for q in 0..queues as u32 {
+            let zc = if cfg.zero_copy && mode == XdpMode::ZeroCopy {
+                open_socket(ifindex, q, geometry, true).ok()
+            } else {
+                None
+            };
+            let xsk = match zc {
+                Some(x) => x,
+                None => {
+                    mode = XdpMode::Copy;
+                    open_socket(ifindex, q, geometry, false)
+                        .map_err(|e| dev_err(ifname, format!("queue {}: {}", q, e.step), e.error))?
+                }
+            };
+            let fd = xsk.fd().as_raw_fd() as u32;
+            // SAFETY: the XSKMAP has 4-byte keys (u32 queue) and 4-byte values (u32 fd).
+            unsafe { bpf::map_update(&xsk_map, &q, &fd) }
+                .map_err(|e| dev_err(ifname, format!("queue {}: enter the socket in the XSKMAP", q), e))?;
+            sockets.push(xsk);
+        }
+        let local =
+            ipv4_addresses(ifname).map_err(|e| dev_err(ifname, "read the interface's IPv4 addresses", e))?;
+        for a in local.iter().take(MAX_LOCAL_ADDRS as usize) {
+            // SAFETY: the address map has 4-byte keys ([u8; 4]) and 1-byte values (u8).
+            unsafe { bpf::map_update(&addr_map, a, &1u8) }
+                .map_err(|e| dev_err(ifname, "enter an address in the address map", e))?;
+        }
+
+        let (link, attach) = match cfg.attach {
+            AttachRequest::Native => (
+                bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE)
+                    .map_err(|e| dev_err(ifname, "attach the XDP program in native mode", e))?,
+                XdpAttach::Native,
+            ),
+            AttachRequest::Generic => (
+                bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE)
+                    .map_err(|e| dev_err(ifname, "attach the XDP program in generic mode", e))?,
+                XdpAttach::Generic,
+            ),
+            AttachRequest::Auto => match bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
+                Ok(l) => (l, XdpAttach::Native),
+                Err(native) => match bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE) {
+                    Ok(l) => (l, XdpAttach::Generic),
+                    Err(e) => {
+                        return Err(dev_err(
+                            ifname,
+                            format!("attach the XDP program (native mode: {}; generic mode)", native),
+                            e,
+                        ))
+                    }
+                },
+            },
+        };
+
+        Ok(XdpPort {
+            _link: link,
+            ifname: ifname.to_string(),
+            ifindex,
+            counters: (0..queues).map(|_| CachePadded::default()).collect(),
+            queues: sockets.into_iter().map(|x| CachePadded(Mutex::new(x))).collect(),
+            mode,
+            attach,
+            local_addrs: Mutex::new(local),
+            addr_map,
+            _prog: prog,
+            _xsk_map: xsk_map,
+        })
+    }
+
+    /// Zero-copy or copy mode, as the kernel granted it.
+    pub fn mode(&self) -> XdpMode {
+        self.mode
+    }
+
+    /// Where the program runs (native or generic XDP).
+    pub fn attach_mode(&self) -> XdpAttach {
+        self.attach
+    }
+
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The IPv4 addresses whose frames the program passes to the kernel (the first
+    /// 256 of the interface's).
+    pub fn local_addresses(&self) -> Vec<[u8; 4]> {
+        lock(&self.local_addrs).clone()
+    }
+
+    /// Re-reads the interface's IPv4 addresses into the program's address map (after
+    /// addresses were added or removed); returns how many there are now.
+    pub fn refresh_local_addresses(&self) -> Result<usize, DeviceError> {
+        let now = ipv4_addresses(&self.ifname)
+            .map_err(|e| dev_err(&self.ifname, "read the interface's IPv4 addresses", e))?;
+        let mut cur = lock(&self.local_addrs);
+        for a in cur.iter().filter(|a| !now.contains(a)) {
+            // SAFETY: the address map has 4-byte keys ([u8; 4]).
+            unsafe { bpf::map_delete(&self.addr_map, a) }
+                .map_err(|e| dev_err(&self.ifname, "remove an address from the address map", e))?;
+        }
+        for a in now.iter().take(MAX_LOCAL_ADDRS as usize) {
+            // SAFETY: the address map has 4-byte keys ([u8; 4]) and 1-byte values (u8).
+            unsafe { bpf::map_update(&self.addr_map, a, &1u8) }
+                .map_err(|e| dev_err(&self.ifname, "enter an address in the address map", e))?;
+        }
+        *cur = now;
+        Ok(cur.len())
+    }
+
+    /// UMEM frame whereabouts and transmit drops of queue `q` (default for a queue
+    /// that does not exist).
+    pub fn xdp_stats(&self, q: usize) -> XdpQueueStats {
+        self.queues.get(q).map_or(XdpQueueStats::default(), |x| {
+            let x = lock(x);
+            XdpQueueStats {
+                frames: x.frame_counts(),
+                tx_too_long: x.tx_too_long,
+                tx_no_room: x.tx_no_room,
+                kernel: x.kernel_stats().unwrap_or_default(),
+            }
+        })
+    }
+
+    /// Reclaims finished transmissions of every queue, then tells whether every UMEM
+    /// frame is in one of its places (free list, fill, receive, transmit or completion
+    /// ring). True once nothing is being transmitted; false after that means a leak.
+    pub fn frames_accounted(&self) -> bool {
+        self.queues.iter().all(|x| {
+            let mut x = lock(x);
+            x.reclaim_completions();
+            x.frame_counts().in_kernel() == 0
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves the rings consistent (indices are published
+    // only after entries are written), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl fmt::Display for XdpPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: AF_XDP, {}, {} XDP, {} queue{}",
+            self.ifname,
+            match self.mode {
+                XdpMode::ZeroCopy => "zero-copy mode",
+                XdpMode::Copy => "copy mode",
+            },
+            match self.attach {
+                XdpAttach::Native => "native",
+                XdpAttach::Generic => "generic",
+            },
+            self.queues.len(),
+            if self.queues.len() == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl fmt::Debug for XdpPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "XdpPort({})", self)
+    }
+}
+
+impl Port for XdpPort {
+    fn queues(&self) -> usize {
+        self.queues.len()
+    }
+
+    fn rx_burst(&self, queue: usize, batch: &mut PacketBatch, max: usize) -> usize {
+        let Some(x) = self.queues.get(queue) else {
+            return 0;
+        };
+        let (n, bytes) = lock(x).receive(batch, max);
+        if n > 0 {
+            let c = &self.counters[queue];
+            c.rx_packets.fetch_add(n as u64, Ordering::Relaxed);
+            c.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        n
+    }
+
+    fn rx_finished(&self, _queue: usize) -> bool {
+        false
+    }
+
+    fn tx_burst(&self, queue: usize, batch: &mut PacketBatch) -> usize {
+        let Some(x) = self.queues.get(queue) else {
+            batch.clear();
+            return 0;
+        };
+        let (n, bytes) = lock(x).transmit(batch);
+        if n > 0 {
+            let c = &self.counters[queue];
+            c.tx_packets.fetch_add(n as u64, Ordering::Relaxed);
+            c.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        n
+    }
+
+    fn stats(&self, queue: usize) -> QueueStats {
+        self.counters
+            .get(queue)
+            .map_or(QueueStats::default(), |c| c.snapshot())
+    }
+}
