@@ -4,6 +4,7 @@
 //! the port under test.
 
 use super::*;
+use packet::anno::PacketType;
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::atomic::AtomicUsize;
@@ -42,7 +43,9 @@ impl Netns {
             }
         });
         let n = ns.name.as_str();
-        ip(&["-n", n, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+        ip(&[
+            "-n", n, "link", "add", "va", "address", VA_MAC, "type", "veth", "peer", "name", "vb",
+        ]);
         ip(&["-n", n, "link", "set", "va", "up"]);
         ip(&["-n", n, "link", "set", "vb", "up"]);
         ns
@@ -149,6 +152,9 @@ impl Peer {
     }
 }
 
+/// The port side's MAC address.
+const VA_MAC: &str = "02:00:00:00:00:0a";
+
 /// Test ethertype (IEEE 802 local experimental): frames of this test, nothing else.
 const TEST_TYPE: [u8; 2] = [0x88, 0xb5];
 
@@ -225,6 +231,46 @@ fn frames_sent_on_the_peer_arrive_byte_for_byte() {
         let mut b = PacketBatch::new();
         assert_eq!(port.rx_burst(1, &mut b, 32), 0);
         assert_eq!(port.stats(1), QueueStats::default());
+    });
+}
+
+#[test]
+fn received_packets_carry_packet_type_queue_and_time() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        let port = AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap();
+        let peer = Peer::open("vb");
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        // To va's own MAC, to the broadcast address, to another host's MAC.
+        let mut to_host = test_frame(0, 60);
+        to_host[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x0a]);
+        let mut to_all = test_frame(1, 60);
+        to_all[..6].fill(0xff);
+        let to_other = test_frame(2, 60);
+        for f in [&to_host, &to_all, &to_other] {
+            peer.send(f);
+        }
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut b = PacketBatch::new();
+        while got.len() < 3 {
+            assert!(Instant::now() < deadline, "timed out");
+            port.rx_burst(0, &mut b, 32);
+            got.extend(b.drain().filter(|p| is_test_frame(p.data())));
+        }
+        let types: Vec<PacketType> = got.iter().map(|p| p.anno().packet_type).collect();
+        assert_eq!(
+            types,
+            vec![PacketType::Host, PacketType::Broadcast, PacketType::OtherHost]
+        );
+        for p in &got {
+            assert_eq!(p.anno().input_queue, 0);
+            let t = p.anno().timestamp.sec;
+            assert!(t >= before && t <= before + 60, "timestamp {}", t);
+        }
     });
 }
 
