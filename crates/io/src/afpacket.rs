@@ -80,6 +80,9 @@ struct Queue {
     tx: Mutex<TxScratch>,
     /// Frames the kernel refused on transmit (dropped).
     tx_dropped: CachePadded<AtomicU64>,
+    /// Frames the kernel could not put in the ring (full), summed over the readings of
+    /// `PACKET_STATISTICS` (each reading resets the kernel's counters).
+    rx_dropped: AtomicU64,
     fd: OwnedFd,
 }
 
@@ -343,6 +346,7 @@ impl AfPacketPort {
                 msgs: Vec::new(),
             }),
             tx_dropped: CachePadded::default(),
+            rx_dropped: AtomicU64::new(0),
             fd,
         })
     }
@@ -401,14 +405,6 @@ impl AfPacketPort {
     /// no group).
     pub fn fanout_group(&self) -> Option<u16> {
         self.fanout_group
-    }
-
-    /// Frames of `queue` the kernel refused on transmit and that were dropped (a full
-    /// device queue, a frame larger than the MTU).
-    pub fn tx_dropped(&self, queue: usize) -> u64 {
-        self.queues
-            .get(queue)
-            .map_or(0, |q| q.tx_dropped.load(Ordering::Relaxed))
     }
 }
 
@@ -569,6 +565,39 @@ impl Port for AfPacketPort {
         self.counters
             .get(queue)
             .map_or(QueueStats::default(), |c| c.snapshot())
+    }
+
+    /// Reads (and so resets) the socket's `PACKET_STATISTICS`: a system call, meant for
+    /// reports, not for the fast path.
+    fn rx_dropped(&self, queue: usize) -> u64 {
+        let Some(q) = self.queues.get(queue) else {
+            return 0;
+        };
+        let mut st = libc::tpacket_stats_v3 {
+            tp_packets: 0,
+            tp_drops: 0,
+            tp_freeze_q_cnt: 0,
+        };
+        let mut len = size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
+        // SAFETY: `st` and `len` are live and describe a buffer of the option's size
+        // (TPACKET_V3 sockets report a tpacket_stats_v3).
+        let rc = unsafe {
+            libc::getsockopt(
+                q.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                &mut st as *mut libc::tpacket_stats_v3 as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        let new = if rc == 0 { u64::from(st.tp_drops) } else { 0 };
+        q.rx_dropped.fetch_add(new, Ordering::Relaxed) + new
+    }
+
+    fn tx_dropped(&self, queue: usize) -> u64 {
+        self.queues
+            .get(queue)
+            .map_or(0, |q| q.tx_dropped.load(Ordering::Relaxed))
     }
 }
 

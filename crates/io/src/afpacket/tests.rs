@@ -354,6 +354,54 @@ fn transmitted_frames_arrive_at_the_peer_and_are_counted() {
 }
 
 #[test]
+fn frames_lost_to_a_full_ring_are_counted() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        // Two 4 KiB blocks: room for a handful of 1000-byte frames.
+        let cfg = AfPacketConfig {
+            block_size: 4096,
+            block_count: 2,
+            ..AfPacketConfig::default()
+        };
+        let port = AfPacketPort::open("va", 1, &cfg).unwrap();
+        let peer = Peer::open("vb");
+        assert_eq!(port.rx_dropped(0), 0);
+        for i in 0..200u32 {
+            peer.send(&test_frame(i, 1000));
+        }
+        // Read what the ring kept (the last block comes after its retire timeout).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut got = Vec::new();
+        let mut b = PacketBatch::new();
+        while got.len() as u64 + port.rx_dropped(0) < 200 {
+            assert!(
+                Instant::now() < deadline,
+                "timed out: {} frames so far",
+                got.len()
+            );
+            if port.rx_burst(0, &mut b, 32) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            got.extend(b.drain().map(|p| p.data().to_vec()));
+        }
+        let dropped = port.rx_dropped(0);
+        assert!(
+            dropped > 0 && !got.is_empty(),
+            "{} kept, {} dropped",
+            got.len(),
+            dropped
+        );
+        assert_eq!(got.len() as u64 + dropped, 200);
+        // Kept frames are the first ones, in order.
+        let want: Vec<Vec<u8>> = (0..got.len() as u32).map(|i| test_frame(i, 1000)).collect();
+        assert_eq!(got, want);
+        // Readings accumulate (the kernel resets its counter on each one).
+        assert_eq!(port.rx_dropped(0), dropped);
+        assert_eq!(port.rx_dropped(5), 0);
+    });
+}
+
+#[test]
 fn outgoing_frames_are_not_received() {
     let ns = Netns::with_veth();
     ns.run(|| {
