@@ -47,12 +47,13 @@ pub struct AfPacketConfig {
 }
 
 impl Default for AfPacketConfig {
-    /// 32 blocks of 128 KiB per queue (4 MiB: about 30 000 minimum-size frames of
-    /// buffering), 1 ms retire timeout, promiscuous.
+    /// 64 blocks of 128 KiB per queue (8 MiB: about 58 000 minimum-size frames, 0.2 s
+    /// of a veth's 0.3 Mpps, to ride out a worker's scheduling hiccups), 1 ms retire
+    /// timeout, promiscuous.
     fn default() -> Self {
         AfPacketConfig {
             block_size: 128 * 1024,
-            block_count: 32,
+            block_count: 64,
             block_timeout_ms: 1,
             promiscuous: true,
         }
@@ -670,11 +671,18 @@ fn send_chunk(
                 dropped += (n - i) as u64;
                 break;
             }
-            _ => {
-                // The frame at `i` was refused (too large for the MTU, device queue
-                // full, interface down): drop it, go on with the rest.
+            libc::EMSGSIZE | libc::EINVAL => {
+                // This frame is wrong for the device (larger than the MTU, shorter than
+                // a link header): drop it, go on with the rest.
                 dropped += 1;
                 i += 1;
+            }
+            _ => {
+                // The device cannot take frames now (queue full: ENOBUFS; down:
+                // ENETDOWN, ENXIO): the rest of the burst would fail the same way, one
+                // system call each, so drop it as a full NIC ring would.
+                dropped += (n - i) as u64;
+                break;
             }
         }
     }

@@ -402,6 +402,21 @@ fn frames_lost_to_a_full_ring_are_counted() {
 }
 
 #[test]
+fn transmit_on_a_down_interface_drops_the_burst() {
+    let ns = Netns::with_veth();
+    let port = ns.run(|| AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap());
+    ip(&["-n", &ns.name, "link", "set", "va", "down"]);
+    let mut b = PacketBatch::new();
+    for i in 0..10 {
+        b.push(Packet::from_slice(&test_frame(i, 60)));
+    }
+    assert_eq!(port.tx_burst(0, &mut b), 0);
+    assert!(b.is_empty());
+    assert_eq!(port.tx_dropped(0), 10);
+    assert_eq!(port.stats(0).tx_packets, 0);
+}
+
+#[test]
 fn outgoing_frames_are_not_received() {
     let ns = Netns::with_veth();
     ns.run(|| {
