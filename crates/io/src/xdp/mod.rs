@@ -589,4 +589,34 @@ impl Port for XdpPort {
             .get(queue)
             .map_or(QueueStats::default(), |c| c.snapshot())
     }
+
+    fn rx_dropped(&self, queue: usize) -> u64 {
+        if queue >= self.queues.len() {
+            return 0;
+        }
+        let k = self.xdp_stats(queue).kernel;
+        k.rx_dropped + k.rx_ring_full
+    }
+
+    fn tx_dropped(&self, queue: usize) -> u64 {
+        if queue >= self.queues.len() {
+            return 0;
+        }
+        let s = self.xdp_stats(queue);
+        s.tx_too_long + s.tx_no_room
+    }
+
+    fn mode(&self) -> Option<String> {
+        Some(format!(
+            "{}, {} XDP",
+            match self.mode {
+                XdpMode::ZeroCopy => "zero-copy mode",
+                XdpMode::Copy => "copy mode",
+            },
+            match self.attach {
+                XdpAttach::Native => "native",
+                XdpAttach::Generic => "generic",
+            }
+        ))
+    }
 }
