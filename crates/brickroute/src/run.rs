@@ -4,6 +4,7 @@ use crate::handlers;
 use graph::lang;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
+use runtime::DeviceTable;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
@@ -70,8 +71,9 @@ fn strerror(e: &std::io::Error) -> String {
     }
 }
 
-/// Loads and checks the configuration, or prints why not.
-fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
+/// Loads and checks the configuration, or prints why not. `devices` opens the network
+/// interfaces `FromDevice` and `ToDevice` name.
+fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<RouterSpec, String> {
     let mut defines = HashMap::new();
     let mut file = args.file.clone();
     for r in &args.rest {
@@ -99,7 +101,8 @@ fn load(args: &RunArgs, threads: usize) -> Result<RouterSpec, String> {
             (s, "<stdin>".to_string())
         }
     };
-    let reg = Registry::with_library();
+    let mut reg = Registry::with_library();
+    runtime::register(&mut reg, devices);
     let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
@@ -111,9 +114,40 @@ fn drive(router: &RouterSpec, threads: usize) -> runtime::RunStats {
     runtime::Runtime::new(threads).run_until(router, None, || SIGNALLED.load(Ordering::Relaxed))
 }
 
+/// "; devices d0 (PACKET, 2 queues: 10 in, 0 out), ..." for the summary line, or "".
+fn device_summary(devices: &DeviceTable) -> String {
+    let list: Vec<String> = devices
+        .devices()
+        .iter()
+        .map(|d| {
+            let t = d.port.totals();
+            let nq = d.port.queues();
+            format!(
+                "{} ({}{} queue{}: {} in, {} out)",
+                d.name,
+                d.method.map_or(String::new(), |m| format!("{}, ", m)),
+                nq,
+                if nq == 1 { "" } else { "s" },
+                t.rx_packets,
+                t.tx_packets
+            )
+        })
+        .collect();
+    if list.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; device{} {}",
+            if list.len() == 1 { "" } else { "s" },
+            list.join(", ")
+        )
+    }
+}
+
 pub fn main(args: RunArgs) -> ExitCode {
     let threads = args.threads.max(1);
-    let router = match load(&args, threads) {
+    let devices = Arc::new(DeviceTable::interfaces());
+    let router = match load(&args, threads, &devices) {
         Ok(r) => Arc::new(r),
         Err(e) => {
             eprintln!("{}", e);
@@ -126,11 +160,12 @@ pub fn main(args: RunArgs) -> ExitCode {
         let s = drive(&router, threads);
         if !args.no_summary {
             eprintln!(
-                "brickroute: {} worker{}, {} packets from sources in {:.3} s{}",
+                "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}",
                 threads,
                 if threads == 1 { "" } else { "s" },
                 s.packets(),
                 s.elapsed.as_secs_f64(),
+                device_summary(&devices),
                 if SIGNALLED.load(Ordering::Relaxed) {
                     " (interrupted)"
                 } else {
@@ -140,6 +175,10 @@ pub fn main(args: RunArgs) -> ExitCode {
         }
     }
     let (out, errors) = handlers::read_all(&router, &args.handlers);
+    // Close the interfaces (their sockets, and the promiscuous mode they asked for)
+    // before printing: the router's elements and the table hold the only references.
+    drop(router);
+    devices.clear();
     print!("{}", out);
     for e in &errors {
         eprintln!("{}", e);

@@ -8,11 +8,19 @@
 //! [`MemPort`] is an in-memory port: its receive side replays a traffic template spread
 //! over the queues by the RSS hash and indirection table, as a multi-queue NIC would;
 //! its transmit side counts and drops.
+//!
+//! [`AfPacketPort`] is a Linux interface through AF_PACKET sockets: a TPACKET_V3
+//! receive ring per queue, `PACKET_FANOUT` spreading the interface over the queues,
+//! `sendmmsg` transmit.
 
+#[cfg(target_os = "linux")]
+mod afpacket;
 mod error;
 mod mem;
 mod port;
 
+#[cfg(target_os = "linux")]
+pub use afpacket::{AfPacketConfig, AfPacketPort};
 pub use error::DeviceError;
 pub use mem::MemPort;
 pub use port::{CachePadded, Port, QueueStats};

@@ -1,11 +1,17 @@
 //! `FromDevice` and `ToDevice`: elements that receive from and transmit on the queues of
 //! the ports in a [`DeviceTable`].
 //!
-//! `FromDevice(DEVNAME [, QUEUE q, BURST k_p])` polls up to `k_p` packets (default 32)
-//! per run from queue `q` of port DEVNAME and pushes them out of output 0 as one batch.
-//! `ToDevice(DEVNAME [, QUEUE q, BURST k_n, FLUSH_US t])` hands packets to the port in
-//! groups of `k_n` (default 16) and sends a partial group once its oldest packet has
-//! waited `t` microseconds (default 100).
+//! `FromDevice(DEVNAME [, QUEUE q, METHOD m, BURST k_p])` polls up to `k_p` packets
+//! (default 32) per run from queue `q` of port DEVNAME and pushes them out of output 0
+//! as one batch. `ToDevice(DEVNAME [, QUEUE q, BURST k_n, FLUSH_US t, METHOD m])` hands
+//! packets to the port in groups of `k_n` (default 16) and sends a partial group once
+//! its oldest packet has waited `t` microseconds (default 100).
+//!
+//! DEVNAME is a port given to the table (the benchmark's in-memory ports) or, with a
+//! table made by [`DeviceTable::interfaces`] (`brickroute run`), a network interface of
+//! the current namespace, opened when the first element naming it is configured, with
+//! one queue per worker, by METHOD `PACKET` (AF_PACKET, the default) or `XDP`; all
+//! elements naming an interface share its port, so they must agree on METHOD.
 //!
 //! Without QUEUE, worker i uses queue i of the port, so one configuration serves any
 //! number of workers (the port needs at least one queue per worker). With `QUEUE q`, a
@@ -25,7 +31,7 @@ use graph::element::*;
 use graph::registry::Registry;
 use graph::stats::WorkerCounters;
 use graph::ConfigError;
-use io::Port;
+use io::{DeviceError, Port};
 use packet::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,34 +43,147 @@ pub const DEFAULT_TX_BURST: usize = 16;
 /// Default `ToDevice` flush timeout, microseconds.
 pub const DEFAULT_FLUSH_US: u64 = 100;
 
+/// How a network interface is opened: the `METHOD` argument of `FromDevice` and
+/// `ToDevice`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// AF_PACKET sockets ([`io::AfPacketPort`]).
+    Packet,
+    /// AF_XDP sockets.
+    Xdp,
+}
+
+/// The method used when no element of an interface gives `METHOD`.
+pub const DEFAULT_METHOD: Method = Method::Packet;
+
+impl Method {
+    /// `PACKET` or `XDP` (the configuration's words, any case).
+    pub fn parse(s: &str) -> Option<Method> {
+        match s.to_ascii_uppercase().as_str() {
+            "PACKET" => Some(Method::Packet),
+            "XDP" => Some(Method::Xdp),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Packet => "PACKET",
+            Method::Xdp => "XDP",
+        }
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Opens network interface `name` of the current network namespace as a port with
+/// `queues` queues, by `method`. Every interface a router opens goes through here.
+pub fn open_interface(name: &str, method: Method, queues: usize) -> Result<Arc<dyn Port>, DeviceError> {
+    match method {
+        Method::Packet => Ok(Arc::new(io::AfPacketPort::open(
+            name,
+            queues,
+            &io::AfPacketConfig::default(),
+        )?)),
+        Method::Xdp => Err(DeviceError::new(
+            name,
+            "METHOD XDP: AF_XDP ports are not built into this brickroute yet (use METHOD PACKET)",
+        )),
+    }
+}
+
+/// Opens an interface: `(name, method, queues)` to a port.
+pub type Opener = dyn Fn(&str, Method, usize) -> Result<Arc<dyn Port>, DeviceError> + Send + Sync;
+
+/// A port in a [`DeviceTable`].
+#[derive(Clone)]
+pub struct Device {
+    pub name: String,
+    pub port: Arc<dyn Port>,
+    /// How the table opened it; `None` for a port handed to the table ([`DeviceTable::insert`]).
+    pub method: Option<Method>,
+}
+
 /// The ports a router's `FromDevice` and `ToDevice` elements can name.
+///
+/// A table holds ports handed to it ([`DeviceTable::insert`]) and, if made with
+/// [`DeviceTable::interfaces`], opens network interfaces on first use: the first
+/// element that names an interface opens it with one queue per worker, by its METHOD
+/// (or [`DEFAULT_METHOD`]); every later `FromDevice` and `ToDevice` naming it share
+/// that port.
 ///
 /// It also tracks, per worker, how many `FromDevice` instances still poll, which lets a
 /// `ToDevice` on that worker know when no more packets can come. Use one table per
 /// router.
 #[derive(Default)]
 pub struct DeviceTable {
-    ports: BTreeMap<String, Arc<dyn Port>>,
+    devices: Mutex<BTreeMap<String, Device>>,
+    opener: Option<Box<Opener>>,
     live_rx: Mutex<Vec<Arc<AtomicUsize>>>,
 }
 
 impl DeviceTable {
+    /// A table of the ports handed to it, opening nothing.
     pub fn new() -> DeviceTable {
         DeviceTable::default()
     }
 
-    /// Adds (or replaces) port `name`.
-    pub fn insert(&mut self, name: impl Into<String>, port: Arc<dyn Port>) {
-        self.ports.insert(name.into(), port);
+    /// A table that opens the network interfaces the configuration names, with
+    /// [`open_interface`].
+    pub fn interfaces() -> DeviceTable {
+        DeviceTable::with_opener(open_interface)
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Port>> {
-        self.ports.get(name)
+    /// A table that opens the names it does not hold with `opener`.
+    pub fn with_opener(
+        opener: impl Fn(&str, Method, usize) -> Result<Arc<dyn Port>, DeviceError> + Send + Sync + 'static,
+    ) -> DeviceTable {
+        DeviceTable {
+            opener: Some(Box::new(opener)),
+            ..DeviceTable::default()
+        }
+    }
+
+    /// Adds (or replaces) port `name`.
+    pub fn insert(&mut self, name: impl Into<String>, port: Arc<dyn Port>) {
+        let name = name.into();
+        let map = self.devices.get_mut().unwrap_or_else(|e| e.into_inner());
+        map.insert(
+            name.clone(),
+            Device {
+                name,
+                port,
+                method: None,
+            },
+        );
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Port>> {
+        self.map().get(name).map(|d| d.port.clone())
     }
 
     /// Port names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.ports.keys().map(|s| s.as_str())
+    pub fn names(&self) -> Vec<String> {
+        self.map().keys().cloned().collect()
+    }
+
+    /// The ports, sorted by name.
+    pub fn devices(&self) -> Vec<Device> {
+        self.map().values().cloned().collect()
+    }
+
+    /// Closes the interfaces the table opened (once the router holding them is gone,
+    /// their sockets close) and forgets every port.
+    pub fn clear(&self) {
+        self.map().clear();
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Device>> {
+        self.devices.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn live_rx(&self, worker: usize) -> Arc<AtomicUsize> {
@@ -75,15 +194,41 @@ impl DeviceTable {
         v[worker].clone()
     }
 
-    fn lookup(&self, name: &str, cx: &BuildContext) -> Result<Arc<dyn Port>, ConfigError> {
-        self.ports.get(name).cloned().ok_or_else(|| {
-            let known: Vec<&str> = self.names().collect();
-            cx.error(if known.is_empty() {
+    /// The port `name`, opened now if the table opens interfaces and this is its first
+    /// use; `method` is the element's METHOD, if given.
+    fn lookup(&self, name: &str, method: Option<Method>, cx: &BuildContext) -> Result<Device, ConfigError> {
+        let mut map = self.map();
+        if let Some(d) = map.get(name) {
+            return match (method, d.method) {
+                (Some(_), None) => Err(cx.error(format!(
+                    "METHOD applies to network interfaces; device '{}' is not one",
+                    name
+                ))),
+                (Some(m), Some(open)) if m != open => Err(cx.error(format!(
+                    "device '{}' is already open with METHOD {} (give every FromDevice and ToDevice of '{}' the same METHOD)",
+                    name, open, name
+                ))),
+                _ => Ok(d.clone()),
+            };
+        }
+        let Some(opener) = &self.opener else {
+            let known: Vec<&str> = map.keys().map(|s| s.as_str()).collect();
+            return Err(cx.error(if known.is_empty() {
                 format!("unknown device '{}' (no devices are configured)", name)
             } else {
                 format!("unknown device '{}' (known devices: {})", name, known.join(", "))
-            })
-        })
+            }));
+        };
+        let m = method.unwrap_or(DEFAULT_METHOD);
+        let port = opener(name, m, cx.workers.max(1))
+            .map_err(|e| cx.error(format!("cannot open device '{}' (METHOD {}): {}", name, m, e)))?;
+        let d = Device {
+            name: name.to_string(),
+            port,
+            method: Some(m),
+        };
+        map.insert(name.to_string(), d.clone());
+        Ok(d)
     }
 }
 
@@ -98,30 +243,38 @@ pub fn register(reg: &mut Registry, devices: &Arc<DeviceTable>) {
 }
 
 /// The queue an element uses, checked against the port and the number of workers.
-fn choose_queue(
-    port: &Arc<dyn Port>,
-    dev: &str,
-    queue: Option<usize>,
-    cx: &BuildContext,
-) -> Result<Option<usize>, ConfigError> {
-    let nq = port.queues();
+fn choose_queue(dev: &Device, queue: Option<usize>, cx: &BuildContext) -> Result<Option<usize>, ConfigError> {
+    let nq = dev.port.queues();
+    let plural = if nq == 1 { "" } else { "s" };
     match queue {
         Some(q) if q >= nq => Err(cx.error(format!(
-            "QUEUE {} out of range: device '{}' has {} queue{}",
+            "QUEUE {} out of range: device '{}' has {} queue{}{}",
             q,
-            dev,
+            dev.name,
             nq,
-            if nq == 1 { "" } else { "s" }
+            plural,
+            if dev.method.is_some() {
+                " (an interface has one queue per worker)"
+            } else {
+                ""
+            }
         ))),
         Some(q) => Ok(Some(q)),
         None if cx.workers > nq => Err(cx.error(format!(
             "device '{}' has {} queue{} for {} workers (give QUEUE, or one queue per worker)",
-            dev,
-            nq,
-            if nq == 1 { "" } else { "s" },
-            cx.workers
+            dev.name, nq, plural, cx.workers
         ))),
         None => Ok(None),
+    }
+}
+
+/// The element's `METHOD` keyword, if given.
+fn method_arg(args: &mut Args, cx: &BuildContext) -> Result<Option<Method>, ConfigError> {
+    match args.keyword::<String>("METHOD").map_err(|e| cx.error(e))? {
+        None => Ok(None),
+        Some(w) => Method::parse(&w)
+            .map(Some)
+            .ok_or_else(|| cx.error(format!("METHOD must be PACKET or XDP, not '{}'", w))),
     }
 }
 
@@ -167,12 +320,13 @@ impl ElementClass for FromDeviceClass {
         let dev = args.required::<String>("DEVNAME").map_err(|e| cx.error(e))?;
         let queue = args.keyword::<usize>("QUEUE").map_err(|e| cx.error(e))?;
         let burst = burst_arg(args, DEFAULT_BATCH, cx)?;
+        let method = method_arg(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
-        let port = self.devices.lookup(&dev, cx)?;
-        let queue = choose_queue(&port, &dev, queue, cx)?;
+        let device = self.devices.lookup(&dev, method, cx)?;
+        let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(FromDeviceSpec {
             devices: self.devices.clone(),
-            port,
+            port: device.port,
             queue,
             burst,
             count: Arc::new(WorkerCounters::new(cx.workers)),
@@ -294,12 +448,13 @@ impl ElementClass for ToDeviceClass {
             .keyword::<u64>("FLUSH_US")
             .map_err(|e| cx.error(e))?
             .unwrap_or(DEFAULT_FLUSH_US);
+        let method = method_arg(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
-        let port = self.devices.lookup(&dev, cx)?;
-        let queue = choose_queue(&port, &dev, queue, cx)?;
+        let device = self.devices.lookup(&dev, method, cx)?;
+        let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(ToDeviceSpec {
             devices: self.devices.clone(),
-            port,
+            port: device.port,
             queue,
             burst,
             flush: Duration::from_micros(flush_us),
@@ -499,6 +654,126 @@ mod tests {
             build_error(&empty, "mem0", 1),
             "d :: FromDevice: unknown device 'mem0' (no devices are configured)"
         );
+    }
+
+    /// A table that "opens" any name starting with "if" as an in-memory port, records
+    /// each opening, and refuses other names as the real opener would.
+    /// The openings a fake opener saw: (name, method, queues).
+    type OpenLog = Arc<Mutex<Vec<(String, Method, usize)>>>;
+
+    fn fake_interfaces() -> (Arc<DeviceTable>, OpenLog) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        let t = DeviceTable::with_opener(move |name, method, queues| {
+            l.lock().unwrap().push((name.to_string(), method, queues));
+            if name.starts_with("if") {
+                Ok(Arc::new(MemPort::new(queues)) as Arc<dyn Port>)
+            } else {
+                Err(DeviceError::io(
+                    name,
+                    "find the interface",
+                    std::io::Error::from_raw_os_error(19),
+                ))
+            }
+        });
+        (Arc::new(t), log)
+    }
+
+    fn build(class: &dyn ElementClass, config: &str, workers: usize) -> Result<Arc<dyn ElementSpec>, String> {
+        let lm = Landmark::unknown();
+        let cx = BuildContext {
+            name: "d",
+            class: class.name(),
+            landmark: &lm,
+            ninputs: 0,
+            noutputs: 1,
+            base_dir: Path::new("."),
+            workers,
+        };
+        class.build(&mut Args::new(config), &cx).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn interfaces_open_once_per_name_with_one_queue_per_worker() {
+        let (t, log) = fake_interfaces();
+        let fd = FromDeviceClass { devices: t.clone() };
+        let td = ToDeviceClass { devices: t.clone() };
+        build(&fd, "if0, METHOD PACKET", 3).unwrap();
+        build(&td, "if0", 3).unwrap();
+        build(&td, "if0, QUEUE 2, METHOD packet", 3).unwrap();
+        build(&td, "if1, BURST 8", 3).unwrap();
+        assert_eq!(
+            *log.lock().unwrap(),
+            vec![
+                ("if0".to_string(), Method::Packet, 3),
+                ("if1".to_string(), DEFAULT_METHOD, 3)
+            ]
+        );
+        let devs = t.devices();
+        let summary: Vec<(String, Option<Method>, usize)> = devs
+            .iter()
+            .map(|d| (d.name.clone(), d.method, d.port.queues()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("if0".to_string(), Some(Method::Packet), 3),
+                ("if1".to_string(), Some(Method::Packet), 3)
+            ]
+        );
+        // Both elements of if0 hold the same port.
+        assert!(Arc::ptr_eq(&t.get("if0").unwrap(), &devs[0].port));
+        t.clear();
+        assert!(t.names().is_empty());
+    }
+
+    #[test]
+    fn interface_errors_name_the_device_and_the_reason() {
+        let (t, _) = fake_interfaces();
+        let fd = FromDeviceClass { devices: t.clone() };
+        let td = ToDeviceClass { devices: t.clone() };
+        assert_eq!(
+            build(&fd, "nosuch0", 1).err().unwrap(),
+            format!(
+                "d :: FromDevice: cannot open device 'nosuch0' (METHOD PACKET): nosuch0: find the interface: {}",
+                std::io::Error::from_raw_os_error(19)
+            )
+        );
+        assert_eq!(
+            build(&fd, "if0, METHOD DPDK", 1).err().unwrap(),
+            "d :: FromDevice: METHOD must be PACKET or XDP, not 'DPDK'"
+        );
+        build(&fd, "if0", 2).unwrap();
+        assert_eq!(
+            build(&td, "if0, METHOD XDP", 2).err().unwrap(),
+            "d :: ToDevice: device 'if0' is already open with METHOD PACKET (give every FromDevice and ToDevice of 'if0' the same METHOD)"
+        );
+        assert_eq!(
+            build(&td, "if0, QUEUE 2", 2).err().unwrap(),
+            "d :: ToDevice: QUEUE 2 out of range: device 'if0' has 2 queues (an interface has one queue per worker)"
+        );
+        // A port handed to the table is not an interface: METHOD makes no sense for it.
+        let mut plain = DeviceTable::new();
+        plain.insert("mem0", Arc::new(MemPort::new(1)) as Arc<dyn Port>);
+        let fd = FromDeviceClass {
+            devices: Arc::new(plain),
+        };
+        assert_eq!(
+            build(&fd, "mem0, METHOD PACKET", 1).err().unwrap(),
+            "d :: FromDevice: METHOD applies to network interfaces; device 'mem0' is not one"
+        );
+    }
+
+    #[test]
+    fn method_xdp_is_refused_with_a_reason_until_af_xdp_is_built_in() {
+        let e = open_interface("d0", Method::Xdp, 1).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "d0: METHOD XDP: AF_XDP ports are not built into this brickroute yet (use METHOD PACKET)"
+        );
+        assert_eq!(Method::parse("xdp"), Some(Method::Xdp));
+        assert_eq!(Method::parse("Packet"), Some(Method::Packet));
+        assert_eq!(Method::parse("pcap"), None);
     }
 
     #[test]

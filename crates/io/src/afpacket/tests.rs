@@ -1,0 +1,449 @@
+//! AF_PACKET port tests over a veth pair in a namespace of their own (root needed).
+//!
+//! The peer side is a plain AF_PACKET socket written here with `send`/`recvfrom`, not
+//! the port under test.
+
+use super::*;
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+static NEXT_NS: AtomicUsize = AtomicUsize::new(0);
+
+/// A network namespace with a veth pair `va` <-> `vb` (both up, IPv6 off so the kernel
+/// sends nothing on its own); removed on drop, with its interfaces.
+struct Netns {
+    name: String,
+}
+
+fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        o.status.success(),
+        "ip {:?}: {}",
+        args,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+impl Netns {
+    fn with_veth() -> Netns {
+        let name = format!(
+            "brt{}io{}",
+            std::process::id(),
+            NEXT_NS.fetch_add(1, Ordering::Relaxed)
+        );
+        ip(&["netns", "add", &name]);
+        let ns = Netns { name };
+        ns.run(|| {
+            for f in ["all", "default"] {
+                std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", f), "1").unwrap();
+            }
+        });
+        let n = ns.name.as_str();
+        ip(&["-n", n, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+        ip(&["-n", n, "link", "set", "va", "up"]);
+        ip(&["-n", n, "link", "set", "vb", "up"]);
+        ns
+    }
+
+    /// Runs `f` on a thread that has entered the namespace (sockets it opens live there).
+    fn run<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let file = std::fs::File::open(format!("/run/netns/{}", self.name)).unwrap();
+                // SAFETY: `file` is an open network namespace file; setns changes only
+                // this thread's namespace.
+                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+                assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+                f()
+            })
+            .join()
+            .unwrap()
+        })
+    }
+
+    fn link_details(&self, dev: &str) -> String {
+        let o = Command::new("ip")
+            .args(["-n", &self.name, "-d", "link", "show", dev])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+    }
+}
+
+/// A plain AF_PACKET socket bound to one interface: the test's peer.
+struct Peer {
+    fd: OwnedFd,
+}
+
+impl Peer {
+    fn open(dev: &str) -> Peer {
+        // SAFETY: plain system calls; `sll` and `tv` are valid for their sizes.
+        unsafe {
+            let raw = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, ETH_P_ALL_BE as i32);
+            assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
+            let fd = OwnedFd::from_raw_fd(raw);
+            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+            sll.sll_family = libc::AF_PACKET as u16;
+            sll.sll_protocol = ETH_P_ALL_BE;
+            sll.sll_ifindex = ifindex(dev).unwrap();
+            let rc = libc::bind(
+                raw,
+                &sll as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_ll>() as u32,
+            );
+            assert_eq!(rc, 0);
+            let tv = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 100_000,
+            };
+            setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv);
+            Peer { fd }
+        }
+    }
+
+    fn send(&self, frame: &[u8]) {
+        // SAFETY: `frame` is valid for its length.
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr() as *const _, frame.len(), 0) };
+        assert_eq!(
+            n,
+            frame.len() as isize,
+            "send: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// The next frame that arrived (not one sent out), or None after 100 ms of silence.
+    fn recv(&self) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            // SAFETY: `buf`, `sll` and `len` are valid for the sizes given.
+            let (n, pkttype) = unsafe {
+                let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+                let mut len = size_of::<libc::sockaddr_ll>() as u32;
+                let n = libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr() as *mut _,
+                    buf.len(),
+                    0,
+                    &mut sll as *mut _ as *mut libc::sockaddr,
+                    &mut len,
+                );
+                (n, sll.sll_pkttype)
+            };
+            if n < 0 {
+                return None;
+            }
+            if pkttype != libc::PACKET_OUTGOING {
+                return Some(buf[..n as usize].to_vec());
+            }
+        }
+    }
+}
+
+/// Test ethertype (IEEE 802 local experimental): frames of this test, nothing else.
+const TEST_TYPE: [u8; 2] = [0x88, 0xb5];
+
+/// A frame of `len` bytes to 02:00:00:00:00:0b carrying `seq` and a byte pattern.
+fn test_frame(seq: u32, len: usize) -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0a];
+    f.extend_from_slice(&TEST_TYPE);
+    f.extend_from_slice(&seq.to_be_bytes());
+    while f.len() < len {
+        f.push((f.len() as u32 ^ seq) as u8);
+    }
+    f
+}
+
+fn is_test_frame(f: &[u8]) -> bool {
+    f.len() >= 14 && f[12..14] == TEST_TYPE
+}
+
+/// Ethernet + IPv4 + UDP frame from 10.0.0.1:`sport` to 10.0.0.2:9, 60 bytes, written
+/// out by hand (checksum 0: the receive path does not check it).
+fn udp_frame(sport: u16, seq: u8) -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0a, 0x08, 0x00];
+    f.extend_from_slice(&[0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&[0, 9, 0, 26, 0, 0]);
+    f.resize(60, seq);
+    f
+}
+
+/// Polls `queue` until `want` test frames came (all frames are returned), or panics
+/// after 10 s.
+fn receive(port: &AfPacketPort, queue: usize, want: usize, filter: fn(&[u8]) -> bool) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut all = Vec::new();
+    let mut b = PacketBatch::new();
+    while all.iter().filter(|f: &&Vec<u8>| filter(f)).count() < want {
+        assert!(
+            Instant::now() < deadline,
+            "timed out: {} frames so far",
+            all.len()
+        );
+        if port.rx_burst(queue, &mut b, 32) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        all.extend(b.drain().map(|p| p.data().to_vec()));
+    }
+    all
+}
+
+#[test]
+fn frames_sent_on_the_peer_arrive_byte_for_byte() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        let port = AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap();
+        assert_eq!(port.queues(), 1);
+        assert_eq!(port.fanout_group(), None);
+        let peer = Peer::open("vb");
+        let sent: Vec<Vec<u8>> = (0..200u32)
+            .map(|i| test_frame(i, 60 + (i as usize * 37) % 1455))
+            .collect();
+        for f in &sent {
+            peer.send(f);
+        }
+        let all = receive(&port, 0, sent.len(), is_test_frame);
+        let ours: Vec<Vec<u8>> = all.iter().filter(|f| is_test_frame(f)).cloned().collect();
+        assert_eq!(ours, sent);
+        // Counters: every frame the queue delivered, counted once, bytes included.
+        let bytes: usize = all.iter().map(|f| f.len()).sum();
+        let s = port.stats(0);
+        assert_eq!((s.rx_packets, s.rx_bytes), (all.len() as u64, bytes as u64));
+        assert_eq!((s.tx_packets, s.tx_bytes), (0, 0));
+        assert_eq!(port.totals(), s);
+        // A queue that does not exist receives nothing.
+        let mut b = PacketBatch::new();
+        assert_eq!(port.rx_burst(1, &mut b, 32), 0);
+        assert_eq!(port.stats(1), QueueStats::default());
+    });
+}
+
+#[test]
+fn burst_limits_each_call_and_frames_stay_in_order_across_blocks() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        // Small blocks: 300 frames of 1000 bytes span many blocks.
+        let cfg = AfPacketConfig {
+            block_size: 16 * 1024,
+            block_count: 64,
+            ..AfPacketConfig::default()
+        };
+        let port = AfPacketPort::open("va", 1, &cfg).unwrap();
+        let peer = Peer::open("vb");
+        let sent: Vec<Vec<u8>> = (0..300u32).map(|i| test_frame(i, 1000)).collect();
+        for f in &sent {
+            peer.send(f);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut got = Vec::new();
+        let mut b = PacketBatch::new();
+        while got.len() < sent.len() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out: {} frames so far",
+                got.len()
+            );
+            let n = port.rx_burst(0, &mut b, 7);
+            assert!(n <= 7);
+            assert_eq!(b.len(), n);
+            got.extend(b.drain().map(|p| p.data().to_vec()).filter(|f| is_test_frame(f)));
+        }
+        assert_eq!(got, sent);
+    });
+}
+
+#[test]
+fn transmitted_frames_arrive_at_the_peer_and_are_counted() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        let port = AfPacketPort::open("va", 2, &AfPacketConfig::default()).unwrap();
+        let peer = Peer::open("vb");
+        let sent: Vec<Vec<u8>> = (0..50u32).map(|i| test_frame(i, 60 + i as usize * 29)).collect();
+        let mut b = PacketBatch::new();
+        for f in &sent[..20] {
+            b.push(Packet::from_slice(f));
+        }
+        assert_eq!(port.tx_burst(1, &mut b), 20);
+        assert!(b.is_empty());
+        for f in &sent[20..] {
+            b.push(Packet::from_slice(f));
+        }
+        assert_eq!(port.tx_burst(1, &mut b), 30);
+        let mut got = Vec::new();
+        while got.len() < sent.len() {
+            let f = peer.recv().expect("frame at the peer");
+            if is_test_frame(&f) {
+                got.push(f);
+            }
+        }
+        assert_eq!(got, sent);
+        let bytes: u64 = sent.iter().map(|f| f.len() as u64).sum();
+        let s = port.stats(1);
+        assert_eq!((s.tx_packets, s.tx_bytes), (50, bytes));
+        assert_eq!(port.stats(0), QueueStats::default());
+        assert_eq!(port.tx_dropped(1), 0);
+        // A frame larger than the MTU is refused and dropped; the others still go.
+        b.push(Packet::from_slice(&test_frame(100, 60)));
+        b.push(Packet::from_slice(&test_frame(101, 1600)));
+        b.push(Packet::from_slice(&test_frame(102, 60)));
+        assert_eq!(port.tx_burst(1, &mut b), 2);
+        assert_eq!(port.tx_dropped(1), 1);
+        let seqs: Vec<u8> = (0..2).map(|_| peer.recv().expect("frame")[17]).collect();
+        assert_eq!(seqs, vec![100, 102]);
+        // A queue that does not exist sends nothing and empties the batch.
+        b.push(Packet::from_slice(&test_frame(103, 60)));
+        assert_eq!(port.tx_burst(2, &mut b), 0);
+        assert!(b.is_empty());
+    });
+}
+
+#[test]
+fn outgoing_frames_are_not_received() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        let port = AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap();
+        // Another socket sends out of va (through the queueing discipline, so packet
+        // taps see it as outgoing), then the peer sends one frame in.
+        let other = Peer::open("va");
+        let peer = Peer::open("vb");
+        other.send(&test_frame(1, 60));
+        assert_eq!(peer.recv().map(|f| f[17]), Some(1));
+        peer.send(&test_frame(2, 60));
+        let all = receive(&port, 0, 1, is_test_frame);
+        let ours: Vec<u8> = all.iter().filter(|f| is_test_frame(f)).map(|f| f[17]).collect();
+        assert_eq!(ours, vec![2]);
+    });
+}
+
+#[test]
+fn fanout_spreads_flows_over_queues_and_keeps_each_flow_on_one() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        let port = AfPacketPort::open("va", 2, &AfPacketConfig::default()).unwrap();
+        let other = AfPacketPort::open("vb", 2, &AfPacketConfig::default()).unwrap();
+        assert!(port.fanout_group().is_some());
+        assert_ne!(port.fanout_group(), other.fanout_group());
+        drop(other);
+        let peer = Peer::open("vb");
+        let mut sent = Vec::new();
+        for round in 0..4u8 {
+            for flow in 0..64u16 {
+                sent.push(udp_frame(5000 + flow, round));
+            }
+        }
+        for f in &sent {
+            peer.send(f);
+        }
+        let is_udp = |f: &[u8]| f.len() == 60 && f[12..14] == [8, 0] && f[23] == 17;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut per_queue: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
+        let mut b = PacketBatch::new();
+        while per_queue.iter().map(|v| v.len()).sum::<usize>() < sent.len() {
+            assert!(Instant::now() < deadline, "timed out");
+            for (q, v) in per_queue.iter_mut().enumerate() {
+                port.rx_burst(q, &mut b, 32);
+                v.extend(b.drain().map(|p| p.data().to_vec()).filter(|f| is_udp(f)));
+            }
+        }
+        // Every flow on exactly one queue, in order; both queues used (64 flows all
+        // hashing to one of two queues has probability 2^-63).
+        let mut flow_queue: BTreeMap<u16, usize> = BTreeMap::new();
+        for (q, v) in per_queue.iter().enumerate() {
+            assert!(!v.is_empty(), "queue {} got nothing", q);
+            for f in v {
+                let sport = u16::from_be_bytes([f[34], f[35]]);
+                assert_eq!(*flow_queue.entry(sport).or_insert(q), q, "flow {} split", sport);
+            }
+        }
+        assert_eq!(flow_queue.len(), 64);
+        let mut got: Vec<Vec<u8>> = per_queue.concat();
+        got.sort();
+        let mut want = sent.clone();
+        want.sort();
+        assert_eq!(got, want);
+        for v in &per_queue {
+            let first = &v[0];
+            let flow: Vec<u8> = v
+                .iter()
+                .filter(|f| f[34..36] == first[34..36])
+                .map(|f| f[59])
+                .collect();
+            assert_eq!(flow, vec![0, 1, 2, 3]);
+        }
+        let total = port.totals().rx_packets;
+        assert_eq!(total, sent.len() as u64);
+    });
+}
+
+#[test]
+fn promiscuous_while_open_restored_on_drop() {
+    let ns = Netns::with_veth();
+    assert!(ns.link_details("va").contains("promiscuity 0"));
+    let port = ns.run(|| AfPacketPort::open("va", 2, &AfPacketConfig::default()).unwrap());
+    assert!(
+        ns.link_details("va").contains("promiscuity 1"),
+        "{}",
+        ns.link_details("va")
+    );
+    drop(port);
+    assert!(
+        ns.link_details("va").contains("promiscuity 0"),
+        "{}",
+        ns.link_details("va")
+    );
+    let quiet = AfPacketConfig {
+        promiscuous: false,
+        ..AfPacketConfig::default()
+    };
+    let port = ns.run(|| AfPacketPort::open("va", 1, &quiet).unwrap());
+    assert!(ns.link_details("va").contains("promiscuity 0"));
+    drop(port);
+}
+
+#[test]
+fn bad_interface_or_configuration_is_a_device_error_naming_it() {
+    let e = AfPacketPort::open("brtnosuch0", 1, &AfPacketConfig::default())
+        .err()
+        .expect("opened a missing interface");
+    assert_eq!(e.device, "brtnosuch0");
+    assert_eq!(e.step, "find the interface");
+    assert_eq!(
+        e.source.as_ref().and_then(|s| s.raw_os_error()),
+        Some(libc::ENODEV)
+    );
+    assert!(e.to_string().starts_with("brtnosuch0: find the interface: "));
+    let long = "a-name-of-twenty-chars";
+    let e = AfPacketPort::open(long, 1, &AfPacketConfig::default())
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.to_string(),
+        format!("{}: not a valid interface name (1 to 15 bytes)", long)
+    );
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        let e = AfPacketPort::open("va", 0, &AfPacketConfig::default())
+            .err()
+            .unwrap();
+        assert_eq!(e.to_string(), "va: open with 0 queues (need at least 1)");
+        let bad = AfPacketConfig {
+            block_size: 5000,
+            ..AfPacketConfig::default()
+        };
+        let e = AfPacketPort::open("va", 1, &bad).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "va: ring block size 5000 is not a power of two between 4096 and 2^30"
+        );
+    });
+}
