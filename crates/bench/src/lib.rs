@@ -15,3 +15,4 @@ pub mod stamp;
 pub mod stats;
 pub mod testbed;
 pub mod traffic;
+pub mod units;

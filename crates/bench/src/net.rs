@@ -288,3 +288,22 @@ impl PacketSocket {
         }
     }
 }
+
+static STOP_SIGNALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_sig: libc::c_int) {
+    STOP_SIGNALLED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Makes SIGINT and SIGTERM set the returned flag instead of ending the process, so a
+/// tool can stop cleanly (print its report, tear down what it made).
+pub fn stop_on_signals() -> &'static std::sync::atomic::AtomicBool {
+    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic (async-signal-safe) and lives for
+    // the whole process.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    &STOP_SIGNALLED
+}
