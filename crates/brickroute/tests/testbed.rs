@@ -375,3 +375,85 @@ fn demo_routes_traffic_and_leaves_nothing_behind() {
         "state file left behind"
     );
 }
+
+#[test]
+fn demo_interrupted_tears_everything_down() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["demo", "--seconds", "60", "--rate", "5000", "--flows", "8"])
+        .env("BRICKROUTE_RUN_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("brd{}-", child.id());
+    let _guard = NsGuard {
+        namespaces: ["gen", "dut", "sink"]
+            .iter()
+            .map(|s| format!("{}{}", prefix, s))
+            .collect(),
+        testbed: Some((prefix.clone(), dir.path().to_path_buf())),
+    };
+    // Wait for the first line of the live view: everything is running then.
+    let err = BufReader::new(child.stderr.take().unwrap());
+    let pid = child.id() as i32;
+    let child = ChildGuard(Some(child));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in err.lines() {
+            let line = line.unwrap_or_default();
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.trim_start().starts_with("1.") || line.trim_start().starts_with("2.") {
+                let _ = tx.send(Ok(()));
+            }
+        }
+        let _ = tx.send(Err(seen));
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Ok(())) => {}
+        Ok(Err(seen)) => panic!("demo ended before its live view:\n{}", seen),
+        Err(_) => panic!("no live view within 30 s"),
+    }
+    assert!(
+        netns_list().iter().any(|n| n.starts_with(&prefix)),
+        "testbed should be up while the demo runs"
+    );
+    // The router runs in the dut namespace: remember its process id.
+    let router_pids: Vec<i32> = ip_ok(&["netns", "pids", &format!("{}dut", prefix)])
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert!(!router_pids.is_empty(), "no router process in the dut namespace");
+    // SAFETY: kill(2) on our own child, which has not been reaped.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait(Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130), "interrupted demo exits 130");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("(interrupted)"), "{}", stdout);
+    assert!(
+        netns_list().iter().all(|n| !n.starts_with(&prefix)),
+        "namespaces left: {:?}",
+        netns_list()
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "state file left behind"
+    );
+    // The router process has ended too.
+    for p in router_pids {
+        // SAFETY: signal 0 only checks whether the process exists.
+        assert_ne!(
+            unsafe { libc::kill(p, 0) },
+            0,
+            "router process {} still running",
+            p
+        );
+    }
+}
