@@ -115,6 +115,8 @@ fn drive(router: &RouterSpec, threads: usize) -> runtime::RunStats {
 }
 
 /// "; devices d0 (PACKET, 2 queues: 10 in, 0 out), ..." for the summary line, or "".
+/// Frames a port lost (receive ring full, refused on transmit) are added when there
+/// are any: "d0 (PACKET, 1 queue: 10 in, 0 out, 3 lost on receive)".
 fn device_summary(devices: &DeviceTable) -> String {
     let list: Vec<String> = devices
         .devices()
@@ -122,15 +124,24 @@ fn device_summary(devices: &DeviceTable) -> String {
         .map(|d| {
             let t = d.port.totals();
             let nq = d.port.queues();
-            format!(
-                "{} ({}{} queue{}: {} in, {} out)",
+            let rx_lost: u64 = (0..nq).map(|q| d.port.rx_dropped(q)).sum();
+            let tx_lost: u64 = (0..nq).map(|q| d.port.tx_dropped(q)).sum();
+            let mut s = format!(
+                "{} ({}{} queue{}: {} in, {} out",
                 d.name,
                 d.method.map_or(String::new(), |m| format!("{}, ", m)),
                 nq,
                 if nq == 1 { "" } else { "s" },
                 t.rx_packets,
                 t.tx_packets
-            )
+            );
+            if rx_lost > 0 {
+                s += &format!(", {} lost on receive", rx_lost);
+            }
+            if tx_lost > 0 {
+                s += &format!(", {} refused on transmit", tx_lost);
+            }
+            s + ")"
         })
         .collect();
     if list.is_empty() {

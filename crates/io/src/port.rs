@@ -26,6 +26,18 @@ pub trait Port: Send + Sync {
     /// Counters of `queue` (zero for a queue that does not exist).
     fn stats(&self, queue: usize) -> QueueStats;
 
+    /// Frames lost on receive on `queue` before the port could deliver them (its ring
+    /// was full); 0 for ports that cannot lose any or cannot tell.
+    fn rx_dropped(&self, _queue: usize) -> u64 {
+        0
+    }
+
+    /// Frames handed to `tx_burst` on `queue` that the device refused and that were
+    /// dropped; 0 for ports that cannot lose any or cannot tell.
+    fn tx_dropped(&self, _queue: usize) -> u64 {
+        0
+    }
+
     /// Counters summed over all queues.
     fn totals(&self) -> QueueStats {
         (0..self.queues()).fold(QueueStats::default(), |a, q| a.add(&self.stats(q)))

@@ -4,6 +4,7 @@
 //! the port under test.
 
 use super::*;
+use packet::anno::PacketType;
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::atomic::AtomicUsize;
@@ -42,7 +43,9 @@ impl Netns {
             }
         });
         let n = ns.name.as_str();
-        ip(&["-n", n, "link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+        ip(&[
+            "-n", n, "link", "add", "va", "address", VA_MAC, "type", "veth", "peer", "name", "vb",
+        ]);
         ip(&["-n", n, "link", "set", "va", "up"]);
         ip(&["-n", n, "link", "set", "vb", "up"]);
         ns
@@ -149,6 +152,9 @@ impl Peer {
     }
 }
 
+/// The port side's MAC address.
+const VA_MAC: &str = "02:00:00:00:00:0a";
+
 /// Test ethertype (IEEE 802 local experimental): frames of this test, nothing else.
 const TEST_TYPE: [u8; 2] = [0x88, 0xb5];
 
@@ -229,6 +235,46 @@ fn frames_sent_on_the_peer_arrive_byte_for_byte() {
 }
 
 #[test]
+fn received_packets_carry_packet_type_queue_and_time() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        let port = AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap();
+        let peer = Peer::open("vb");
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        // To va's own MAC, to the broadcast address, to another host's MAC.
+        let mut to_host = test_frame(0, 60);
+        to_host[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x0a]);
+        let mut to_all = test_frame(1, 60);
+        to_all[..6].fill(0xff);
+        let to_other = test_frame(2, 60);
+        for f in [&to_host, &to_all, &to_other] {
+            peer.send(f);
+        }
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut b = PacketBatch::new();
+        while got.len() < 3 {
+            assert!(Instant::now() < deadline, "timed out");
+            port.rx_burst(0, &mut b, 32);
+            got.extend(b.drain().filter(|p| is_test_frame(p.data())));
+        }
+        let types: Vec<PacketType> = got.iter().map(|p| p.anno().packet_type).collect();
+        assert_eq!(
+            types,
+            vec![PacketType::Host, PacketType::Broadcast, PacketType::OtherHost]
+        );
+        for p in &got {
+            assert_eq!(p.anno().input_queue, 0);
+            let t = p.anno().timestamp.sec;
+            assert!(t >= before && t <= before + 60, "timestamp {}", t);
+        }
+    });
+}
+
+#[test]
 fn burst_limits_each_call_and_frames_stay_in_order_across_blocks() {
     let ns = Netns::with_veth();
     ns.run(|| {
@@ -305,6 +351,69 @@ fn transmitted_frames_arrive_at_the_peer_and_are_counted() {
         assert_eq!(port.tx_burst(2, &mut b), 0);
         assert!(b.is_empty());
     });
+}
+
+#[test]
+fn frames_lost_to_a_full_ring_are_counted() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        // Two 4 KiB blocks: room for a handful of 1000-byte frames.
+        let cfg = AfPacketConfig {
+            block_size: 4096,
+            block_count: 2,
+            ..AfPacketConfig::default()
+        };
+        let port = AfPacketPort::open("va", 1, &cfg).unwrap();
+        let peer = Peer::open("vb");
+        assert_eq!(port.rx_dropped(0), 0);
+        for i in 0..200u32 {
+            peer.send(&test_frame(i, 1000));
+        }
+        // Read what the ring kept (the last block comes after its retire timeout).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut got = Vec::new();
+        let mut b = PacketBatch::new();
+        while got.len() as u64 + port.rx_dropped(0) < 200 {
+            assert!(
+                Instant::now() < deadline,
+                "timed out: {} frames so far",
+                got.len()
+            );
+            if port.rx_burst(0, &mut b, 32) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            got.extend(b.drain().map(|p| p.data().to_vec()));
+        }
+        let dropped = port.rx_dropped(0);
+        assert!(
+            dropped > 0 && !got.is_empty(),
+            "{} kept, {} dropped",
+            got.len(),
+            dropped
+        );
+        assert_eq!(got.len() as u64 + dropped, 200);
+        // Kept frames are the first ones, in order.
+        let want: Vec<Vec<u8>> = (0..got.len() as u32).map(|i| test_frame(i, 1000)).collect();
+        assert_eq!(got, want);
+        // Readings accumulate (the kernel resets its counter on each one).
+        assert_eq!(port.rx_dropped(0), dropped);
+        assert_eq!(port.rx_dropped(5), 0);
+    });
+}
+
+#[test]
+fn transmit_on_a_down_interface_drops_the_burst() {
+    let ns = Netns::with_veth();
+    let port = ns.run(|| AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap());
+    ip(&["-n", &ns.name, "link", "set", "va", "down"]);
+    let mut b = PacketBatch::new();
+    for i in 0..10 {
+        b.push(Packet::from_slice(&test_frame(i, 60)));
+    }
+    assert_eq!(port.tx_burst(0, &mut b), 0);
+    assert!(b.is_empty());
+    assert_eq!(port.tx_dropped(0), 10);
+    assert_eq!(port.stats(0).tx_packets, 0);
 }
 
 #[test]
