@@ -479,6 +479,10 @@ pub fn main(a: DemoArgs) -> ExitCode {
         show(dropped[2]),
         show(unaccounted),
     );
+    // The router's own one-line summary (workers, packets, ring drops).
+    for l in err.lines().filter(|l| l.starts_with("brickroute:")) {
+        println!("           {}", l);
+    }
     let r = &sink_report;
     println!(
         "sink       delivered {} packets ({}pkt/s, {}bit/s); lost {} ({:.3} %), reordered {} ({:.3} %), duplicates {}",
