@@ -76,6 +76,16 @@ pub fn validate_prefix(p: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Fails with a clear reason unless the process runs as root, which making network
+/// namespaces, veth pairs and raw sockets needs.
+pub fn require_root() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("needs root (network namespaces, veth pairs, raw sockets): run it with sudo".into());
+    }
+    Ok(())
+}
+
 /// The directory of the state files.
 pub fn state_dir() -> PathBuf {
     std::env::var_os("BRICKROUTE_RUN_DIR")

@@ -191,6 +191,9 @@ fn handler_value(out: &str, name: &str) -> Option<u64> {
 }
 
 pub fn main(a: DemoArgs) -> ExitCode {
+    if let Err(e) = testbed::require_root() {
+        return fail(e);
+    }
     let stop = stop_on_signals();
     let method = a.method.to_ascii_uppercase();
     if method != "PACKET" && method != "XDP" {

@@ -22,6 +22,10 @@ pub enum TestbedCommand {
 }
 
 pub fn main(cmd: TestbedCommand) -> ExitCode {
+    if let Err(e) = testbed::require_root() {
+        eprintln!("brickroute testbed: {}", e);
+        return ExitCode::from(1);
+    }
     let r = match cmd {
         TestbedCommand::Up { queues, prefix } => testbed::up(&prefix, queues).map(|tb| {
             format!(
