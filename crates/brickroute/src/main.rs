@@ -4,8 +4,12 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench;
+mod demo;
+mod gen;
 mod handlers;
 mod run;
+mod sink;
+mod testbed;
 
 #[derive(Parser)]
 #[command(
@@ -25,6 +29,15 @@ enum Command {
     /// Measurements: packets/s and cycles/packet of the shipped applications.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// The namespace testbed: gen -- dut -- sink joined by veth pairs.
+    #[command(subcommand)]
+    Testbed(testbed::TestbedCommand),
+    /// Traffic generator: stamped UDP/IPv4 frames out of an interface.
+    Gen(gen::GenArgs),
+    /// Traffic sink: delivered rate, loss, reordering and latency of stamped frames.
+    Sink(sink::SinkArgs),
+    /// Builds a testbed, routes traffic through it for a few seconds, shows what happens.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,5 +45,9 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run::main(args),
         Command::Bench(cmd) => bench::main(cmd),
+        Command::Testbed(cmd) => testbed::main(cmd),
+        Command::Gen(args) => gen::main(args),
+        Command::Sink(args) => sink::main(args),
+        Command::Demo(args) => demo::main(args),
     }
 }

@@ -1,0 +1,49 @@
+// testbed-router.click -- the IPv4 router of conf/router.click over the testbed's two
+// interfaces (`brickroute testbed up`; `brickroute demo` runs it in the dut namespace).
+//
+//   interface  network          router address  router MAC         neighbour (MAC)
+//   d0         198.18.0.0/24    198.18.0.2      02:b7:00:00:00:02  198.18.0.1 g0 (02:b7:00:00:00:01)
+//   d1         198.18.1.0/24    198.18.1.2      02:b7:00:00:01:02  198.18.1.1 s0 (02:b7:00:00:01:01)
+//   traffic to 198.19.0.0/16 goes out of d1 to the sink, 198.18.0.0/24 back out of d0.
+//
+// Every IPv4 packet is checked (CheckIPHeader), looked up by destination
+// (RadixIPLookup), has its TTL decremented (expiry answered with ICMP time exceeded,
+// routed like any packet) and gets the neighbour's Ethernet header (static MACs: the
+// testbed has permanent neighbours, no ARP on the data path). Packets for the router
+// itself and non-IP frames are counted and dropped here: the kernel, which sees the
+// same frames, answers ARP and ping. Handlers worth reading after a run: chk.drops,
+// tohost.count, nonip.count, out0/cnt.count, out1/cnt.count, out0/dt.drops,
+// out1/dt.drops.
+//
+// Run it in the testbed (one worker per queue; the interfaces need that many queues):
+//   ip netns exec br-dut brickroute run --threads 1 conf/testbed-router.click METHOD=PACKET
+
+define($METHOD PACKET);
+
+// One output interface: TTL, Ethernet header, counter, device.
+// Output 0 carries the ICMP errors it generates, to be routed.
+elementclass OutInterface { $dev, $myip, $mymac, $nexthop |
+    input -> dt :: DecIPTTL
+          -> EtherEncap(0x0800, $mymac, $nexthop)
+          -> cnt :: Counter
+          -> ToDevice($dev, METHOD $METHOD);
+    dt[1] -> ICMPError($myip, timeexceeded) -> output;
+}
+
+chk :: CheckIPHeader;
+rt :: RadixIPLookup(198.18.0.2/32 0, 198.18.1.2/32 0,
+                    198.18.0.0/24 1, 198.18.1.0/24 2, 198.19.0.0/16 198.18.1.1 2);
+nonip :: Counter;
+
+FromDevice(d0, METHOD $METHOD) -> c0 :: Classifier(12/0800, -);
+FromDevice(d1, METHOD $METHOD) -> c1 :: Classifier(12/0800, -);
+c0[0] -> Strip(14) -> chk;
+c1[0] -> Strip(14) -> chk;
+c0[1] -> nonip;
+c1[1] -> nonip;
+nonip -> Discard;
+chk -> GetIPAddress(16) -> rt;
+
+rt[0] -> tohost :: Counter -> Discard;
+rt[1] -> out0 :: OutInterface(d0, 198.18.0.2, 02:b7:00:00:00:02, 02:b7:00:00:00:01) -> rt;
+rt[2] -> out1 :: OutInterface(d1, 198.18.1.2, 02:b7:00:00:01:02, 02:b7:00:00:01:01) -> rt;

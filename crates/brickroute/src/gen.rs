@@ -1,0 +1,151 @@
+//! `brickroute gen`: the traffic generator.
+
+use ::bench::gen::{GenProgress, Limits};
+use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
+use ::bench::testbed;
+use ::bench::traffic::{parse_mac, Ipv4Net, SizeCycle, TrafficSpec};
+use ::bench::units::si;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct GenArgs {
+    /// Interface to send on.
+    #[arg(short = 'i', long, default_value = "g0")]
+    pub interface: String,
+    /// Run in this network namespace (by default, the current one).
+    #[arg(long, value_name = "NAME")]
+    pub netns: Option<String>,
+    /// Frame size in bytes, 64..1518, FCS included (64 puts 60 bytes on the wire).
+    #[arg(long, default_value_t = 64, conflicts_with_all = ["imix", "sizes_from"])]
+    pub size: usize,
+    /// Simple IMIX: 64, 594 and 1518 byte frames, 7:4:1.
+    #[arg(long, conflicts_with = "sizes_from")]
+    pub imix: bool,
+    /// Frame sizes of a pcap file's packets, in file order, over and over.
+    #[arg(long, value_name = "FILE.pcap")]
+    pub sizes_from: Option<PathBuf>,
+    /// Distinct flows (UDP/IPv4 5-tuples), 1..65536; frames take turns over them.
+    #[arg(long, default_value_t = 1024)]
+    pub flows: usize,
+    /// Packets per second (by default, as fast as the interface takes them).
+    #[arg(long, value_name = "PPS")]
+    pub rate: Option<u64>,
+    /// Seconds to send (10 unless --count is given).
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Frames to send.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Destination MAC (the testbed's d0).
+    #[arg(long, default_value = testbed::D0_MAC)]
+    pub dst_mac: String,
+    /// Source MAC (by default, the interface's).
+    #[arg(long)]
+    pub src_mac: Option<String>,
+    /// Source addresses: flows cycle through the network's hosts.
+    #[arg(long, default_value = testbed::G0_IP)]
+    pub src: String,
+    /// Destination addresses: flows cycle through the network's hosts.
+    #[arg(long, default_value = testbed::DST_NET)]
+    pub dst: String,
+    /// UDP destination port (the sink recognises frames by it).
+    #[arg(long, default_value_t = 9)]
+    pub port: u16,
+    /// IPv4 TTL.
+    #[arg(long, default_value_t = 64)]
+    pub ttl: u8,
+    /// No progress lines.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn seconds(s: f64, what: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|_| format!("{} must be a positive number of seconds", what))
+}
+
+fn setup(a: &GenArgs) -> Result<(PacketSocket, TrafficSpec, Limits), String> {
+    if let Some(ns) = &a.netns {
+        enter_netns(ns)?;
+    }
+    let sizes = if a.imix {
+        SizeCycle::imix()
+    } else if let Some(f) = &a.sizes_from {
+        SizeCycle::from_pcap(f)?
+    } else {
+        SizeCycle::fixed(a.size)?
+    };
+    if a.rate == Some(0) {
+        return Err("--rate must be at least 1 packet per second".into());
+    }
+    let duration = match (a.duration, a.count) {
+        (Some(d), _) => Some(seconds(d, "--duration")?),
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(10)),
+    };
+    let sock = PacketSocket::open(&a.interface)?;
+    sock.tune_for_tx()?;
+    let src_mac = match &a.src_mac {
+        Some(m) => parse_mac(m)?,
+        None => sock.mac()?,
+    };
+    let src: Ipv4Net = a.src.parse().map_err(|e| format!("--src: {}", e))?;
+    let dst: Ipv4Net = a.dst.parse().map_err(|e| format!("--dst: {}", e))?;
+    let spec = TrafficSpec {
+        src_mac,
+        dst_mac: parse_mac(&a.dst_mac).map_err(|e| format!("--dst-mac: {}", e))?,
+        src,
+        dst,
+        src_port: 1024,
+        dst_port: a.port,
+        flows: a.flows,
+        ttl: a.ttl,
+        sizes,
+    };
+    let limits = Limits {
+        duration,
+        count: a.count,
+        rate: a.rate,
+    };
+    Ok((sock, spec, limits))
+}
+
+pub fn main(a: GenArgs) -> ExitCode {
+    let (sock, spec, limits) = match setup(&a) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("brickroute gen: {}", e);
+            return ExitCode::from(1);
+        }
+    };
+    let stop = stop_on_signals();
+    let progress = GenProgress::default();
+    let (mut last_p, mut last_b, mut last_t) = (0u64, 0u64, Duration::ZERO);
+    let quiet = a.quiet;
+    let ifname = a.interface.clone();
+    let mut tick = |p: u64, b: u64, t: Duration| {
+        let dt = (t - last_t).as_secs_f64();
+        if !quiet && dt > 0.05 {
+            eprintln!(
+                "gen {}: {:5.1} s  {}pkt/s  {}bit/s  ({} sent)",
+                ifname,
+                t.as_secs_f64(),
+                si((p - last_p) as f64 / dt),
+                si((b - last_b) as f64 * 8.0 / dt),
+                p
+            );
+        }
+        (last_p, last_b, last_t) = (p, b, t);
+    };
+    match ::bench::gen::run(&sock, &spec, &limits, stop, &progress, &mut tick) {
+        Ok(r) => {
+            println!("{}", serde_json::to_string(&r).expect("report serializes"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("brickroute gen: {}", e);
+            ExitCode::from(1)
+        }
+    }
+}
