@@ -35,8 +35,9 @@ const HANDLERS: [&str; 5] = [
 
 #[derive(clap::Args)]
 pub struct DemoArgs {
-    /// How the router opens its interfaces: PACKET (AF_PACKET) or XDP (AF_XDP).
-    #[arg(long, default_value = "PACKET")]
+    /// How the router opens its interfaces: XDP (AF_XDP, brickroute's own XDP program)
+    /// or PACKET (AF_PACKET).
+    #[arg(long, default_value = "XDP")]
     pub method: String,
     /// Seconds of traffic.
     #[arg(long, default_value_t = 10.0)]
@@ -156,6 +157,24 @@ fn packet_sockets_in(ns: &str) -> Result<usize, String> {
     .map_err(|_| "reading /proc/net/packet panicked".to_string())?
 }
 
+/// Whether the router in namespace `ns` has opened d0 and d1: AF_PACKET ports show up
+/// as packet sockets; AF_XDP ports attach their XDP program as the last step of opening.
+fn router_ports_open(ns: &str, method: &str) -> Result<bool, String> {
+    if method != "XDP" {
+        return packet_sockets_in(ns).map(|n| n >= 2);
+    }
+    for dev in ["d0", "d1"] {
+        let o = Command::new("ip")
+            .args(["-n", ns, "-d", "link", "show", dev])
+            .output()
+            .map_err(|e| format!("ip -n {} -d link show {}: {}", ns, dev, e))?;
+        if !String::from_utf8_lossy(&o.stdout).contains("prog/xdp") {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// What the sink thread shares with the live view.
 #[derive(Clone, Default)]
 struct SinkLive {
@@ -268,9 +287,9 @@ pub fn main(a: DemoArgs) -> ExitCode {
                 err.trim_end()
             ));
         }
-        match packet_sockets_in(&tb.dut_ns()) {
-            Ok(n) if n >= 2 => break,
-            Ok(_) => {}
+        match router_ports_open(&tb.dut_ns(), &method) {
+            Ok(true) => break,
+            Ok(false) => {}
             Err(e) => return fail(e),
         }
         if Instant::now() > deadline || stop.load(Ordering::Relaxed) {

@@ -184,8 +184,7 @@ fn routes_frames_between_namespaces(method: &str) {
     );
     // The router is receiving once both ports are open.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !(port_is_open(&dut.link_details("d0"), method) && port_is_open(&dut.link_details("d1"), method))
-    {
+    while !(port_is_open(&dut.link_details("d0"), method) && port_is_open(&dut.link_details("d1"), method)) {
         if let Some(s) = router.0.try_wait().unwrap() {
             let (_, err) = router.output();
             panic!("router exited early ({}): {}", s, err);
@@ -292,7 +291,12 @@ fn routes_frames_between_namespaces(method: &str) {
     // The ports are closed: promiscuous mode withdrawn, XDP programs detached.
     for dev in ["d0", "d1"] {
         let d = dut.link_details(dev);
-        assert!(d.contains("promiscuity 0") && !d.contains("prog/xdp"), "{}: {}", dev, d);
+        assert!(
+            d.contains("promiscuity 0") && !d.contains("prog/xdp"),
+            "{}: {}",
+            dev,
+            d
+        );
     }
 }
 

@@ -89,7 +89,11 @@ pub fn open_interface(name: &str, method: Method, queues: usize) -> Result<Arc<d
             queues,
             &io::AfPacketConfig::default(),
         )?)),
-        Method::Xdp => Ok(Arc::new(io::XdpPort::open(name, queues, &io::XdpConfig::default())?)),
+        Method::Xdp => Ok(Arc::new(io::XdpPort::open(
+            name,
+            queues,
+            &io::XdpConfig::default(),
+        )?)),
     }
 }
 

@@ -93,9 +93,30 @@ impl Drop for Netns {
 pub fn veth(a: &Netns, a_dev: &str, a_mac: &str, b: &Netns, b_dev: &str, b_mac: &str) {
     // Two queues each way, so that two workers each own one (AF_XDP binds per queue).
     ip(&[
-        "link", "add", a_dev, "netns", &a.name, "address", a_mac, "numtxqueues", "2", "numrxqueues", "2",
-        "type", "veth", "peer", "name", b_dev, "netns", &b.name, "address", b_mac, "numtxqueues", "2",
-        "numrxqueues", "2",
+        "link",
+        "add",
+        a_dev,
+        "netns",
+        &a.name,
+        "address",
+        a_mac,
+        "numtxqueues",
+        "2",
+        "numrxqueues",
+        "2",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        b_dev,
+        "netns",
+        &b.name,
+        "address",
+        b_mac,
+        "numtxqueues",
+        "2",
+        "numrxqueues",
+        "2",
     ]);
     a.ip(&["link", "set", a_dev, "up"]);
     b.ip(&["link", "set", b_dev, "up"]);
