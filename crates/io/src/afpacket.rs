@@ -521,11 +521,7 @@ impl Port for AfPacketPort {
             q.rx.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .read(queue, batch, max);
-        if n > 0 {
-            let c = &self.counters[queue];
-            c.rx_packets.fetch_add(n as u64, Ordering::Relaxed);
-            c.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
-        }
+        self.counters[queue].count_rx(n, bytes);
         n
     }
 

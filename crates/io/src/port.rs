@@ -94,6 +94,24 @@ pub(crate) struct QueueCounters {
 }
 
 impl QueueCounters {
+    /// Counts a receive burst of `n` packets, `bytes` in all (once per burst).
+    #[inline]
+    pub fn count_rx(&self, n: usize, bytes: u64) {
+        if n > 0 {
+            self.rx_packets.fetch_add(n as u64, Ordering::Relaxed);
+            self.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a transmit burst of `n` packets, `bytes` in all (once per burst).
+    #[inline]
+    pub fn count_tx(&self, n: usize, bytes: u64) {
+        if n > 0 {
+            self.tx_packets.fetch_add(n as u64, Ordering::Relaxed);
+            self.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
     pub fn snapshot(&self) -> QueueStats {
         QueueStats {
             rx_packets: self.rx_packets.load(Ordering::Relaxed),

@@ -29,7 +29,6 @@ use std::ffi::CString;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 use umem::{Geometry, Xsk};
 
@@ -522,12 +521,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl fmt::Display for XdpPort {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: AF_XDP, {}, {} XDP, {} queue{}",
-            self.ifname,
+impl XdpPort {
+    /// "copy mode, native XDP": what the kernel granted.
+    fn mode_text(&self) -> String {
+        format!(
+            "{}, {} XDP",
             match self.mode {
                 XdpMode::ZeroCopy => "zero-copy mode",
                 XdpMode::Copy => "copy mode",
@@ -535,7 +533,18 @@ impl fmt::Display for XdpPort {
             match self.attach {
                 XdpAttach::Native => "native",
                 XdpAttach::Generic => "generic",
-            },
+            }
+        )
+    }
+}
+
+impl fmt::Display for XdpPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: AF_XDP, {}, {} queue{}",
+            self.ifname,
+            self.mode_text(),
             self.queues.len(),
             if self.queues.len() == 1 { "" } else { "s" }
         )
@@ -558,11 +567,7 @@ impl Port for XdpPort {
             return 0;
         };
         let (n, bytes) = lock(x).receive(batch, max);
-        if n > 0 {
-            let c = &self.counters[queue];
-            c.rx_packets.fetch_add(n as u64, Ordering::Relaxed);
-            c.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
-        }
+        self.counters[queue].count_rx(n, bytes);
         n
     }
 
@@ -576,11 +581,7 @@ impl Port for XdpPort {
             return 0;
         };
         let (n, bytes) = lock(x).transmit(batch);
-        if n > 0 {
-            let c = &self.counters[queue];
-            c.tx_packets.fetch_add(n as u64, Ordering::Relaxed);
-            c.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
-        }
+        self.counters[queue].count_tx(n, bytes);
         n
     }
 
@@ -607,16 +608,6 @@ impl Port for XdpPort {
     }
 
     fn mode(&self) -> Option<String> {
-        Some(format!(
-            "{}, {} XDP",
-            match self.mode {
-                XdpMode::ZeroCopy => "zero-copy mode",
-                XdpMode::Copy => "copy mode",
-            },
-            match self.attach {
-                XdpAttach::Native => "native",
-                XdpAttach::Generic => "generic",
-            }
-        ))
+        Some(self.mode_text())
     }
 }
