@@ -297,6 +297,21 @@ impl<'a> Outputs<'a> {
     }
 }
 
+/// A per-packet decision for [`Outputs::route_each`]: the output a packet takes, or
+/// [`DROP`]. Closures are one; an element whose decision is too large for the
+/// compiler to inline on its own implements it on a struct with `#[inline(always)]`,
+/// so the per-packet loop makes no call.
+pub trait PerPacket {
+    fn verdict(&mut self, p: &mut Packet) -> u8;
+}
+
+impl<F: FnMut(&mut Packet) -> u8> PerPacket for F {
+    #[inline(always)]
+    fn verdict(&mut self, p: &mut Packet) -> u8 {
+        self(p)
+    }
+}
+
 /// The verdict of [`Outputs::route_each`] that drops a packet.
 pub const DROP: u8 = u8::MAX;
 
@@ -307,6 +322,12 @@ impl Outputs<'_> {
     /// batch moves at once instead of packet by packet.
     #[inline]
     pub fn route_each(&mut self, batch: &mut PacketBatch, f: impl FnMut(&mut Packet) -> u8) {
+        self.route_each_by(batch, f)
+    }
+
+    /// [`Outputs::route_each`] with the decision given as a [`PerPacket`].
+    #[inline]
+    pub fn route_each_by(&mut self, batch: &mut PacketBatch, f: impl PerPacket) {
         // Verdicts live in a stack array sized for the batch: most batches are at most
         // the default size, and zeroing 256 bytes per call costs more than the
         // per-packet work of a small batch (8 instructions a packet on the route path).
@@ -320,14 +341,10 @@ impl Outputs<'_> {
     /// [`Outputs::route_each`] for a batch of at most `N` packets (packet by packet
     /// beyond that).
     #[inline(always)]
-    fn route_each_upto<const N: usize>(
-        &mut self,
-        batch: &mut PacketBatch,
-        mut f: impl FnMut(&mut Packet) -> u8,
-    ) {
+    fn route_each_upto<const N: usize>(&mut self, batch: &mut PacketBatch, mut f: impl PerPacket) {
         if batch.len() > N {
             for mut p in batch.drain() {
-                match f(&mut p) {
+                match f.verdict(&mut p) {
                     DROP => drop(p),
                     port => self.push(port as usize, p),
                 }
@@ -337,7 +354,7 @@ impl Outputs<'_> {
         let mut verdicts = [0u8; N];
         let mut any = 0u8;
         for (v, p) in verdicts.iter_mut().zip(batch.iter_mut()) {
-            *v = f(p);
+            *v = f.verdict(p);
             any |= *v;
         }
         if any == 0 {

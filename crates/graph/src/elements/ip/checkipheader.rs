@@ -254,19 +254,36 @@ impl CheckIPHeader {
     }
 }
 
-impl Element for CheckIPHeader {
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        let me = &*self;
-        let cfg = &*me.cfg;
-        let mut drops = 0u64;
-        out.route_each(batch, |p| match cfg.check(p) {
+/// CheckIPHeader's per-packet decision: output 0 if the header passes, 1 if not.
+struct Verdicts<'a> {
+    me: &'a CheckIPHeader,
+    drops: &'a mut u64,
+}
+
+impl PerPacket for Verdicts<'_> {
+    #[inline(always)]
+    fn verdict(&mut self, p: &mut Packet) -> u8 {
+        match self.me.cfg.check(p) {
             Ok(()) => 0,
             Err(r) => {
-                me.failed(r, &mut drops);
+                self.me.failed(r, self.drops);
                 // Output 1 if it exists; otherwise the packet is dropped.
                 1
             }
-        });
+        }
+    }
+}
+
+impl Element for CheckIPHeader {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        let mut drops = 0;
+        out.route_each_by(
+            batch,
+            Verdicts {
+                me: self,
+                drops: &mut drops,
+            },
+        );
         if drops > 0 {
             self.drops.fetch_add(drops, Ordering::Relaxed);
         }
