@@ -16,9 +16,9 @@
 // out1/dt.drops.
 //
 // Run it in the testbed (one worker per queue; the interfaces need that many queues):
-//   ip netns exec br-dut brickroute run --threads 1 conf/testbed-router.click METHOD=PACKET
+//   ip netns exec br-dut brickroute run --threads 1 conf/testbed-router.click METHOD=XDP
 
-define($METHOD PACKET);
+define($METHOD XDP);
 
 // One output interface: TTL, Ethernet header, counter, device.
 // Output 0 carries the ICMP errors it generates, to be routed.

@@ -360,7 +360,7 @@ fn unknown_interface_is_a_configuration_error_naming_it() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{}", err);
     let want = format!(
-        "{}:2:3: error: FromDevice@1 :: FromDevice: cannot open device 'brtnosuch0' (METHOD PACKET): brtnosuch0: find the interface: No such device",
+        "{}:2:3: error: FromDevice@1 :: FromDevice: cannot open device 'brtnosuch0' (METHOD XDP): brtnosuch0: find the interface: No such device",
         conf.display()
     );
     assert!(err.starts_with(&want), "stderr: {}", err);

@@ -53,8 +53,10 @@ pub enum Method {
     Xdp,
 }
 
-/// The method used when no element of an interface gives `METHOD`.
-pub const DEFAULT_METHOD: Method = Method::Packet;
+/// The method tried first when no element of an interface gives `METHOD`: AF_XDP,
+/// falling back to AF_PACKET (with a warning) where the interface cannot take
+/// brickroute's XDP program or AF_XDP sockets.
+pub const DEFAULT_METHOD: Method = Method::Xdp;
 
 impl Method {
     /// `PACKET` or `XDP` (the configuration's words, any case).
@@ -220,9 +222,26 @@ impl DeviceTable {
                 format!("unknown device '{}' (known devices: {})", name, known.join(", "))
             }));
         };
+        let queues = cx.workers.max(1);
         let m = method.unwrap_or(DEFAULT_METHOD);
-        let port = opener(name, m, cx.workers.max(1))
-            .map_err(|e| cx.error(format!("cannot open device '{}' (METHOD {}): {}", name, m, e)))?;
+        let opened = match opener(name, m, queues) {
+            Err(e) if method.is_none() && m != Method::Packet => {
+                // No METHOD given: AF_PACKET works on any interface AF_XDP cannot use.
+                opener(name, Method::Packet, queues)
+                    .map(|port| {
+                        eprintln!(
+                            "{}: warning: {} :: {}: device '{}' opened with METHOD PACKET (METHOD {}: {})",
+                            cx.landmark, cx.name, cx.class, name, m, e
+                        );
+                        (port, Method::Packet)
+                    })
+                    .map_err(|_| (m, e))
+            }
+            Err(e) => Err((m, e)),
+            Ok(port) => Ok((port, m)),
+        };
+        let (port, m) = opened
+            .map_err(|(m, e)| cx.error(format!("cannot open device '{}' (METHOD {}): {}", name, m, e)))?;
         let d = Device {
             name: name.to_string(),
             port,
@@ -719,13 +738,67 @@ mod tests {
             summary,
             vec![
                 ("if0".to_string(), Some(Method::Packet), 3),
-                ("if1".to_string(), Some(Method::Packet), 3)
+                ("if1".to_string(), Some(Method::Xdp), 3)
             ]
         );
         // Both elements of if0 hold the same port.
         assert!(Arc::ptr_eq(&t.get("if0").unwrap(), &devs[0].port));
         t.clear();
         assert!(t.names().is_empty());
+    }
+
+    #[test]
+    fn without_method_an_interface_falls_back_to_af_packet_where_af_xdp_fails() {
+        let log: OpenLog = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        // "ifx" takes AF_XDP; "ifp" only AF_PACKET (say, a foreign XDP program).
+        let t = Arc::new(DeviceTable::with_opener(move |name, method, queues| {
+            l.lock().unwrap().push((name.to_string(), method, queues));
+            if method == Method::Xdp && name == "ifp" {
+                Err(DeviceError::new(
+                    name,
+                    "an XDP program of another owner is attached",
+                ))
+            } else {
+                Ok(Arc::new(MemPort::new(queues)) as Arc<dyn Port>)
+            }
+        }));
+        let fd = FromDeviceClass { devices: t.clone() };
+        build(&fd, "ifx", 1).unwrap();
+        build(&fd, "ifp", 1).unwrap();
+        let methods: Vec<(String, Option<Method>)> =
+            t.devices().iter().map(|d| (d.name.clone(), d.method)).collect();
+        assert_eq!(
+            methods,
+            vec![
+                ("ifp".to_string(), Some(Method::Packet)),
+                ("ifx".to_string(), Some(Method::Xdp))
+            ]
+        );
+        assert_eq!(
+            *log.lock().unwrap(),
+            vec![
+                ("ifx".to_string(), Method::Xdp, 1),
+                ("ifp".to_string(), Method::Xdp, 1),
+                ("ifp".to_string(), Method::Packet, 1)
+            ]
+        );
+        // An explicit METHOD XDP does not fall back: the failure is the answer.
+        let t2 = Arc::new(DeviceTable::with_opener(|name, method, _| {
+            if method == Method::Xdp {
+                Err(DeviceError::new(
+                    name,
+                    "an XDP program of another owner is attached",
+                ))
+            } else {
+                Ok(Arc::new(MemPort::new(1)) as Arc<dyn Port>)
+            }
+        }));
+        let fd2 = FromDeviceClass { devices: t2 };
+        assert_eq!(
+            build(&fd2, "ifp, METHOD XDP", 1).err().unwrap(),
+            "d :: FromDevice: cannot open device 'ifp' (METHOD XDP): ifp: an XDP program of another owner is attached"
+        );
     }
 
     #[test]
@@ -736,7 +809,7 @@ mod tests {
         assert_eq!(
             build(&fd, "nosuch0", 1).err().unwrap(),
             format!(
-                "d :: FromDevice: cannot open device 'nosuch0' (METHOD PACKET): nosuch0: find the interface: {}",
+                "d :: FromDevice: cannot open device 'nosuch0' (METHOD XDP): nosuch0: find the interface: {}",
                 std::io::Error::from_raw_os_error(19)
             )
         );
@@ -746,8 +819,8 @@ mod tests {
         );
         build(&fd, "if0", 2).unwrap();
         assert_eq!(
-            build(&td, "if0, METHOD XDP", 2).err().unwrap(),
-            "d :: ToDevice: device 'if0' is already open with METHOD PACKET (give every FromDevice and ToDevice of 'if0' the same METHOD)"
+            build(&td, "if0, METHOD PACKET", 2).err().unwrap(),
+            "d :: ToDevice: device 'if0' is already open with METHOD XDP (give every FromDevice and ToDevice of 'if0' the same METHOD)"
         );
         assert_eq!(
             build(&td, "if0, QUEUE 2", 2).err().unwrap(),
