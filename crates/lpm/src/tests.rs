@@ -2,6 +2,7 @@ use super::reference::NaiveLpm;
 use super::*;
 use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 fn ip(a: u8, b: u8, c: u8, d: u8) -> u32 {
@@ -85,12 +86,11 @@ fn deletes_restore_covering_prefixes() {
     assert_eq!(t.remove(ip(10, 1, 2, 0), 24), Some(3));
     assert_eq!(t.lookup(ip(10, 1, 2, 129)), Some(2));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(5));
-    assert_eq!(t.groups_in_use(), 1);
 
     assert_eq!(t.remove(ip(10, 1, 2, 200), 32), Some(5));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(2));
-    // The last long prefix under 10.1.2/24 is gone: its group is retired.
-    assert_eq!(t.groups_in_use(), 0);
+    // The last prefix longer than /18 under 10.1.0.0/18 is gone: its nodes are freed.
+    assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
 
     assert_eq!(t.remove(ip(10, 1, 0, 0), 16), Some(2));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(1));
@@ -128,20 +128,23 @@ fn removing_a_short_prefix_keeps_longer_ones_and_skips_siblings() {
 }
 
 #[test]
-fn groups_are_reused_after_retirement() {
+fn nodes_are_freed_when_their_last_prefix_goes() {
     let t = Ipv4Lpm::new();
+    let empty = t.memory_bytes();
     t.insert(ip(1, 1, 1, 1), 32, 1);
     t.insert(ip(1, 1, 2, 1), 32, 2);
-    assert_eq!(t.groups_in_use(), 2);
+    let two = t.memory_bytes();
+    assert!(two > empty);
     t.remove(ip(1, 1, 1, 1), 32);
-    assert_eq!(t.groups_in_use(), 1);
+    assert!(t.memory_bytes() < two);
     t.insert(ip(7, 7, 7, 7), 30, 3);
-    assert_eq!(t.groups_in_use(), 2);
-    assert_eq!(t.groups_allocated(), 2);
     assert_eq!(t.lookup(ip(7, 7, 7, 5)), Some(3));
     assert_eq!(t.lookup(ip(7, 7, 7, 8)), None);
     assert_eq!(t.lookup(ip(1, 1, 1, 1)), None);
     assert_eq!(t.lookup(ip(1, 1, 2, 1)), Some(2));
+    t.remove(ip(1, 1, 2, 1), 32);
+    t.remove(ip(7, 7, 7, 7), 30);
+    assert_eq!(t.memory_bytes(), empty);
 }
 
 #[test]
@@ -176,7 +179,8 @@ fn clear_removes_everything() {
     t.clear();
     assert!(t.is_empty());
     assert_eq!(t.lookup(ip(10, 0, 0, 1)), None);
-    assert_eq!(t.groups_in_use(), 0);
+    assert_eq!(t.lookup(ip(99, 0, 0, 1)), None);
+    assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
 }
 
 #[derive(Clone, Debug)]
@@ -248,12 +252,12 @@ proptest! {
             prop_assert_eq!(t.lookup(a), want);
             prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE));
         }
-        // Removing everything leaves an empty table and no groups.
+        // Removing everything leaves an empty table and no nodes.
         for (a, l, _) in r.routes() {
             prop_assert!(t.remove(a, l).is_some());
         }
         prop_assert!(t.is_empty());
-        prop_assert_eq!(t.groups_in_use(), 0);
+        prop_assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
         for &a in &addrs {
             prop_assert_eq!(t.lookup(a), None);
         }
@@ -341,7 +345,7 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
                 )
             };
             if t.insert(a, l, 1000 + step).is_none() {
-                live.push((a & mask_of(l), l));
+                live.push((a.masked(l), l));
             }
         }
     }
@@ -353,5 +357,4 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
         t.remove(a, l);
     }
     assert_eq!(t.len(), 4);
-    assert_eq!(t.groups_in_use(), 2);
 }
