@@ -45,7 +45,7 @@ impl Key for u32 {
 
 impl Key for u128 {
     const BITS: u32 = 128;
-    const TOP: u32 = 16;
+    const TOP: u32 = 18;
     #[inline(always)]
     fn bits(self, start: u32, n: u32) -> usize {
         ((self << start) >> (128 - n)) as usize

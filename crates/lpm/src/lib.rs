@@ -51,6 +51,7 @@
 //! new next-hop index names) is visible to a reader once a lookup returned that next hop.
 
 mod key;
+mod mem;
 pub mod reference;
 pub mod synth;
 pub mod table;

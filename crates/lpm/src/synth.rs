@@ -183,8 +183,8 @@ fn generate(
                         l += 1;
                     }
                     let (pa, pnh) = by_len[l as usize][k];
-                    let host = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()))
-                        & !mask(width, l);
+                    let host =
+                        (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) & !mask(width, l);
                     let nh = if rng.below(10) < 3 {
                         pnh
                     } else {

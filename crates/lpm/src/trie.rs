@@ -3,6 +3,7 @@
 //! (stride 6), published by path copying. See the crate documentation for the design.
 
 use crate::key::{Key, PrefixMap};
+use crate::mem::HugeSlice;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -114,7 +115,7 @@ unsafe fn decode(p: NodePtr, stride: u32) -> Image {
     let (mut ki, mut li) = (0usize, 0usize);
     for j in 0..img.slots() {
         if vector >> j & 1 == 1 {
-            let c = *kids.add(ki) as NodePtr;
+            let c = untag(*kids.add(ki));
             ki += 1;
             img.kids[j] = c;
             img.vals[j] = *c.add(2) as u32;
@@ -131,6 +132,13 @@ unsafe fn decode(p: NodePtr, stride: u32) -> Image {
 /// Allocates the node an image describes. For internal slots `vals[j]` must equal the
 /// child's `def` (the caller keeps them in step).
 fn encode(img: &Image, bytes: &AtomicUsize) -> NodePtr {
+    let v = encode_words(img);
+    bytes.fetch_add(v.len() * 8, Ordering::Relaxed);
+    Box::into_raw(v.into_boxed_slice()) as *const u64
+}
+
+/// The words of the node an image describes.
+fn encode_words(img: &Image) -> Vec<u64> {
     let n = img.slots();
     let mut vector = 0u64;
     let mut leafvec = 0u64;
@@ -140,7 +148,7 @@ fn encode(img: &Image, bytes: &AtomicUsize) -> NodePtr {
     for j in 0..n {
         if !img.kids[j].is_null() {
             vector |= 1 << j;
-            kids.push(img.kids[j] as u64);
+            kids.push(tag(img.kids[j]));
         } else {
             if prev != Some(img.vals[j]) {
                 leafvec |= 1 << j;
@@ -160,8 +168,7 @@ fn encode(img: &Image, bytes: &AtomicUsize) -> NodePtr {
         v.push(u64::from(pair[0]) | (u64::from(hi) << 32));
     }
     debug_assert_eq!(v.len(), words);
-    bytes.fetch_add(words * 8, Ordering::Relaxed);
-    Box::into_raw(v.into_boxed_slice()) as *const u64
+    v
 }
 
 /// A copy of node `p` (stride `stride`) with another inherited value; children shared.
@@ -188,7 +195,7 @@ unsafe fn walk<K: Key>(mut node: NodePtr, key: K) -> u32 {
         if done {
             return best;
         }
-        node = next;
+        node = untag(next);
         depth += STRIDE;
     }
 }
@@ -198,14 +205,14 @@ unsafe fn walk<K: Key>(mut node: NodePtr, key: K) -> u32 {
 /// # Safety
 /// As for [`walk`]; `depth` is the node's depth.
 #[inline(always)]
-unsafe fn step<K: Key>(node: NodePtr, key: K, depth: u32, best: u32) -> (NodePtr, u32, bool) {
+unsafe fn step<K: Key>(node: NodePtr, key: K, depth: u32, best: u32) -> (u64, u32, bool) {
     let vector = *node;
     let def = *node.add(2) as u32;
     let mut best = if def != NONE { def } else { best };
     let j = key.bits(depth, stride_at::<K>(depth)) as u32;
     let below = vector & ((1u64 << j) - 1);
     if vector >> j & 1 == 1 {
-        let child = *node.add(HEADER + below.count_ones() as usize) as NodePtr;
+        let child = *node.add(HEADER + below.count_ones() as usize);
         (child, best, false)
     } else {
         let leafvec = *node.add(1);
@@ -215,7 +222,38 @@ unsafe fn step<K: Key>(node: NodePtr, key: K, depth: u32, best: u32) -> (NodePtr
         if v != NONE {
             best = v;
         }
-        (std::ptr::null(), best, true)
+        (0, best, true)
+    }
+}
+
+/// Bits of a link (first-level entry or child pointer) above the address: how many
+/// cache lines the node spans, minus one (user-space addresses fit in 48 bits).
+const LINES_SHIFT: u32 = 56;
+/// At most this many lines are prefetched per node.
+const MAX_PREFETCH_LINES: usize = 6;
+
+/// A link to node `p`, carrying the number of cache lines the node spans so that a
+/// batch lookup can prefetch all of it (header and values) at once.
+fn tag(p: NodePtr) -> u64 {
+    // SAFETY: `p` is a live node the writer just built or still links.
+    let bytes = unsafe { node_words(*p, *p.add(1)) } * 8;
+    let first = p as usize % 64;
+    let lines = (first + bytes - 1) / 64 + 1;
+    debug_assert!((p as u64) >> 48 == 0, "node address above 2^48");
+    (p as u64) | (((lines.min(MAX_PREFETCH_LINES) - 1) as u64) << LINES_SHIFT)
+}
+
+#[inline(always)]
+fn untag(e: u64) -> NodePtr {
+    (e & ((1u64 << LINES_SHIFT) - 1)) as NodePtr
+}
+
+#[inline(always)]
+fn prefetch_node(e: u64) {
+    let p = untag(e) as usize & !63;
+    let lines = (e >> LINES_SHIFT) as usize + 1;
+    for l in 0..lines {
+        prefetch((p + l * 64) as NodePtr);
     }
 }
 
@@ -244,11 +282,15 @@ struct Writer<K: Key> {
 
 /// The table. `K` is `u32` (IPv4) or `u128` (IPv6).
 pub struct Trie<K: Key> {
-    top: Box<[AtomicU64]>,
+    top: HugeSlice<AtomicU64>,
+    /// The nodes of a bulk build, packed in one huge-page block in depth-first order.
+    /// Nodes in it are never freed one by one: when an update replaces one, its words
+    /// stay (counted in `memory_bytes`) until the table is dropped.
+    arena: Option<HugeSlice<u64>>,
     /// The default route (`/0`), kept out of the first level so changing it is one store.
     default: AtomicU32,
     writer: Mutex<Writer<K>>,
-    /// Bytes of live nodes.
+    /// Bytes of live nodes outside the arena.
     node_bytes: AtomicUsize,
     _key: PhantomData<K>,
 }
@@ -267,7 +309,7 @@ impl<K: Key> Drop for Trie<K> {
             if e & LEAF == 0 {
                 // SAFETY: `&mut self`: no reader holds a reference into the table, and
                 // each linked node is owned by exactly one parent.
-                unsafe { free_subtree::<K>(e as NodePtr, K::TOP) };
+                unsafe { free_subtree::<K>(untag(e), K::TOP, self.arena.as_ref()) };
             }
         }
     }
@@ -277,11 +319,15 @@ impl<K: Key> Drop for Trie<K> {
 ///
 /// # Safety
 /// The subtree is unreachable by readers and linked nowhere else.
-unsafe fn free_subtree<K: Key>(p: NodePtr, depth: u32) {
+unsafe fn free_subtree<K: Key>(p: NodePtr, depth: u32, arena: Option<&HugeSlice<u64>>) {
+    // Arena nodes link only arena nodes and are freed with the arena.
+    if arena.is_some_and(|a| a.contains(p)) {
+        return;
+    }
     let img = decode(p, stride_at::<K>(depth));
     for &k in &img.kids[..img.slots()] {
         if !k.is_null() {
-            free_subtree::<K>(k, depth + img.stride);
+            free_subtree::<K>(k, depth + img.stride, arena);
         }
     }
     free_node(p);
@@ -297,7 +343,8 @@ impl<K: Key> Trie<K> {
     pub fn new() -> Trie<K> {
         let n = 1usize << K::TOP;
         Trie {
-            top: (0..n).map(|_| AtomicU64::new(leaf_entry(NONE))).collect(),
+            top: HugeSlice::new(n, |_| AtomicU64::new(leaf_entry(NONE))),
+            arena: None,
             default: AtomicU32::new(NONE),
             writer: Mutex::new(Writer {
                 routes: (0..=K::BITS).map(|_| PrefixMap::default()).collect(),
@@ -319,8 +366,21 @@ impl<K: Key> Trie<K> {
     /// Next hop for `key`, or NONE.
     #[inline]
     pub fn lookup(&self, key: K) -> u32 {
-        let _guard = epoch::pin();
-        self.lookup_pinned(key, &_guard)
+        let guard = epoch::pin();
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports POPCNT (checked just above).
+            return unsafe { self.lookup_popcnt(key, &guard) };
+        }
+        self.lookup_pinned(key, &guard)
+    }
+
+    /// [`Self::lookup_pinned`] compiled with the POPCNT instruction (the x86-64 baseline
+    /// lacks it, and the software popcount costs more than the rest of a node step).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn lookup_popcnt(&self, key: K, guard: &Guard) -> u32 {
+        self.lookup_pinned(key, guard)
     }
 
     #[inline(always)]
@@ -332,7 +392,7 @@ impl<K: Key> Trie<K> {
             // SAFETY: a non-leaf first-level entry points to a published node, which
             // stays allocated while `_guard` is pinned (it is freed only through the
             // epoch collector after being unlinked).
-            unsafe { walk(e as NodePtr, key) }
+            unsafe { walk(untag(e), key) }
         };
         if r != NONE {
             r
@@ -344,15 +404,30 @@ impl<K: Key> Trie<K> {
     /// Looks up `keys` level by level, prefetching the next level of every key before
     /// reading any of them, so that cache misses of a batch overlap.
     pub fn lookup_batch(&self, keys: &[K], out: &mut [u32]) {
-        assert!(
-            out.len() >= keys.len(),
-            "lookup_batch: output shorter than input"
-        );
-        const CHUNK: usize = 32;
+        assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
         let guard = epoch::pin();
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports POPCNT (checked just above).
+            unsafe { self.lookup_batch_popcnt(keys, out, &guard) };
+            return;
+        }
+        self.lookup_batch_pinned(keys, out, &guard);
+    }
+
+    /// [`Self::lookup_batch_pinned`] compiled with the POPCNT instruction.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn lookup_batch_popcnt(&self, keys: &[K], out: &mut [u32], guard: &Guard) {
+        self.lookup_batch_pinned(keys, out, guard)
+    }
+
+    #[inline(always)]
+    fn lookup_batch_pinned(&self, keys: &[K], out: &mut [u32], guard: &Guard) {
+        const CHUNK: usize = 32;
         let dflt = self.default.load(Ordering::Acquire);
         for (ks, os) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            self.lookup_chunk(ks, os, dflt, &guard);
+            self.lookup_chunk(ks, os, dflt, guard);
         }
     }
 
@@ -367,8 +442,8 @@ impl<K: Key> Trie<K> {
             if e & LEAF != 0 {
                 out[i] = (e >> 32) as u32;
             } else {
-                node[i] = e as NodePtr;
-                prefetch(node[i]);
+                node[i] = untag(e);
+                prefetch_node(e);
                 active[n] = i as u8;
                 n += 1;
             }
@@ -385,8 +460,8 @@ impl<K: Key> Trie<K> {
                 if done {
                     out[i] = b;
                 } else {
-                    node[i] = next;
-                    prefetch(next);
+                    node[i] = untag(next);
+                    prefetch_node(next);
                     active[m] = i as u8;
                     m += 1;
                 }
@@ -440,11 +515,9 @@ impl<K: Key> Trie<K> {
                 Some(v) => (len, v, None),
                 // Slots this prefix owned fall back to the covering prefix.
                 None => {
-                    let cover = (1..len).rev().find_map(|l| {
-                        w.routes[l as usize]
-                            .get(&key.masked(l))
-                            .map(|&v| (l, v))
-                    });
+                    let cover = (1..len)
+                        .rev()
+                        .find_map(|l| w.routes[l as usize].get(&key.masked(l)).map(|&v| (l, v)));
                     let (cl, cv) = cover.unwrap_or((0, NONE));
                     (cl, cv, Some(len))
                 }
@@ -463,16 +536,12 @@ impl<K: Key> Trie<K> {
         } else {
             let i = key.bits(0, K::TOP);
             let e = self.top[i].load(Ordering::Relaxed);
-            let old = if e & LEAF != 0 {
-                std::ptr::null()
-            } else {
-                e as NodePtr
-            };
+            let old = if e & LEAF != 0 { std::ptr::null() } else { untag(e) };
             let new = self.update(w, old, K::TOP, w.top_val[i], key, len, &mut retired);
             let entry = if new.is_null() {
                 leaf_entry(w.top_val[i])
             } else {
-                new as u64
+                tag(new)
             };
             self.top[i].store(entry, Ordering::Release);
         }
@@ -485,12 +554,12 @@ impl<K: Key> Trie<K> {
         if e & LEAF != 0 {
             self.top[i].store(leaf_entry(v), Ordering::Release);
         } else {
-            let p = e as NodePtr;
+            let p = untag(e);
             // SAFETY: linked nodes are live; only this (locked) writer frees them.
             unsafe {
                 if *p.add(2) as u32 != v {
                     let c = with_def(p, stride_at::<K>(K::TOP), v, &self.node_bytes);
-                    self.top[i].store(c as u64, Ordering::Release);
+                    self.top[i].store(tag(c), Ordering::Release);
                     retired.push(p);
                 }
             }
@@ -501,6 +570,9 @@ impl<K: Key> Trie<K> {
     /// that could have loaded a pointer to them has unpinned.
     fn retire(&self, retired: Vec<NodePtr>, guard: &Guard) {
         for p in retired {
+            if self.in_arena(p) {
+                continue;
+            }
             // SAFETY: `p` is live (read before freeing is deferred).
             let words = unsafe { node_words(*p, *p.add(1)) };
             self.node_bytes.fetch_sub(words * 8, Ordering::Relaxed);
@@ -515,6 +587,10 @@ impl<K: Key> Trie<K> {
                 });
             }
         }
+    }
+
+    fn in_arena(&self, p: NodePtr) -> bool {
+        self.arena.as_ref().is_some_and(|a| a.contains(p))
     }
 
     /// Rebuilds the path to the node whose stride holds `len`, returning the new subtree
@@ -544,9 +620,8 @@ impl<K: Key> Trie<K> {
                 let c = img.kids[j];
                 // SAFETY: as above.
                 if !c.is_null() && unsafe { *c.add(2) } as u32 != img.vals[j] {
-                    img.kids[j] = unsafe {
-                        with_def(c, stride_at::<K>(depth + stride), img.vals[j], &self.node_bytes)
-                    };
+                    img.kids[j] =
+                        unsafe { with_def(c, stride_at::<K>(depth + stride), img.vals[j], &self.node_bytes) };
                     retired.push(c);
                 }
             }
@@ -588,12 +663,9 @@ impl<K: Key> Trie<K> {
     /// A table built from `routes` in one pass (sorted and deduplicated here; the last
     /// of equal prefixes wins).
     pub fn build(routes: &[(K, u8, u32)]) -> Trie<K> {
-        let mut v: Vec<(K, u8, u32)> = routes
-            .iter()
-            .map(|&(k, l, nh)| (k.masked(l), l, nh))
-            .collect();
+        let mut v: Vec<(K, u8, u32)> = routes.iter().map(|&(k, l, nh)| (k.masked(l), l, nh)).collect();
         // Stable: equal prefixes keep input order, and the last one is kept below.
-        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        v.sort_by_key(|r| (r.0, r.1));
         let mut dedup: Vec<(K, u8, u32)> = Vec::with_capacity(v.len());
         for r in v {
             match dedup.last_mut() {
@@ -601,7 +673,7 @@ impl<K: Key> Trie<K> {
                 _ => dedup.push(r),
             }
         }
-        let t = Trie::new();
+        let mut t = Trie::new();
         {
             let mut w = t.lock();
             for &(k, l, nh) in &dedup {
@@ -624,10 +696,7 @@ impl<K: Key> Trie<K> {
             for (i, &v) in w.top_val.iter().enumerate() {
                 t.top[i].store(leaf_entry(v), Ordering::Relaxed);
             }
-            let deep: Vec<(K, u8, u32)> = dedup
-                .into_iter()
-                .filter(|r| u32::from(r.1) > K::TOP)
-                .collect();
+            let deep: Vec<(K, u8, u32)> = dedup.into_iter().filter(|r| u32::from(r.1) > K::TOP).collect();
             let mut s = 0;
             while s < deep.len() {
                 let i = deep[s].0.bits(0, K::TOP);
@@ -637,12 +706,34 @@ impl<K: Key> Trie<K> {
                 }
                 let n = t.build_node(K::TOP, w.top_val[i], &deep[s..e]);
                 if !n.is_null() {
-                    t.top[i].store(n as u64, Ordering::Release);
+                    t.top[i].store(tag(n), Ordering::Release);
                 }
                 s = e;
             }
         }
+        t.pack();
         t
+    }
+
+    /// Moves every node into one huge-page arena, children before parents (right after
+    /// a bulk build, before the table is shared).
+    fn pack(&mut self) {
+        let words = self.node_bytes.load(Ordering::Relaxed) / 8;
+        if words == 0 {
+            return;
+        }
+        let mut arena = HugeSlice::new(words, |_| 0u64);
+        let mut used = 0usize;
+        for i in 0..self.top.len() {
+            let e = self.top[i].load(Ordering::Relaxed);
+            if e & LEAF == 0 {
+                let n = pack_subtree::<K>(untag(e), K::TOP, arena.as_mut_slice(), &mut used);
+                self.top[i].store(tag(n), Ordering::Relaxed);
+            }
+        }
+        debug_assert_eq!(used, words);
+        self.node_bytes.store(0, Ordering::Relaxed);
+        self.arena = Some(arena);
     }
 
     /// Builds the subtree at `depth` from the routes under it (sorted, all longer than
@@ -718,7 +809,7 @@ impl<K: Key> Trie<K> {
         for (i, slot) in self.top.iter().enumerate() {
             let e = slot.swap(leaf_entry(NONE), Ordering::AcqRel);
             if e & LEAF == 0 {
-                collect_subtree::<K>(e as NodePtr, K::TOP, &mut retired);
+                collect_subtree::<K>(untag(e), K::TOP, &mut retired);
             }
             w.top_len[i] = 0;
             w.top_val[i] = NONE;
@@ -732,21 +823,22 @@ impl<K: Key> Trie<K> {
 
     /// Bytes the readers touch: the first level plus the live nodes.
     pub fn lookup_bytes(&self) -> usize {
-        self.top.len() * 8 + self.node_bytes.load(Ordering::Relaxed)
+        self.top.bytes()
+            + self.arena.as_ref().map_or(0, |a| a.bytes())
+            + self.node_bytes.load(Ordering::Relaxed)
     }
 
     /// Estimated bytes of the writer's route record (maps and first-level shadow).
     pub fn control_bytes(&self) -> usize {
         let w = self.lock();
         let entry = std::mem::size_of::<K>() + 4 + 1;
-        w.routes.iter().map(|m| m.capacity() * entry).sum::<usize>()
-            + w.top_len.len()
-            + w.top_val.len() * 4
+        w.routes.iter().map(|m| m.capacity() * entry).sum::<usize>() + w.top_len.len() + w.top_val.len() * 4
     }
 }
 
 /// Every node of a subtree (for retirement).
 fn collect_subtree<K: Key>(p: NodePtr, depth: u32, out: &mut Vec<NodePtr>) {
+    // (Arena nodes among them are skipped by `retire`.)
     // SAFETY: called by the writer on a subtree it just unlinked and has not retired yet.
     let img = unsafe { decode(p, stride_at::<K>(depth)) };
     for &k in &img.kids[..img.slots()] {
@@ -755,4 +847,23 @@ fn collect_subtree<K: Key>(p: NodePtr, depth: u32, out: &mut Vec<NodePtr>) {
         }
     }
     out.push(p);
+}
+
+/// Copies a freshly built subtree (heap nodes) into `arena` from `*used` on, children
+/// first, freeing the heap nodes; returns the new root.
+fn pack_subtree<K: Key>(p: NodePtr, depth: u32, arena: &mut [u64], used: &mut usize) -> NodePtr {
+    // SAFETY: called on nodes just built by `build`, not yet visible to any reader.
+    let mut img = unsafe { decode(p, stride_at::<K>(depth)) };
+    for j in 0..img.slots() {
+        if !img.kids[j].is_null() {
+            img.kids[j] = pack_subtree::<K>(img.kids[j], depth + img.stride, arena, used);
+        }
+    }
+    let words = encode_words(&img);
+    let at = *used;
+    arena[at..at + words.len()].copy_from_slice(&words);
+    *used += words.len();
+    // SAFETY: `p` was built by `encode`, is linked nowhere any more and freed once.
+    unsafe { free_node(p) };
+    arena[at..].as_ptr()
 }
