@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench;
+mod fib;
 mod handlers;
 mod run;
 
@@ -25,6 +26,9 @@ enum Command {
     /// Measurements: packets/s and cycles/packet of the shipped applications.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Longest-prefix-match tables: lookups from a table file, benchmarks, synthetic tables.
+    #[command(subcommand)]
+    Fib(fib::FibCommand),
 }
 
 fn main() -> ExitCode {
@@ -32,5 +36,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run::main(args),
         Command::Bench(cmd) => bench::main(cmd),
+        Command::Fib(cmd) => fib::main(cmd),
     }
 }

@@ -230,7 +230,7 @@ unsafe fn step<K: Key>(node: NodePtr, key: K, depth: u32, best: u32) -> (u64, u3
 /// cache lines the node spans, minus one (user-space addresses fit in 48 bits).
 const LINES_SHIFT: u32 = 56;
 /// At most this many lines are prefetched per node.
-const MAX_PREFETCH_LINES: usize = 6;
+const MAX_PREFETCH_LINES: usize = 2;
 
 /// A link to node `p`, carrying the number of cache lines the node spans so that a
 /// batch lookup can prefetch all of it (header and values) at once.
@@ -248,12 +248,15 @@ fn untag(e: u64) -> NodePtr {
     (e & ((1u64 << LINES_SHIFT) - 1)) as NodePtr
 }
 
+/// Prefetches the lines of the node a link names (up to [`MAX_PREFETCH_LINES`]), or
+/// the always-cached line `hot` for a leaf entry, without branching on the link.
 #[inline(always)]
-fn prefetch_node(e: u64) {
-    let p = untag(e) as usize & !63;
-    let lines = (e >> LINES_SHIFT) as usize + 1;
-    for l in 0..lines {
-        prefetch((p + l * 64) as NodePtr);
+fn prefetch_link(e: u64, hot: usize) {
+    let leaf = e & LEAF != 0;
+    let p = if leaf { hot } else { untag(e) as usize & !63 };
+    let last = if leaf { 0 } else { (e >> LINES_SHIFT) as usize };
+    for k in 0..MAX_PREFETCH_LINES {
+        prefetch((p + 64 * k.min(last)) as NodePtr);
     }
 }
 
@@ -433,17 +436,30 @@ impl<K: Key> Trie<K> {
 
     #[inline(always)]
     fn lookup_chunk(&self, keys: &[K], out: &mut [u32], dflt: u32, _guard: &Guard) {
+        let len = keys.len().min(32);
+        // Links still to follow: first-level entries, then child links.
+        let mut link = [0u64; 32];
+        // A line that is always cached, prefetched in place of leaves (no branch).
+        let hot = self.top.as_ptr() as usize;
+        // No branch depends on a loaded entry in these two passes: a mispredicted branch
+        // on an entry still in flight would squash the loads issued after it, and the
+        // misses of the batch would no longer overlap.
+        for i in 0..len {
+            link[i] = self.top[keys[i].bits(0, K::TOP)].load(Ordering::Acquire);
+        }
+        for &e in &link[..len] {
+            prefetch_link(e, hot);
+        }
         let mut node = [std::ptr::null::<u64>(); 32];
         let mut best = [NONE; 32];
         let mut active = [0u8; 32];
         let mut n = 0usize;
-        for (i, &k) in keys.iter().enumerate() {
-            let e = self.top[k.bits(0, K::TOP)].load(Ordering::Acquire);
+        for i in 0..len {
+            let e = link[i];
             if e & LEAF != 0 {
                 out[i] = (e >> 32) as u32;
             } else {
                 node[i] = untag(e);
-                prefetch_node(e);
                 active[n] = i as u8;
                 n += 1;
             }
@@ -460,16 +476,20 @@ impl<K: Key> Trie<K> {
                 if done {
                     out[i] = b;
                 } else {
-                    node[i] = untag(next);
-                    prefetch_node(next);
+                    link[i] = next;
                     active[m] = i as u8;
                     m += 1;
                 }
             }
+            for &i in &active[..m] {
+                let e = link[i as usize];
+                prefetch_link(e, hot);
+                node[i as usize] = untag(e);
+            }
             n = m;
             depth += STRIDE;
         }
-        for o in out.iter_mut().take(keys.len()) {
+        for o in out.iter_mut().take(len) {
             if *o == NONE {
                 *o = dflt;
             }
