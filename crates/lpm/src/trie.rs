@@ -635,8 +635,8 @@ impl<K: Key> Trie<K> {
         };
         img.def = def;
         if u32::from(len) <= depth + stride {
-            self.stride_values(w, depth, stride, key, &mut img.vals);
-            for j in 0..img.slots() {
+            let (first, run) = self.stride_values(w, depth, stride, key, len, &mut img.vals);
+            for j in first..first + run {
                 let c = img.kids[j];
                 // SAFETY: as above.
                 if !c.is_null() && unsafe { *c.add(2) } as u32 != img.vals[j] {
@@ -659,25 +659,45 @@ impl<K: Key> Trie<K> {
         }
     }
 
-    /// For each slot of the node at `depth` on `key`'s path: the longest prefix of length
-    /// `depth+1 ..= depth+stride` covering it, or NONE.
-    fn stride_values(&self, w: &Writer<K>, depth: u32, stride: u32, key: K, vals: &mut [u32; SLOTS]) {
-        let base = key.masked(depth as u8).to_u128();
-        vals.fill(NONE);
-        for l in 1..=stride {
+    /// Recomputes the values of the slots the prefix `key/len` spans in the node at
+    /// `depth` on its path (the other slots cannot change): for each, the longest
+    /// prefix of length `depth+1 ..= depth+stride` covering it, or NONE. Probes only
+    /// the prefixes covering `key/len` and those inside it. Returns the slot range.
+    fn stride_values(
+        &self,
+        w: &Writer<K>,
+        depth: u32,
+        stride: u32,
+        key: K,
+        len: u8,
+        vals: &mut [u32; SLOTS],
+    ) -> (usize, usize) {
+        let own = u32::from(len) - depth;
+        let run = 1usize << (stride - own);
+        let first = key.bits(depth, stride);
+        // The longest prefix in this stride that covers all of `key/len`.
+        let cover = (1..own)
+            .rev()
+            .find_map(|l| w.routes[(depth + l) as usize].get(&key.masked((depth + l) as u8)))
+            .copied()
+            .unwrap_or(NONE);
+        vals[first..first + run].fill(cover);
+        let base = key.to_u128();
+        for l in own..=stride {
             let map = &w.routes[(depth + l) as usize];
             if map.is_empty() {
                 continue;
             }
-            let run = 1usize << (stride - l);
-            for m in 0..(1u128 << l) {
+            let sub = 1usize << (stride - l);
+            for m in 0..(1u128 << (l - own)) {
                 let p = K::from_u128(base | (m << (K::BITS - depth - l)));
                 if let Some(&v) = map.get(&p) {
-                    let s = (m as usize) * run;
-                    vals[s..s + run].fill(v);
+                    let s = first + (m as usize) * sub;
+                    vals[s..s + sub].fill(v);
                 }
             }
         }
+        (first, run)
     }
 
     /// A table built from `routes` in one pass (sorted and deduplicated here; the last
