@@ -43,6 +43,8 @@
 //! unlinks a node first and then defers its free, and the collector frees it only after
 //! every thread that was pinned when it was unlinked has unpinned. Readers never wait;
 //! the writer never waits either (frees run later, on whichever thread collects).
+//! Nodes made by a bulk build ([`Ipv4Lpm::build`]) are packed into one arena and are
+//! freed with the table, not one by one.
 //!
 //! # Data indexed by next hop
 //!

@@ -227,7 +227,7 @@ unsafe fn step<K: Key>(node: NodePtr, key: K, depth: u32, best: u32) -> (u64, u3
 }
 
 /// Bits of a link (first-level entry or child pointer) above the address: how many
-/// cache lines the node spans, minus one (user-space addresses fit in 48 bits).
+/// cache lines the node spans, minus one (user-space addresses fit in 56 bits).
 const LINES_SHIFT: u32 = 56;
 /// At most this many lines are prefetched per node.
 const MAX_PREFETCH_LINES: usize = 2;
@@ -239,7 +239,7 @@ fn tag(p: NodePtr) -> u64 {
     let bytes = unsafe { node_words(*p, *p.add(1)) } * 8;
     let first = p as usize % 64;
     let lines = (first + bytes - 1) / 64 + 1;
-    debug_assert!((p as u64) >> 48 == 0, "node address above 2^48");
+    debug_assert!((p as u64) >> LINES_SHIFT == 0, "node address above 2^56");
     (p as u64) | (((lines.min(MAX_PREFETCH_LINES) - 1) as u64) << LINES_SHIFT)
 }
 
