@@ -450,28 +450,40 @@ impl<K: Key> Trie<K> {
         for &e in &link[..len] {
             prefetch_link(e, hot);
         }
-        let mut node = [std::ptr::null::<u64>(); 32];
         let mut best = [NONE; 32];
         let mut active = [0u8; 32];
         let mut n = 0usize;
+        // The first node level, at a constant depth (its stride and shifts fold away):
+        // most IPv4 lookups end here.
         for i in 0..len {
             let e = link[i];
             if e & LEAF != 0 {
                 out[i] = (e >> 32) as u32;
+                continue;
+            }
+            // SAFETY: a non-leaf first-level entry links a published node that stays
+            // allocated while the epoch guard is pinned (see `lookup_pinned`).
+            let (next, b, done) = unsafe { step::<K>(untag(e), keys[i], K::TOP, NONE) };
+            if done {
+                out[i] = b;
             } else {
-                node[i] = untag(e);
+                link[i] = next;
+                best[i] = b;
                 active[n] = i as u8;
                 n += 1;
             }
         }
-        let mut depth = K::TOP;
+        for &i in &active[..n] {
+            prefetch_link(link[i as usize], hot);
+        }
+        let mut depth = K::TOP + STRIDE;
         while n > 0 {
             let mut m = 0usize;
             for a in 0..n {
                 let i = active[a] as usize;
-                // SAFETY: `node[i]` came from the first level or a published node and
-                // the epoch guard is pinned (see `lookup_pinned`).
-                let (next, b, done) = unsafe { step::<K>(node[i], keys[i], depth, best[i]) };
+                // SAFETY: `link[i]` is a child link read from a published node, under
+                // the same pinned guard.
+                let (next, b, done) = unsafe { step::<K>(untag(link[i]), keys[i], depth, best[i]) };
                 best[i] = b;
                 if done {
                     out[i] = b;
@@ -482,9 +494,7 @@ impl<K: Key> Trie<K> {
                 }
             }
             for &i in &active[..m] {
-                let e = link[i as usize];
-                prefetch_link(e, hot);
-                node[i as usize] = untag(e);
+                prefetch_link(link[i as usize], hot);
             }
             n = m;
             depth += STRIDE;
