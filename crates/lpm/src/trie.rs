@@ -77,7 +77,9 @@ struct Image {
     stride: u32,
     def: u32,
     vals: [u32; SLOTS],
-    kids: [NodePtr; SLOTS],
+    /// Child links (tagged as in the node, 0 = none): kept tagged so that re-encoding a
+    /// node never reads its children.
+    kids: [u64; SLOTS],
 }
 
 impl Image {
@@ -86,7 +88,7 @@ impl Image {
             stride,
             def,
             vals: [NONE; SLOTS],
-            kids: [std::ptr::null(); SLOTS],
+            kids: [0; SLOTS],
         }
     }
 
@@ -97,11 +99,13 @@ impl Image {
     /// Nothing here a lookup could not get from above.
     fn is_empty(&self) -> bool {
         let n = self.slots();
-        self.kids[..n].iter().all(|k| k.is_null()) && self.vals[..n].iter().all(|&v| v == NONE)
+        self.kids[..n].iter().all(|&k| k == 0) && self.vals[..n].iter().all(|&v| v == NONE)
     }
 }
 
-/// Reads a node the writer owns.
+/// Reads a node the writer owns. The values of internal slots are left NONE: they live
+/// in the children's `def`, and reading every child's header would cost a cache miss
+/// per child on the update path.
 ///
 /// # Safety
 /// `p` is a live node of stride `stride` (the writer never frees nodes still linked).
@@ -115,10 +119,8 @@ unsafe fn decode(p: NodePtr, stride: u32) -> Image {
     let (mut ki, mut li) = (0usize, 0usize);
     for j in 0..img.slots() {
         if vector >> j & 1 == 1 {
-            let c = untag(*kids.add(ki));
+            img.kids[j] = *kids.add(ki);
             ki += 1;
-            img.kids[j] = c;
-            img.vals[j] = *c.add(2) as u32;
         } else {
             if leafvec >> j & 1 == 1 {
                 li += 1;
@@ -129,8 +131,8 @@ unsafe fn decode(p: NodePtr, stride: u32) -> Image {
     img
 }
 
-/// Allocates the node an image describes. For internal slots `vals[j]` must equal the
-/// child's `def` (the caller keeps them in step).
+/// Allocates the node an image describes (`vals` of internal slots are not stored: the
+/// children's `def` holds them).
 fn encode(img: &Image, bytes: &AtomicUsize) -> NodePtr {
     let v = encode_words(img);
     bytes.fetch_add(v.len() * 8, Ordering::Relaxed);
@@ -140,19 +142,17 @@ fn encode(img: &Image, bytes: &AtomicUsize) -> NodePtr {
 /// The words of the node an image describes.
 fn encode_words(img: &Image) -> Vec<u64> {
     let n = img.slots();
+    // First the bitmaps (they give the size), then one allocation filled in order:
+    // updates encode a node per level, so this path is on the update latency.
     let mut vector = 0u64;
     let mut leafvec = 0u64;
-    let mut kids: Vec<u64> = Vec::new();
-    let mut leaves: Vec<u32> = Vec::new();
     let mut prev: Option<u32> = None;
     for j in 0..n {
-        if !img.kids[j].is_null() {
+        if img.kids[j] != 0 {
             vector |= 1 << j;
-            kids.push(tag(img.kids[j]));
         } else {
             if prev != Some(img.vals[j]) {
                 leafvec |= 1 << j;
-                leaves.push(img.vals[j]);
             }
             prev = Some(img.vals[j]);
         }
@@ -162,10 +162,22 @@ fn encode_words(img: &Image) -> Vec<u64> {
     v.push(vector);
     v.push(leafvec);
     v.push(u64::from(img.def));
-    v.extend_from_slice(&kids);
-    for pair in leaves.chunks(2) {
-        let hi = pair.get(1).copied().unwrap_or(NONE);
-        v.push(u64::from(pair[0]) | (u64::from(hi) << 32));
+    for j in 0..n {
+        if vector >> j & 1 == 1 {
+            v.push(img.kids[j]);
+        }
+    }
+    let mut half: Option<u32> = None;
+    for j in 0..n {
+        if leafvec >> j & 1 == 1 {
+            match half.take() {
+                None => half = Some(img.vals[j]),
+                Some(lo) => v.push(u64::from(lo) | (u64::from(img.vals[j]) << 32)),
+            }
+        }
+    }
+    if let Some(lo) = half {
+        v.push(u64::from(lo) | (u64::from(NONE) << 32));
     }
     debug_assert_eq!(v.len(), words);
     v
@@ -329,8 +341,8 @@ unsafe fn free_subtree<K: Key>(p: NodePtr, depth: u32, arena: Option<&HugeSlice<
     }
     let img = decode(p, stride_at::<K>(depth));
     for &k in &img.kids[..img.slots()] {
-        if !k.is_null() {
-            free_subtree::<K>(k, depth + img.stride, arena);
+        if k != 0 {
+            free_subtree::<K>(untag(k), depth + img.stride, arena);
         }
     }
     free_node(p);
@@ -647,17 +659,30 @@ impl<K: Key> Trie<K> {
         if u32::from(len) <= depth + stride {
             let (first, run) = self.stride_values(w, depth, stride, key, len, &mut img.vals);
             for j in first..first + run {
-                let c = img.kids[j];
+                let c = untag(img.kids[j]);
                 // SAFETY: as above.
                 if !c.is_null() && unsafe { *c.add(2) } as u32 != img.vals[j] {
-                    img.kids[j] =
-                        unsafe { with_def(c, stride_at::<K>(depth + stride), img.vals[j], &self.node_bytes) };
+                    let stride = stride_at::<K>(depth + stride);
+                    // SAFETY: as above.
+                    let copy = unsafe { with_def(c, stride, img.vals[j], &self.node_bytes) };
+                    img.kids[j] = tag(copy);
                     retired.push(c);
                 }
             }
         } else {
             let j = key.bits(depth, stride);
-            img.kids[j] = self.update(w, img.kids[j], depth + stride, img.vals[j], key, len, retired);
+            let kid = untag(img.kids[j]);
+            // The slot's value: the child's inherited one, or the leaf value.
+            let slot = if kid.is_null() {
+                img.vals[j]
+            } else {
+                // SAFETY: as above.
+                unsafe { *kid.add(2) as u32 }
+            };
+            let new = self.update(w, kid, depth + stride, slot, key, len, retired);
+            img.kids[j] = if new.is_null() { 0 } else { tag(new) };
+            // A child that went away leaves its slot a leaf with that value.
+            img.vals[j] = slot;
         }
         if !node.is_null() {
             retired.push(node);
@@ -814,7 +839,8 @@ impl<K: Key> Trie<K> {
                 }
                 e += 1;
             }
-            img.kids[j] = self.build_node(end, img.vals[j], &group);
+            let c = self.build_node(end, img.vals[j], &group);
+            img.kids[j] = if c.is_null() { 0 } else { tag(c) };
             s = e;
         }
         if img.is_empty() {
@@ -892,8 +918,8 @@ fn collect_subtree<K: Key>(p: NodePtr, depth: u32, out: &mut Vec<NodePtr>) {
     // SAFETY: called by the writer on a subtree it just unlinked and has not retired yet.
     let img = unsafe { decode(p, stride_at::<K>(depth)) };
     for &k in &img.kids[..img.slots()] {
-        if !k.is_null() {
-            collect_subtree::<K>(k, depth + img.stride, out);
+        if k != 0 {
+            collect_subtree::<K>(untag(k), depth + img.stride, out);
         }
     }
     out.push(p);
@@ -905,8 +931,9 @@ fn pack_subtree<K: Key>(p: NodePtr, depth: u32, arena: &mut [u64], used: &mut us
     // SAFETY: called on nodes just built by `build`, not yet visible to any reader.
     let mut img = unsafe { decode(p, stride_at::<K>(depth)) };
     for j in 0..img.slots() {
-        if !img.kids[j].is_null() {
-            img.kids[j] = pack_subtree::<K>(img.kids[j], depth + img.stride, arena, used);
+        if img.kids[j] != 0 {
+            let c = pack_subtree::<K>(untag(img.kids[j]), depth + img.stride, arena, used);
+            img.kids[j] = tag(c);
         }
     }
     let words = encode_words(&img);
