@@ -4,9 +4,9 @@
 //!
 //! Both families share one design (see `docs/LPM.md` for the measurements behind it):
 //!
-//! * A directly indexed first level of `2^18` (IPv4) or `2^16` (IPv6) 64-bit atomic
-//!   entries. An entry is either a *leaf* (the next hop of the longest prefix of at most
-//!   18 / 16 bits covering the slot) or a pointer to a node.
+//! * A directly indexed first level of `2^18` 64-bit atomic entries (both families).
+//!   An entry is either a *leaf* (the next hop of the longest prefix of at most 18 bits
+//!   covering the slot) or a link to a node.
 //! * Below it, a tree of immutable multibit nodes of stride 6 (IPv4: bits 18..24,
 //!   24..30, 30..32), compressed Poptrie-style with two 64-bit bitmaps: `vector` marks
 //!   slots holding a child, `leafvec` marks where a run of equal leaf values starts.
@@ -31,7 +31,7 @@
 //! builds new copies of the nodes on the path from the first level to the node holding
 //! the prefix length (path copying) and publishes them with **one** `Release` store into
 //! the first-level entry: readers see the old or the new subtree, never a mix. A change
-//! to a prefix of at most 18 (IPv6: 16) bits stores a new leaf, or a copy of the child
+//! to a prefix of at most 18 bits stores a new leaf, or a copy of the child
 //! with a new inherited value, into each first-level slot it spans; every address flips
 //! from its old to its new answer exactly once, and no address outside the prefix sees
 //! any change.
