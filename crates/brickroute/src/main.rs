@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod bench;
 mod demo;
+mod fib;
 mod gen;
 mod handlers;
 mod run;
@@ -38,6 +39,9 @@ enum Command {
     Sink(sink::SinkArgs),
     /// Builds a testbed, routes traffic through it for a few seconds, shows what happens.
     Demo(demo::DemoArgs),
+    /// Longest-prefix-match tables: lookups from a table file, benchmarks, synthetic tables.
+    #[command(subcommand)]
+    Fib(fib::FibCommand),
 }
 
 fn main() -> ExitCode {
@@ -49,5 +53,6 @@ fn main() -> ExitCode {
         Command::Gen(args) => gen::main(args),
         Command::Sink(args) => sink::main(args),
         Command::Demo(args) => demo::main(args),
+        Command::Fib(cmd) => fib::main(cmd),
     }
 }

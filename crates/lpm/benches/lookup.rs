@@ -1,94 +1,80 @@
-//! Single versus batched lookups on a random 256K-prefix table, and the naive reference
-//! on the same table.
+//! Lookups on BGP-shaped synthetic tables (1M IPv4, 234K IPv6 prefixes; see
+//! `lpm::synth`), single and in batches of 32, for uniform random and table-drawn
+//! queries; and the cost of one route update (delete + re-add) on the IPv4 table.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use lpm::reference::NaiveLpm;
-use lpm::Ipv4Lpm;
+use lpm::synth::{self, Queries};
+use lpm::{Ipv4Lpm, Ipv6Lpm};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 16) as u32
+const QUERIES: usize = 1 << 16;
+
+fn ipv4(c: &mut Criterion) {
+    let routes = synth::ipv4_table(1_000_000, 1);
+    let table = Ipv4Lpm::build(&routes);
+    let mut g = c.benchmark_group("ipv4_1m");
+    g.throughput(Throughput::Elements(QUERIES as u64));
+    for (name, kind) in [("random", Queries::Random), ("table", Queries::Table)] {
+        let addrs = synth::ipv4_queries(&routes, QUERIES, kind, 7);
+        let mut out = vec![0u32; addrs.len()];
+        g.bench_function(format!("batch32_{}", name), |b| {
+            b.iter(|| {
+                for (ab, ob) in addrs.chunks(32).zip(out.chunks_mut(32)) {
+                    table.lookup_batch(black_box(ab), ob);
+                }
+                out[0]
+            })
+        });
+        g.bench_function(format!("single_{}", name), |b| {
+            b.iter(|| {
+                addrs
+                    .iter()
+                    .map(|&a| table.lookup(black_box(a)).unwrap_or(0))
+                    .fold(0u32, u32::wrapping_add)
+            })
+        });
     }
-}
+    g.finish();
 
-/// Prefix lengths shaped like a BGP table: mostly /24, then /16../23, a few longer.
-fn random_routes(n: usize) -> Vec<(u32, u8, u32)> {
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    (0..n)
-        .map(|_| {
-            let r = rng.next() % 100;
-            let len = match r {
-                0..=59 => 24,
-                60..=94 => 16 + (rng.next() % 8) as u8,
-                _ => 25 + (rng.next() % 8) as u8,
-            };
-            (rng.next(), len, rng.next() % 1024)
-        })
-        .collect()
-}
-
-fn bench(c: &mut Criterion) {
-    let routes = random_routes(256 * 1024);
-    let table = Ipv4Lpm::new();
-    for &(a, l, nh) in &routes {
-        table.insert(a, l, nh);
-    }
-    let mut rng = Rng(0x1234_5678_9abc_def1);
-    // Half the addresses fall under installed prefixes, half are random.
-    let addrs: Vec<u32> = (0..4096)
-        .map(|i| {
-            if i % 2 == 0 {
-                let (a, l, _) = routes[rng.next() as usize % routes.len()];
-                a | (rng.next() >> l.min(31))
-            } else {
-                rng.next()
-            }
-        })
-        .collect();
-
-    let mut g = c.benchmark_group("ipv4_lookup_256k");
-    g.throughput(Throughput::Elements(addrs.len() as u64));
-    g.bench_function("single", |b| {
+    let mut g = c.benchmark_group("ipv4_1m_update");
+    let mut i = 0usize;
+    g.bench_function("delete_readd", |b| {
         b.iter(|| {
-            let mut acc = 0u32;
-            for &a in &addrs {
-                acc = acc.wrapping_add(table.lookup(black_box(a)).unwrap_or(0));
-            }
-            acc
-        })
-    });
-    let mut out = vec![0u32; addrs.len()];
-    g.bench_function("batch32", |b| {
-        b.iter(|| {
-            for (ab, ob) in addrs.chunks(32).zip(out.chunks_mut(32)) {
-                table.lookup_batch(black_box(ab), ob);
-            }
-            out[0]
+            let (a, l, nh) = routes[i % routes.len()];
+            i = i.wrapping_add(7919);
+            table.remove(a, l);
+            table.insert(a, l, nh)
         })
     });
     g.finish();
+}
 
-    let mut naive = NaiveLpm::new();
-    for &(a, l, nh) in &routes {
-        naive.insert(a, l, nh);
+fn ipv6(c: &mut Criterion) {
+    let routes = synth::ipv6_table(234_000, 1);
+    let table = Ipv6Lpm::build(&routes);
+    let mut g = c.benchmark_group("ipv6_234k");
+    g.throughput(Throughput::Elements(QUERIES as u64));
+    for (name, kind) in [("random", Queries::Random), ("table", Queries::Table)] {
+        let addrs = synth::ipv6_queries(&routes, QUERIES, kind, 7);
+        let mut out = vec![0u32; addrs.len()];
+        g.bench_function(format!("batch32_{}", name), |b| {
+            b.iter(|| {
+                for (ab, ob) in addrs.chunks(32).zip(out.chunks_mut(32)) {
+                    table.lookup_batch(black_box(ab), ob);
+                }
+                out[0]
+            })
+        });
     }
-    let mut g = c.benchmark_group("naive_lookup_256k");
+    g.finish();
+}
+
+fn build(c: &mut Criterion) {
+    let routes = synth::ipv4_table(1_000_000, 1);
+    let mut g = c.benchmark_group("build");
     g.sample_size(10);
-    g.throughput(Throughput::Elements(16));
-    g.bench_function("single", |b| {
-        b.iter(|| {
-            addrs[..16]
-                .iter()
-                .map(|&a| naive.lookup(black_box(a)).unwrap_or(0))
-                .sum::<u32>()
-        })
-    });
+    g.bench_function("ipv4_1m", |b| b.iter(|| Ipv4Lpm::build(black_box(&routes)).len()));
     g.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, ipv4, ipv6, build);
 criterion_main!(benches);

@@ -1,7 +1,8 @@
-use super::reference::NaiveLpm;
+use super::reference::{NaiveLpm, NaiveLpm6};
 use super::*;
 use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 fn ip(a: u8, b: u8, c: u8, d: u8) -> u32 {
@@ -85,12 +86,11 @@ fn deletes_restore_covering_prefixes() {
     assert_eq!(t.remove(ip(10, 1, 2, 0), 24), Some(3));
     assert_eq!(t.lookup(ip(10, 1, 2, 129)), Some(2));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(5));
-    assert_eq!(t.groups_in_use(), 1);
 
     assert_eq!(t.remove(ip(10, 1, 2, 200), 32), Some(5));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(2));
-    // The last long prefix under 10.1.2/24 is gone: its group is retired.
-    assert_eq!(t.groups_in_use(), 0);
+    // The last prefix longer than /18 under 10.1.0.0/18 is gone: its nodes are freed.
+    assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
 
     assert_eq!(t.remove(ip(10, 1, 0, 0), 16), Some(2));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(1));
@@ -128,20 +128,23 @@ fn removing_a_short_prefix_keeps_longer_ones_and_skips_siblings() {
 }
 
 #[test]
-fn groups_are_reused_after_retirement() {
+fn nodes_are_freed_when_their_last_prefix_goes() {
     let t = Ipv4Lpm::new();
+    let empty = t.memory_bytes();
     t.insert(ip(1, 1, 1, 1), 32, 1);
     t.insert(ip(1, 1, 2, 1), 32, 2);
-    assert_eq!(t.groups_in_use(), 2);
+    let two = t.memory_bytes();
+    assert!(two > empty);
     t.remove(ip(1, 1, 1, 1), 32);
-    assert_eq!(t.groups_in_use(), 1);
+    assert!(t.memory_bytes() < two);
     t.insert(ip(7, 7, 7, 7), 30, 3);
-    assert_eq!(t.groups_in_use(), 2);
-    assert_eq!(t.groups_allocated(), 2);
     assert_eq!(t.lookup(ip(7, 7, 7, 5)), Some(3));
     assert_eq!(t.lookup(ip(7, 7, 7, 8)), None);
     assert_eq!(t.lookup(ip(1, 1, 1, 1)), None);
     assert_eq!(t.lookup(ip(1, 1, 2, 1)), Some(2));
+    t.remove(ip(1, 1, 2, 1), 32);
+    t.remove(ip(7, 7, 7, 7), 30);
+    assert_eq!(t.memory_bytes(), empty);
 }
 
 #[test]
@@ -176,7 +179,8 @@ fn clear_removes_everything() {
     t.clear();
     assert!(t.is_empty());
     assert_eq!(t.lookup(ip(10, 0, 0, 1)), None);
-    assert_eq!(t.groups_in_use(), 0);
+    assert_eq!(t.lookup(ip(99, 0, 0, 1)), None);
+    assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
 }
 
 #[derive(Clone, Debug)]
@@ -248,12 +252,12 @@ proptest! {
             prop_assert_eq!(t.lookup(a), want);
             prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE));
         }
-        // Removing everything leaves an empty table and no groups.
+        // Removing everything leaves an empty table and no nodes.
         for (a, l, _) in r.routes() {
             prop_assert!(t.remove(a, l).is_some());
         }
         prop_assert!(t.is_empty());
-        prop_assert_eq!(t.groups_in_use(), 0);
+        prop_assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
         for &a in &addrs {
             prop_assert_eq!(t.lookup(a), None);
         }
@@ -341,7 +345,7 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
                 )
             };
             if t.insert(a, l, 1000 + step).is_none() {
-                live.push((a & mask_of(l), l));
+                live.push((a.masked(l), l));
             }
         }
     }
@@ -353,5 +357,409 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
         t.remove(a, l);
     }
     assert_eq!(t.len(), 4);
-    assert_eq!(t.groups_in_use(), 2);
+}
+
+fn ip6(s: &str) -> u128 {
+    u128::from(s.parse::<std::net::Ipv6Addr>().expect("test address"))
+}
+
+#[test]
+fn ipv6_nesting_beyond_64_bits_and_host_routes() {
+    let t = Ipv6Lpm::new();
+    t.insert(0, 0, 1);
+    t.insert(ip6("2001:db8::"), 32, 2);
+    t.insert(ip6("2001:db8:1::"), 48, 3);
+    t.insert(ip6("2001:db8:1:2::"), 64, 4);
+    t.insert(ip6("2001:db8:1:2:8000::"), 65, 5);
+    t.insert(ip6("2001:db8:1:2:8000::1230"), 124, 6);
+    t.insert(ip6("2001:db8:1:2:8000::1234"), 128, 7);
+    assert_eq!(t.lookup(ip6("::1")), Some(1));
+    assert_eq!(t.lookup(ip6("2001:db8:ffff::1")), Some(2));
+    assert_eq!(t.lookup(ip6("2001:db8:1:ffff::1")), Some(3));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:7fff:ffff:ffff:ffff")), Some(4));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::")), Some(5));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::123f")), Some(6));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::1240")), Some(5));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::1234")), Some(7));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::1235")), Some(6));
+    let addrs = [
+        ip6("2001:db8:1:2:8000::1234"),
+        ip6("2001:db8:1:2:8000::1240"),
+        ip6("3000::"),
+    ];
+    let mut out = [0u32; 3];
+    t.lookup_batch(&addrs, &mut out);
+    assert_eq!(out, [7, 5, 1]);
+
+    assert_eq!(t.remove(ip6("2001:db8:1:2:8000::"), 65), Some(5));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::1240")), Some(4));
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::1234")), Some(7));
+    assert_eq!(t.remove(ip6("2001:db8::"), 32), Some(2));
+    assert_eq!(t.lookup(ip6("2001:db8:ffff::1")), Some(1));
+    assert_eq!(t.remove(0, 0), Some(1));
+    assert_eq!(t.lookup(ip6("2001:db8:ffff::1")), None);
+    assert_eq!(t.len(), 4);
+    t.clear();
+    assert_eq!(t.lookup(ip6("2001:db8:1:2:8000::1234")), None);
+    assert_eq!(t.memory_bytes(), Ipv6Lpm::new().memory_bytes());
+}
+
+#[test]
+fn bulk_build_keeps_the_last_of_duplicates_and_ignores_host_bits() {
+    let t = Ipv4Lpm::build(&[
+        (ip(10, 1, 2, 3), 8, 1),
+        (ip(10, 0, 0, 0), 8, 2),
+        (ip(10, 1, 2, 0), 24, 3),
+        (ip(10, 1, 2, 7), 32, 4),
+        (0, 0, 5),
+    ]);
+    assert_eq!(t.len(), 4);
+    assert_eq!(t.get(ip(10, 0, 0, 0), 8), Some(2));
+    assert_eq!(t.lookup(ip(10, 9, 9, 9)), Some(2));
+    assert_eq!(t.lookup(ip(10, 1, 2, 9)), Some(3));
+    assert_eq!(t.lookup(ip(10, 1, 2, 7)), Some(4));
+    assert_eq!(t.lookup(ip(11, 0, 0, 0)), Some(5));
+    // Updates work on built (arena) nodes too.
+    assert_eq!(t.remove(ip(10, 1, 2, 0), 24), Some(3));
+    assert_eq!(t.lookup(ip(10, 1, 2, 9)), Some(2));
+    assert_eq!(t.lookup(ip(10, 1, 2, 7)), Some(4));
+}
+
+/// IPv6 addresses from a few bases, so that prefixes nest and collide.
+fn addr6_strategy() -> impl Strategy<Value = u128> {
+    let bases = [
+        0u128,
+        ip6("2001:db8::"),
+        ip6("2001:db8:1:2::"),
+        ip6("2001:db8:1:2:3:4:5:6"),
+        ip6("2a00:1450::"),
+    ];
+    (0usize..bases.len(), 0u32..128, any::<u128>()).prop_map(move |(b, bits, noise)| {
+        // Vary only the low `bits` bits of a base.
+        bases[b] ^ (noise & ((1u128 << bits) - 1))
+    })
+}
+
+fn len6_strategy() -> impl Strategy<Value = u8> {
+    prop_oneof![0u8..=128, 40u8..=72, 120u8..=128, Just(48), Just(64)]
+}
+
+#[derive(Clone, Debug)]
+enum Op6 {
+    Insert(u128, u8, u32),
+    Remove(u128, u8),
+    Lookup(u128),
+}
+
+fn op6_strategy() -> impl Strategy<Value = Op6> {
+    prop_oneof![
+        3 => (addr6_strategy(), len6_strategy(), 0u32..1000).prop_map(|(a, l, n)| Op6::Insert(a, l, n)),
+        2 => (addr6_strategy(), len6_strategy()).prop_map(|(a, l)| Op6::Remove(a, l)),
+        3 => addr6_strategy().prop_map(Op6::Lookup),
+    ]
+}
+
+fn probes_around6(installed: &[u128], extra: &[u128]) -> Vec<u128> {
+    let mut v = extra.to_vec();
+    for &a in installed {
+        v.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xffff, a ^ (1 << 63)]);
+    }
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn ipv6_matches_reference(ops in proptest::collection::vec(op6_strategy(), 1..150),
+                              probes in proptest::collection::vec(addr6_strategy(), 32)) {
+        let t = Ipv6Lpm::new();
+        let mut r = NaiveLpm6::new();
+        let mut installed = Vec::new();
+        for op in &ops {
+            match *op {
+                Op6::Insert(a, l, n) => {
+                    prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n));
+                    installed.push(a);
+                }
+                Op6::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
+                Op6::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
+            }
+        }
+        prop_assert_eq!(t.routes(), r.routes());
+        let addrs = probes_around6(&installed, &probes);
+        let mut out = vec![0u32; addrs.len()];
+        t.lookup_batch(&addrs, &mut out);
+        for (&a, &o) in addrs.iter().zip(&out) {
+            let want = r.lookup(a);
+            prop_assert_eq!(t.lookup(a), want);
+            prop_assert_eq!(o, want.unwrap_or(Ipv6Lpm::NO_ROUTE));
+        }
+        for (a, l, _) in r.routes() {
+            prop_assert!(t.remove(a, l).is_some());
+        }
+        prop_assert_eq!(t.memory_bytes(), Ipv6Lpm::new().memory_bytes());
+    }
+
+    /// A bulk-built table answers like the reference, also after updates interleaved
+    /// with lookups change its built nodes.
+    #[test]
+    fn built_tables_match_reference(routes in proptest::collection::vec(
+                                        (addr_strategy(), len_strategy(), 0u32..1000), 0..150),
+                                    routes6 in proptest::collection::vec(
+                                        (addr6_strategy(), len6_strategy(), 0u32..1000), 0..100),
+                                    ops in proptest::collection::vec(op_strategy(), 0..60),
+                                    probes in proptest::collection::vec(addr_strategy(), 32)) {
+        let t = Ipv4Lpm::build(&routes);
+        let t6 = Ipv6Lpm::build(&routes6);
+        let mut r = NaiveLpm::new();
+        for &(a, l, n) in &routes {
+            r.insert(a, l, n);
+        }
+        let mut r6 = NaiveLpm6::new();
+        for &(a, l, n) in &routes6 {
+            r6.insert(a, l, n);
+        }
+        prop_assert_eq!(t.routes(), r.routes());
+        prop_assert_eq!(t6.routes(), r6.routes());
+        let addrs6 = probes_around6(&routes6.iter().map(|x| x.0).collect::<Vec<_>>(), &[]);
+        for &a in &addrs6 {
+            prop_assert_eq!(t6.lookup(a), r6.lookup(a));
+        }
+        for op in &ops {
+            match *op {
+                Op::Insert(a, l, n) => prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n)),
+                Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
+                Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
+            }
+        }
+        let mut addrs = probes.clone();
+        for &(a, _, _) in &routes {
+            addrs.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xff]);
+        }
+        let mut out = vec![0u32; addrs.len()];
+        t.lookup_batch(&addrs, &mut out);
+        for (&a, &o) in addrs.iter().zip(&out) {
+            prop_assert_eq!(o, r.lookup(a).unwrap_or(Ipv4Lpm::NO_ROUTE), "address {:08x}", a);
+        }
+    }
+}
+
+#[test]
+fn ipv6_readers_never_see_wrong_answers_for_unchanged_prefixes() {
+    let t = Arc::new(Ipv6Lpm::new());
+    t.insert(ip6("2001:db8::"), 32, 1);
+    t.insert(ip6("2001:db8:1:2:8000::"), 65, 2);
+    t.insert(ip6("2001:db8:1:2:8000::1"), 128, 3);
+    let probes = Arc::new(vec![
+        (ip6("2001:db8:1:2:8000::1"), 3),
+        (ip6("2001:db8:1:2:8000::2"), 2),
+        (ip6("2001:db8:1:2:ffff::"), 2),
+        (ip6("2001:db8:ff00::"), 1),
+    ]);
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (t, probes, done) = (t.clone(), probes.clone(), done.clone());
+        std::thread::spawn(move || {
+            let addrs: Vec<u128> = probes.iter().map(|p| p.0).collect();
+            let mut out = vec![0u32; addrs.len()];
+            let mut rounds = 0u64;
+            while !done.load(Ordering::Acquire) || rounds < 100 {
+                t.lookup_batch(&addrs, &mut out);
+                for (&o, &(a, want)) in out.iter().zip(probes.iter()) {
+                    assert_eq!(o, want, "batch lookup {:x}", a);
+                    assert_eq!(t.lookup(a), Some(want), "lookup {:x}", a);
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    // Churn prefixes around the stable ones: in 2001:db8:1:2::/65 (the lower half,
+    // next to the stable /65) and across 2001:db8:1::/48, lengths 49..=128.
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut live: Vec<(u128, u8)> = Vec::new();
+    for step in 0..10_000u32 {
+        if live.len() > 30 || (step % 3 == 2 && !live.is_empty()) {
+            let i = rng.next() as usize % live.len();
+            let (a, l) = live.swap_remove(i);
+            assert!(t.remove(a, l).is_some());
+        } else {
+            let low = u128::from(rng.next()) << 32 | u128::from(rng.next());
+            let (a, l) = if step % 2 == 0 {
+                (
+                    ip6("2001:db8:1:2::") | (low & ((1u128 << 63) - 1)),
+                    66 + (rng.next() % 63) as u8,
+                )
+            } else {
+                (ip6("2001:db8:1:300::") | low << 16, 49 + (rng.next() % 15) as u8)
+            };
+            if t.insert(a, l, 100 + step).is_none() {
+                live.push((a.masked(l), l));
+            }
+        }
+    }
+    done.store(true, Ordering::Release);
+    assert!(reader.join().expect("reader panicked") >= 100);
+}
+
+#[test]
+fn table_files_parse_with_comments_and_both_families() {
+    let text =
+        b"# a table\n\n10.0.0.0/8 1\n2001:db8::/32 70000 # trailing comment\n  0.0.0.0/0\t2\r\n::/0 3\n";
+    let t = table::parse(text, "t.txt").expect("valid table");
+    assert_eq!(t.v4, vec![(ip(10, 0, 0, 0), 8, 1), (0, 0, 2)]);
+    assert_eq!(t.v6, vec![(ip6("2001:db8::"), 32, 70000), (0, 0, 3)]);
+}
+
+#[test]
+fn table_errors_name_file_line_and_reason() {
+    let cases: &[(&[u8], &str)] = &[
+        (
+            b"10.0.0.0/8 1\n10.0.0.0 1\n",
+            "t.txt:2: expected PREFIX/LEN, found \"10.0.0.0\"",
+        ),
+        (
+            b"10.0.0.0/33 1\n",
+            "t.txt:1: prefix length \"33\" is not a number from 0 to 32",
+        ),
+        (
+            b"2001:db8::/129 1\n",
+            "t.txt:1: prefix length \"129\" is not a number from 0 to 128",
+        ),
+        (
+            b"\n\n10.0.0.1/8 1\n",
+            "t.txt:3: 10.0.0.1/8 has host bits set after the prefix length (the network is 10.0.0.0/8)",
+        ),
+        (b"10.0.0.0/8\n", "t.txt:1: missing next hop after 10.0.0.0/8"),
+        (
+            b"10.0.0.0/8 x\n",
+            "t.txt:1: next hop \"x\" is not a number from 0 to 4294967294",
+        ),
+        (
+            b"10.0.0.0/8 4294967295\n",
+            "t.txt:1: next hop \"4294967295\" is not a number from 0 to 4294967294",
+        ),
+        (
+            b"10.0.0.0/8 1 2\n",
+            "t.txt:1: unexpected \"2\" after the next hop (expected PREFIX/LEN NEXTHOP)",
+        ),
+        (
+            b"10.0.0.300/8 1\n",
+            "t.txt:1: \"10.0.0.300\" is not an IPv4 or IPv6 address",
+        ),
+        (b"# ok\n\xff/8 1\n", "t.txt:2: not UTF-8 text"),
+    ];
+    for (text, want) in cases {
+        let err = table::parse(text, "t.txt").expect_err("bad table");
+        assert_eq!(err.to_string(), *want);
+    }
+    let err = table::load(std::path::Path::new("/nonexistent/lpm-table")).expect_err("missing");
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/lpm-table: cannot read: "),
+        "{}",
+        err
+    );
+}
+
+#[test]
+fn synthetic_tables_have_the_documented_shape() {
+    let v4 = synth::ipv4_table(100_000, 3);
+    assert_eq!(v4, synth::ipv4_table(100_000, 3), "same seed, same table");
+    let share = |len: u8| v4.iter().filter(|r| r.1 == len).count() as f64 / v4.len() as f64;
+    assert!((0.58..0.64).contains(&share(24)), "/24 share {}", share(24));
+    let v6 = synth::ipv6_table(50_000, 3);
+    let mut counts = [0usize; 129];
+    for r in &v6 {
+        counts[r.1 as usize] += 1;
+    }
+    let most = (0..=128).max_by_key(|&l| counts[l]).unwrap_or(0);
+    assert_eq!(most, 48);
+    assert!(v6.iter().any(|r| r.1 > 64));
+    // Nested more-specifics: many prefixes have a covering prefix in the table.
+    let t = Ipv4Lpm::build(&v4);
+    let nested = v4
+        .iter()
+        .filter(|&&(a, l, _)| (1..l).any(|s| t.get(a, s).is_some()))
+        .count();
+    assert!(nested * 100 / v4.len() >= 35, "nested {}", nested);
+}
+
+/// Longest match by probing one hash map per length, longest first: obviously correct
+/// and fast enough for large tables.
+fn hashed_lookup<K: Key>(maps: &[std::collections::HashMap<K, u32>], a: K) -> Option<u32> {
+    (0..maps.len())
+        .rev()
+        .find_map(|l| maps[l].get(&a.masked(l as u8)).copied())
+}
+
+fn hashed<K: Key>(routes: &[(K, u8, u32)], bits: usize) -> Vec<std::collections::HashMap<K, u32>> {
+    let mut maps = vec![std::collections::HashMap::new(); bits + 1];
+    for &(a, l, nh) in routes {
+        maps[l as usize].insert(a.masked(l), nh);
+    }
+    maps
+}
+
+#[test]
+fn large_synthetic_tables_match_a_hashed_reference_through_updates() {
+    let routes = synth::ipv4_table(60_000, 11);
+    let t = Ipv4Lpm::build(&routes);
+    let mut maps = hashed(&routes, 32);
+    let mut rng = Rng(0xfeed_beef_1234_5678);
+    // Churn: remove and re-add with other next hops, add fresh nested prefixes.
+    for i in 0..3000usize {
+        let (a, l, _) = routes[rng.next() as usize % routes.len()];
+        if i % 3 == 0 {
+            assert_eq!(t.remove(a, l), maps[l as usize].remove(&a));
+        } else {
+            let (a2, l2) = if i % 3 == 1 {
+                (a, l)
+            } else {
+                (a | (rng.next() >> l.min(31)), (l + 3).min(32))
+            };
+            let nh = rng.next() % 5000;
+            assert_eq!(t.insert(a2, l2, nh), maps[l2 as usize].insert(a2.masked(l2), nh));
+        }
+    }
+    for kind in [synth::Queries::Random, synth::Queries::Table] {
+        let q = synth::ipv4_queries(&routes, 20_000, kind, 5);
+        let mut out = vec![0u32; q.len()];
+        t.lookup_batch(&q, &mut out);
+        for (&a, &o) in q.iter().zip(&out) {
+            assert_eq!(
+                o,
+                hashed_lookup(&maps, a).unwrap_or(Ipv4Lpm::NO_ROUTE),
+                "{:08x}",
+                a
+            );
+        }
+    }
+
+    let routes6 = synth::ipv6_table(30_000, 11);
+    let t6 = Ipv6Lpm::build(&routes6);
+    let mut maps6 = hashed(&routes6, 128);
+    for i in 0..2000usize {
+        let (a, l, _) = routes6[rng.next() as usize % routes6.len()];
+        if i % 2 == 0 {
+            assert_eq!(t6.remove(a, l), maps6[l as usize].remove(&a));
+        } else {
+            let nh = rng.next() % 5000;
+            assert_eq!(t6.insert(a, l, nh), maps6[l as usize].insert(a, nh));
+        }
+    }
+    for kind in [synth::Queries::Random, synth::Queries::Table] {
+        let q = synth::ipv6_queries(&routes6, 20_000, kind, 5);
+        let mut out = vec![0u32; q.len()];
+        t6.lookup_batch(&q, &mut out);
+        for (&a, &o) in q.iter().zip(&out) {
+            assert_eq!(
+                o,
+                hashed_lookup(&maps6, a).unwrap_or(Ipv6Lpm::NO_ROUTE),
+                "{:x}",
+                a
+            );
+        }
+    }
 }

@@ -1,0 +1,350 @@
+//! `brickroute fib`: the longest-prefix-match tables on their own — look addresses up in a
+//! table file, benchmark the structure, write realistic synthetic tables.
+
+use lpm::synth::{self, Queries};
+use lpm::table::{self, RouteTable};
+use lpm::{Ipv4Lpm, Ipv6Lpm};
+use std::io::{BufRead, BufWriter, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Synthetic table sizes when `fib bench` is given no table (today's BGP tables).
+const V4_PREFIXES: usize = 1_000_000;
+const V6_PREFIXES: usize = 234_000;
+const SEED: u64 = 1;
+
+#[derive(clap::Subcommand)]
+pub enum FibCommand {
+    /// Reads addresses from standard input, one per line, and prints `ADDRESS NEXTHOP`
+    /// (or `ADDRESS -` when no prefix matches) for each, in order.
+    Lookup(LookupArgs),
+    /// Measures lookups/s, ns/lookup, memory, build time and update latency.
+    Bench(BenchArgs),
+    /// Writes the realistic synthetic table `fib bench` uses without --table.
+    Gen(GenArgs),
+}
+
+#[derive(clap::Args)]
+pub struct LookupArgs {
+    /// Route table: `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed, `#` comments.
+    #[arg(long)]
+    table: PathBuf,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum QueryKind {
+    /// Uniform random addresses (IPv6: uniform in 2000::/3).
+    Random,
+    /// A random host inside a random prefix of the table.
+    Table,
+}
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Route table file; without it a realistic table is generated (see `fib gen`).
+    #[arg(long)]
+    table: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "random")]
+    queries: QueryKind,
+    /// Addresses per lookup_batch call.
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+    /// Query addresses per run (IPv6 uses half).
+    #[arg(long, default_value_t = 4 << 20)]
+    count: usize,
+    /// Timed runs; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Route updates timed (each a delete or a re-add) while a reader thread looks up.
+    #[arg(long, default_value_t = 20_000)]
+    updates: usize,
+    /// One JSON object per family and line.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Family {
+    #[value(name = "4")]
+    V4,
+    #[value(name = "6")]
+    V6,
+    Both,
+}
+
+#[derive(clap::Args)]
+pub struct GenArgs {
+    #[arg(long, value_enum, default_value = "both")]
+    family: Family,
+    /// Prefixes (default: 1000000 IPv4, 234000 IPv6).
+    #[arg(long)]
+    count: Option<usize>,
+    #[arg(long, default_value_t = SEED)]
+    seed: u64,
+}
+
+pub fn main(cmd: FibCommand) -> ExitCode {
+    let r = match cmd {
+        FibCommand::Lookup(a) => lookup(a).map_err(|e| ("lookup", e)),
+        FibCommand::Bench(a) => bench(a).map_err(|e| ("bench", e)),
+        FibCommand::Gen(a) => gen(a).map_err(|e| ("gen", e)),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((what, e)) => {
+            eprintln!("brickroute fib {}: {}", what, e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn lookup(a: LookupArgs) -> Result<(), String> {
+    let t = table::load(&a.table).map_err(|e| e.to_string())?;
+    let v4 = Ipv4Lpm::build(&t.v4);
+    let v6 = Ipv6Lpm::build(&t.v6);
+    let stdin = std::io::stdin().lock();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for (i, line) in stdin.lines().enumerate() {
+        let line = line.map_err(|e| format!("standard input: {}", e))?;
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let hop = match text.parse::<IpAddr>() {
+            Ok(IpAddr::V4(x)) => v4.lookup(u32::from(x)),
+            Ok(IpAddr::V6(x)) => v6.lookup(u128::from(x)),
+            Err(_) => {
+                return Err(format!(
+                    "stdin:{}: {:?} is not an IPv4 or IPv6 address",
+                    i + 1,
+                    text
+                ))
+            }
+        };
+        let w = match hop {
+            Some(h) => writeln!(out, "{} {}", text, h),
+            None => writeln!(out, "{} -", text),
+        };
+        w.map_err(|e| format!("standard output: {}", e))?;
+    }
+    out.flush().map_err(|e| format!("standard output: {}", e))
+}
+
+fn gen(a: GenArgs) -> Result<(), String> {
+    let mut t = RouteTable::default();
+    if matches!(a.family, Family::V4 | Family::Both) {
+        t.v4 = synth::ipv4_table(a.count.unwrap_or(V4_PREFIXES), a.seed);
+    }
+    if matches!(a.family, Family::V6 | Family::Both) {
+        t.v6 = synth::ipv6_table(a.count.unwrap_or(V6_PREFIXES), a.seed);
+    }
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    table::write(&t, &mut out)
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("standard output: {}", e))
+}
+
+/// What one family's benchmark measured.
+struct Report {
+    family: &'static str,
+    prefixes: usize,
+    queries: &'static str,
+    batch: usize,
+    lookups_per_sec: f64,
+    memory_bytes: usize,
+    control_bytes: usize,
+    build_seconds: f64,
+    update_median_us: f64,
+    update_p99_us: f64,
+}
+
+impl Report {
+    fn print(&self, json: bool) {
+        let ns = 1e9 / self.lookups_per_sec;
+        if json {
+            println!(
+                "{{\"family\":\"{}\",\"prefixes\":{},\"queries\":\"{}\",\"batch\":{},\"lookups_per_sec\":{:.0},\"ns_per_lookup\":{:.3},\"memory_bytes\":{},\"control_bytes\":{},\"build_seconds\":{:.4},\"update_median_us\":{:.3},\"update_p99_us\":{:.3}}}",
+                self.family, self.prefixes, self.queries, self.batch, self.lookups_per_sec, ns,
+                self.memory_bytes, self.control_bytes, self.build_seconds,
+                self.update_median_us, self.update_p99_us
+            );
+        } else {
+            println!(
+                "{}: {} prefixes, built in {:.3} s, lookup structure {:.2} MiB (route record {:.2} MiB)",
+                self.family,
+                self.prefixes,
+                self.build_seconds,
+                self.memory_bytes as f64 / 1048576.0,
+                self.control_bytes as f64 / 1048576.0
+            );
+            println!(
+                "  {} queries, batch {}: {:.2} Mlookups/s, {:.2} ns/lookup",
+                self.queries,
+                self.batch,
+                self.lookups_per_sec / 1e6,
+                ns
+            );
+            println!(
+                "  updates while lookups run: median {:.2} us, p99 {:.2} us",
+                self.update_median_us, self.update_p99_us
+            );
+        }
+    }
+}
+
+fn bench(a: BenchArgs) -> Result<(), String> {
+    if a.batch == 0 || a.runs == 0 || a.count == 0 {
+        return Err("--batch, --runs and --count must be at least 1".into());
+    }
+    let t = match &a.table {
+        Some(p) => table::load(p).map_err(|e| e.to_string())?,
+        None => RouteTable {
+            v4: synth::ipv4_table(V4_PREFIXES, SEED),
+            v6: synth::ipv6_table(V6_PREFIXES, SEED),
+        },
+    };
+    if t.v4.is_empty() && t.v6.is_empty() {
+        return Err("the table has no routes".into());
+    }
+    let kind = match a.queries {
+        QueryKind::Random => Queries::Random,
+        QueryKind::Table => Queries::Table,
+    };
+    let name = match kind {
+        Queries::Random => "random",
+        Queries::Table => "table",
+    };
+    if !t.v4.is_empty() {
+        let start = Instant::now();
+        let lpm = Arc::new(Ipv4Lpm::build(&t.v4));
+        let build_seconds = start.elapsed().as_secs_f64();
+        // Measured before the update test: replaced arena nodes stay until the table goes.
+        let memory_bytes = lpm.memory_bytes();
+        let control_bytes = lpm.control_bytes();
+        let q = synth::ipv4_queries(&t.v4, a.count, kind, 12345);
+        let lps = measure(&q, a.batch, a.runs, |x, o| lpm.lookup_batch(x, o));
+        let reader = {
+            let lpm = lpm.clone();
+            move |x: &[u32], o: &mut [u32]| lpm.lookup_batch(x, o)
+        };
+        let (median, p99) = updates(&t.v4, a.updates, q.clone(), reader, |p, l, nh| {
+            match nh {
+                Some(nh) => lpm.insert(p, l, nh),
+                None => lpm.remove(p, l),
+            };
+        });
+        Report {
+            family: "ipv4",
+            prefixes: lpm.len(),
+            queries: name,
+            batch: a.batch,
+            lookups_per_sec: lps,
+            memory_bytes,
+            control_bytes,
+            build_seconds,
+            update_median_us: median,
+            update_p99_us: p99,
+        }
+        .print(a.json);
+    }
+    if !t.v6.is_empty() {
+        let start = Instant::now();
+        let lpm = Arc::new(Ipv6Lpm::build(&t.v6));
+        let build_seconds = start.elapsed().as_secs_f64();
+        // Measured before the update test: replaced arena nodes stay until the table goes.
+        let memory_bytes = lpm.memory_bytes();
+        let control_bytes = lpm.control_bytes();
+        let q = synth::ipv6_queries(&t.v6, a.count / 2, kind, 12345);
+        let lps = measure(&q, a.batch, a.runs, |x, o| lpm.lookup_batch(x, o));
+        let reader = {
+            let lpm = lpm.clone();
+            move |x: &[u128], o: &mut [u32]| lpm.lookup_batch(x, o)
+        };
+        let (median, p99) = updates(&t.v6, a.updates, q.clone(), reader, |p, l, nh| {
+            match nh {
+                Some(nh) => lpm.insert(p, l, nh),
+                None => lpm.remove(p, l),
+            };
+        });
+        Report {
+            family: "ipv6",
+            prefixes: lpm.len(),
+            queries: name,
+            batch: a.batch,
+            lookups_per_sec: lps,
+            memory_bytes,
+            control_bytes,
+            build_seconds,
+            update_median_us: median,
+            update_p99_us: p99,
+        }
+        .print(a.json);
+    }
+    Ok(())
+}
+
+/// Median lookups/s over `runs` passes over `q` in batches of `batch`.
+fn measure<K: Copy>(q: &[K], batch: usize, runs: usize, f: impl Fn(&[K], &mut [u32])) -> f64 {
+    let mut out = vec![0u32; q.len()];
+    // One untimed pass warms caches and the page tables.
+    for (x, o) in q.chunks(batch).zip(out.chunks_mut(batch)) {
+        f(x, o);
+    }
+    let mut rates: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            for (x, o) in q.chunks(batch).zip(out.chunks_mut(batch)) {
+                f(x, o);
+            }
+            q.len() as f64 / start.elapsed().as_secs_f64()
+        })
+        .collect();
+    std::hint::black_box(&out);
+    rates.sort_by(|a, b| a.total_cmp(b));
+    rates[rates.len() / 2]
+}
+
+/// Times `n` updates — deletes and re-adds of table prefixes spread over the table —
+/// while a reader thread runs batch lookups; returns (median, 99th percentile) in us.
+fn updates<K: Copy + Send + 'static>(
+    routes: &[(K, u8, u32)],
+    n: usize,
+    queries: Vec<K>,
+    reader: impl Fn(&[K], &mut [u32]) + Send + 'static,
+    update: impl Fn(K, u8, Option<u32>),
+) -> (f64, f64) {
+    if n == 0 || routes.is_empty() {
+        return (0.0, 0.0);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut out = vec![0u32; 32];
+            while !stop.load(Ordering::Relaxed) {
+                for x in queries.chunks(32) {
+                    reader(x, &mut out);
+                }
+            }
+        })
+    };
+    let mut times = Vec::with_capacity(n);
+    let mut rng = synth::Rng::new(99);
+    while times.len() < n {
+        let (p, l, nh) = routes[rng.below(routes.len() as u64) as usize];
+        let start = Instant::now();
+        update(p, l, None);
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+        let start = Instant::now();
+        update(p, l, Some(nh));
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = handle.join();
+    times.sort_by(|a, b| a.total_cmp(b));
+    (times[times.len() / 2], times[times.len() * 99 / 100])
+}

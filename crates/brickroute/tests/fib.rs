@@ -1,0 +1,147 @@
+//! `brickroute fib`: lookups from a table file, its error messages, and the benchmark's
+//! JSON keys.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn lookup(table: &str, input: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("routes.txt");
+    std::fs::write(&path, table).expect("write table");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args(["fib", "lookup", "--table"])
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run brickroute");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+const TABLE: &str = "\
+# hand-written table: nesting in both families
+10.0.0.0/8 1
+10.1.0.0/16 2
+10.1.2.0/24 3
+10.1.2.128/25 4
+10.1.2.200/32 5
+192.0.2.0/24 70000
+
+2001:db8::/32 10   # documentation prefix
+2001:db8:1:2::/64 11
+2001:db8:1:2:8000::/65 12
+2001:db8:1:2:8000::1/128 13
+";
+
+#[test]
+fn lookup_prints_the_next_hop_of_each_address_in_order() {
+    let out = lookup(
+        TABLE,
+        "10.9.9.9\n10.1.7.7\n10.1.2.3\n10.1.2.129\n10.1.2.200\n11.0.0.1\n192.0.2.255\n\
+         2001:db8:ffff::1\n2001:db8:1:2::1\n2001:db8:1:2:8000::2\n2001:db8:1:2:8000::1\n2002::1\n",
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(
+        common::stdout(&out),
+        "10.9.9.9 1\n10.1.7.7 2\n10.1.2.3 3\n10.1.2.129 4\n10.1.2.200 5\n11.0.0.1 -\n\
+         192.0.2.255 70000\n2001:db8:ffff::1 10\n2001:db8:1:2::1 11\n\
+         2001:db8:1:2:8000::2 12\n2001:db8:1:2:8000::1 13\n2002::1 -\n"
+    );
+}
+
+#[test]
+fn default_routes_catch_everything_else() {
+    let out = lookup("0.0.0.0/0 7\n::/0 8\n10.0.0.0/8 1\n", "11.1.1.1\n10.0.0.1\n::1\n");
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(common::stdout(&out), "11.1.1.1 7\n10.0.0.1 1\n::1 8\n");
+}
+
+#[test]
+fn a_bad_table_line_is_reported_with_file_and_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("bad.txt");
+    std::fs::write(&path, "10.0.0.0/8 1\n# fine\n10.0.0.1/8 2\n").expect("write table");
+    let out = common::brickroute(&["fib", "lookup", "--table", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        common::stderr(&out),
+        format!(
+            "brickroute fib lookup: {}:3: 10.0.0.1/8 has host bits set after the prefix length (the network is 10.0.0.0/8)\n",
+            path.display()
+        )
+    );
+    assert_eq!(common::stdout(&out), "");
+}
+
+#[test]
+fn a_bad_address_on_stdin_names_its_line() {
+    let out = lookup(TABLE, "10.1.2.3\nnot-an-address\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        common::stderr(&out),
+        "brickroute fib lookup: stdin:2: \"not-an-address\" is not an IPv4 or IPv6 address\n"
+    );
+}
+
+#[test]
+fn bench_prints_one_json_line_per_family() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("routes.txt");
+    std::fs::write(&path, TABLE).expect("write table");
+    let out = common::brickroute(&[
+        "fib",
+        "bench",
+        "--table",
+        path.to_str().expect("utf-8"),
+        "--queries",
+        "table",
+        "--json",
+        "--count",
+        "4096",
+        "--runs",
+        "1",
+        "--updates",
+        "20",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = common::stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", text);
+    assert!(lines[0].starts_with("{\"family\":\"ipv4\",\"prefixes\":6,\"queries\":\"table\","));
+    assert!(lines[1].starts_with("{\"family\":\"ipv6\",\"prefixes\":4,\"queries\":\"table\","));
+    for l in lines {
+        for key in [
+            "\"lookups_per_sec\":",
+            "\"ns_per_lookup\":",
+            "\"memory_bytes\":",
+            "\"build_seconds\":",
+            "\"update_median_us\":",
+        ] {
+            assert!(l.contains(key), "{} lacks {}", l, key);
+        }
+    }
+}
+
+#[test]
+fn gen_writes_a_table_lookup_can_load() {
+    let out = common::brickroute(&["fib", "gen", "--family", "6", "--count", "2000"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = common::stdout(&out);
+    assert!(text.lines().count() >= 1900, "{} lines", text.lines().count());
+    let first = text.lines().next().expect("a line");
+    let prefix = first.split_whitespace().next().expect("prefix");
+    let addr = prefix.split('/').next().expect("address");
+    let out = lookup(&text, &format!("{}\n", addr));
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(common::stdout(&out).starts_with(addr));
+    assert!(!common::stdout(&out).ends_with(" -\n"));
+}

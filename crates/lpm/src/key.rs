@@ -1,0 +1,99 @@
+//! Address types the trie is generic over (`u32` for IPv4, `u128` for IPv6).
+
+use std::fmt::Debug;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+/// An address: a `BITS`-wide unsigned integer whose most significant bit is the first bit
+/// of the address.
+pub trait Key: Copy + Ord + Eq + Hash + Debug + Send + Sync + 'static {
+    /// Address width in bits.
+    const BITS: u32;
+    /// Bits of the directly indexed first level.
+    const TOP: u32;
+    /// `n` bits (1 ..= 6) starting `start` bits from the most significant end.
+    fn bits(self, start: u32, n: u32) -> usize;
+    /// Widened to `u128` (the value, not left-aligned).
+    fn to_u128(self) -> u128;
+    /// Narrowed from `u128` (the low `BITS` bits).
+    fn from_u128(v: u128) -> Self;
+    /// The address with every bit after the first `len` cleared.
+    fn masked(self, len: u8) -> Self {
+        if len == 0 {
+            return Self::from_u128(0);
+        }
+        let keep = u128::MAX << (Self::BITS - u32::from(len));
+        Self::from_u128(self.to_u128() & keep)
+    }
+}
+
+impl Key for u32 {
+    const BITS: u32 = 32;
+    const TOP: u32 = 18;
+    #[inline(always)]
+    fn bits(self, start: u32, n: u32) -> usize {
+        ((self << start) >> (32 - n)) as usize
+    }
+    #[inline(always)]
+    fn to_u128(self) -> u128 {
+        u128::from(self)
+    }
+    #[inline(always)]
+    fn from_u128(v: u128) -> Self {
+        v as u32
+    }
+}
+
+impl Key for u128 {
+    const BITS: u32 = 128;
+    const TOP: u32 = 18;
+    #[inline(always)]
+    fn bits(self, start: u32, n: u32) -> usize {
+        ((self << start) >> (128 - n)) as usize
+    }
+    #[inline(always)]
+    fn to_u128(self) -> u128 {
+        self
+    }
+    #[inline(always)]
+    fn from_u128(v: u128) -> Self {
+        v
+    }
+}
+
+/// A fast hasher for the writer's prefix maps. Keys are masked prefixes whose low bits
+/// are mostly zero, so the high half of the product is folded into the low half (the
+/// map picks buckets with the low bits).
+#[derive(Default, Clone, Copy)]
+pub struct PrefixHasher(u64);
+
+const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Hasher for PrefixHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29) ^ (self.0 >> 47)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(23) ^ v).wrapping_mul(MUL);
+    }
+    #[inline]
+    fn write_u128(&mut self, v: u128) {
+        self.write_u64(v as u64);
+        self.write_u64((v >> 64) as u64);
+    }
+}
+
+pub type PrefixMap<K> = std::collections::HashMap<K, u32, BuildHasherDefault<PrefixHasher>>;

@@ -1,0 +1,158 @@
+//! Route table files: one `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed; `#` starts
+//! a comment (whole line or after the route); blank lines are skipped. Errors name the
+//! file and line: `FILE:LINE: reason`.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::Path;
+
+/// The routes of a table file, per family, in file order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteTable {
+    pub v4: Vec<(u32, u8, u32)>,
+    pub v6: Vec<(u128, u8, u32)>,
+}
+
+/// Why a table could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError {
+    /// The file name (or other origin) as given.
+    pub origin: String,
+    /// 1-based line number; `None` when the file itself could not be read.
+    pub line: Option<usize>,
+    pub reason: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}", self.origin, l, self.reason),
+            None => write!(f, "{}: {}", self.origin, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Largest next hop a table line may give (the tables' own limit).
+pub const MAX_NEXT_HOP: u32 = u32::MAX - 1;
+
+/// A parsed prefix of either family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefix {
+    V4(u32, u8),
+    V6(u128, u8),
+}
+
+/// Parses `ADDR/LEN`; rejects host bits set after the prefix length.
+pub fn parse_prefix(s: &str) -> Result<Prefix, String> {
+    let (addr, len) = s
+        .split_once('/')
+        .ok_or_else(|| format!("expected PREFIX/LEN, found {:?}", s))?;
+    let ip: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("{:?} is not an IPv4 or IPv6 address", addr))?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let len: u8 = match len.parse::<u32>() {
+        Ok(l) if l <= max => l as u8,
+        _ => {
+            return Err(format!(
+                "prefix length {:?} is not a number from 0 to {}",
+                len, max
+            ))
+        }
+    };
+    let (p, masked) = match ip {
+        IpAddr::V4(a) => {
+            let v = u32::from(a);
+            let m = crate::Key::masked(v, len);
+            (Prefix::V4(m, len), m == v)
+        }
+        IpAddr::V6(a) => {
+            let v = u128::from(a);
+            let m = crate::Key::masked(v, len);
+            (Prefix::V6(m, len), m == v)
+        }
+    };
+    if !masked {
+        let net = match p {
+            Prefix::V4(m, l) => format!("{}/{}", std::net::Ipv4Addr::from(m), l),
+            Prefix::V6(m, l) => format!("{}/{}", std::net::Ipv6Addr::from(m), l),
+        };
+        return Err(format!(
+            "{} has host bits set after the prefix length (the network is {})",
+            s, net
+        ));
+    }
+    Ok(p)
+}
+
+/// Parses one line; `Ok(None)` for blank and comment lines.
+pub fn parse_line(line: &str) -> Result<Option<(Prefix, u32)>, String> {
+    let text = line.split('#').next().unwrap_or("");
+    let mut fields = text.split_whitespace();
+    let Some(prefix) = fields.next() else {
+        return Ok(None);
+    };
+    let nh = fields
+        .next()
+        .ok_or_else(|| format!("missing next hop after {}", prefix))?;
+    if let Some(extra) = fields.next() {
+        return Err(format!(
+            "unexpected {:?} after the next hop (expected PREFIX/LEN NEXTHOP)",
+            extra
+        ));
+    }
+    let p = parse_prefix(prefix)?;
+    let nh = match nh.parse::<u32>() {
+        Ok(v) if v <= MAX_NEXT_HOP => v,
+        _ => {
+            return Err(format!(
+                "next hop {:?} is not a number from 0 to {}",
+                nh, MAX_NEXT_HOP
+            ))
+        }
+    };
+    Ok(Some((p, nh)))
+}
+
+/// Parses a whole table; `origin` names it in errors.
+pub fn parse(bytes: &[u8], origin: &str) -> Result<RouteTable, LoadError> {
+    let mut t = RouteTable::default();
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let err = |reason: String| LoadError {
+            origin: origin.to_string(),
+            line: Some(i + 1),
+            reason,
+        };
+        let line = std::str::from_utf8(raw).map_err(|_| err("not UTF-8 text".into()))?;
+        match parse_line(line.strip_suffix('\r').unwrap_or(line)).map_err(err)? {
+            None => {}
+            Some((Prefix::V4(a, l), nh)) => t.v4.push((a, l, nh)),
+            Some((Prefix::V6(a, l), nh)) => t.v6.push((a, l, nh)),
+        }
+    }
+    Ok(t)
+}
+
+/// Reads and parses a table file.
+pub fn load(path: &Path) -> Result<RouteTable, LoadError> {
+    let origin = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| LoadError {
+        origin: origin.clone(),
+        line: None,
+        reason: format!("cannot read: {}", e),
+    })?;
+    parse(&bytes, &origin)
+}
+
+/// Writes routes in the table format (IPv4 first, then IPv6).
+pub fn write(t: &RouteTable, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    for &(a, l, nh) in &t.v4 {
+        writeln!(out, "{}/{} {}", std::net::Ipv4Addr::from(a), l, nh)?;
+    }
+    for &(a, l, nh) in &t.v6 {
+        writeln!(out, "{}/{} {}", std::net::Ipv6Addr::from(a), l, nh)?;
+    }
+    Ok(())
+}
