@@ -277,21 +277,29 @@ fn prefetch_link(e: u64, hot: usize) {
     // All ones for a link, zero for a leaf: selects with masks, so the compiler does not
     // turn the choice into a branch on a value that may still be in flight.
     let link = ((e & LEAF) as usize).wrapping_sub(1);
-    let p = (untag(e) as usize & !63 & link) | (hot & !link);
-    let last = (e >> LINES_SHIFT) as usize & link;
-    for k in 0..MAX_PREFETCH_LINES {
-        prefetch((p + 64 * k.min(last)) as NodePtr);
-    }
+    let p = (e as usize & LINE_ADDR & link) | (hot & !link);
+    prefetch(p as NodePtr);
+    prefetch((p + (second_line_offset(e) & link)) as NodePtr);
 }
+
+/// Lines a link's node spans beyond its first, as a byte offset: 64 when the node
+/// reaches into a second line, else 0 (the line-count field is one bit while at most
+/// two lines are prefetched).
+#[inline(always)]
+fn second_line_offset(e: u64) -> usize {
+    const _: () = assert!(MAX_PREFETCH_LINES == 2);
+    (e >> (LINES_SHIFT - 6)) as usize & 64
+}
+
+/// The address bits of a link, rounded down to its cache line.
+const LINE_ADDR: usize = ((1usize << LINES_SHIFT) - 1) & !63;
 
 /// Prefetches the lines of the node a child link names (never a leaf).
 #[inline(always)]
 fn prefetch_child(e: u64) {
-    let p = untag(e) as usize & !63;
-    let last = (e >> LINES_SHIFT) as usize;
-    for k in 0..MAX_PREFETCH_LINES {
-        prefetch((p + 64 * k.min(last)) as NodePtr);
-    }
+    let p = e as usize & LINE_ADDR;
+    prefetch(p as NodePtr);
+    prefetch((p + second_line_offset(e)) as NodePtr);
 }
 
 #[inline(always)]
