@@ -171,6 +171,43 @@ fn large_next_hops_and_batch_lookup() {
 }
 
 #[test]
+fn batches_resolved_at_the_first_level_fall_back_to_the_default_route() {
+    // Every address of the first batch ends at a first-level leaf (prefixes of at most
+    // 18 bits), some of them on no prefix: those must get the default route. The second
+    // batch mixes such addresses with ones that end two and three node levels down.
+    let t = Ipv4Lpm::new();
+    t.insert(0, 0, 9);
+    t.insert(ip(10, 0, 0, 0), 8, 1);
+    t.insert(ip(192, 168, 0, 0), 16, 2);
+    let first: Vec<u32> = (0..40u32)
+        .map(|i| match i % 3 {
+            0 => ip(10, i as u8, 1, 1),
+            1 => ip(192, 168, i as u8, 7),
+            _ => ip(172, 16, i as u8, 1),
+        })
+        .collect();
+    let mut out = vec![0u32; first.len()];
+    t.lookup_batch(&first, &mut out);
+    for (i, &o) in out.iter().enumerate() {
+        assert_eq!(o, [1, 2, 9][i % 3], "first batch, address index {}", i);
+    }
+    t.insert(ip(10, 5, 5, 0), 24, 3);
+    t.insert(ip(10, 5, 5, 128), 26, 4);
+    t.insert(ip(10, 5, 5, 129), 32, 5);
+    let second = [
+        ip(10, 5, 5, 1),
+        ip(172, 16, 0, 1),
+        ip(10, 5, 5, 129),
+        ip(10, 5, 5, 130),
+        ip(10, 5, 6, 1),
+        ip(192, 168, 3, 3),
+    ];
+    let mut out = [0u32; 6];
+    t.lookup_batch(&second, &mut out);
+    assert_eq!(out, [3, 9, 5, 4, 1, 2]);
+}
+
+#[test]
 fn clear_removes_everything() {
     let t = Ipv4Lpm::new();
     t.insert(0, 0, 1);

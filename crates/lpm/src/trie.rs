@@ -255,6 +255,16 @@ fn tag(p: NodePtr) -> u64 {
     (p as u64) | (((lines.min(MAX_PREFETCH_LINES) - 1) as u64) << LINES_SHIFT)
 }
 
+/// `v`, or the default route's next hop when `v` is NONE.
+#[inline(always)]
+fn or_default(v: u32, dflt: u32) -> u32 {
+    if v != NONE {
+        v
+    } else {
+        dflt
+    }
+}
+
 #[inline(always)]
 fn untag(e: u64) -> NodePtr {
     (e & ((1u64 << LINES_SHIFT) - 1)) as NodePtr
@@ -264,12 +274,32 @@ fn untag(e: u64) -> NodePtr {
 /// the always-cached line `hot` for a leaf entry, without branching on the link.
 #[inline(always)]
 fn prefetch_link(e: u64, hot: usize) {
-    let leaf = e & LEAF != 0;
-    let p = if leaf { hot } else { untag(e) as usize & !63 };
-    let last = if leaf { 0 } else { (e >> LINES_SHIFT) as usize };
-    for k in 0..MAX_PREFETCH_LINES {
-        prefetch((p + 64 * k.min(last)) as NodePtr);
-    }
+    // All ones for a link, zero for a leaf: selects with masks, so the compiler does not
+    // turn the choice into a branch on a value that may still be in flight.
+    let link = ((e & LEAF) as usize).wrapping_sub(1);
+    let p = (e as usize & LINE_ADDR & link) | (hot & !link);
+    prefetch(p as NodePtr);
+    prefetch((p + (second_line_offset(e) & link)) as NodePtr);
+}
+
+/// Lines a link's node spans beyond its first, as a byte offset: 64 when the node
+/// reaches into a second line, else 0 (the line-count field is one bit while at most
+/// two lines are prefetched).
+#[inline(always)]
+fn second_line_offset(e: u64) -> usize {
+    const _: () = assert!(MAX_PREFETCH_LINES == 2);
+    (e >> (LINES_SHIFT - 6)) as usize & 64
+}
+
+/// The address bits of a link, rounded down to its cache line.
+const LINE_ADDR: usize = ((1usize << LINES_SHIFT) - 1) & !63;
+
+/// Prefetches the lines of the node a child link names (never a leaf).
+#[inline(always)]
+fn prefetch_child(e: u64) {
+    let p = e as usize & LINE_ADDR;
+    prefetch(p as NodePtr);
+    prefetch((p + second_line_offset(e)) as NodePtr);
 }
 
 #[inline(always)]
@@ -449,6 +479,8 @@ impl<K: Key> Trie<K> {
     #[inline(always)]
     fn lookup_chunk(&self, keys: &[K], out: &mut [u32], dflt: u32, _guard: &Guard) {
         let len = keys.len().min(32);
+        let keys = &keys[..len];
+        let out = &mut out[..len];
         // Links still to follow: first-level entries, then child links.
         let mut link = [0u64; 32];
         // A line that is always cached, prefetched in place of leaves (no branch).
@@ -456,8 +488,23 @@ impl<K: Key> Trie<K> {
         // No branch depends on a loaded entry in these two passes: a mispredicted branch
         // on an entry still in flight would squash the loads issued after it, and the
         // misses of the batch would no longer overlap.
-        for i in 0..len {
-            link[i] = self.top[keys[i].bits(0, K::TOP)].load(Ordering::Acquire);
+        // (A local slice: the `Acquire` loads would otherwise make the compiler reload
+        // the first level's address for every key.)
+        let top: &[AtomicU64] = &self.top;
+        let mut all_leaves = LEAF;
+        for (l, k) in link.iter_mut().zip(keys) {
+            // SAFETY: `bits(0, TOP)` is below `2^TOP`, the first level's length.
+            let e = unsafe { top.get_unchecked(k.bits(0, K::TOP)) }.load(Ordering::Acquire);
+            *l = e;
+            all_leaves &= e;
+        }
+        // Fast path: the whole batch resolved at the first level (every load above is
+        // already issued, so this branch cannot hold any of them back).
+        if all_leaves != 0 {
+            for (o, &e) in out.iter_mut().zip(&link) {
+                *o = or_default((e >> 32) as u32, dflt);
+            }
+            return;
         }
         for &e in &link[..len] {
             prefetch_link(e, hot);
@@ -470,52 +517,75 @@ impl<K: Key> Trie<K> {
         for i in 0..len {
             let e = link[i];
             if e & LEAF != 0 {
-                out[i] = (e >> 32) as u32;
+                out[i] = or_default((e >> 32) as u32, dflt);
                 continue;
             }
             // SAFETY: a non-leaf first-level entry links a published node that stays
             // allocated while the epoch guard is pinned (see `lookup_pinned`).
             let (next, b, done) = unsafe { step::<K>(untag(e), keys[i], K::TOP, NONE) };
             if done {
-                out[i] = b;
+                out[i] = or_default(b, dflt);
             } else {
                 link[i] = next;
                 best[i] = b;
-                active[n] = i as u8;
+                active[n & 31] = i as u8;
                 n += 1;
             }
         }
+        if n == 0 {
+            return;
+        }
         for &i in &active[..n] {
-            prefetch_link(link[i as usize], hot);
+            prefetch_child(link[usize::from(i) & 31]);
         }
+        // The second node level, also at a constant depth (IPv4: /25 - /30), then the
+        // deeper ones.
         let mut depth = K::TOP + STRIDE;
+        n = Self::step_level(keys, out, dflt, &mut link, &mut best, &mut active, n, depth);
         while n > 0 {
-            let mut m = 0usize;
-            for a in 0..n {
-                let i = active[a] as usize;
-                // SAFETY: `link[i]` is a child link read from a published node, under
-                // the same pinned guard.
-                let (next, b, done) = unsafe { step::<K>(untag(link[i]), keys[i], depth, best[i]) };
-                best[i] = b;
-                if done {
-                    out[i] = b;
-                } else {
-                    link[i] = next;
-                    active[m] = i as u8;
-                    m += 1;
-                }
-            }
-            for &i in &active[..m] {
-                prefetch_link(link[i as usize], hot);
-            }
-            n = m;
             depth += STRIDE;
+            n = Self::step_level(keys, out, dflt, &mut link, &mut best, &mut active, n, depth);
         }
-        for o in out.iter_mut().take(len) {
-            if *o == NONE {
-                *o = dflt;
+    }
+
+    /// Steps every active lookup of a batch through its node at `depth`, finishing those
+    /// that end there and prefetching the next nodes of the others; returns how many
+    /// are still active (compacted at the front of `active`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn step_level(
+        keys: &[K],
+        out: &mut [u32],
+        dflt: u32,
+        link: &mut [u64; 32],
+        best: &mut [u32; 32],
+        active: &mut [u8; 32],
+        n: usize,
+        depth: u32,
+    ) -> usize {
+        let mut m = 0usize;
+        for a in 0..n {
+            // (`& 31` only tells the compiler the index fits the arrays.)
+            let i = usize::from(active[a]) & 31;
+            // SAFETY: `active` holds indices of this batch, below `keys.len()`.
+            let key = unsafe { *keys.get_unchecked(i) };
+            // SAFETY: `link[i]` is a child link read from a published node, under the
+            // batch's pinned guard.
+            let (next, b, done) = unsafe { step::<K>(untag(link[i]), key, depth, best[i]) };
+            best[i] = b;
+            if done {
+                // SAFETY: as for `keys`; `out` has the batch's length.
+                unsafe { *out.get_unchecked_mut(i) = or_default(b, dflt) };
+            } else {
+                link[i] = next;
+                active[m & 31] = i as u8;
+                m += 1;
             }
         }
+        for &i in &active[..m] {
+            prefetch_child(link[usize::from(i) & 31]);
+        }
+        m
     }
 
     /// Installs `key/len -> nh`; returns the previous next hop of that prefix.
