@@ -5,7 +5,7 @@
 //! written. Flows take turns (frame i belongs to flow i mod flows), so every flow
 //! sends at the same rate and consecutive frames hash to different queues.
 
-use crate::net::{now_ns, PacketSocket};
+use crate::net::{now_ns, MsgScratch, PacketSocket};
 use crate::stamp::Stamp;
 use crate::traffic::{FlowSet, TrafficSpec, MAX_SIZE};
 use serde::Serialize;
@@ -64,6 +64,7 @@ pub fn run(
     let mut seqs = vec![0u32; nflows];
     let mut frames: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; MAX_SIZE]).collect();
     let mut lens = Vec::with_capacity(BATCH);
+    let mut scratch = MsgScratch::default();
     // At a set rate, send in batches of about a millisecond's worth of packets, so
     // the traffic is smooth at low rates and still batched at high ones.
     let batch_max = match limits.rate {
@@ -115,7 +116,7 @@ pub fn run(
             lens.push(flows.flows[fi].write(buf, size, &stamp));
         }
         // Refused frames keep their sequence numbers: to the sink they are lost.
-        let sent = sock.send_batch(&mut frames, &lens)?;
+        let sent = sock.send_batch(&mut frames, &lens, &mut scratch)?;
         packets += sent.packets as u64;
         bytes += sent.bytes as u64;
         dropped += sent.dropped as u64;

@@ -41,6 +41,34 @@ pub fn enter_netns(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The iovec and mmsghdr arrays with which one `sendmmsg`/`recvmmsg` call describes its
+/// buffers, kept from call to call so the generator's and sink's loops do not allocate.
+#[derive(Default)]
+pub struct MsgScratch {
+    iov: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+impl MsgScratch {
+    /// One message of one iovec per `(start, length)` buffer. The pointers stay valid
+    /// only as long as the buffers they were made from.
+    fn describe(&mut self, bufs: impl Iterator<Item = (*mut u8, usize)>) -> &mut [libc::mmsghdr] {
+        self.iov.clear();
+        self.iov.extend(bufs.map(|(p, l)| libc::iovec {
+            iov_base: p as *mut libc::c_void,
+            iov_len: l,
+        }));
+        self.msgs.clear();
+        // SAFETY: mmsghdr is plain data; zeroed is valid.
+        self.msgs.resize(self.iov.len(), unsafe { std::mem::zeroed() });
+        for (m, v) in self.msgs.iter_mut().zip(self.iov.iter_mut()) {
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+        }
+        &mut self.msgs
+    }
+}
+
 /// What one [`PacketSocket::send_batch`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sent {
@@ -181,22 +209,19 @@ impl PacketSocket {
     /// Sends `frames[i][..lens[i]]` for every i with one `sendmmsg` call per group the
     /// kernel accepts. Returns (sent, dropped): a frame the kernel refuses with ENOBUFS
     /// or EAGAIN (queue full) is counted as dropped and skipped.
-    pub fn send_batch(&self, frames: &mut [Vec<u8>], lens: &[usize]) -> Result<Sent, String> {
+    pub fn send_batch(
+        &self,
+        frames: &mut [Vec<u8>],
+        lens: &[usize],
+        scratch: &mut MsgScratch,
+    ) -> Result<Sent, String> {
         let n = lens.len();
-        let mut iov: Vec<libc::iovec> = frames[..n]
-            .iter_mut()
-            .zip(lens)
-            .map(|(f, &l)| libc::iovec {
-                iov_base: f.as_mut_ptr() as *mut libc::c_void,
-                iov_len: l,
-            })
-            .collect();
-        // SAFETY: mmsghdr is plain data; zeroed is valid.
-        let mut msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; n];
-        for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-        }
+        let msgs = scratch.describe(
+            frames[..n]
+                .iter_mut()
+                .zip(lens)
+                .map(|(f, &l)| (f.as_mut_ptr(), l)),
+        );
         let mut out = Sent::default();
         let mut at = 0;
         while at < n {
@@ -227,21 +252,14 @@ impl PacketSocket {
     /// Receives up to `bufs.len()` frames with one `recvmmsg` call, waiting at most the
     /// receive timeout for the first. Fills `lens` with their lengths and returns how
     /// many arrived (0 on timeout or interruption by a signal).
-    pub fn recv_batch(&self, bufs: &mut [Vec<u8>], lens: &mut Vec<usize>) -> Result<usize, String> {
+    pub fn recv_batch(
+        &self,
+        bufs: &mut [Vec<u8>],
+        lens: &mut Vec<usize>,
+        scratch: &mut MsgScratch,
+    ) -> Result<usize, String> {
         lens.clear();
-        let mut iov: Vec<libc::iovec> = bufs
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: b.as_mut_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        // SAFETY: mmsghdr is plain data; zeroed is valid.
-        let mut msgs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; bufs.len()];
-        for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-        }
+        let msgs = scratch.describe(bufs.iter_mut().map(|b| (b.as_mut_ptr(), b.len())));
         // SAFETY: every mmsghdr points at one iovec covering a live, writable buffer.
         let r = unsafe {
             libc::recvmmsg(

@@ -1,6 +1,6 @@
 //! The traffic sink: receives frames on one interface and keeps [`SinkStats`].
 
-use crate::net::{now_ns, PacketSocket};
+use crate::net::{now_ns, MsgScratch, PacketSocket};
 use crate::stamp::parse_frame;
 use crate::stats::{SinkReport, SinkStats};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +37,7 @@ pub fn run(
     let mut stats = SinkStats::new();
     let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; BUF_LEN]).collect();
     let mut lens = Vec::with_capacity(BATCH);
+    let mut scratch = MsgScratch::default();
     let start = now_ns();
     let end = limits.duration.map(|d| start + d.as_nanos() as u64);
     let mut first: Option<u64> = None;
@@ -45,7 +46,7 @@ pub fn run(
     let _ = sock.drops(); // reading resets the kernel's counter
     let mut socket_drops = 0;
     loop {
-        let n = sock.recv_batch(&mut bufs, &mut lens)?;
+        let n = sock.recv_batch(&mut bufs, &mut lens, &mut scratch)?;
         let now = now_ns();
         for (buf, &len) in bufs.iter().zip(&lens).take(n) {
             match parse_frame(&buf[..len.min(BUF_LEN)], limits.port) {

@@ -3,7 +3,7 @@
 
 use lpm::synth::{self, Queries};
 use lpm::table::{self, RouteTable};
-use lpm::{Ipv4Lpm, Ipv6Lpm};
+use lpm::{Ipv4Lpm, Ipv6Lpm, Lpm};
 use std::io::{BufRead, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -219,72 +219,59 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         Queries::Table => "table",
     };
     if !t.v4.is_empty() {
-        let start = Instant::now();
-        let lpm = Arc::new(Ipv4Lpm::build(&t.v4));
-        let build_seconds = start.elapsed().as_secs_f64();
-        // Measured before the update test: replaced arena nodes stay until the table goes.
-        let memory_bytes = lpm.memory_bytes();
-        let control_bytes = lpm.control_bytes();
-        let q = synth::ipv4_queries(&t.v4, a.count, kind, 12345);
-        let lps = measure(&q, a.batch, a.runs, |x, o| lpm.lookup_batch(x, o));
-        let reader = {
-            let lpm = lpm.clone();
-            move |x: &[u32], o: &mut [u32]| lpm.lookup_batch(x, o)
-        };
-        let (median, p99) = updates(&t.v4, a.updates, q.clone(), reader, |p, l, nh| {
-            match nh {
-                Some(nh) => lpm.insert(p, l, nh),
-                None => lpm.remove(p, l),
-            };
-        });
-        Report {
-            family: "ipv4",
-            prefixes: lpm.len(),
-            queries: name,
-            batch: a.batch,
-            lookups_per_sec: lps,
-            memory_bytes,
-            control_bytes,
-            build_seconds,
-            update_median_us: median,
-            update_p99_us: p99,
-        }
+        bench_family::<Ipv4Lpm>("ipv4", &t.v4, name, &a, || {
+            synth::ipv4_queries(&t.v4, a.count, kind, 12345)
+        })
         .print(a.json);
     }
     if !t.v6.is_empty() {
-        let start = Instant::now();
-        let lpm = Arc::new(Ipv6Lpm::build(&t.v6));
-        let build_seconds = start.elapsed().as_secs_f64();
-        // Measured before the update test: replaced arena nodes stay until the table goes.
-        let memory_bytes = lpm.memory_bytes();
-        let control_bytes = lpm.control_bytes();
-        let q = synth::ipv6_queries(&t.v6, a.count / 2, kind, 12345);
-        let lps = measure(&q, a.batch, a.runs, |x, o| lpm.lookup_batch(x, o));
-        let reader = {
-            let lpm = lpm.clone();
-            move |x: &[u128], o: &mut [u32]| lpm.lookup_batch(x, o)
-        };
-        let (median, p99) = updates(&t.v6, a.updates, q.clone(), reader, |p, l, nh| {
-            match nh {
-                Some(nh) => lpm.insert(p, l, nh),
-                None => lpm.remove(p, l),
-            };
-        });
-        Report {
-            family: "ipv6",
-            prefixes: lpm.len(),
-            queries: name,
-            batch: a.batch,
-            lookups_per_sec: lps,
-            memory_bytes,
-            control_bytes,
-            build_seconds,
-            update_median_us: median,
-            update_p99_us: p99,
-        }
+        bench_family::<Ipv6Lpm>("ipv6", &t.v6, name, &a, || {
+            synth::ipv6_queries(&t.v6, a.count / 2, kind, 12345)
+        })
         .print(a.json);
     }
     Ok(())
+}
+
+/// One family's figures: build `routes`, look up the queries `make_queries` gives,
+/// then time updates while a second thread looks up.
+fn bench_family<T: Lpm>(
+    family: &'static str,
+    routes: &[(T::Key, u8, u32)],
+    queries: &'static str,
+    a: &BenchArgs,
+    make_queries: impl FnOnce() -> Vec<T::Key>,
+) -> Report {
+    let start = Instant::now();
+    let lpm = Arc::new(T::build(routes));
+    let build_seconds = start.elapsed().as_secs_f64();
+    // Measured before the update test: replaced arena nodes stay until the table goes.
+    let memory_bytes = lpm.memory_bytes();
+    let control_bytes = lpm.control_bytes();
+    let q = make_queries();
+    let lps = measure(&q, a.batch, a.runs, |x, o| lpm.lookup_batch(x, o));
+    let reader = {
+        let lpm = lpm.clone();
+        move |x: &[T::Key], o: &mut [u32]| lpm.lookup_batch(x, o)
+    };
+    let (median, p99) = updates(routes, a.updates, q.clone(), reader, |p, l, nh| {
+        match nh {
+            Some(nh) => lpm.insert(p, l, nh),
+            None => lpm.remove(p, l),
+        };
+    });
+    Report {
+        family,
+        prefixes: lpm.len(),
+        queries,
+        batch: a.batch,
+        lookups_per_sec: lps,
+        memory_bytes,
+        control_bytes,
+        build_seconds,
+        update_median_us: median,
+        update_p99_us: p99,
+    }
 }
 
 /// Median lookups/s over `runs` passes over `q` in batches of `batch`.

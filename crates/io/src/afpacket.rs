@@ -549,9 +549,7 @@ impl Port for AfPacketPort {
             }
         }
         batch.clear();
-        let c = &self.counters[queue];
-        c.tx_packets.fetch_add(sent as u64, Ordering::Relaxed);
-        c.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters[queue].count_tx(sent, bytes);
         if dropped > 0 {
             q.tx_dropped.fetch_add(dropped, Ordering::Relaxed);
         }

@@ -62,8 +62,49 @@ mod trie;
 pub use key::Key;
 use trie::Trie;
 
+/// What [`Ipv4Lpm`] and [`Ipv6Lpm`] share, for code that serves both families (the
+/// benchmark, tests). Each method is the type's own, of the same name.
+pub trait Lpm: Send + Sync + Sized + 'static {
+    type Key: Key;
+    fn build(routes: &[(Self::Key, u8, u32)]) -> Self;
+    fn lookup_batch(&self, addrs: &[Self::Key], out: &mut [u32]);
+    fn insert(&self, addr: Self::Key, len: u8, nh: u32) -> Option<u32>;
+    fn remove(&self, addr: Self::Key, len: u8) -> Option<u32>;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn memory_bytes(&self) -> usize;
+    fn control_bytes(&self) -> usize;
+}
+
 macro_rules! family {
     ($(#[$doc:meta])* $name:ident, $key:ty, $bits:expr) => {
+        impl Lpm for $name {
+            type Key = $key;
+            fn build(routes: &[($key, u8, u32)]) -> Self {
+                $name::build(routes)
+            }
+            fn lookup_batch(&self, addrs: &[$key], out: &mut [u32]) {
+                $name::lookup_batch(self, addrs, out)
+            }
+            fn insert(&self, addr: $key, len: u8, nh: u32) -> Option<u32> {
+                $name::insert(self, addr, len, nh)
+            }
+            fn remove(&self, addr: $key, len: u8) -> Option<u32> {
+                $name::remove(self, addr, len)
+            }
+            fn len(&self) -> usize {
+                $name::len(self)
+            }
+            fn memory_bytes(&self) -> usize {
+                $name::memory_bytes(self)
+            }
+            fn control_bytes(&self) -> usize {
+                $name::control_bytes(self)
+            }
+        }
+
         $(#[$doc])*
         pub struct $name {
             trie: Trie<$key>,
