@@ -364,6 +364,17 @@ impl Packet {
         self.frame.trans = self.abs(rel + hlen as isize);
     }
 
+    /// [`Packet::set_network_header`] for a header that lies inside the data
+    /// (`off + hlen <= len()`, which the caller has checked, as a header check does):
+    /// no clamping. Offsets past the data are still harmless (header views clamp them).
+    #[inline]
+    pub fn set_network_header_within(&mut self, off: usize, hlen: usize) {
+        debug_assert!(off + hlen <= self.len());
+        let net = self.frame.head + off as u32;
+        self.frame.net = net as i32;
+        self.frame.trans = (net + hlen as u32) as i32;
+    }
+
     #[inline]
     pub fn set_transport_header(&mut self, rel: isize) {
         self.frame.trans = self.abs(rel);
