@@ -189,6 +189,7 @@ impl RouterSpec {
             .map(|e| Node {
                 elem: e.spec.instantiate(worker),
                 outs: (0..e.noutputs).map(|_| PacketBatch::new()).collect(),
+                busy: false,
                 spare: Vec::new(),
                 dest: e.dest.clone(),
             })
@@ -203,6 +204,7 @@ impl RouterSpec {
             nodes,
             stop: self.stop.clone(),
             worker,
+            scratch: PacketBatch::new(),
         }
     }
 
@@ -356,8 +358,13 @@ fn split_handler(path: &str) -> Result<(&str, &str), String> {
 
 struct Node {
     elem: Box<dyn Element>,
+    /// One batch per output; all empty unless the element is `busy`.
     outs: Vec<PacketBatch>,
-    /// Output batches for re-entrant pushes (a cycle through this element).
+    /// True while the element's outputs are being dispatched. A push that re-enters it
+    /// then (a cycle through it) gets batches from `spare`, so packets still waiting
+    /// in `outs` keep their order.
+    busy: bool,
+    /// Output batches for re-entrant pushes.
     spare: Vec<Vec<PacketBatch>>,
     dest: Vec<(usize, usize)>,
 }
@@ -370,6 +377,8 @@ pub struct GraphInstance {
     live: usize,
     stop: Arc<StopFlag>,
     worker: WorkerInfo,
+    /// An empty batch that carries a source's outputs on (see [`forward`]).
+    scratch: PacketBatch,
 }
 
 impl GraphInstance {
@@ -392,6 +401,7 @@ impl GraphInstance {
             live,
             stop,
             worker,
+            scratch,
         } = self;
         let mut cx = Context::new(*worker, stop);
         let mut packets = 0;
@@ -399,11 +409,17 @@ impl GraphInstance {
             if done[si] {
                 continue;
             }
-            let mut outs = take_outs(&mut nodes[idx]);
-            let status = nodes[idx].elem.run(&mut Outputs::new(&mut outs), &mut cx);
-            packets += outs.iter().map(|b| b.len()).sum::<usize>();
-            dispatch(nodes, idx, &mut outs, &mut cx);
-            put_outs(&mut nodes[idx], outs);
+            let node = &mut nodes[idx];
+            node.busy = true;
+            let status = node.elem.run(&mut Outputs::new(&mut node.outs), &mut cx);
+            for q in 0..node.dest.len() {
+                let n = nodes[idx].outs[q].len();
+                if n > 0 {
+                    packets += n;
+                    forward(nodes, idx, q, scratch, &mut cx);
+                }
+            }
+            nodes[idx].busy = false;
             if status == TaskStatus::Done {
                 done[si] = true;
                 *live -= 1;
@@ -452,52 +468,85 @@ fn skip_pass_through(nodes: &mut [Node]) {
     }
 }
 
+/// Sends the packets waiting on output `q` of node `idx` on through the graph, carried
+/// by `empty` (an empty batch, empty again on return): swapping batches moves their
+/// storage, never their packets.
 #[inline]
-fn take_outs(node: &mut Node) -> Vec<PacketBatch> {
-    let nout = node.dest.len();
-    if node.outs.len() == nout {
-        std::mem::take(&mut node.outs)
-    } else {
-        node.spare
-            .pop()
-            .unwrap_or_else(|| (0..nout).map(|_| PacketBatch::new()).collect())
-    }
+fn forward(nodes: &mut [Node], idx: usize, q: usize, empty: &mut PacketBatch, cx: &mut Context<'_>) {
+    std::mem::swap(empty, &mut nodes[idx].outs[q]);
+    let (d, dp) = nodes[idx].dest[q];
+    push_into(nodes, d, dp, empty, cx);
+    std::mem::swap(empty, &mut nodes[idx].outs[q]);
 }
 
-#[inline]
-fn put_outs(node: &mut Node, outs: Vec<PacketBatch>) {
-    if outs.is_empty() {
-        return;
-    }
-    if node.outs.is_empty() {
-        debug_assert_eq!(node.outs.capacity(), 0);
-        // `node.outs` is the capacity-less Vec `take_outs` left behind: forgetting it
-        // frees nothing and saves a drop call per element per batch.
-        std::mem::forget(std::mem::replace(&mut node.outs, outs));
-    } else {
-        node.spare.push(outs);
-    }
-}
-
-#[inline]
-fn dispatch(nodes: &mut [Node], idx: usize, outs: &mut [PacketBatch], cx: &mut Context<'_>) {
-    for (p, b) in outs.iter_mut().enumerate() {
-        if !b.is_empty() {
-            let (d, dp) = nodes[idx].dest[p];
-            push_into(nodes, d, dp, b, cx);
+/// Pushes `batch` into input `port` of node `idx` and on through the graph, depth
+/// first, output by output; `batch` is empty on return. The element writes into its
+/// own output batches in place; the last non-empty output continues in this loop
+/// instead of a nested call (its packets are swapped into `batch`), so a chain of
+/// elements costs one virtual call each and no call frames.
+fn push_into(
+    nodes: &mut [Node],
+    mut idx: usize,
+    mut port: usize,
+    batch: &mut PacketBatch,
+    cx: &mut Context<'_>,
+) {
+    loop {
+        let node = &mut nodes[idx];
+        if node.busy {
+            push_reentrant(nodes, idx, port, batch, cx);
+            return;
         }
+        node.busy = true;
+        node.elem.push(port, batch, &mut Outputs::new(&mut node.outs), cx);
+        // An element must consume its input; whatever it left is dropped, not leaked.
+        batch.clear();
+        // `batch` is empty now: it carries every non-empty output but the last on.
+        let mut last = None;
+        for q in 0..nodes[idx].outs.len() {
+            if !nodes[idx].outs[q].is_empty() {
+                if let Some(prev) = last.replace(q) {
+                    forward(nodes, idx, prev, batch, cx);
+                }
+            }
+        }
+        let node = &mut nodes[idx];
+        let Some(q) = last else {
+            node.busy = false;
+            return;
+        };
+        std::mem::swap(batch, &mut node.outs[q]);
+        node.busy = false;
+        (idx, port) = node.dest[q];
     }
 }
 
-fn push_into(nodes: &mut [Node], idx: usize, port: usize, batch: &mut PacketBatch, cx: &mut Context<'_>) {
-    let mut outs = take_outs(&mut nodes[idx]);
+/// A push into an element that is dispatching its outputs (a cycle leads back to it):
+/// the element writes into spare batches, which are dispatched before returning.
+#[cold]
+fn push_reentrant(
+    nodes: &mut [Node],
+    idx: usize,
+    port: usize,
+    batch: &mut PacketBatch,
+    cx: &mut Context<'_>,
+) {
+    let nout = nodes[idx].outs.len();
+    let mut outs = nodes[idx]
+        .spare
+        .pop()
+        .unwrap_or_else(|| (0..nout).map(|_| PacketBatch::new()).collect());
     nodes[idx]
         .elem
         .push(port, batch, &mut Outputs::new(&mut outs), cx);
-    // An element must consume its input; whatever it left is dropped, not leaked.
     batch.clear();
-    dispatch(nodes, idx, &mut outs, cx);
-    put_outs(&mut nodes[idx], outs);
+    for (q, b) in outs.iter_mut().enumerate() {
+        if !b.is_empty() {
+            let (d, dp) = nodes[idx].dest[q];
+            push_into(nodes, d, dp, b, cx);
+        }
+    }
+    nodes[idx].spare.push(outs);
 }
 
 #[cfg(test)]

@@ -20,10 +20,20 @@ impl WorkerCounters {
         }
     }
 
+    /// Worker `w`'s slot (workers beyond the count share slots).
+    #[inline]
+    fn slot(&self, w: usize) -> &AtomicU64 {
+        // A compare instead of a division per update for the usual in-range index.
+        match self.slots.get(w) {
+            Some(s) => &s.0,
+            None => &self.slots[w % self.slots.len()].0,
+        }
+    }
+
     /// Adds `n` to worker `w`'s slot (one writer per slot: a plain load and store).
     #[inline]
     pub fn add(&self, w: usize, n: u64) {
-        let s = &self.slots[w % self.slots.len()].0;
+        let s = self.slot(w);
         s.store(s.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
 
@@ -31,7 +41,7 @@ impl WorkerCounters {
     /// one thread may update.
     #[inline]
     pub fn add_shared(&self, w: usize, n: u64) {
-        self.slots[w % self.slots.len()].0.fetch_add(n, Ordering::Relaxed);
+        self.slot(w).fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn sum(&self) -> u64 {
@@ -57,6 +67,10 @@ mod tests {
         c.add(2, 7);
         c.add_shared(1, 1);
         assert_eq!(c.sum(), 13);
+        // Worker 4 of 3 slots shares slot 1.
+        c.add(4, 100);
+        assert_eq!(c.slots[1].0.load(Ordering::Relaxed), 101);
+        assert_eq!(c.sum(), 113);
         c.reset();
         assert_eq!(c.sum(), 0);
         assert_eq!(std::mem::size_of::<Slot>(), 128);

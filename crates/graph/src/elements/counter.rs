@@ -128,9 +128,10 @@ struct Shared {
     /// Epoch of the last rate update, for a cheap check on the fast path.
     epoch: AtomicU64,
     rate: Mutex<RateState>,
-    /// TSC reading at epoch 0, and TSC ticks per 1 ms epoch.
+    /// TSC reading at epoch 0, and 2^64 / (TSC ticks per 1 ms epoch): an epoch number
+    /// is a multiplication, not a division, per batch.
     start_tsc: u64,
-    ticks_per_epoch: u64,
+    epochs_per_tick: u64,
     count_call: Option<Trigger>,
     byte_count_call: Option<Trigger>,
 }
@@ -145,7 +146,10 @@ impl Shared {
             epoch: AtomicU64::new(0),
             rate: Mutex::new(RateState::default()),
             start_tsc: tsc::rdtsc(),
-            ticks_per_epoch: ((tsc::tsc_hz() / EPOCH_FREQUENCY as f64) as u64).max(1),
+            epochs_per_tick: {
+                let ticks_per_epoch = ((tsc::tsc_hz() / EPOCH_FREQUENCY as f64) as u64).max(2);
+                u64::MAX / ticks_per_epoch
+            },
             count_call,
             byte_count_call,
         }
@@ -153,7 +157,8 @@ impl Shared {
 
     fn now_epoch(&self) -> u64 {
         // Saturating: a core whose TSC lags the one that took `start_tsc` reads epoch 0.
-        tsc::rdtsc().saturating_sub(self.start_tsc) / self.ticks_per_epoch
+        let ticks = tsc::rdtsc().saturating_sub(self.start_tsc);
+        ((ticks as u128 * self.epochs_per_tick as u128) >> 64) as u64
     }
 
     /// Closes the epochs that ended before `now` (Click's `RateEWMAX::update_time`).
