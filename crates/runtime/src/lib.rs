@@ -14,7 +14,7 @@ pub mod bench;
 pub mod device;
 pub mod tsc;
 
-pub use device::{open_interface, register, DeviceTable, Method};
+pub use device::{open_interface, open_interface_sharing, register, DeviceTable, Method};
 
 use graph::router::RouterSpec;
 use graph::WorkerInfo;
