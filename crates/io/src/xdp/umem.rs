@@ -749,6 +749,16 @@ impl Xsk {
     /// kicks the kernel if it asks for it. Returns (packets, bytes).
     pub fn receive(&mut self, batch: &mut PacketBatch, max: usize) -> (usize, u64) {
         let n = self.rx.available().min(max as u32);
+        if n == 0
+            && self.fill_target.saturating_sub(self.rx_side) < self.geometry.rx_batch.min(self.fill_target)
+        {
+            // An idle poll: nothing to read and no fill batch due; the UMEM stays
+            // unlocked (a polling worker spins here).
+            if self.fill.needs_wakeup() {
+                self.kick_receive();
+            }
+            return (0, 0);
+        }
         let mut bytes = 0u64;
         let umem = self.umem.clone();
         let mut chunks = umem.pool().lock();
