@@ -439,6 +439,36 @@ mod tests {
     }
 
     #[test]
+    fn packets_dropped_on_another_thread_return_their_chunks() {
+        let pool = heap_pool(64);
+        let mut b = PacketBatch::new();
+        for _ in 0..64 {
+            let a = pool.lock().lend().unwrap();
+            b.push(pool.lock().receive(a + 256, 64).unwrap());
+        }
+        assert_eq!(pool.counts().packets, 64);
+        let clone = b.as_slice()[0].clone();
+        assert!(!pool.holds(&clone), "a clone is a heap copy");
+        std::thread::spawn(move || {
+            let one = b.pop().unwrap();
+            drop(one);
+            b.clear();
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            pool.counts(),
+            ChunkCounts {
+                total: 64,
+                free: 64,
+                lent: 0,
+                packets: 0
+            }
+        );
+        drop(clone);
+    }
+
+    #[test]
     fn a_packet_outlives_its_closed_pool_and_growing_leaves_the_chunk() {
         let pool = heap_pool(2);
         let a = pool.lock().lend().unwrap();
