@@ -254,6 +254,14 @@ pub trait Element: Send {
     fn is_source(&self) -> bool {
         false
     }
+
+    /// True if this element, with one input and one output, sends every batch pushed
+    /// into it to its output unchanged and keeps no per-worker state (a full-push
+    /// `Queue`). The graph then connects its upstream straight to its downstream and
+    /// never calls it; its handlers, which live on the spec, are unaffected.
+    fn is_pass_through(&self) -> bool {
+        false
+    }
 }
 
 /// The output ports of an element during one call: one batch per port.

@@ -9,6 +9,7 @@ pub mod registry;
 pub mod router;
 pub mod stats;
 pub mod testing;
+pub mod tsc;
 
 pub use element::{
     BuildContext, Context, Element, ElementClass, ElementSpec, HandlerInfo, Outputs, PortCount, StopFlag,

@@ -193,6 +193,8 @@ impl RouterSpec {
                 dest: e.dest.clone(),
             })
             .collect();
+        let mut nodes = nodes;
+        skip_pass_through(&mut nodes);
         let sources: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].elem.is_source()).collect();
         GraphInstance {
             done: vec![false; sources.len()],
@@ -417,6 +419,36 @@ impl GraphInstance {
     pub fn push(&mut self, element: usize, port: usize, batch: &mut PacketBatch) {
         let mut cx = Context::new(self.worker, &self.stop);
         push_into(&mut self.nodes, element, port, batch, &mut cx);
+    }
+}
+
+/// Points every connection that leads into a pass-through element (see
+/// [`Element::is_pass_through`]) at that element's own destination, following chains of
+/// them: a full-push `Queue` costs no call per batch. A cycle made only of pass-through
+/// elements is left as it is.
+fn skip_pass_through(nodes: &mut [Node]) {
+    let through: Vec<Option<(usize, usize)>> = nodes
+        .iter()
+        .map(|n| match n.dest[..] {
+            [d] if n.elem.is_pass_through() => Some(d),
+            _ => None,
+        })
+        .collect();
+    for node in nodes.iter_mut() {
+        for dest in node.dest.iter_mut() {
+            let mut d = *dest;
+            let mut hops = 0;
+            while let (0, Some(next)) = (d.1, through[d.0]) {
+                if hops == through.len() {
+                    break;
+                }
+                d = next;
+                hops += 1;
+            }
+            if hops < through.len() {
+                *dest = d;
+            }
+        }
     }
 }
 
@@ -746,5 +778,42 @@ mod tests {
         assert_eq!(r.read_handler("never.count").unwrap(), "0");
         // x saw 0..6 (first batch 0..4, then 4,5), y saw the odd ones, x saw them again +1.
         assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3, 1, 3, 2, 4, 4, 5, 5, 6]);
+    }
+
+    #[test]
+    fn pass_through_queues_are_skipped_not_lost() {
+        // s -> q1 :: Queue -> q2 :: Queue -> d; a, b: a cycle of queues nothing reaches.
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "10", 1),
+                el("q1", "Queue", "", 2),
+                el("q2", "Queue", "5", 3),
+                el("d", "Discard", "", 4),
+                el("a", "Queue", "", 5),
+                el("b", "Queue", "", 6),
+            ],
+            connections: vec![
+                conn(0, 0, 1, 0),
+                conn(1, 0, 2, 0),
+                conn(2, 0, 3, 0),
+                conn(4, 0, 5, 0),
+                conn(5, 0, 4, 0),
+            ],
+            ..Default::default()
+        };
+        let r = build(&flat).unwrap();
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        // The source feeds the Discard directly; the queues' cycle is left alone.
+        assert_eq!(g.nodes[0].dest, vec![(3, 0)]);
+        assert_eq!(g.nodes[4].dest, vec![(5, 0)]);
+        assert_eq!(g.nodes[5].dest, vec![(4, 0)]);
+        while !g.run_sources().all_done {}
+        assert_eq!(r.read_handler("d.count").unwrap(), "10");
+        assert_eq!(r.read_handler("q2.capacity").unwrap(), "5");
+        assert_eq!(r.read_handler("q1.length").unwrap(), "0");
+        // Pushing into a skipped queue directly still works.
+        let mut b: PacketBatch = vec![Packet::from_slice(&[1])].into_iter().collect();
+        g.push(1, 0, &mut b);
+        assert_eq!(r.read_handler("d.count").unwrap(), "11");
     }
 }

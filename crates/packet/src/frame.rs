@@ -246,11 +246,12 @@ impl Packet {
     /// `len`. The bytes past `len` land in tailroom, whose contents are unspecified.
     #[inline]
     pub fn write_from_fixed<const N: usize>(&mut self, src: &[u8; N], len: usize) {
-        let h = self.frame.head as usize;
-        match self.frame.buf_mut().get_mut(h..h + N) {
+        let f: &mut Frame = &mut self.frame;
+        let h = f.head as usize;
+        match f.buf_mut().get_mut(h..h + N) {
             Some(dst) if len <= N => {
                 dst.copy_from_slice(src);
-                self.frame.len = len as u32;
+                f.len = len as u32;
             }
             _ => self.write_from(&src[..len.min(N)]),
         }
@@ -325,8 +326,9 @@ impl Packet {
         if n > self.headroom() {
             self.regrow(n + DEFAULT_HEADROOM, 0);
         }
-        self.frame.head -= n as u32;
-        self.frame.len += n as u32;
+        let f: &mut Frame = &mut self.frame;
+        f.head -= n as u32;
+        f.len += n as u32;
     }
 
     /// Prepends the `N` bytes of `hdr` and marks them as the MAC header (Click's
@@ -336,27 +338,31 @@ impl Packet {
         if N > self.headroom() {
             self.regrow(N + DEFAULT_HEADROOM, 0);
         }
-        self.frame.head -= N as u32;
-        self.frame.len += N as u32;
-        let h = self.frame.head as usize;
+        // One load of the frame pointer: through `self.frame`, every field access after
+        // a store reloads it (the compiler cannot tell the frame from the packet slot).
+        let f: &mut Frame = &mut self.frame;
+        let h = f.head as usize - N;
         // A fixed-size array store (an inlined move), not a `memcpy` call.
-        if let Some(dst) = self
-            .frame
+        if let Some(dst) = f
             .buf_mut()
             .get_mut(h..h + N)
             .and_then(|d| <&mut [u8; N]>::try_from(d).ok())
         {
             *dst = *hdr;
         }
-        self.frame.mac = h as i32;
+        f.head = h as u32;
+        f.len += N as u32;
+        f.mac = h as i32;
     }
 
     /// Removes `n` bytes from the front (Click's `pull`); clamps at the length.
     #[inline]
     pub fn pull(&mut self, n: usize) {
-        let n = n.min(self.len()) as u32;
-        self.frame.head += n;
-        self.frame.len -= n;
+        // One frame pointer load (see `push_mac_header_bytes`).
+        let f: &mut Frame = &mut self.frame;
+        let n = n.min(f.len as usize) as u32;
+        f.head += n;
+        f.len -= n;
     }
 
     /// Appends `n` bytes at the end (Click's `put`); their contents are unspecified.
@@ -457,6 +463,17 @@ impl Packet {
     pub fn set_network_header(&mut self, rel: isize, hlen: usize) {
         self.frame.net = self.abs(rel);
         self.frame.trans = self.abs(rel + hlen as isize);
+    }
+
+    /// [`Packet::set_network_header`] for a header that lies inside the data
+    /// (`off + hlen <= len()`, which the caller has checked, as a header check does):
+    /// no clamping. Offsets past the data are still harmless (header views clamp them).
+    #[inline]
+    pub fn set_network_header_within(&mut self, off: usize, hlen: usize) {
+        debug_assert!(off + hlen <= self.len());
+        let net = self.frame.head + off as u32;
+        self.frame.net = net as i32;
+        self.frame.trans = (net + hlen as u32) as i32;
     }
 
     #[inline]

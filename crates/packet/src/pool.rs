@@ -69,7 +69,9 @@ pub(crate) fn take(cap: usize) -> Box<Frame> {
 #[inline]
 pub(crate) fn take_into(out: &mut Vec<Packet>, n: usize, headroom: usize, len: usize, mac_at_start: bool) {
     let cap = headroom + len;
-    let fresh = |mut f: Box<Frame>| {
+    // A `move` closure over plain values: captured by reference, each would be
+    // reloaded from memory for every frame.
+    let fresh = move |mut f: Box<Frame>| {
         f.reset(headroom, len, mac_at_start);
         Packet::from_frame(f)
     };

@@ -36,7 +36,7 @@ use packet::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Default `ToDevice` group size (RouteBricks' k_n).
 pub const DEFAULT_TX_BURST: usize = 16;
@@ -518,7 +518,7 @@ impl ElementSpec for ToDeviceSpec {
             port: self.port.clone(),
             queue: self.queue.unwrap_or(w.index),
             burst: self.burst,
-            flush: self.flush,
+            flush_ticks: (self.flush.as_secs_f64() * crate::tsc::tsc_hz()) as u64,
             buf: PacketBatch::new(),
             since: None,
             live_rx: self.devices.live_rx(w.index),
@@ -542,11 +542,13 @@ struct ToDevice {
     port: Arc<dyn Port>,
     queue: usize,
     burst: usize,
-    flush: Duration,
+    /// The flush timeout in TSC ticks: the timer is read on every pass of the worker,
+    /// and a clock_gettime there cost more than the rest of the transmit path.
+    flush_ticks: u64,
     /// Packets waiting for a full group.
     buf: PacketBatch,
-    /// When the oldest packet in `buf` arrived.
-    since: Option<Instant>,
+    /// TSC reading when the oldest packet in `buf` arrived.
+    since: Option<u64>,
     live_rx: Arc<AtomicUsize>,
     /// False once `run` returned Done: no timer flushes any more.
     timer_live: bool,
@@ -587,7 +589,7 @@ impl Element for ToDevice {
         if !self.timer_live {
             self.flush();
         } else if !self.buf.is_empty() && self.since.is_none() {
-            self.since = Some(Instant::now());
+            self.since = Some(crate::tsc::rdtsc());
         }
     }
 
@@ -602,7 +604,7 @@ impl Element for ToDevice {
             return TaskStatus::Done;
         }
         if let Some(t) = self.since {
-            if t.elapsed() >= self.flush {
+            if crate::tsc::rdtsc().wrapping_sub(t) >= self.flush_ticks {
                 self.flush();
             }
         }

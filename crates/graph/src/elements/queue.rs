@@ -92,6 +92,9 @@ impl Element for Queue {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         out.push_batch(0, batch);
     }
+    fn is_pass_through(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -212,12 +212,12 @@ impl Config {
         }
         if self.checksum {
             // hlen <= len <= plen, so the whole header is in the buffer.
-            let sum = if hlen == 20 {
-                checksum::checksum20(h)
+            let ok = if hlen == 20 {
+                checksum::verify20(h)
             } else {
-                checksum::checksum(&d[off..off + hlen])
+                checksum::checksum(&d[off..off + hlen]) == 0
             };
-            if sum != 0 {
+            if !ok {
                 return Err(Reason::BadChecksum);
             }
         }
@@ -226,7 +226,8 @@ impl Config {
         if self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
             return Err(Reason::BadSaddr);
         }
-        p.set_network_header(off as isize, hlen);
+        // off + hlen <= off + len <= d.len(): the header lies inside the data.
+        p.set_network_header_within(off, hlen);
         if plen > len {
             p.take(plen - len);
         }

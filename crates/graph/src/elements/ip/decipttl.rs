@@ -75,9 +75,22 @@ struct DecIPTTL {
 /// Click's checksum update for a TTL decrement: with ~HC + ~m + m' = ~HC + 0xFEFF,
 /// `sum = (~old & 0xFFFF) + 0xFEFF; new = ~(sum + (sum >> 16))` truncated to 16 bits.
 /// (Exactly one end-around carry is folded, as Click does.)
-pub(crate) fn click_ttl_checksum(old: u16) -> u16 {
+/// (Kept as the reference the in-place form is tested against.)
+#[cfg(test)]
+fn click_ttl_checksum(old: u16) -> u16 {
     let sum = (!old as u32) + 0xFEFF;
     !((sum + (sum >> 16)) as u16)
+}
+
+/// [`click_ttl_checksum`] on the checksum's two bytes as they lie in the header, in
+/// either byte order: one's-complement addition commutes with swapping the bytes of
+/// both operands, and 0xFEFF swapped is 0xFFFE. Saves the two byte swaps per packet.
+#[inline(always)]
+fn click_ttl_checksum_bytes(field: [u8; 2]) -> [u8; 2] {
+    // 0xFEFF as its bytes would lie in the header, read in native order.
+    let add = u16::from_ne_bytes(0xFEFFu16.to_be_bytes());
+    let sum = (!u16::from_ne_bytes(field) as u32) + add as u32;
+    (!((sum + (sum >> 16)) as u16)).to_ne_bytes()
 }
 
 enum Verdict {
@@ -99,8 +112,7 @@ fn decrement(p: &mut Packet, multicast: bool) -> Verdict {
         return Verdict::Expired;
     }
     h[8] -= 1;
-    let c = click_ttl_checksum(u16::from_be_bytes([h[10], h[11]]));
-    [h[10], h[11]] = c.to_be_bytes();
+    [h[10], h[11]] = click_ttl_checksum_bytes([h[10], h[11]]);
     Verdict::Forward
 }
 
@@ -169,6 +181,15 @@ mod tests {
         assert_eq!(click_ttl_checksum(0x0100), 0x0200);
         // old 0x1234: sum = 0xedcb + 0xfeff = 0x1ecca; + 1 = 0x1eccb -> 0xeccb; new 0x1334.
         assert_eq!(click_ttl_checksum(0x1234), 0x1334);
+        // The in-place form agrees on every checksum value.
+        for c in 0..=u16::MAX {
+            assert_eq!(
+                click_ttl_checksum_bytes(c.to_be_bytes()),
+                click_ttl_checksum(c).to_be_bytes(),
+                "{:#06x}",
+                c
+            );
+        }
     }
 
     #[test]
