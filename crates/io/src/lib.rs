@@ -27,5 +27,6 @@ pub use mem::MemPort;
 pub use port::{CachePadded, Port, QueueStats};
 pub use xdp::{
     attached_xdp_program, parse_link_reply, AttachRequest, Attached, AttachedProgram, FrameCounts,
-    KernelStats, LinkState, ReplyError, XdpAttach, XdpConfig, XdpMode, XdpPort, XdpQueueStats, PROGRAM_NAME,
+    KernelStats, LinkState, ReplyError, UmemSet, XdpAttach, XdpConfig, XdpMode, XdpPort, XdpQueueStats,
+    PROGRAM_NAME,
 };

@@ -8,7 +8,7 @@
 //!
 //! These tests do not skip: without root, AF_XDP or bpf(2) they fail and say why.
 
-use io::{attached_xdp_program, Attached, Port, XdpConfig, XdpMode, XdpPort, PROGRAM_NAME};
+use io::{attached_xdp_program, Attached, Port, UmemSet, XdpConfig, XdpMode, XdpPort, PROGRAM_NAME};
 use packet::{Packet, PacketBatch};
 use std::ffi::CString;
 use std::process::Command;
@@ -115,14 +115,19 @@ struct Peer {
 
 impl Peer {
     fn open() -> Peer {
+        Peer::on("xb")
+    }
+
+    /// A peer socket on interface `ifname`.
+    fn on(ifname: &str) -> Peer {
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: plain socket(2) call, checked.
         let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto)) };
         assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
-        let name = CString::new("xb").unwrap();
+        let name = CString::new(ifname).unwrap();
         // SAFETY: NUL-terminated name.
         let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) } as i32;
-        assert!(ifindex > 0, "xb not found");
+        assert!(ifindex > 0, "{} not found", ifname);
         // SAFETY: all-zero sockaddr_ll is valid; filled below.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -941,5 +946,160 @@ fn addresses_added_later_reach_the_kernel_after_a_refresh() {
         assert_eq!(port.refresh_local_addresses().unwrap(), 1);
         peer.send(&to_new);
         assert_eq!(receive_on(&port, &[0], 1), vec![(0, to_new)]);
+    });
+}
+
+const YA_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x1a];
+const YB_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x1b];
+
+/// Adds a second veth pair `ya` (198.18.1.1/24) - `yb` to the namespace.
+fn add_second_pair(ns: &Netns) {
+    let sh = |cmd: &str| {
+        let mut a = vec!["ip", "netns", "exec", &ns.name];
+        a.extend(cmd.split(' '));
+        run(&a);
+    };
+    sh("ip link add ya address 02:00:00:00:00:1a type veth peer name yb address 02:00:00:00:00:1b");
+    sh("ip addr add 198.18.1.1/24 dev ya");
+    sh("ip link set ya up");
+    sh("ip link set yb up");
+}
+
+/// Forwards what arrives on `xa` out of `ya` the way a one-worker router does, with
+/// the two ports sharing one UMEM: frames received are the UMEM's own frames and go
+/// out without a copy. Along the way, a third of the packets is dropped and a new
+/// packet (an element's, like an ICMP error) is sent for every tenth; at the end every
+/// UMEM frame is back.
+#[test]
+fn ports_sharing_a_umem_forward_without_copies_and_get_every_frame_back() {
+    let ns = Netns::new(1);
+    add_second_pair(&ns);
+    ns.enter(|| {
+        let cfg = XdpConfig::default();
+        let umems = UmemSet::new(4096, cfg.frame_size);
+        let xa = XdpPort::open_shared("xa", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        let ya = XdpPort::open_shared("ya", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        assert!(!xa.xdp_stats(0).shared_umem, "xa registered the UMEM");
+        assert!(ya.xdp_stats(0).shared_umem, "ya shares it");
+        assert_eq!(ya.mode(), XdpMode::Copy);
+        let from = Peer::on("xb");
+        let to = Peer::on("yb");
+
+        let sent: Vec<Vec<u8>> = (0..300).map(stream_frame).collect();
+        for f in &sent {
+            from.send(f);
+        }
+        // What leaves ya: the kept frames with new MAC addresses (rewritten in place),
+        // and a 60-byte frame made for every tenth.
+        let mut want = Vec::new();
+        let mut made = 0;
+        let mut received = 0;
+        let mut b = PacketBatch::new();
+        let mut out = PacketBatch::new();
+        let deadline = Instant::now() + WAIT;
+        while received < sent.len() && Instant::now() < deadline {
+            xa.rx_burst(0, &mut b, 32);
+            for mut p in b.drain() {
+                let i = received;
+                received += 1;
+                // The packet is the frame the kernel wrote into the shared UMEM.
+                assert!(xa.holds(0, &p) && ya.holds(0, &p), "packet {} was copied", i);
+                assert!(p.headroom() >= packet::DEFAULT_HEADROOM, "{}", p.headroom());
+                assert_eq!(p.data(), &sent[i][..]);
+                if i % 10 == 0 {
+                    let mut f = vec![0u8; 60];
+                    f[..6].copy_from_slice(&YB_MAC);
+                    f[6..12].copy_from_slice(&YA_MAC);
+                    f[12] = 0x88;
+                    f[13] = 0xb5;
+                    f[14] = i as u8;
+                    out.push(Packet::from_slice(&f));
+                    want.push(f);
+                    made += 1;
+                }
+                if i % 3 == 1 {
+                    continue; // dropped: its frame goes back to the UMEM
+                }
+                p.data_mut()[..6].copy_from_slice(&YB_MAC);
+                p.data_mut()[6..12].copy_from_slice(&YA_MAC);
+                let mut f = sent[i].clone();
+                f[..6].copy_from_slice(&YB_MAC);
+                f[6..12].copy_from_slice(&YA_MAC);
+                want.push(f);
+                out.push(p);
+            }
+            ya.tx_burst(0, &mut out);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(received, sent.len());
+        let kept = sent.len() - (0..sent.len()).filter(|i| i % 3 == 1).count();
+        assert_eq!((kept, made), (200, 30));
+        let got = to.receive(want.len(), |f| f[6..12] == YA_MAC);
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "frames at yb differ from the forwarded ones");
+
+        let x = ya.xdp_stats(0);
+        assert_eq!(
+            (x.tx_in_place, x.tx_copied, x.tx_no_room, x.tx_too_long),
+            (200, 30, 0, 0),
+            "received frames are sent in place, only made ones are copied"
+        );
+        assert_eq!(ya.stats(0).tx_packets, 230);
+        assert_eq!(xa.stats(0).rx_packets, 300);
+
+        let deadline = Instant::now() + WAIT;
+        while !(xa.frames_accounted() && ya.frames_accounted()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let f = xa.xdp_stats(0).frames;
+        assert_eq!(f, ya.xdp_stats(0).frames, "one UMEM behind both ports");
+        assert_eq!((f.total, f.packets, f.in_kernel()), (4096, 0, 0), "{:?}", f);
+        // Both receive sides are full again (2,048 frames each at most, topped up in
+        // k_p batches), and nothing waits to be sent.
+        assert!(
+            f.fill + f.rx > 2 * (2048 - 32) && f.fill + f.rx <= 2 * 2048,
+            "{:?}",
+            f
+        );
+        assert_eq!(f.tx, 0, "{:?}", f);
+        assert_eq!(f.free + f.fill + f.rx + f.completion, 4096, "{:?}", f);
+    });
+}
+
+/// A packet received on one port's own UMEM and sent on a port with another UMEM is
+/// copied; a packet kept after its port closed stays readable, and its frame is
+/// forgotten when it is dropped.
+#[test]
+fn packets_cross_umems_by_copy_and_outlive_their_port() {
+    let ns = Netns::new(1);
+    add_second_pair(&ns);
+    ns.enter(|| {
+        let xa = open(1);
+        let ya = XdpPort::open("ya", 1, &XdpConfig::default()).unwrap_or_else(|e| panic!("{}", e));
+        let from = Peer::on("xb");
+        let to = Peer::on("yb");
+        let sent: Vec<Vec<u8>> = (0..6).map(stream_frame).collect();
+        for f in &sent {
+            from.send(f);
+        }
+        let mut b = PacketBatch::new();
+        let deadline = Instant::now() + WAIT;
+        while b.len() < sent.len() && Instant::now() < deadline {
+            xa.rx_burst(0, &mut b, 32);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(b.len(), sent.len());
+        assert!(b.iter().all(|p| xa.holds(0, p) && !ya.holds(0, p)));
+        let kept = b.pop().unwrap();
+        assert_eq!(ya.tx_burst(0, &mut b), 5);
+        let x = ya.xdp_stats(0);
+        assert_eq!((x.tx_in_place, x.tx_copied), (0, 5));
+        let got = to.receive(5, |f| f[..6] == XA_MAC);
+        assert!(got == sent[..5], "copied frames at yb differ");
+        assert_eq!(xa.xdp_stats(0).frames.packets, 1, "the kept packet holds a frame");
+        drop(xa);
+        assert_eq!(kept.data(), &sent[5][..], "readable after its port closed");
+        drop(kept);
+        assert_no_frame_leaked(&ya);
     });
 }

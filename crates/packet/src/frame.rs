@@ -2,9 +2,12 @@
 //! annotations.
 
 use crate::anno::Anno;
+use crate::chunk::ChunkPool;
 use crate::pool;
 use crate::PacketBatch;
 use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// Bytes reserved in front of the data of a fresh packet, for encapsulation.
 pub const DEFAULT_HEADROOM: usize = 128;
@@ -15,15 +18,46 @@ pub const FRAME_SIZE: usize = DEFAULT_HEADROOM + FRAME_DATA;
 
 const NO_HEADER: i32 = -1;
 
-/// The storage behind a [`Packet`]. Frames are recycled through [`crate::pool`].
+/// The storage behind a [`Packet`]: a buffer and the packet's offsets in it.
+///
+/// The buffer is either a heap allocation the frame owns (`home` is `None`; such
+/// frames are recycled through [`crate::pool`]) or a chunk of a [`ChunkPool`]'s
+/// region, e.g. an AF_XDP UMEM (`home` is that pool, which the frame returns to and
+/// which is never given to the global allocator).
 pub struct Frame {
-    pub(crate) buf: Box<[u8]>,
+    buf: NonNull<u8>,
+    cap: u32,
     head: u32,
     len: u32,
     mac: i32,
     net: i32,
     trans: i32,
     pub(crate) anno: Anno,
+    /// The chunk pool whose region holds the buffer; `None` for a heap buffer.
+    pub(crate) home: Option<Arc<ChunkPool>>,
+}
+
+// SAFETY: a frame is the only holder of its buffer: a heap buffer it owns, or a chunk
+// its pool lent to it alone (the pool and the device touch the chunk only after the
+// frame went back). Shared references give read access only. So moving a frame to
+// another thread, or sharing `&Frame`, is as safe as for a `Box<[u8]>`.
+unsafe impl Send for Frame {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Frame {}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        if self.home.is_none() {
+            // SAFETY: a frame without a home owns its buffer, made by `with_capacity`
+            // from a boxed slice of `cap` bytes (Box::into_raw), released only here.
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.buf.as_ptr(),
+                    self.cap as usize,
+                ))
+            });
+        }
+    }
 }
 
 impl Frame {
@@ -32,15 +66,66 @@ impl Frame {
     }
 
     pub(crate) fn with_capacity(cap: usize) -> Box<Frame> {
+        let cap = cap.min(u32::MAX as usize);
+        let raw = Box::into_raw(vec![0u8; cap].into_boxed_slice()) as *mut u8;
         Box::new(Frame {
-            buf: vec![0u8; cap].into_boxed_slice(),
+            // A boxed slice's pointer is never null (dangling but non-null when empty).
+            buf: NonNull::new(raw).unwrap_or(NonNull::dangling()),
+            cap: cap as u32,
             head: 0,
             len: 0,
             mac: NO_HEADER,
             net: NO_HEADER,
             trans: NO_HEADER,
             anno: Anno::default(),
+            home: None,
         })
+    }
+
+    /// A frame whose buffer is the `cap` bytes at `buf`, a chunk of `home`'s region.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads and writes of `cap` bytes for as long as `home`
+    /// lives, and no other frame may use the same bytes.
+    pub(crate) unsafe fn in_chunk(buf: NonNull<u8>, cap: u32, home: Arc<ChunkPool>) -> Box<Frame> {
+        Box::new(Frame {
+            buf,
+            cap,
+            head: 0,
+            len: 0,
+            mac: NO_HEADER,
+            net: NO_HEADER,
+            trans: NO_HEADER,
+            anno: Anno::default(),
+            home: Some(home),
+        })
+    }
+
+    /// The whole buffer.
+    #[inline(always)]
+    pub(crate) fn buf(&self) -> &[u8] {
+        // SAFETY: `buf` is valid for `cap` bytes while the frame lives (an owned heap
+        // buffer, or a chunk lent to this frame alone; see `in_chunk`).
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.cap as usize) }
+    }
+
+    /// The whole buffer, writable.
+    #[inline(always)]
+    pub(crate) fn buf_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `buf`; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr(), self.cap as usize) }
+    }
+
+    /// Start of the buffer.
+    #[inline]
+    pub(crate) fn buf_ptr(&self) -> *mut u8 {
+        self.buf.as_ptr()
+    }
+
+    /// Where the data lies in the buffer: (offset, length).
+    #[inline]
+    pub(crate) fn data_range(&self) -> (u32, u32) {
+        (self.head, self.len)
     }
 
     /// Makes the frame a fresh packet of `len` bytes after `headroom`, annotations
@@ -55,8 +140,12 @@ impl Frame {
         self.anno = Anno::default();
     }
 
+    /// A heap frame of the standard size, the kind the per-thread pools keep. Chunk
+    /// frames never have this capacity ([`ChunkPool`] refuses that chunk size), so
+    /// the fast path needs no look at `home`.
+    #[inline]
     pub(crate) fn is_standard(&self) -> bool {
-        self.buf.len() == FRAME_SIZE
+        self.cap as usize == FRAME_SIZE
     }
 }
 
@@ -102,6 +191,12 @@ impl Packet {
         pool::take_into(batch.vec_mut(), n, DEFAULT_HEADROOM, 0, true);
     }
 
+    /// The frame behind the packet.
+    #[inline]
+    pub(crate) fn frame(&self) -> &Frame {
+        &self.frame
+    }
+
     pub(crate) fn has_standard_frame(&self) -> bool {
         self.frame.is_standard()
     }
@@ -133,7 +228,7 @@ impl Packet {
     #[inline]
     pub fn write_from(&mut self, src: &[u8]) {
         let h = self.frame.head as usize;
-        match self.frame.buf.get_mut(h..h + src.len()) {
+        match self.frame.buf_mut().get_mut(h..h + src.len()) {
             Some(dst) => {
                 dst.copy_from_slice(src);
                 self.frame.len = src.len() as u32;
@@ -153,7 +248,7 @@ impl Packet {
     pub fn write_from_fixed<const N: usize>(&mut self, src: &[u8; N], len: usize) {
         let f: &mut Frame = &mut self.frame;
         let h = f.head as usize;
-        match f.buf.get_mut(h..h + N) {
+        match f.buf_mut().get_mut(h..h + N) {
             Some(dst) if len <= N => {
                 dst.copy_from_slice(src);
                 f.len = len as u32;
@@ -183,25 +278,25 @@ impl Packet {
     pub fn data(&self) -> &[u8] {
         let h = self.frame.head as usize;
         let l = self.frame.len as usize;
-        debug_assert!(h + l <= self.frame.buf.len());
+        debug_assert!(h + l <= self.frame.cap as usize);
         // SAFETY: every method that moves `head` or `len` keeps head + len within the
         // buffer (push/put grow it first, pull/take clamp), so the range is in bounds.
         // This accessor runs several times per packet per element: no bounds check.
-        unsafe { self.frame.buf.get_unchecked(h..h + l) }
+        unsafe { self.frame.buf().get_unchecked(h..h + l) }
     }
 
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         let h = self.frame.head as usize;
         let l = self.frame.len as usize;
-        debug_assert!(h + l <= self.frame.buf.len());
+        debug_assert!(h + l <= self.frame.cap as usize);
         // SAFETY: as in `data`: head + len never exceeds the buffer.
-        unsafe { self.frame.buf.get_unchecked_mut(h..h + l) }
+        unsafe { self.frame.buf_mut().get_unchecked_mut(h..h + l) }
     }
 
     /// Whole buffer, headroom and tailroom included.
     pub fn buffer(&self) -> &[u8] {
-        &self.frame.buf
+        self.frame.buf()
     }
 
     #[inline]
@@ -211,7 +306,7 @@ impl Packet {
 
     #[inline]
     pub fn tailroom(&self) -> usize {
-        self.frame.buf.len() - self.frame.head as usize - self.frame.len as usize
+        self.frame.cap as usize - self.frame.head as usize - self.frame.len as usize
     }
 
     #[inline]
@@ -249,7 +344,7 @@ impl Packet {
         let h = f.head as usize - N;
         // A fixed-size array store (an inlined move), not a `memcpy` call.
         if let Some(dst) = f
-            .buf
+            .buf_mut()
             .get_mut(h..h + N)
             .and_then(|d| <&mut [u8; N]>::try_from(d).ok())
         {
@@ -302,7 +397,7 @@ impl Packet {
         let cap = headroom + len + extra_tail + DEFAULT_HEADROOM;
         let mut nf = pool::take(cap);
         let old_head = self.frame.head as i32;
-        nf.buf[headroom..headroom + len].copy_from_slice(self.data());
+        nf.buf_mut()[headroom..headroom + len].copy_from_slice(self.data());
         let shift = headroom as i32 - old_head;
         let adj = |o: i32| if o == NO_HEADER { o } else { (o + shift).max(0) };
         nf.head = headroom as u32;
@@ -326,7 +421,7 @@ impl Packet {
     fn abs(&self, rel: isize) -> i32 {
         let a = self.frame.head as isize + rel;
         // `max`/`min` rather than `clamp`, which is not always inlined (it can panic).
-        a.max(0).min(self.frame.buf.len() as isize) as i32
+        a.max(0).min(self.frame.cap as usize as isize) as i32
     }
 
     /// Offset of the MAC header from the start of the data (negative if it lies before).
@@ -399,10 +494,10 @@ impl Packet {
         }
         let end = (self.frame.head + self.frame.len) as usize;
         let a = (abs as usize).min(end);
-        debug_assert!(end <= self.frame.buf.len());
+        debug_assert!(end <= self.frame.cap as usize);
         // SAFETY: head + len never exceeds the buffer (see `data`), and a <= end. Header
         // accessors run in every element's per-packet loop: no bounds check.
-        Some(unsafe { self.frame.buf.get_unchecked(a..end) })
+        Some(unsafe { self.frame.buf().get_unchecked(a..end) })
     }
 
     #[inline(always)]
@@ -412,9 +507,9 @@ impl Packet {
         }
         let end = (self.frame.head + self.frame.len) as usize;
         let a = (abs as usize).min(end);
-        debug_assert!(end <= self.frame.buf.len());
+        debug_assert!(end <= self.frame.cap as usize);
         // SAFETY: as in `slice_from`.
-        Some(unsafe { self.frame.buf.get_unchecked_mut(a..end) })
+        Some(unsafe { self.frame.buf_mut().get_unchecked_mut(a..end) })
     }
 
     /// Bytes from the MAC header to the end of the data (may start before `data()`).
@@ -455,9 +550,9 @@ impl Clone for Packet {
     /// A deep copy into a fresh frame from the pool: headroom, data, header pointers and
     /// annotations are all preserved.
     fn clone(&self) -> Packet {
-        let mut f = pool::take(self.frame.buf.len());
+        let mut f = pool::take(self.frame.cap as usize);
         let end = (self.frame.head + self.frame.len) as usize;
-        f.buf[..end].copy_from_slice(&self.frame.buf[..end]);
+        f.buf_mut()[..end].copy_from_slice(&self.frame.buf()[..end]);
         f.head = self.frame.head;
         f.len = self.frame.len;
         f.mac = self.frame.mac;

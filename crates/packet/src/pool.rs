@@ -5,6 +5,9 @@
 //! that drops, so a worker that receives, processes and transmits on one core touches
 //! only its own pool, without locks or atomics. Frames are created only while a pool
 //! warms up (or for oversize packets) and are never freed on the fast path.
+//!
+//! Frames whose buffer is a chunk of a device's region ([`crate::chunk`]) never enter
+//! these pools: dropping their packets returns them to their [`crate::chunk::ChunkPool`].
 
 use crate::frame::{Frame, FRAME_SIZE};
 use crate::Packet;
@@ -108,7 +111,9 @@ pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
         } else {
             for pk in pkts.drain(..) {
                 let f = pk.into_frame();
-                if f.is_standard() && p.free.len() < MAX_FREE_FRAMES {
+                if !f.is_standard() {
+                    crate::chunk::release(f);
+                } else if p.free.len() < MAX_FREE_FRAMES {
                     p.free.push(f);
                 }
             }
@@ -116,6 +121,7 @@ pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
         true
     });
     if done != Ok(true) {
+        // Dropping each packet returns chunk frames to their pools.
         pkts.clear();
     }
 }
@@ -124,7 +130,9 @@ pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
 #[inline]
 pub(crate) fn recycle(f: Box<Frame>) {
     if !f.is_standard() {
-        return;
+        // A chunk of a device's region goes back to its pool; an oversize heap frame
+        // to the allocator.
+        return crate::chunk::release(f);
     }
     let _ = POOL.try_with(|p| {
         if let Ok(mut p) = p.try_borrow_mut() {

@@ -83,18 +83,35 @@ impl std::fmt::Display for Method {
 }
 
 /// Opens network interface `name` of the current network namespace as a port with
-/// `queues` queues, by `method`. Every interface a router opens goes through here.
+/// `queues` queues, by `method` (an AF_XDP port with UMEMs of its own).
 pub fn open_interface(name: &str, method: Method, queues: usize) -> Result<Arc<dyn Port>, DeviceError> {
+    let umems = io::UmemSet::new(
+        io::XdpConfig::default().frames_per_queue,
+        io::XdpConfig::default().frame_size,
+    );
+    open_interface_sharing(name, method, queues, &umems)
+}
+
+/// Like [`open_interface`], AF_XDP ports taking worker i's UMEM from `umems`: every
+/// interface a router opens goes through here with the router's one set, so a packet
+/// received on one AF_XDP interface is sent on another from where it lies.
+pub fn open_interface_sharing(
+    name: &str,
+    method: Method,
+    queues: usize,
+    umems: &Arc<io::UmemSet>,
+) -> Result<Arc<dyn Port>, DeviceError> {
     match method {
         Method::Packet => Ok(Arc::new(io::AfPacketPort::open(
             name,
             queues,
             &io::AfPacketConfig::default(),
         )?)),
-        Method::Xdp => Ok(Arc::new(io::XdpPort::open(
+        Method::Xdp => Ok(Arc::new(io::XdpPort::open_shared(
             name,
             queues,
             &io::XdpConfig::default(),
+            umems,
         )?)),
     }
 }
@@ -136,9 +153,12 @@ impl DeviceTable {
     }
 
     /// A table that opens the network interfaces the configuration names, with
-    /// [`open_interface`].
+    /// [`open_interface_sharing`] and one UMEM per worker for all of them.
     pub fn interfaces() -> DeviceTable {
-        DeviceTable::with_opener(open_interface)
+        let umems = io::UmemSet::new(io::UmemSet::DEFAULT_FRAMES, io::XdpConfig::default().frame_size);
+        DeviceTable::with_opener(move |name, method, queues| {
+            open_interface_sharing(name, method, queues, &umems)
+        })
     }
 
     /// A table that opens the names it does not hold with `opener`.

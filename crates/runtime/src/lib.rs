@@ -15,7 +15,7 @@ pub mod device;
 // The cycle counter lives with the elements, which time batches with it too.
 pub use graph::tsc;
 
-pub use device::{open_interface, register, DeviceTable, Method};
+pub use device::{open_interface, open_interface_sharing, register, DeviceTable, Method};
 
 use graph::router::RouterSpec;
 use graph::WorkerInfo;

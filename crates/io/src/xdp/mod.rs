@@ -7,8 +7,10 @@
 //!    attached through netlink) is detached; a foreign program is an error;
 //! 2. creates the socket map (XSKMAP) and the map of the interface's IPv4 addresses,
 //!    and loads the program ([`program`]);
-//! 3. opens one AF_XDP socket with its own UMEM per queue, zero-copy if the driver
-//!    grants it, copy mode otherwise, and enters it in the socket map;
+//! 3. opens one AF_XDP socket per queue, zero-copy if the driver grants it, copy mode
+//!    otherwise, and enters it in the socket map. Queue q's socket uses UMEM q of the
+//!    port's [`UmemSet`]: the first socket registers it, later ones (other ports' queue
+//!    q, opened with the same set) share it with `XDP_SHARED_UMEM`;
 //! 4. attaches the program with a bpf_link, in the driver if it can, generic (SKB)
 //!    mode otherwise. Closing the link (dropping the port, or the process ending in
 //!    any way) detaches the program.
@@ -20,17 +22,17 @@ mod umem;
 
 pub use netlink::{parse_link_reply, Attached, LinkState, ReplyError};
 pub use program::PROGRAM_NAME;
-pub use umem::{FrameCounts, KernelStats};
+pub use umem::{FrameCounts, KernelStats, UmemSet};
 
 use crate::error::DeviceError;
 use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
-use packet::PacketBatch;
+use packet::{Packet, PacketBatch};
 use std::ffi::CString;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::{Mutex, MutexGuard};
-use umem::{Geometry, Xsk};
+use std::sync::{Arc, Mutex, MutexGuard};
+use umem::{Geometry, Umem, Xsk};
 
 /// How the AF_XDP sockets move frames, as the kernel granted it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +65,9 @@ pub enum AttachRequest {
 /// Settings of an [`XdpPort`].
 #[derive(Clone, Debug)]
 pub struct XdpConfig {
-    /// UMEM frames per queue (half at most serve receiving, the rest transmitting).
+    /// UMEM frames per queue. A port opened on its own ([`XdpPort::open`]) gets UMEMs of
+    /// this many frames; each socket's receive side holds at most half of it (and at
+    /// most a ring's worth), also in a shared UMEM.
     pub frames_per_queue: u32,
     /// Bytes per UMEM frame: 2048 or 4096.
     pub frame_size: u32,
@@ -103,6 +107,14 @@ pub struct XdpQueueStats {
     pub tx_too_long: u64,
     /// Packets dropped on transmit because no frame or ring entry was free.
     pub tx_no_room: u64,
+    /// Packets sent from the UMEM frame they were received into (no copy).
+    pub tx_in_place: u64,
+    /// Packets copied into a UMEM frame to be sent (their buffer was not a frame of
+    /// this queue's UMEM: made by an element, or received on another worker's UMEM or
+    /// another kind of port).
+    pub tx_copied: u64,
+    /// Whether the queue's socket shares a UMEM another socket registered.
+    pub shared_umem: bool,
     /// The kernel's counters of the queue's socket (zero if it could not be read).
     pub kernel: KernelStats,
 }
@@ -118,14 +130,17 @@ pub struct AttachedProgram {
 
 /// A port whose queues are AF_XDP sockets of one interface.
 ///
-/// Queue q is socket q, bound to the interface's receive/transmit queue q, with its own
-/// UMEM. Only the worker that owns queue q should call [`Port::rx_burst`] and
+/// Queue q is socket q, bound to the interface's receive/transmit queue q, using UMEM q
+/// of the port's [`UmemSet`] (shared with the other ports opened with the same set).
+/// Only the worker that owns queue q should call [`Port::rx_burst`] and
 /// [`Port::tx_burst`] for it; each socket sits behind an uncontended mutex taken once
-/// per burst, so the port is safe to share all the same.
+/// per burst (and the UMEM's free list behind another), so the port is safe to share
+/// all the same.
 ///
-/// Receive copies each frame from the UMEM into a packet of the calling thread's pool;
-/// transmit copies each packet into a UMEM frame: one copy per packet each way, and no
-/// allocation once the pool is warm.
+/// Receive hands out packets whose buffer is the UMEM frame the kernel wrote: no copy.
+/// Transmit sends a packet whose buffer is a frame of the queue's UMEM from where it
+/// lies, and copies any other packet into a free frame. Dropped packets give their
+/// frame back to the UMEM, whatever thread drops them.
 pub struct XdpPort {
     // Dropped first: closing the link detaches the program before the sockets go.
     _link: OwnedFd,
@@ -291,10 +306,16 @@ fn clear_leftover(ifname: &str, ifindex: u32, state: &LinkState) -> Result<(), D
 /// the kernel releases a closed socket's hold on its queue in deferred work, so a port
 /// reopened right after another closed (or a router restarted at once) finds the
 /// queue busy for a moment.
-fn open_socket(ifindex: u32, q: u32, g: Geometry, zero_copy: bool) -> Result<Xsk, umem::SetupError> {
+fn open_socket(
+    ifindex: u32,
+    q: u32,
+    g: Geometry,
+    zero_copy: bool,
+    umem: &Arc<Umem>,
+) -> Result<Xsk, umem::SetupError> {
     let mut tries = 0;
     loop {
-        match Xsk::open(ifindex, q, g, zero_copy) {
+        match Xsk::open(ifindex, q, g, zero_copy, umem) {
             Err(e) if e.error.raw_os_error() == Some(libc::EBUSY) && tries < 50 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -305,8 +326,22 @@ fn open_socket(ifindex: u32, q: u32, g: Geometry, zero_copy: bool) -> Result<Xsk
 }
 
 impl XdpPort {
-    /// Opens `queues` queues (0..queues) of interface `ifname`; see the module text.
+    /// Opens `queues` queues (0..queues) of interface `ifname` with UMEMs of its own
+    /// (`cfg.frames_per_queue` frames each); see the module text.
     pub fn open(ifname: &str, queues: usize, cfg: &XdpConfig) -> Result<XdpPort, DeviceError> {
+        let umems = UmemSet::new(cfg.frames_per_queue, cfg.frame_size);
+        XdpPort::open_shared(ifname, queues, cfg, &umems)
+    }
+
+    /// Opens `queues` queues (0..queues) of interface `ifname`; queue q uses UMEM q of
+    /// `umems`, shared with every other port opened with that set, so packets move
+    /// between them without copies. See the module text.
+    pub fn open_shared(
+        ifname: &str,
+        queues: usize,
+        cfg: &XdpConfig,
+        umems: &Arc<UmemSet>,
+    ) -> Result<XdpPort, DeviceError> {
         if queues == 0 {
             return Err(DeviceError::new(
                 ifname,
@@ -323,6 +358,16 @@ impl XdpPort {
             return Err(DeviceError::new(
                 ifname,
                 format!("UMEM frame size {} is not 2048 or 4096", cfg.frame_size),
+            ));
+        }
+        if umems.frame_size() != cfg.frame_size {
+            return Err(DeviceError::new(
+                ifname,
+                format!(
+                    "UMEM frame size {} differs from the shared UMEMs' {}",
+                    cfg.frame_size,
+                    umems.frame_size()
+                ),
             ));
         }
         if cfg.frames_per_queue < 2 * cfg.rx_batch.max(1) {
@@ -377,19 +422,27 @@ impl XdpPort {
         // too (earlier ones stay zero-copy); the port then reports copy mode.
         let mut mode = XdpMode::ZeroCopy;
         for q in 0..queues as u32 {
+            let umem = umems
+                .umem(q as usize)
+                .map_err(|e| dev_err(ifname, format!("queue {}: allocate the UMEM", q), e))?;
             let zc = if cfg.zero_copy && mode == XdpMode::ZeroCopy {
-                open_socket(ifindex, q, geometry, true).ok()
+                open_socket(ifindex, q, geometry, true, &umem).ok()
             } else {
                 None
             };
             let xsk = match zc {
                 Some(x) => x,
-                None => {
-                    mode = XdpMode::Copy;
-                    open_socket(ifindex, q, geometry, false)
-                        .map_err(|e| dev_err(ifname, format!("queue {}: {}", q, e.step), e.error))?
-                }
+                None => open_socket(ifindex, q, geometry, false, &umem)
+                    .map_err(|e| dev_err(ifname, format!("queue {}: {}", q, e.step), e.error))?,
             };
+            // A socket sharing a UMEM takes the mode of the socket that registered it:
+            // ask the kernel what this one got.
+            if !xsk
+                .zero_copy()
+                .map_err(|e| dev_err(ifname, format!("queue {}: read the socket's mode", q), e))?
+            {
+                mode = XdpMode::Copy;
+            }
             let fd = xsk.fd().as_raw_fd() as u32;
             // SAFETY: the XSKMAP has 4-byte keys (u32 queue) and 4-byte values (u32 fd).
             unsafe { bpf::map_update(&xsk_map, &q, &fd) }
@@ -498,20 +551,31 @@ impl XdpPort {
                 frames: x.frame_counts(),
                 tx_too_long: x.tx_too_long,
                 tx_no_room: x.tx_no_room,
+                tx_in_place: x.tx_in_place,
+                tx_copied: x.tx_copied,
+                shared_umem: x.shares_umem(),
                 kernel: x.kernel_stats().unwrap_or_default(),
             }
         })
     }
 
-    /// Reclaims finished transmissions of every queue, then tells whether every UMEM
-    /// frame is in one of its places (free list, fill, receive, transmit or completion
-    /// ring). True once nothing is being transmitted; false after that means a leak.
+    /// Reclaims finished transmissions of every queue, then tells whether every frame
+    /// of the queues' UMEMs is back in one of its resting places (free list, fill,
+    /// receive or completion ring; no packet holds one). True once nothing is being
+    /// transmitted and every packet is dropped; false after that means a leak.
     pub fn frames_accounted(&self) -> bool {
         self.queues.iter().all(|x| {
             let mut x = lock(x);
             x.reclaim_completions();
-            x.frame_counts().in_kernel() == 0
+            let f = x.frame_counts();
+            f.in_kernel() == 0 && f.packets == 0 && x.frames_in_flight() == 0
         })
+    }
+
+    /// Whether packet `p`'s buffer is a frame of queue `q`'s UMEM (it was received on
+    /// a queue of that UMEM and can be sent on one without a copy).
+    pub fn holds(&self, q: usize, p: &Packet) -> bool {
+        self.queues.get(q).is_some_and(|x| lock(x).pool().holds(p))
     }
 }
 

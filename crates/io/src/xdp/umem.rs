@@ -1,24 +1,32 @@
-//! One AF_XDP socket with its own UMEM and its four rings (fill, completion, receive,
-//! transmit), and the bookkeeping that keeps every UMEM frame in exactly one place.
+//! The UMEM shared by a worker's AF_XDP sockets, one socket with its four rings (fill,
+//! completion, receive, transmit), and the bookkeeping that keeps every UMEM frame in
+//! exactly one place.
 //!
-//! Where a frame can be: on the free list (ours), in the fill ring or the receive ring
-//! (the receive side), in the transmit ring or the completion ring (the transmit side).
-//! The receive side is kept at most `fill_target` frames, so the transmit side always
-//! has the rest: neither direction can starve the other.
+//! A UMEM ([`Umem`]) is a region cut into frames (chunks) that is the packet pool of
+//! the sockets using it: a [`ChunkPool`] of the `packet` crate. The first socket
+//! registers it with the kernel; later sockets on other interfaces or queues bind
+//! with `XDP_SHARED_UMEM`, each with its own fill and completion rings. A frame is
+//! then in one of these places: the UMEM's free list; a socket's fill or receive ring
+//! (its receive side); a packet in the graph; a socket's transmit or completion ring
+//! (its transmit side).
+//!
+//! Receive hands the graph packets whose data is the frame the kernel wrote (no copy).
+//! Transmit posts a packet of the same UMEM from where it lies (no copy) and copies any
+//! other packet into a free frame. Dropped packets return their frame to the free
+//! list, from which the fill rings are topped up.
 
-use packet::{Packet, PacketBatch};
+use packet::{ChunkPool, Chunks, PacketBatch};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-/// Received frames up to this size are copied with fixed-size moves.
-const SHORT_FRAME: usize = 64;
-
-/// Sizes of one socket's UMEM and rings.
+/// Sizes of one socket's rings and its share of the UMEM.
 #[derive(Clone, Copy, Debug)]
 pub struct Geometry {
-    /// UMEM frames (chunks).
+    /// UMEM frames the socket's receive side may hold: it is topped up to
+    /// min(ring_size, frames / 2).
     pub frames: u32,
     /// Bytes per frame: 2048 or 4096.
     pub frame_size: u32,
@@ -37,8 +45,6 @@ pub struct Geometry {
 /// last consumer index read from the kernel; on a consumer ring (receive, completion)
 /// `local` is our consumer index and `cached` the last producer index read.
 struct Ring<T> {
-    area: *mut libc::c_void,
-    area_len: usize,
     producer: *const AtomicU32,
     consumer: *const AtomicU32,
     flags: *const AtomicU32,
@@ -49,7 +55,14 @@ struct Ring<T> {
 }
 
 impl<T: Copy> Ring<T> {
-    fn map(fd: &OwnedFd, off: &libc::xdp_ring_offset, size: u32, pgoff: libc::off_t) -> io::Result<Ring<T>> {
+    /// Maps the ring; the mapping is returned apart, to be kept in the socket's
+    /// [`RingSet`] for as long as the ring is used.
+    fn map(
+        fd: &OwnedFd,
+        off: &libc::xdp_ring_offset,
+        size: u32,
+        pgoff: libc::off_t,
+    ) -> io::Result<(Ring<T>, Mapping)> {
         let area_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
         // SAFETY: mapping a region the kernel created for this socket (ring sizes were
         // set before); the result is checked before use.
@@ -67,9 +80,7 @@ impl<T: Copy> Ring<T> {
             return Err(io::Error::last_os_error());
         }
         let at = |o: u64| (area as usize + o as usize) as *mut u8;
-        Ok(Ring {
-            area,
-            area_len,
+        let ring = Ring {
             producer: at(off.producer) as *const AtomicU32,
             consumer: at(off.consumer) as *const AtomicU32,
             flags: at(off.flags) as *const AtomicU32,
@@ -77,13 +88,22 @@ impl<T: Copy> Ring<T> {
             size,
             local: 0,
             cached: 0,
-        })
+        };
+        Ok((ring, Mapping { area, len: area_len }))
+    }
+
+    /// The shared producer and consumer indices, for counting entries from elsewhere.
+    fn indices(&self) -> RingIndices {
+        RingIndices {
+            producer: self.producer,
+            consumer: self.consumer,
+        }
     }
 
     fn producer(&self) -> &AtomicU32 {
-        // SAFETY: `producer` points at the ring's aligned u32 producer index inside
-        // `area`, which stays mapped for the ring's lifetime; the kernel accesses it
-        // atomically too.
+        // SAFETY: `producer` points at the ring's aligned u32 producer index inside its
+        // mapping, which the socket's RingSet keeps mapped while the ring is used; the
+        // kernel accesses it atomically too.
         unsafe { &*self.producer }
     }
 
@@ -93,14 +113,14 @@ impl<T: Copy> Ring<T> {
     }
 
     fn needs_wakeup(&self) -> bool {
-        // SAFETY: as for `producer`: the flags word lies inside `area`.
+        // SAFETY: as for `producer`: the flags word lies inside the mapping.
         let flags = unsafe { &*self.flags };
         flags.load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0
     }
 
     fn slot(&self, index: u32) -> *mut T {
         // SAFETY (of the pointer arithmetic): `index & (size - 1)` < size, and `descs`
-        // is followed by `size` entries inside `area`.
+        // is followed by `size` entries inside the mapping.
         unsafe { self.descs.add((index & (self.size - 1)) as usize) }
     }
 
@@ -159,37 +179,79 @@ impl<T: Copy> Ring<T> {
     }
 }
 
-impl<T> Drop for Ring<T> {
+/// One ring's mapping; unmapped when dropped.
+struct Mapping {
+    area: *mut libc::c_void,
+    len: usize,
+}
+
+impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `area` was mapped with `area_len` bytes by `Ring::map` and nothing
-        // refers to it after the ring is dropped.
-        unsafe { libc::munmap(self.area, self.area_len) };
+        // SAFETY: `area` was mapped with `len` bytes by `Ring::map`; the RingSet that
+        // owns this mapping goes only after every ring view of it.
+        unsafe { libc::munmap(self.area, self.len) };
     }
 }
 
-/// Where one socket's frames are (a snapshot).
+/// Where a ring's shared producer and consumer indices are.
+#[derive(Clone, Copy)]
+struct RingIndices {
+    producer: *const AtomicU32,
+    consumer: *const AtomicU32,
+}
+
+/// The four ring mappings of one socket. The socket's ring views point into them, and
+/// its UMEM holds a weak reference to count the chunks in them.
+pub(crate) struct RingSet {
+    _maps: [Mapping; 4],
+    /// Fill, receive, transmit, completion.
+    indices: [RingIndices; 4],
+}
+
+// SAFETY: the set only owns mappings (freed on drop from any thread) and reads the
+// shared indices atomically; the kernel writes them concurrently anyway.
+unsafe impl Send for RingSet {}
+// SAFETY: see `Send`: shared access is atomic loads only.
+unsafe impl Sync for RingSet {}
+
+impl RingSet {
+    /// Entries in each ring: (fill, receive, transmit, completion).
+    fn occupancy(&self) -> [u32; 4] {
+        self.indices.map(|r| {
+            // SAFETY: the indices lie inside the mappings this set owns.
+            let (p, c) = unsafe { (&*r.producer, &*r.consumer) };
+            p.load(Ordering::Acquire).wrapping_sub(c.load(Ordering::Acquire))
+        })
+    }
+}
+
+/// Where the frames (chunks) of one UMEM are (a snapshot). The ring counts are summed
+/// over every socket that uses the UMEM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FrameCounts {
     /// Frames of the UMEM.
     pub total: u32,
     /// On the free list.
     pub free: u32,
-    /// In the fill ring (given to the kernel for receiving).
+    /// Held by packets (handed to the graph by a receive, not yet sent or dropped).
+    pub packets: u32,
+    /// In fill rings (given to the kernel for receiving).
     pub fill: u32,
-    /// In the receive ring (received, not yet read).
+    /// In receive rings (received, not yet read).
     pub rx: u32,
-    /// In the transmit ring (not yet taken by the kernel).
+    /// In transmit rings (not yet taken by the kernel).
     pub tx: u32,
-    /// In the completion ring (sent, not yet reclaimed).
+    /// In completion rings (sent, not yet reclaimed).
     pub completion: u32,
 }
 
 impl FrameCounts {
-    /// Frames in none of the five places: being transmitted by the kernel right now.
+    /// Frames in none of the places: being transmitted by the kernel right now.
     /// Once transmission is over, this is zero unless a frame leaked.
     pub fn in_kernel(&self) -> i64 {
         i64::from(self.total)
             - i64::from(self.free)
+            - i64::from(self.packets)
             - i64::from(self.fill)
             - i64::from(self.rx)
             - i64::from(self.tx)
@@ -200,6 +262,7 @@ impl FrameCounts {
         FrameCounts {
             total: self.total + o.total,
             free: self.free + o.free,
+            packets: self.packets + o.packets,
             fill: self.fill + o.fill,
             rx: self.rx + o.rx,
             tx: self.tx + o.tx,
@@ -224,35 +287,163 @@ pub struct KernelStats {
     pub tx_ring_empty: u64,
 }
 
-/// An AF_XDP socket bound to one queue of one interface, with its UMEM.
-pub struct Xsk {
-    // Rings and UMEM are unmapped before the socket is closed (field order).
-    fill: Ring<u64>,
-    completion: Ring<u64>,
-    rx: Ring<libc::xdp_desc>,
-    tx: Ring<libc::xdp_desc>,
-    umem: *mut u8,
-    umem_len: usize,
-    fd: OwnedFd,
-    geometry: Geometry,
-    /// Frame addresses (chunk starts) we hold.
-    free: Vec<u64>,
-    /// Frames in the fill or receive ring.
-    rx_side: u32,
-    /// Frames in the transmit or completion ring, or being sent.
-    tx_side: u32,
-    /// The receive side is topped up to this many frames.
-    fill_target: u32,
-    /// Packets given to `transmit` that did not fit a frame (longer than a frame).
-    pub tx_too_long: u64,
-    /// Packets given to `transmit` when no frame or ring entry was free.
-    pub tx_no_room: u64,
+/// The anonymous mapping behind a UMEM; unmapped when the last packet in it is gone.
+struct Region {
+    addr: *mut libc::c_void,
+    len: usize,
 }
 
-// SAFETY: the raw pointers point into mappings owned by this value (rings, UMEM) that
-// stay valid wherever it moves; the kernel side is shared through atomics. An Xsk is
-// used by one thread at a time (the port keeps it behind a mutex).
-unsafe impl Send for Xsk {}
+// SAFETY: the region is plain memory; who may touch which bytes is the ChunkPool's
+// business. Only its address moves between threads.
+unsafe impl Send for Region {}
+// SAFETY: see `Send`: the region itself is never accessed through `&Region`.
+unsafe impl Sync for Region {}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `Umem::new`; the ChunkPool owning this region
+        // (and every frame in it) is gone, and the kernel keeps its own reference to
+        // the pages of sockets still closing.
+        unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
+
+/// A UMEM: the frames one worker's AF_XDP sockets receive into and transmit from.
+pub(crate) struct Umem {
+    pool: Arc<ChunkPool>,
+    /// A socket the UMEM is registered with: later sockets bind to share it.
+    owner: Mutex<Weak<OwnedFd>>,
+    /// The rings of every socket using the UMEM, to count the frames in them.
+    sockets: Mutex<Vec<Weak<RingSet>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Umem {
+    fn new(frames: u32, frame_size: u32) -> io::Result<Arc<Umem>> {
+        let len = frames as usize * frame_size as usize;
+        // SAFETY: anonymous private mapping; the result is checked.
+        let addr = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let region = Region { addr, len };
+        let base = NonNull::new(addr as *mut u8).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        // SAFETY: the mapping is `len` = frames * frame_size bytes, owned by `region`,
+        // which the pool keeps until its last frame is gone; only the pool's frames and
+        // the kernel (through the sockets, for frames lent to it) touch it.
+        let pool = unsafe { ChunkPool::new(base, frame_size, frames, Box::new(region)) }
+            .map_err(io::Error::other)?;
+        Ok(Arc::new(Umem {
+            pool,
+            owner: Mutex::new(Weak::new()),
+            sockets: Mutex::new(Vec::new()),
+        }))
+    }
+
+    pub(crate) fn pool(&self) -> &Arc<ChunkPool> {
+        &self.pool
+    }
+
+    /// Where the frames are now.
+    pub(crate) fn frame_counts(&self) -> FrameCounts {
+        let c = self.pool.counts();
+        let mut f = FrameCounts {
+            total: c.total,
+            free: c.free,
+            packets: c.packets,
+            ..FrameCounts::default()
+        };
+        let mut sockets = lock(&self.sockets);
+        sockets.retain(|w| w.strong_count() > 0);
+        for rings in sockets.iter().filter_map(Weak::upgrade) {
+            let [fill, rx, tx, completion] = rings.occupancy();
+            f.fill += fill;
+            f.rx += rx;
+            f.tx += tx;
+            f.completion += completion;
+        }
+        f
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // Every socket is gone: forget the free and lent frames. The region goes when
+        // the last packet in it does.
+        self.pool.close();
+    }
+}
+
+/// One UMEM per worker (queue index), shared by all of that worker's AF_XDP sockets
+/// across the ports opened with the set ([`crate::XdpPort::open_shared`]), so a packet
+/// received on one interface is sent on another without a copy.
+///
+/// The set holds its UMEMs weakly: a UMEM lives while a socket uses it.
+pub struct UmemSet {
+    frames: u32,
+    frame_size: u32,
+    umems: Mutex<Vec<Weak<Umem>>>,
+}
+
+impl UmemSet {
+    /// Frames per UMEM enough for two interfaces at [`crate::XdpConfig`]'s defaults:
+    /// each receive side holds up to 2,048, and as many again are left for transmit
+    /// copies and packets in the graph.
+    pub const DEFAULT_FRAMES: u32 = 8192;
+
+    /// A set whose UMEMs have `frames` frames of `frame_size` bytes (2048 or 4096).
+    pub fn new(frames: u32, frame_size: u32) -> Arc<UmemSet> {
+        Arc::new(UmemSet {
+            frames,
+            frame_size,
+            umems: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn frames(&self) -> u32 {
+        self.frames
+    }
+
+    pub fn frame_size(&self) -> u32 {
+        self.frame_size
+    }
+
+    /// The UMEM of worker (queue) `q`, made now if no socket uses it.
+    pub(crate) fn umem(&self, q: usize) -> io::Result<Arc<Umem>> {
+        let mut v = lock(&self.umems);
+        if v.len() <= q {
+            v.resize_with(q + 1, Weak::new);
+        }
+        if let Some(u) = v[q].upgrade() {
+            return Ok(u);
+        }
+        let u = Umem::new(self.frames, self.frame_size)?;
+        v[q] = Arc::downgrade(&u);
+        Ok(u)
+    }
+}
+
+impl std::fmt::Debug for UmemSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "UmemSet({} frames of {} bytes per worker)",
+            self.frames, self.frame_size
+        )
+    }
+}
 
 /// A failed step while setting up a socket.
 pub struct SetupError {
@@ -285,54 +476,80 @@ fn set_opt<T>(fd: &OwnedFd, opt: libc::c_int, v: &T) -> io::Result<()> {
     })
 }
 
+/// An AF_XDP socket bound to one queue of one interface, using a (shared) UMEM.
+pub struct Xsk {
+    fill: Ring<u64>,
+    completion: Ring<u64>,
+    rx: Ring<libc::xdp_desc>,
+    tx: Ring<libc::xdp_desc>,
+    // The ring views above point into these mappings; the UMEM counts through them.
+    rings: Arc<RingSet>,
+    fd: Arc<OwnedFd>,
+    umem: Arc<Umem>,
+    geometry: Geometry,
+    /// Frames in the fill or receive ring.
+    rx_side: u32,
+    /// Frames in the transmit or completion ring, or being sent.
+    tx_side: u32,
+    /// The receive side is topped up to this many frames.
+    fill_target: u32,
+    /// Whether the socket shares a UMEM another socket registered.
+    shared: bool,
+    /// Packets of a transmit burst that are dropped once the UMEM is unlocked.
+    spill: PacketBatch,
+    /// Packets given to `transmit` that did not fit a frame (longer than a frame).
+    pub tx_too_long: u64,
+    /// Packets given to `transmit` when no frame or ring entry was free.
+    pub tx_no_room: u64,
+    /// Packets sent from where they lay in the UMEM (no copy).
+    pub tx_in_place: u64,
+    /// Packets copied into a UMEM frame to be sent (their buffer was not of this UMEM).
+    pub tx_copied: u64,
+    /// Receive or completion descriptors naming no frame the kernel held (never
+    /// expected; such descriptors are skipped).
+    pub bad_descs: u64,
+}
+
+// SAFETY: the raw ring pointers point into mappings the Xsk keeps alive (`rings`) that
+// stay valid wherever it moves; the kernel side is shared through atomics. An Xsk is
+// used by one thread at a time (the port keeps it behind a mutex).
+unsafe impl Send for Xsk {}
+
 impl Xsk {
-    /// Creates a socket with a UMEM of `g.frames` frames, binds it to queue `queue` of
-    /// interface `ifindex` in zero-copy mode (`zero_copy`) or copy mode, with
-    /// `XDP_USE_NEED_WAKEUP`, and gives the kernel its first receive frames.
-    pub fn open(ifindex: u32, queue: u32, g: Geometry, zero_copy: bool) -> Result<Xsk, SetupError> {
+    /// Creates a socket on queue `queue` of interface `ifindex` using `umem`: if a
+    /// live socket already registered the UMEM, binds with `XDP_SHARED_UMEM` (the mode,
+    /// zero-copy or copy, and need_wakeup follow that socket); otherwise registers it
+    /// and binds in zero-copy mode (`zero_copy`) or copy mode, with
+    /// `XDP_USE_NEED_WAKEUP`. Then gives the kernel its first receive frames.
+    pub(crate) fn open(
+        ifindex: u32,
+        queue: u32,
+        g: Geometry,
+        zero_copy: bool,
+        umem: &Arc<Umem>,
+    ) -> Result<Xsk, SetupError> {
         // SAFETY: plain socket(2) call; the result is checked.
         let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         step("open an AF_XDP socket", check(raw))?;
         // SAFETY: `raw` is a new descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
 
-        let umem_len = g.frames as usize * g.frame_size as usize;
-        // SAFETY: anonymous private mapping; the result is checked.
-        let umem = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                umem_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if umem == libc::MAP_FAILED {
-            return Err(SetupError {
-                step: "allocate the UMEM",
-                error: io::Error::last_os_error(),
-            });
+        // Held until bound, so two sockets cannot both register the UMEM.
+        let mut owner = lock(&umem.owner);
+        let share_with = owner.upgrade();
+        if share_with.is_none() {
+            let pool = umem.pool();
+            let reg = libc::xdp_umem_reg {
+                addr: pool.base() as u64,
+                len: u64::from(pool.chunks()) * u64::from(pool.chunk_size()),
+                chunk_size: pool.chunk_size(),
+                headroom: 0,
+                flags: 0,
+                tx_metadata_len: 0,
+            };
+            step("register the UMEM", set_opt(&fd, libc::XDP_UMEM_REG, &reg))?;
         }
-        // From here the UMEM is unmapped by this guard unless ownership moves to the Xsk.
-        struct Unmap(*mut libc::c_void, usize);
-        impl Drop for Unmap {
-            fn drop(&mut self) {
-                // SAFETY: the mapping made above, not referenced after this.
-                unsafe { libc::munmap(self.0, self.1) };
-            }
-        }
-        let guard = Unmap(umem, umem_len);
-
-        let reg = libc::xdp_umem_reg {
-            addr: umem as u64,
-            len: umem_len as u64,
-            chunk_size: g.frame_size,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        step("register the UMEM", set_opt(&fd, libc::XDP_UMEM_REG, &reg))?;
+        // Every socket has its own fill and completion rings, also when sharing.
         step(
             "size the fill ring",
             set_opt(&fd, libc::XDP_UMEM_FILL_RING, &g.ring_size),
@@ -372,7 +589,7 @@ impl Xsk {
                 error: io::Error::other("kernel without ring flags (Linux 5.4 or later is needed)"),
             });
         }
-        let fill = step(
+        let (fill, fill_map) = step(
             "map the fill ring",
             Ring::map(
                 &fd,
@@ -381,7 +598,7 @@ impl Xsk {
                 libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
             ),
         )?;
-        let completion = step(
+        let (completion, completion_map) = step(
             "map the completion ring",
             Ring::map(
                 &fd,
@@ -390,34 +607,47 @@ impl Xsk {
                 libc::XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
             ),
         )?;
-        let rx = step(
+        let (rx, rx_map) = step(
             "map the receive ring",
             Ring::map(&fd, &off.rx, g.ring_size, libc::XDP_PGOFF_RX_RING),
         )?;
-        let tx = step(
+        let (tx, tx_map) = step(
             "map the transmit ring",
             Ring::map(&fd, &off.tx, g.ring_size, libc::XDP_PGOFF_TX_RING),
         )?;
+        let rings = Arc::new(RingSet {
+            indices: [fill.indices(), rx.indices(), tx.indices(), completion.indices()],
+            _maps: [fill_map, rx_map, tx_map, completion_map],
+        });
 
-        let mode = if zero_copy {
-            libc::XDP_ZEROCOPY
-        } else {
-            libc::XDP_COPY
+        let (flags, shared_fd, what) = match &share_with {
+            // The kernel refuses mode flags on a shared bind: they follow the owner.
+            Some(o) => (
+                libc::XDP_SHARED_UMEM,
+                o.as_raw_fd() as u32,
+                "bind the AF_XDP socket to the shared UMEM",
+            ),
+            None if zero_copy => (
+                libc::XDP_USE_NEED_WAKEUP | libc::XDP_ZEROCOPY,
+                0,
+                "bind the AF_XDP socket in zero-copy mode",
+            ),
+            None => (
+                libc::XDP_USE_NEED_WAKEUP | libc::XDP_COPY,
+                0,
+                "bind the AF_XDP socket in copy mode",
+            ),
         };
         let addr = libc::sockaddr_xdp {
             sxdp_family: libc::AF_XDP as u16,
-            sxdp_flags: libc::XDP_USE_NEED_WAKEUP | mode,
+            sxdp_flags: flags,
             sxdp_ifindex: ifindex,
             sxdp_queue_id: queue,
-            sxdp_shared_umem_fd: 0,
+            sxdp_shared_umem_fd: shared_fd,
         };
         // SAFETY: `addr` is a valid sockaddr_xdp of the size passed.
         step(
-            if zero_copy {
-                "bind the AF_XDP socket in zero-copy mode"
-            } else {
-                "bind the AF_XDP socket in copy mode"
-            },
+            what,
             check(unsafe {
                 libc::bind(
                     fd.as_raw_fd(),
@@ -426,29 +656,36 @@ impl Xsk {
                 )
             }),
         )?;
+        if share_with.is_none() {
+            *owner = Arc::downgrade(&fd);
+        }
+        drop(owner);
+        lock(&umem.sockets).push(Arc::downgrade(&rings));
 
-        std::mem::forget(guard);
-        let free = (0..g.frames)
-            .rev()
-            .map(|i| u64::from(i) * u64::from(g.frame_size))
-            .collect();
         let mut xsk = Xsk {
             fill,
             completion,
             rx,
             tx,
-            umem: umem as *mut u8,
-            umem_len,
+            rings,
             fd,
+            umem: umem.clone(),
             geometry: g,
-            free,
             rx_side: 0,
             tx_side: 0,
             fill_target: g.ring_size.min(g.frames / 2),
+            shared: share_with.is_some(),
+            spill: PacketBatch::new(),
             tx_too_long: 0,
             tx_no_room: 0,
+            tx_in_place: 0,
+            tx_copied: 0,
+            bad_descs: 0,
         };
-        xsk.top_up_fill(true);
+        let umem = xsk.umem.clone();
+        let mut chunks = umem.pool().lock();
+        xsk.top_up_fill(&mut chunks, true);
+        drop(chunks);
         Ok(xsk)
     }
 
@@ -456,119 +693,157 @@ impl Xsk {
         &self.fd
     }
 
+    /// Whether the socket joined a UMEM another socket registered.
+    pub fn shares_umem(&self) -> bool {
+        self.shared
+    }
+
+    /// Whether the kernel moves this socket's frames in zero-copy mode.
+    pub fn zero_copy(&self) -> io::Result<bool> {
+        // SAFETY: all-zero is a valid xdp_options (one integer).
+        let mut o: libc::xdp_options = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_options>() as libc::socklen_t;
+        // SAFETY: `o` is writable for `len` bytes; the kernel writes at most that.
+        check(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_OPTIONS,
+                &mut o as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        })?;
+        Ok(o.flags & libc::XDP_OPTIONS_ZEROCOPY != 0)
+    }
+
+    /// The socket's UMEM, as a packet pool.
+    pub fn pool(&self) -> &Arc<ChunkPool> {
+        self.umem.pool()
+    }
+
     /// Gives the kernel free frames for receiving, up to `fill_target` on the receive
     /// side; unless `force`, only once at least `rx_batch` (k_p) can be given at once.
-    fn top_up_fill(&mut self, force: bool) {
-        let want = self.fill_target - self.rx_side;
+    fn top_up_fill(&mut self, chunks: &mut Chunks<'_>, force: bool) {
+        let want = self.fill_target.saturating_sub(self.rx_side);
         // A batch larger than the receive side would never be reached: cap it.
         let batch = self.geometry.rx_batch.min(self.fill_target);
         if want == 0 || (!force && want < batch) {
             return;
         }
-        let n = want.min(self.free.len() as u32).min(self.fill.free_entries(want));
-        for i in 0..n {
-            let addr = self
-                .free
-                .pop()
-                .expect("the free list holds the receive side's share");
-            self.fill.write(i, addr);
+        if chunks.free() < want {
+            self.reclaim_locked(chunks);
         }
-        self.fill.submit(n);
-        self.rx_side += n;
+        let n = want.min(chunks.free()).min(self.fill.free_entries(want));
+        let mut given = 0;
+        while given < n {
+            let Some(addr) = chunks.lend() else { break };
+            self.fill.write(given, addr);
+            given += 1;
+        }
+        self.fill.submit(given);
+        self.rx_side += given;
     }
 
-    /// The chunk start of a frame address.
-    fn chunk(&self, addr: u64) -> u64 {
-        addr & !(u64::from(self.geometry.frame_size) - 1)
-    }
-
-    /// Moves up to `max` received frames into pool packets appended to `batch` (one copy
-    /// each), recycles their UMEM frames into the fill ring, and kicks the kernel if it
-    /// asks for it. Returns (packets, bytes).
+    /// Appends up to `max` received packets to `batch`: each is the UMEM frame the
+    /// kernel wrote (no copy). Tops up the fill ring from the UMEM's free list, and
+    /// kicks the kernel if it asks for it. Returns (packets, bytes).
     pub fn receive(&mut self, batch: &mut PacketBatch, max: usize) -> (usize, u64) {
         let n = self.rx.available().min(max as u32);
+        if n == 0
+            && self.fill_target.saturating_sub(self.rx_side) < self.geometry.rx_batch.min(self.fill_target)
+        {
+            // An idle poll: nothing to read and no fill batch due; the UMEM stays
+            // unlocked (a polling worker spins here).
+            if self.fill.needs_wakeup() {
+                self.kick_receive();
+            }
+            return (0, 0);
+        }
         let mut bytes = 0u64;
+        let umem = self.umem.clone();
+        let mut chunks = umem.pool().lock();
         if n > 0 {
-            let first = batch.len();
-            Packet::alloc_rx_into(batch, n as usize);
-            let frame_size = self.geometry.frame_size as usize;
-            for (i, p) in batch.as_mut_slice()[first..].iter_mut().enumerate() {
-                let d = self.rx.read(i as u32);
-                let off = d.addr as usize;
-                let len = d.len as usize;
-                let chunk_end = (off & !(frame_size - 1)) + frame_size;
-                if off + len > chunk_end || chunk_end > self.umem_len {
-                    // Not a frame of ours: the kernel never does this; keep the packet
-                    // empty rather than read outside the UMEM.
-                    p.write_from(&[]);
-                } else if len <= SHORT_FRAME && off + SHORT_FRAME <= chunk_end {
-                    // SAFETY: [off, off + SHORT_FRAME) lies inside this frame's chunk,
-                    // which lies inside the UMEM (checked above); the kernel wrote the
-                    // frame before publishing the descriptor and does not touch the
-                    // chunk until we put it back in the fill ring.
-                    let src = unsafe { &*(self.umem.add(off) as *const [u8; SHORT_FRAME]) };
-                    p.write_from_fixed(src, len);
-                } else {
-                    // SAFETY: as above, for [off, off + len).
-                    let src = unsafe { std::slice::from_raw_parts(self.umem.add(off), len) };
-                    p.write_from(src);
+            for i in 0..n {
+                let d = self.rx.read(i);
+                match chunks.receive(d.addr, d.len) {
+                    Some(p) => {
+                        bytes += u64::from(d.len);
+                        batch.push(p);
+                    }
+                    None => self.bad_descs += 1,
                 }
-                bytes += len as u64;
-                let chunk = self.chunk(d.addr);
-                self.free.push(chunk);
             }
             self.rx.release(n);
             self.rx_side -= n;
         }
-        self.top_up_fill(false);
+        self.top_up_fill(&mut chunks, false);
+        drop(chunks);
         if self.fill.needs_wakeup() {
             self.kick_receive();
         }
         (n as usize, bytes)
     }
 
-    /// Copies the packets of `batch` into UMEM frames (one copy each), queues them on the
-    /// transmit ring and kicks the kernel if it asks for it; the batch is empty on
-    /// return. Packets that find no free frame or ring entry are dropped and counted.
+    /// Queues the packets of `batch` on the transmit ring and kicks the kernel if it
+    /// asks for it; the batch is empty on return. A packet whose buffer is a frame of
+    /// this socket's UMEM is sent from where it lies; any other is copied into a free
+    /// frame. Packets that find no free frame or ring entry are dropped and counted.
     /// Returns (packets, bytes) accepted.
     pub fn transmit(&mut self, batch: &mut PacketBatch) -> (usize, u64) {
-        let tx_cap = self.geometry.frames - self.fill_target;
+        let umem = self.umem.clone();
+        let mut chunks = umem.pool().lock();
         let want = batch.len() as u32;
-        let frames_for_burst = (self.free.len() as u32).min(tx_cap - self.tx_side);
-        if frames_for_burst < want || self.completion.available() >= self.geometry.tx_batch {
-            self.reclaim_completions();
+        if chunks.free() < want || self.completion.available() >= self.geometry.tx_batch {
+            self.reclaim_locked(&mut chunks);
         }
-        let room = want
-            .min(tx_cap - self.tx_side)
-            .min(self.free.len() as u32)
-            .min(self.tx.free_entries(want));
+        let room = want.min(self.tx.free_entries(want));
         let frame_size = self.geometry.frame_size as usize;
         let mut queued = 0u32;
         let mut bytes = 0u64;
-        for p in batch.iter().take(room as usize) {
-            let data = p.data();
-            if data.len() > frame_size {
-                self.tx_too_long += 1;
+        for (i, p) in batch.drain().enumerate() {
+            if i as u32 >= room {
+                self.tx_no_room += 1;
+                self.spill.push(p);
                 continue;
             }
-            let addr = self.free.pop().expect("room counts free frames");
-            // SAFETY: `addr` is a chunk start of the UMEM (from the free list) and
-            // data.len() <= frame_size, so the copy stays inside that chunk; frames on
-            // the free list are not used by the kernel.
-            unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.umem.add(addr as usize), data.len()) };
+            if p.len() > frame_size {
+                self.tx_too_long += 1;
+                self.spill.push(p);
+                continue;
+            }
+            let (addr, len) = match chunks.lend_packet(p) {
+                Ok(sent) => {
+                    self.tx_in_place += 1;
+                    sent
+                }
+                Err(p) => match chunks.lend_copy(p.data()) {
+                    Some(addr) => {
+                        self.tx_copied += 1;
+                        let len = p.len() as u32;
+                        self.spill.push(p);
+                        (addr, len)
+                    }
+                    None => {
+                        self.tx_no_room += 1;
+                        self.spill.push(p);
+                        continue;
+                    }
+                },
+            };
             self.tx.write(
                 queued,
                 libc::xdp_desc {
                     addr,
-                    len: data.len() as u32,
+                    len,
                     options: 0,
                 },
             );
             queued += 1;
-            bytes += data.len() as u64;
+            bytes += u64::from(len);
         }
-        self.tx_no_room += u64::from(want - room);
-        batch.clear();
+        drop(chunks);
+        // Dropped outside the UMEM's lock: a packet of this UMEM returns to it.
+        self.spill.clear();
         if queued > 0 {
             self.tx.submit(queued);
             self.tx_side += queued;
@@ -581,18 +856,24 @@ impl Xsk {
 
     /// Takes the frames the kernel has finished sending back onto the free list.
     pub fn reclaim_completions(&mut self) {
+        let umem = self.umem.clone();
+        let mut chunks = umem.pool().lock();
+        self.reclaim_locked(&mut chunks);
+    }
+
+    fn reclaim_locked(&mut self, chunks: &mut Chunks<'_>) {
         let n = self.completion.available();
         for i in 0..n {
             let addr = self.completion.read(i);
-            let chunk = self.chunk(addr);
-            self.free.push(chunk);
+            if !chunks.reclaim(addr) {
+                self.bad_descs += 1;
+            }
         }
         if n > 0 {
             self.completion.release(n);
             self.tx_side -= n;
         }
     }
-
     /// Asks the kernel to process the transmit ring. In copy mode each call sends a
     /// bounded number of frames (and answers EAGAIN when more are left), so it repeats
     /// while the ring still has entries.
@@ -658,32 +939,19 @@ impl Xsk {
         })
     }
 
-    /// Where the frames are now.
+    /// Where the frames of the socket's UMEM are now (over all its sockets).
     pub fn frame_counts(&self) -> FrameCounts {
-        FrameCounts {
-            total: self.geometry.frames,
-            free: self.free.len() as u32,
-            fill: self.fill.queued_for_kernel(),
-            rx: self
-                .rx
-                .producer()
-                .load(Ordering::Acquire)
-                .wrapping_sub(self.rx.local),
-            tx: self.tx.queued_for_kernel(),
-            completion: self
-                .completion
-                .producer()
-                .load(Ordering::Acquire)
-                .wrapping_sub(self.completion.local),
-        }
+        self.umem.frame_counts()
     }
-}
 
-impl Drop for Xsk {
-    fn drop(&mut self) {
-        // SAFETY: the UMEM mapping made in `open` (umem_len bytes); the rings are
-        // unmapped and the socket closed by their own drops. The kernel keeps its own
-        // reference to the registered pages until the socket is gone.
-        unsafe { libc::munmap(self.umem as *mut libc::c_void, self.umem_len) };
+    /// Frames this socket gave the kernel that are in none of its rings: being sent
+    /// right now, or leaked once nothing is being sent.
+    pub fn frames_in_flight(&self) -> i64 {
+        let [fill, rx, tx, completion] = self.rings.occupancy();
+        i64::from(self.rx_side) + i64::from(self.tx_side)
+            - i64::from(fill)
+            - i64::from(rx)
+            - i64::from(tx)
+            - i64::from(completion)
     }
 }
