@@ -52,6 +52,7 @@
 //! writer stored before calling `insert` (typically the slot of a next-hop table that the
 //! new next-hop index names) is visible to a reader once a lookup returned that next hop.
 
+mod dir16;
 mod key;
 mod mem;
 pub mod reference;
@@ -59,6 +60,7 @@ pub mod synth;
 pub mod table;
 mod trie;
 
+use dir16::Dir16;
 pub use key::Key;
 use trie::Trie;
 
@@ -79,7 +81,7 @@ pub trait Lpm: Send + Sync + Sized + 'static {
 }
 
 macro_rules! family {
-    ($(#[$doc:meta])* $name:ident, $key:ty, $bits:expr) => {
+    ($(#[$doc:meta])* $name:ident, $key:ty, $inner:ty, $bits:expr) => {
         impl Lpm for $name {
             type Key = $key;
             fn build(routes: &[($key, u8, u32)]) -> Self {
@@ -107,7 +109,7 @@ macro_rules! family {
 
         $(#[$doc])*
         pub struct $name {
-            trie: Trie<$key>,
+            trie: $inner,
         }
 
         impl Default for $name {
@@ -132,7 +134,7 @@ macro_rules! family {
 
             /// An empty table.
             pub fn new() -> Self {
-                Self { trie: Trie::new() }
+                Self { trie: <$inner>::new() }
             }
 
             /// A table holding `routes` (`(address, length, next hop)`, any order; host
@@ -144,7 +146,7 @@ macro_rules! family {
                 for &(_, len, nh) in routes {
                     Self::check(len, nh);
                 }
-                Self { trie: Trie::build(routes) }
+                Self { trie: <$inner>::build(routes) }
             }
 
             fn check(len: u8, nh: u32) {
@@ -233,6 +235,7 @@ family!(
     /// See the [crate documentation](crate) for the structure and concurrency rules.
     Ipv4Lpm,
     u32,
+    Dir16,
     32
 );
 
@@ -241,6 +244,7 @@ family!(
     /// most significant bit first). See the [crate documentation](crate).
     Ipv6Lpm,
     u128,
+    Trie<u128>,
     128
 );
 
