@@ -14,6 +14,7 @@ use crate::mem::HugeSlice;
 use crate::trie::NONE;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -23,9 +24,6 @@ const TOP_BITS: u32 = 16;
 const TOP: usize = 1 << TOP_BITS;
 /// Slots of a chunk or kid.
 const SLOTS: usize = 256;
-/// A first-level entry with this bit set is a leaf: the next hop (or NONE) is in its
-/// high 32 bits. Otherwise it links a chunk.
-const LEAF: u64 = 1;
 /// A link with this bit set names a chunk that has kids.
 const KIDS: u64 = 2;
 /// Bits of a link above the address: how many cache lines the chunk's header and
@@ -57,11 +55,6 @@ const MAX_LINE_OFFSET: usize = 3;
 type ChunkPtr = *const u64;
 
 #[inline(always)]
-const fn leaf_entry(v: u32) -> u64 {
-    ((v as u64) << 32) | LEAF
-}
-
-#[inline(always)]
 fn ptr_of(link: u64) -> ChunkPtr {
     (link & PTR) as ChunkPtr
 }
@@ -69,7 +62,7 @@ fn ptr_of(link: u64) -> ChunkPtr {
 /// The value of slot `j` (0..=255) of the chunk or kid at `p`.
 ///
 /// # Safety
-/// `p` is a live chunk (or the [`DUMMY`] chunk) and `j < 256`.
+/// `p` is a live chunk and `j < 256`.
 #[inline(always)]
 unsafe fn slot_value(p: ChunkPtr, j: usize) -> u32 {
     let w = (j >> 6) & 3;
@@ -97,12 +90,6 @@ unsafe fn kid_link(p: ChunkPtr, j: usize) -> u64 {
     *p.sub(KID_HDR + 1 + rank)
 }
 
-/// A chunk every leaf entry of a batch is pointed at, so the batch computes a (discarded)
-/// chunk value for leaves too instead of branching on the entry: one run of NONE.
-#[repr(align(64))]
-struct Dummy([u64; 8]);
-static DUMMY: Dummy = Dummy([1, 0, 0, 0, 0x0101_0100 | ((NONE as u64) << 32), 0, 0, 0]);
-
 #[inline(always)]
 fn prefetch(p: usize) {
     #[cfg(target_arch = "x86_64")]
@@ -114,17 +101,14 @@ fn prefetch(p: usize) {
     let _ = p;
 }
 
-/// Prefetches every line (up to four) of the chunk a first-level entry links, or the
-/// dummy chunk for a leaf, with no branch on the entry.
+/// Prefetches the first, second and last line of the chunk a link names (all of it up
+/// to three lines), with no branch.
 #[inline(always)]
 fn prefetch_entry(e: u64) {
-    // All ones for a link, zero for a leaf.
-    let link = (e & LEAF).wrapping_sub(1);
-    let p = ((e & PTR & link) | (DUMMY.0.as_ptr() as u64 & !link)) as usize & !63;
-    let extra = ((e >> LINES_SHIFT) & 3 & link) as usize;
+    let p = (e & PTR) as usize & !63;
+    let extra = ((e >> LINES_SHIFT) & 3) as usize;
     prefetch(p);
-    prefetch(p + 64 * extra.min(1));
-    prefetch(p + 64 * extra.min(2));
+    prefetch(p + 64 * usize::from(extra != 0));
     prefetch(p + 64 * extra);
 }
 
@@ -389,6 +373,33 @@ struct Writer {
     /// Per /16: that prefix's next hop, NONE if none.
     top_val: Vec<u32>,
     count: usize,
+    /// The shared one-run chunk of each value that some /16 without longer prefixes
+    /// links (so every first-level entry is a chunk and a lookup never branches on the
+    /// entry's kind).
+    uniform: HashMap<u32, u64>,
+    /// Uniform chunk link to (value, first-level entries linking it).
+    uniform_refs: HashMap<u64, (u32, usize)>,
+}
+
+impl Writer {
+    /// A placeholder while `build` works on the real record outside the mutex.
+    fn empty() -> Writer {
+        Writer {
+            short: Vec::new(),
+            chunks: Vec::new(),
+            top_len: Vec::new(),
+            top_val: Vec::new(),
+            count: 0,
+            uniform: HashMap::new(),
+            uniform_refs: HashMap::new(),
+        }
+    }
+}
+
+/// A new heap chunk whose every slot is `v`.
+fn uniform_chunk(v: u32, bytes: &AtomicUsize) -> u64 {
+    let words = encode_runs(&[v; SLOTS]);
+    tag(heap_words(&words, bytes) as u64, words.len(), false)
 }
 
 /// The IPv4 table.
@@ -414,13 +425,19 @@ unsafe impl Sync for Dir16 {}
 
 impl Drop for Dir16 {
     fn drop(&mut self) {
+        let w = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
         for e in self.top.iter() {
             let e = e.load(Ordering::Relaxed);
-            if e & LEAF == 0 && !self.in_arena(e) {
+            let arena = self.arena.as_ref().is_some_and(|a| a.contains(ptr_of(e)));
+            if !arena && !w.uniform_refs.contains_key(&e) {
                 // SAFETY: `&mut self`: no reader holds a reference into the table, and
-                // each heap chunk is linked from exactly one first-level entry.
+                // each non-uniform heap chunk is linked from exactly one entry.
                 unsafe { free_heap(e) };
             }
+        }
+        for (&e, _) in w.uniform_refs.iter() {
+            // SAFETY: as above; each uniform chunk is in the map once.
+            unsafe { free_heap(e) };
         }
     }
 }
@@ -433,8 +450,10 @@ impl Default for Dir16 {
 
 impl Dir16 {
     pub fn new() -> Dir16 {
+        let heap_bytes = AtomicUsize::new(0);
+        let none = uniform_chunk(NONE, &heap_bytes);
         Dir16 {
-            top: HugeSlice::new(TOP, |_| AtomicU64::new(leaf_entry(NONE))),
+            top: HugeSlice::new(TOP, |_| AtomicU64::new(none)),
             arena: None,
             default: AtomicU32::new(NONE),
             writer: Mutex::new(Writer {
@@ -443,8 +462,41 @@ impl Dir16 {
                 top_len: vec![0; TOP],
                 top_val: vec![NONE; TOP],
                 count: 0,
+                uniform: HashMap::from([(NONE, none)]),
+                uniform_refs: HashMap::from([(none, (NONE, TOP))]),
             }),
-            heap_bytes: AtomicUsize::new(0),
+            heap_bytes,
+        }
+    }
+
+    /// A link to the uniform chunk of `v` (made if missing), counted as one more user.
+    fn uniform_link(&self, w: &mut Writer, v: u32) -> u64 {
+        if let Some(&link) = w.uniform.get(&v) {
+            if let Some(r) = w.uniform_refs.get_mut(&link) {
+                r.1 += 1;
+            }
+            return link;
+        }
+        let link = uniform_chunk(v, &self.heap_bytes);
+        w.uniform.insert(v, link);
+        w.uniform_refs.insert(link, (v, 1));
+        link
+    }
+
+    /// Drops one first-level entry's use of the chunk `link`: a replaced chunk is
+    /// retired, a uniform chunk once its last user goes.
+    fn release(&self, w: &mut Writer, link: u64, retired: &mut Vec<u64>) {
+        match w.uniform_refs.get_mut(&link) {
+            Some(r) => {
+                r.1 -= 1;
+                if r.1 == 0 {
+                    let v = r.0;
+                    w.uniform_refs.remove(&link);
+                    w.uniform.remove(&v);
+                    retired.push(link);
+                }
+            }
+            None => retired.push(link),
         }
     }
 
@@ -482,21 +534,17 @@ impl Dir16 {
     #[inline(always)]
     fn lookup_pinned(&self, key: u32) -> u32 {
         let e = self.top[(key >> TOP_BITS) as usize].load(Ordering::Acquire);
-        let r = if e & LEAF != 0 {
-            (e >> 32) as u32
-        } else {
-            let p = ptr_of(e);
-            let j = ((key >> 8) & 0xff) as usize;
-            // SAFETY: a non-leaf first-level entry links a published chunk, which stays
-            // allocated while the caller's guard is pinned (it is freed only through the
-            // epoch collector after being unlinked); its kids live as long as it does.
-            unsafe {
-                let kid = if e & KIDS != 0 { kid_link(p, j) } else { 0 };
-                if kid != 0 {
-                    slot_value(ptr_of(kid), (key & 0xff) as usize)
-                } else {
-                    slot_value(p, j)
-                }
+        let p = ptr_of(e);
+        let j = ((key >> 8) & 0xff) as usize;
+        // SAFETY: every first-level entry links a published chunk, which stays allocated
+        // while the caller's guard is pinned (it is freed only through the epoch
+        // collector after being unlinked); its kids live as long as it does.
+        let r = unsafe {
+            let kid = if e & KIDS != 0 { kid_link(p, j) } else { 0 };
+            if kid != 0 {
+                slot_value(ptr_of(kid), (key & 0xff) as usize)
+            } else {
+                slot_value(p, j)
             }
         };
         or_default(r, self.default.load(Ordering::Acquire))
@@ -549,26 +597,29 @@ impl Dir16 {
             *e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
             prefetch_entry(*e);
         }
-        let dummy = DUMMY.0.as_ptr() as u64;
-        let mut kids = 0u32;
-        for (i, (o, &k)) in out.iter_mut().zip(keys).enumerate() {
-            let e = ent[i];
-            let link = (e & LEAF).wrapping_sub(1);
-            let p = ((e & PTR & link) | (dummy & !link)) as ChunkPtr;
-            // SAFETY: `p` is a published chunk (alive while the caller's guard is pinned)
-            // or the dummy chunk; the slot index is below 256.
-            let v = unsafe { slot_value(p, ((k >> 8) & 0xff) as usize) };
-            let r = if link == 0 { (e >> 32) as u32 } else { v };
-            *o = or_default(r, dflt);
-            kids |= (((e & KIDS) >> 1) as u32) << i;
+        let mut any = 0u64;
+        for i in 0..len {
+            // (`& 31` only tells the compiler the index fits the arrays.)
+            let e = ent[i & 31];
+            // SAFETY: `i < len`, the length of both slices.
+            let k = unsafe { *keys.get_unchecked(i) };
+            // SAFETY: every entry links a published chunk (alive while the caller's guard
+            // is pinned); the slot index is below 256.
+            let v = unsafe { slot_value(ptr_of(e), ((k >> 8) & 0xff) as usize) };
+            // SAFETY: as for `keys`.
+            unsafe { *out.get_unchecked_mut(i) = or_default(v, dflt) };
+            any |= e;
+        }
+        if any & KIDS == 0 {
+            return;
         }
         // Chunks with kids (prefixes longer than /24 under the /16) are rare.
-        while kids != 0 {
-            let i = kids.trailing_zeros() as usize;
-            kids &= kids - 1;
-            let k = keys[i];
-            // SAFETY: entry `i` links a published chunk with kids (its KIDS bit is set;
-            // leaves never have it), alive while the guard is pinned.
+        for (i, &k) in keys.iter().enumerate() {
+            if ent[i & 31] & KIDS == 0 {
+                continue;
+            }
+            // SAFETY: entry `i` links a published chunk with kids (its KIDS bit is set),
+            // alive while the guard is pinned.
             unsafe {
                 let kid = kid_link(ptr_of(ent[i]), ((k >> 8) & 0xff) as usize);
                 if kid != 0 {
@@ -662,16 +713,15 @@ impl Dir16 {
 
     /// Rebuilds the chunk of /16 `c` from the writer's record and publishes it with one
     /// store; the replaced chunk goes to `retired`.
-    fn rebuild(&self, w: &Writer, c: usize, retired: &mut Vec<u64>) {
+    fn rebuild(&self, w: &mut Writer, c: usize, retired: &mut Vec<u64>) {
         let new = if w.chunks[c].is_empty() {
-            leaf_entry(w.top_val[c])
+            let v = w.top_val[c];
+            self.uniform_link(w, v)
         } else {
             place_heap(&image(w.top_val[c], &w.chunks[c]), &self.heap_bytes)
         };
         let old = self.top[c].swap(new, Ordering::AcqRel);
-        if old & LEAF == 0 {
-            retired.push(old);
-        }
+        self.release(w, old, retired);
     }
 
     /// Hands unlinked chunks to the epoch collector: they are freed once every reader
@@ -699,7 +749,10 @@ impl Dir16 {
         // Stable: equal prefixes keep input order, and the last one is kept below.
         v.sort_by_key(|r| (r.0, r.1));
         let mut t = Dir16::new();
-        let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut w = std::mem::replace(
+            t.writer.get_mut().unwrap_or_else(|p| p.into_inner()),
+            Writer::empty(),
+        );
         for (i, &(k, l, nh)) in v.iter().enumerate() {
             // Of equal prefixes (adjacent after the sort) only the last counts.
             if v.get(i + 1).is_some_and(|n| (n.0, n.1) == (k, l)) {
@@ -727,9 +780,14 @@ impl Dir16 {
             fixups: Vec::new(),
         };
         let mut links: Vec<(usize, u64)> = Vec::new();
+        // (Nothing is shared yet, so replaced uniform chunks are freed at once.)
+        let mut retired = Vec::new();
         for c in 0..TOP {
             if w.chunks[c].is_empty() {
-                t.top[c].store(leaf_entry(w.top_val[c]), Ordering::Relaxed);
+                let v = w.top_val[c];
+                let link = t.uniform_link(&mut w, v);
+                let old = t.top[c].swap(link, Ordering::Relaxed);
+                t.release(&mut w, old, &mut retired);
             } else {
                 links.push((c, st.place(&image(w.top_val[c], &w.chunks[c]))));
             }
@@ -741,11 +799,14 @@ impl Dir16 {
             for &f in &st.fixups {
                 a[f] += base;
             }
-            for (c, link) in links {
-                t.top[c].store(link + base, Ordering::Relaxed);
-            }
             t.arena = Some(arena);
+            for (c, link) in links {
+                let old = t.top[c].swap(link + base, Ordering::Relaxed);
+                t.release(&mut w, old, &mut retired);
+            }
         }
+        t.retire(retired, &epoch::pin());
+        *t.writer.get_mut().unwrap_or_else(|p| p.into_inner()) = w;
         t
     }
 
@@ -790,10 +851,9 @@ impl Dir16 {
         self.default.store(NONE, Ordering::Release);
         let mut retired = Vec::new();
         for (i, slot) in self.top.iter().enumerate() {
-            let e = slot.swap(leaf_entry(NONE), Ordering::AcqRel);
-            if e & LEAF == 0 {
-                retired.push(e);
-            }
+            let none = self.uniform_link(&mut w, NONE);
+            let e = slot.swap(none, Ordering::AcqRel);
+            self.release(&mut w, e, &mut retired);
             w.top_len[i] = 0;
             w.top_val[i] = NONE;
             w.chunks[i] = Vec::new();
