@@ -161,6 +161,49 @@ fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
 }
 
 #[test]
+fn more_distinct_next_hops_than_the_dictionary_holds() {
+    // 70,000 /24s under 20.0.0.0/7, each with its own next hop: the first 65,535 hops get
+    // 16-bit dictionary indices, the rest live in wide chunks with 32-bit values.
+    let n = 70_000u32;
+    let route = |i: u32| (ip(20, 0, 0, 0) + (i << 8), 24u8, 1_000_000 + i);
+    let routes: Vec<(u32, u8, u32)> = (0..n).map(route).collect();
+    let built = Ipv4Lpm::build(&routes);
+    let grown = Ipv4Lpm::new();
+    for &(a, l, nh) in &routes {
+        grown.insert(a, l, nh);
+    }
+    for t in [&built, &grown] {
+        let addrs: Vec<u32> = (0..n).map(|i| route(i).0 | (i & 0xff)).collect();
+        let mut out = vec![0u32; addrs.len()];
+        t.lookup_batch(&addrs, &mut out);
+        for (i, &o) in out.iter().enumerate() {
+            assert_eq!(o, 1_000_000 + i as u32, "/24 number {}", i);
+        }
+        assert_eq!(t.lookup(ip(20, 0, 0, 0) + (n << 8)), None);
+        // Freed indices are handed out again: replace 10,000 hops by new ones and take
+        // the last routes away.
+        for i in 0..10_000 {
+            assert_eq!(t.insert(route(i).0, 24, 5_000_000 + i), Some(1_000_000 + i));
+        }
+        for i in 60_000..n {
+            assert_eq!(t.remove(route(i).0, 24), Some(1_000_000 + i));
+        }
+        // A short prefix over all of it shows through where the /24s went.
+        t.insert(ip(20, 0, 0, 0), 7, 7);
+        for i in [0, 9_999, 10_000, 59_999, 60_000, n - 1, n] {
+            let want = if i < 10_000 {
+                5_000_000 + i
+            } else if i < 60_000 {
+                1_000_000 + i
+            } else {
+                7
+            };
+            assert_eq!(t.lookup(route(i).0 | 0x42), Some(want), "/24 number {}", i);
+        }
+    }
+}
+
+#[test]
 fn removing_a_short_prefix_keeps_longer_ones_and_skips_siblings() {
     let t = Ipv4Lpm::new();
     t.insert(ip(20, 0, 0, 0), 8, 1);
