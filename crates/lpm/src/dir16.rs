@@ -73,9 +73,11 @@ fn ptr_of(link: u64) -> ChunkPtr {
 #[inline(always)]
 unsafe fn slot_rank(p: ChunkPtr, j: usize) -> usize {
     let w = (j >> 6) & 3;
-    let word = *p.add(w);
-    let upto = word & (u64::MAX >> (63 - (j & 63)));
-    let base = (*(p as *const u32).add(8) >> (w * 8)) & 0xff;
+    // Shifted so that bit j is the top bit: the bits set are those of slots 0..=j of
+    // the word (`63 - x` is `x ^ 63` for x in 0..64).
+    let upto = *p.add(w) << ((j & 63) ^ 63);
+    // (The rank bytes are little-endian: byte w of the u32 is at p+32+w.)
+    let base = *(p as *const u8).add(32 + w);
     // Bit 0 of word 0 is always set, so the rank is at least 0.
     base as usize + upto.count_ones() as usize - 1
 }
@@ -153,7 +155,6 @@ fn prefetch_entry(e: u64) {
     let p = (e & PTR) as usize & !63;
     let extra = ((e >> LINES_SHIFT) & 3) as usize;
     prefetch(p);
-    prefetch(p + 64 * usize::from(extra != 0));
     prefetch(p + 64 * extra);
 }
 
@@ -616,17 +617,18 @@ impl Dir16 {
     pub fn lookup(&self, key: u32) -> u32 {
         let _guard = epoch::pin();
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU supports POPCNT (checked just above).
+        if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
+            // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
             return unsafe { self.lookup_popcnt(key) };
         }
         self.lookup_pinned(key)
     }
 
-    /// [`Self::lookup_pinned`] compiled with the POPCNT instruction (the x86-64 baseline
-    /// lacks it, and the software popcount costs more than the rest of the lookup).
+    /// [`Self::lookup_pinned`] compiled with POPCNT and BMI2 (the x86-64 baseline lacks
+    /// them; the software popcount costs more than the rest of the lookup, and BMI2's
+    /// shifts need no count register).
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
+    #[target_feature(enable = "popcnt,bmi2")]
     unsafe fn lookup_popcnt(&self, key: u32) -> u32 {
         self.lookup_pinned(key)
     }
@@ -648,17 +650,17 @@ impl Dir16 {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
         let _guard = epoch::pin();
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU supports POPCNT (checked just above).
+        if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
+            // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
             unsafe { self.lookup_batch_popcnt(keys, out) };
             return;
         }
         self.lookup_batch_pinned(keys, out);
     }
 
-    /// [`Self::lookup_batch_pinned`] compiled with the POPCNT instruction.
+    /// [`Self::lookup_batch_pinned`] compiled with POPCNT and BMI2.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
+    #[target_feature(enable = "popcnt,bmi2")]
     unsafe fn lookup_batch_popcnt(&self, keys: &[u32], out: &mut [u32]) {
         self.lookup_batch_pinned(keys, out)
     }
@@ -690,9 +692,9 @@ impl Dir16 {
             prefetch_entry(*e);
         }
         let dict: &[AtomicU32] = &self.dict;
-        // Entries whose chunk has kids or is wide, one bit per key (rare: they are
-        // finished after the fast pass).
-        let mut slow = 0u32;
+        // Entries whose chunk has kids or is wide, their two flag bits at bits 2i and
+        // 2i+1 (rare: these keys are finished after the fast pass).
+        let mut slow = 0u64;
         for i in 0..len {
             // (`& 31` only tells the compiler the index fits the arrays.)
             let e = ent[i & 31];
@@ -708,11 +710,11 @@ impl Dir16 {
             };
             // SAFETY: as for `keys`.
             unsafe { *out.get_unchecked_mut(i) = or_default(v, dflt) };
-            slow |= u32::from(e & (KIDS | WIDE) != 0) << i;
+            slow |= (e & (KIDS | WIDE)) << (2 * i);
         }
         while slow != 0 {
-            let i = slow.trailing_zeros() as usize;
-            slow &= slow - 1;
+            let i = slow.trailing_zeros() as usize / 2;
+            slow &= !(3 << (2 * i));
             // SAFETY: as above.
             out[i] = or_default(unsafe { chunk_lookup(ent[i], keys[i], dict) }, dflt);
         }
