@@ -9,12 +9,21 @@
 //! (about 18 on a BGP table) and published with one `Release` store into the first
 //! level; the replaced chunk is freed through the epoch collector.
 
-use crate::key::{Key, PrefixMap};
+use crate::key::{Key, PrefixHasher, PrefixMap};
 use crate::mem::HugeSlice;
 use crate::trie::NONE;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// A hash map with the writer's fast hasher (the std default, SipHash, made the
+/// per-run dictionary probes the largest cost of a chunk rebuild).
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<PrefixHasher>>;
+
+fn fast_map<K, V>() -> FastMap<K, V> {
+    FastMap::default()
+}
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -203,33 +212,45 @@ fn image(cover: u32, routes: &[(u32, u8, u32)]) -> Image {
 /// wide (some value has no dictionary index).
 fn encode_runs(vals: &[u32; SLOTS], dict: &Dict) -> (Vec<u64>, bool) {
     let mut bm = [0u64; 4];
-    let mut runs: Vec<u32> = Vec::with_capacity(32);
+    let mut runs = [0u32; SLOTS];
+    let mut n = 0;
     for (s, &v) in vals.iter().enumerate() {
         if s == 0 || v != vals[s - 1] {
             bm[s >> 6] |= 1 << (s & 63);
-            runs.push(v);
+            runs[n] = v;
+            n += 1;
         }
     }
-    let narrow: Option<Vec<u16>> = runs.iter().map(|&v| dict.index(v)).collect();
-    let mut bytes: Vec<u8> = Vec::with_capacity(VALS_AT + 4 * runs.len());
-    for w in bm {
-        bytes.extend_from_slice(&w.to_le_bytes());
+    let runs = &runs[..n];
+    // Header and values as bytes on the stack, then packed into words.
+    // (Rounded up to whole words: the packing below reads whole words.)
+    let mut bytes = [0u8; (VALS_AT + 4 * SLOTS).next_multiple_of(8)];
+    for (w, b) in bm.iter().zip(bytes.chunks_exact_mut(8)) {
+        b.copy_from_slice(&w.to_le_bytes());
     }
-    bytes.extend_from_slice(&rank_bytes(&bm).to_le_bytes());
-    let wide = narrow.is_none();
-    match narrow {
-        Some(ix) => ix.iter().for_each(|i| bytes.extend_from_slice(&i.to_le_bytes())),
-        None => runs
-            .iter()
-            .for_each(|v| bytes.extend_from_slice(&v.to_le_bytes())),
+    bytes[32..36].copy_from_slice(&rank_bytes(&bm).to_le_bytes());
+    let mut at = VALS_AT;
+    let mut wide = false;
+    for &v in runs {
+        match dict.index(v) {
+            Some(i) => bytes[at..at + 2].copy_from_slice(&i.to_le_bytes()),
+            None => {
+                wide = true;
+                break;
+            }
+        }
+        at += 2;
     }
-    let words = bytes
-        .chunks(8)
-        .map(|c| {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            u64::from_le_bytes(b)
-        })
+    if wide {
+        at = VALS_AT;
+        for &v in runs {
+            bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            at += 4;
+        }
+    }
+    let words = bytes[..at.next_multiple_of(8)]
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
         .collect();
     (words, wide)
 }
@@ -439,9 +460,9 @@ struct Writer {
     /// The shared one-run chunk of each value that some /16 without longer prefixes
     /// links (so every first-level entry is a chunk and a lookup never branches on the
     /// entry's kind).
-    uniform: HashMap<u32, u64>,
+    uniform: FastMap<u32, u64>,
     /// Uniform chunk link to (value, first-level entries linking it).
-    uniform_refs: HashMap<u64, (u32, usize)>,
+    uniform_refs: FastMap<u64, (u32, usize)>,
     dict: Dict,
 }
 
@@ -451,7 +472,7 @@ struct Writer {
 /// after an epoch grace period, when it loses its last one.
 struct Dict {
     /// Next hop to (its index, if it got one; routes using it).
-    map: HashMap<u32, (Option<u16>, usize)>,
+    map: FastMap<u32, (Option<u16>, usize)>,
     /// Indices from here on were never handed out.
     next: usize,
     /// Indices free for reuse: readers that might still read the old next hop through
@@ -462,7 +483,7 @@ struct Dict {
 impl Dict {
     fn new() -> Dict {
         Dict {
-            map: HashMap::new(),
+            map: fast_map(),
             next: 1,
             free: Arc::new(Mutex::new(Vec::new())),
         }
@@ -478,17 +499,72 @@ impl Dict {
 }
 
 impl Writer {
-    /// A placeholder while `build` works on the real record outside the mutex.
-    fn empty() -> Writer {
-        Writer {
-            short: Vec::new(),
-            chunks: Vec::new(),
-            top_len: Vec::new(),
-            top_val: Vec::new(),
-            count: 0,
-            uniform: HashMap::new(),
-            uniform_refs: HashMap::new(),
-            dict: Dict::new(),
+    /// A link to the uniform chunk of `v` (made if missing), counted as one more user.
+    fn uniform_link(&mut self, v: u32, bytes: &AtomicUsize) -> u64 {
+        if let Some(&link) = self.uniform.get(&v) {
+            if let Some(r) = self.uniform_refs.get_mut(&link) {
+                r.1 += 1;
+            }
+            return link;
+        }
+        let link = uniform_chunk(v, &self.dict, bytes);
+        self.uniform.insert(v, link);
+        self.uniform_refs.insert(link, (v, 1));
+        link
+    }
+
+    /// Drops one first-level entry's use of the chunk `link`: a replaced chunk is
+    /// retired, a uniform chunk once its last user goes.
+    fn release(&mut self, link: u64, retired: &mut Vec<u64>) {
+        match self.uniform_refs.get_mut(&link) {
+            Some(r) => {
+                r.1 -= 1;
+                if r.1 == 0 {
+                    let v = r.0;
+                    self.uniform_refs.remove(&link);
+                    self.uniform.remove(&v);
+                    retired.push(link);
+                }
+            }
+            None => retired.push(link),
+        }
+    }
+
+    /// Counts one more route using next hop `nh`, giving it a dictionary index (stored
+    /// before any chunk that uses it is published) if it has none and one is free.
+    fn acquire_hop(&mut self, nh: u32, dict: &[AtomicU32]) {
+        if let Some(e) = self.dict.map.get_mut(&nh) {
+            e.1 += 1;
+            return;
+        }
+        let recycled = self.dict.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let index = recycled.or_else(|| {
+            (self.dict.next < DICT).then(|| {
+                self.dict.next += 1;
+                (self.dict.next - 1) as u16
+            })
+        });
+        if let Some(i) = index {
+            dict[usize::from(i)].store(nh, Ordering::Release);
+        }
+        self.dict.map.insert(nh, (index, 1));
+    }
+
+    /// Counts one route less using next hop `nh`; the last one's index is freed for
+    /// reuse once every reader that could still read it through a replaced chunk has
+    /// unpinned. (By then no published chunk holds it: the chunks that did were those
+    /// the route covered, rebuilt before this call.)
+    fn release_hop(&mut self, nh: u32) {
+        let Some(e) = self.dict.map.get_mut(&nh) else {
+            return;
+        };
+        e.1 -= 1;
+        if e.1 > 0 {
+            return;
+        }
+        if let Some((Some(i), _)) = self.dict.map.remove(&nh) {
+            let free = self.dict.free.clone();
+            epoch::pin().defer(move || free.lock().unwrap_or_else(|p| p.into_inner()).push(i));
         }
     }
 }
@@ -563,42 +639,11 @@ impl Dir16 {
                 top_len: vec![0; TOP],
                 top_val: vec![NONE; TOP],
                 count: 0,
-                uniform: HashMap::from([(NONE, none)]),
-                uniform_refs: HashMap::from([(none, (NONE, TOP))]),
+                uniform: FastMap::from_iter([(NONE, none)]),
+                uniform_refs: FastMap::from_iter([(none, (NONE, TOP))]),
                 dict,
             }),
             heap_bytes,
-        }
-    }
-
-    /// A link to the uniform chunk of `v` (made if missing), counted as one more user.
-    fn uniform_link(&self, w: &mut Writer, v: u32) -> u64 {
-        if let Some(&link) = w.uniform.get(&v) {
-            if let Some(r) = w.uniform_refs.get_mut(&link) {
-                r.1 += 1;
-            }
-            return link;
-        }
-        let link = uniform_chunk(v, &w.dict, &self.heap_bytes);
-        w.uniform.insert(v, link);
-        w.uniform_refs.insert(link, (v, 1));
-        link
-    }
-
-    /// Drops one first-level entry's use of the chunk `link`: a replaced chunk is
-    /// retired, a uniform chunk once its last user goes.
-    fn release(&self, w: &mut Writer, link: u64, retired: &mut Vec<u64>) {
-        match w.uniform_refs.get_mut(&link) {
-            Some(r) => {
-                r.1 -= 1;
-                if r.1 == 0 {
-                    let v = r.0;
-                    w.uniform_refs.remove(&link);
-                    w.uniform.remove(&v);
-                    retired.push(link);
-                }
-            }
-            None => retired.push(link),
         }
     }
 
@@ -740,51 +785,13 @@ impl Dir16 {
             w.count += 1;
         }
         if prev != Some(nh) {
-            self.acquire_hop(&mut w, nh);
+            w.acquire_hop(nh, &self.dict);
             self.apply(&mut w, key, len, Some(nh));
             if let Some(old) = prev {
-                self.release_hop(&mut w, old);
+                w.release_hop(old);
             }
         }
         prev
-    }
-
-    /// Counts one more route using next hop `nh`, giving it a dictionary index (stored
-    /// before any chunk that uses it is published) if it has none and one is free.
-    fn acquire_hop(&self, w: &mut Writer, nh: u32) {
-        if let Some(e) = w.dict.map.get_mut(&nh) {
-            e.1 += 1;
-            return;
-        }
-        let recycled = w.dict.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let index = recycled.or_else(|| {
-            (w.dict.next < DICT).then(|| {
-                w.dict.next += 1;
-                (w.dict.next - 1) as u16
-            })
-        });
-        if let Some(i) = index {
-            self.dict[usize::from(i)].store(nh, Ordering::Release);
-        }
-        w.dict.map.insert(nh, (index, 1));
-    }
-
-    /// Counts one route less using next hop `nh`; the last one's index is freed for
-    /// reuse once every reader that could still read it through a replaced chunk has
-    /// unpinned. (By then no published chunk holds it: the chunks that did were those
-    /// the route covered, rebuilt before this call.)
-    fn release_hop(&self, w: &mut Writer, nh: u32) {
-        let Some(e) = w.dict.map.get_mut(&nh) else {
-            return;
-        };
-        e.1 -= 1;
-        if e.1 > 0 {
-            return;
-        }
-        if let Some((Some(i), _)) = w.dict.map.remove(&nh) {
-            let free = w.dict.free.clone();
-            epoch::pin().defer(move || free.lock().unwrap_or_else(|p| p.into_inner()).push(i));
-        }
     }
 
     /// Removes `key/len`; returns its next hop.
@@ -800,7 +807,7 @@ impl Dir16 {
         };
         w.count -= 1;
         self.apply(&mut w, key, len, None);
-        self.release_hop(&mut w, old);
+        w.release_hop(old);
         Some(old)
     }
 
@@ -850,12 +857,12 @@ impl Dir16 {
     fn rebuild(&self, w: &mut Writer, c: usize, retired: &mut Vec<u64>) {
         let new = if w.chunks[c].is_empty() {
             let v = w.top_val[c];
-            self.uniform_link(w, v)
+            w.uniform_link(v, &self.heap_bytes)
         } else {
             place_heap(&image(w.top_val[c], &w.chunks[c]), &w.dict, &self.heap_bytes)
         };
         let old = self.top[c].swap(new, Ordering::AcqRel);
-        self.release(w, old, retired);
+        w.release(old, retired);
     }
 
     /// Hands unlinked chunks to the epoch collector: they are freed once every reader
@@ -883,17 +890,15 @@ impl Dir16 {
         // Stable: equal prefixes keep input order, and the last one is kept below.
         v.sort_by_key(|r| (r.0, r.1));
         let mut t = Dir16::new();
-        let mut w = std::mem::replace(
-            t.writer.get_mut().unwrap_or_else(|p| p.into_inner()),
-            Writer::empty(),
-        );
+        // (Field by field: the writer record is borrowed while the others are set.)
+        let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
         for (i, &(k, l, nh)) in v.iter().enumerate() {
             // Of equal prefixes (adjacent after the sort) only the last counts.
             if v.get(i + 1).is_some_and(|n| (n.0, n.1) == (k, l)) {
                 continue;
             }
             w.count += 1;
-            t.acquire_hop(&mut w, nh);
+            w.acquire_hop(nh, &t.dict);
             if u32::from(l) > TOP_BITS {
                 w.chunks[(k >> TOP_BITS) as usize].push((k, l, nh));
                 continue;
@@ -920,9 +925,9 @@ impl Dir16 {
         for c in 0..TOP {
             if w.chunks[c].is_empty() {
                 let v = w.top_val[c];
-                let link = t.uniform_link(&mut w, v);
+                let link = w.uniform_link(v, &t.heap_bytes);
                 let old = t.top[c].swap(link, Ordering::Relaxed);
-                t.release(&mut w, old, &mut retired);
+                w.release(old, &mut retired);
             } else {
                 links.push((c, st.place(&image(w.top_val[c], &w.chunks[c]), &w.dict)));
             }
@@ -937,11 +942,10 @@ impl Dir16 {
             t.arena = Some(arena);
             for (c, link) in links {
                 let old = t.top[c].swap(link + base, Ordering::Relaxed);
-                t.release(&mut w, old, &mut retired);
+                w.release(old, &mut retired);
             }
         }
         t.retire(retired, &epoch::pin());
-        *t.writer.get_mut().unwrap_or_else(|p| p.into_inner()) = w;
         t
     }
 
@@ -986,9 +990,9 @@ impl Dir16 {
         self.default.store(NONE, Ordering::Release);
         let mut retired = Vec::new();
         for (i, slot) in self.top.iter().enumerate() {
-            let none = self.uniform_link(&mut w, NONE);
+            let none = w.uniform_link(NONE, &self.heap_bytes);
             let e = slot.swap(none, Ordering::AcqRel);
-            self.release(&mut w, e, &mut retired);
+            w.release(e, &mut retired);
             w.top_len[i] = 0;
             w.top_val[i] = NONE;
             w.chunks[i] = Vec::new();
