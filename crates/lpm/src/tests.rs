@@ -89,8 +89,12 @@ fn deletes_restore_covering_prefixes() {
 
     assert_eq!(t.remove(ip(10, 1, 2, 200), 32), Some(5));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(2));
-    // The last prefix longer than /18 under 10.1.0.0/18 is gone: its nodes are freed.
-    assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
+    // The last prefix longer than /16 under 10.1.0.0/16 is gone: its chunk is freed,
+    // leaving what a table of only the two short prefixes holds.
+    let short_only = Ipv4Lpm::new();
+    short_only.insert(ip(10, 0, 0, 0), 8, 1);
+    short_only.insert(ip(10, 1, 0, 0), 16, 2);
+    assert_eq!(t.memory_bytes(), short_only.memory_bytes());
 
     assert_eq!(t.remove(ip(10, 1, 0, 0), 16), Some(2));
     assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(1));
@@ -106,6 +110,97 @@ fn deletes_restore_covering_prefixes() {
     assert_eq!(t.lookup(ip(192, 168, 3, 3)), Some(9));
     assert_eq!(t.remove(0, 0), Some(9));
     assert_eq!(t.lookup(ip(192, 168, 3, 3)), None);
+}
+
+#[test]
+fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
+    // 256 /24s with distinct next hops give the 10.1.0.0/16 chunk 256 runs; host routes
+    // and a /25 under slots 0, 63, 64, 200 and 255 give it kids in all four words.
+    let t = Ipv4Lpm::new();
+    for j in 0..=255u8 {
+        t.insert(ip(10, 1, j, 0), 24, 1000 + u32::from(j));
+    }
+    t.insert(ip(10, 1, 0, 7), 32, 1);
+    t.insert(ip(10, 1, 63, 255), 32, 2);
+    t.insert(ip(10, 1, 64, 128), 25, 3);
+    t.insert(ip(10, 1, 200, 0), 32, 4);
+    t.insert(ip(10, 1, 255, 255), 32, 5);
+    let probes = [
+        (ip(10, 1, 0, 6), 1000),
+        (ip(10, 1, 0, 7), 1),
+        (ip(10, 1, 63, 254), 1063),
+        (ip(10, 1, 63, 255), 2),
+        (ip(10, 1, 64, 127), 1064),
+        (ip(10, 1, 64, 128), 3),
+        (ip(10, 1, 64, 255), 3),
+        (ip(10, 1, 65, 128), 1065),
+        (ip(10, 1, 128, 9), 1128),
+        (ip(10, 1, 200, 0), 4),
+        (ip(10, 1, 200, 1), 1200),
+        (ip(10, 1, 255, 254), 1255),
+        (ip(10, 1, 255, 255), 5),
+        (ip(10, 2, 0, 0), Ipv4Lpm::NO_ROUTE),
+        (ip(10, 0, 255, 255), Ipv4Lpm::NO_ROUTE),
+    ];
+    let built = Ipv4Lpm::build(&t.routes());
+    let addrs: Vec<u32> = probes.iter().map(|p| p.0).collect();
+    for table in [&t, &built] {
+        let mut out = vec![0u32; addrs.len()];
+        table.lookup_batch(&addrs, &mut out);
+        for (&(a, want), &got) in probes.iter().zip(&out) {
+            assert_eq!(got, want, "batch {:08x}", a);
+            assert_eq!(table.lookup(a).unwrap_or(Ipv4Lpm::NO_ROUTE), want, "{:08x}", a);
+        }
+    }
+    // Taking the kids away one by one restores the /24 values under them.
+    t.remove(ip(10, 1, 64, 128), 25);
+    t.remove(ip(10, 1, 255, 255), 32);
+    assert_eq!(t.lookup(ip(10, 1, 64, 200)), Some(1064));
+    assert_eq!(t.lookup(ip(10, 1, 255, 255)), Some(1255));
+    assert_eq!(t.lookup(ip(10, 1, 0, 7)), Some(1));
+}
+
+#[test]
+fn more_distinct_next_hops_than_the_dictionary_holds() {
+    // 70,000 /24s under 20.0.0.0/7, each with its own next hop: the first 65,535 hops get
+    // 16-bit dictionary indices, the rest live in wide chunks with 32-bit values.
+    let n = 70_000u32;
+    let route = |i: u32| (ip(20, 0, 0, 0) + (i << 8), 24u8, 1_000_000 + i);
+    let routes: Vec<(u32, u8, u32)> = (0..n).map(route).collect();
+    let built = Ipv4Lpm::build(&routes);
+    let grown = Ipv4Lpm::new();
+    for &(a, l, nh) in &routes {
+        grown.insert(a, l, nh);
+    }
+    for t in [&built, &grown] {
+        let addrs: Vec<u32> = (0..n).map(|i| route(i).0 | (i & 0xff)).collect();
+        let mut out = vec![0u32; addrs.len()];
+        t.lookup_batch(&addrs, &mut out);
+        for (i, &o) in out.iter().enumerate() {
+            assert_eq!(o, 1_000_000 + i as u32, "/24 number {}", i);
+        }
+        assert_eq!(t.lookup(ip(20, 0, 0, 0) + (n << 8)), None);
+        // Freed indices are handed out again: replace 10,000 hops by new ones and take
+        // the last routes away.
+        for i in 0..10_000 {
+            assert_eq!(t.insert(route(i).0, 24, 5_000_000 + i), Some(1_000_000 + i));
+        }
+        for i in 60_000..n {
+            assert_eq!(t.remove(route(i).0, 24), Some(1_000_000 + i));
+        }
+        // A short prefix over all of it shows through where the /24s went.
+        t.insert(ip(20, 0, 0, 0), 7, 7);
+        for i in [0, 9_999, 10_000, 59_999, 60_000, n - 1, n] {
+            let want = if i < 10_000 {
+                5_000_000 + i
+            } else if i < 60_000 {
+                1_000_000 + i
+            } else {
+                7
+            };
+            assert_eq!(t.lookup(route(i).0 | 0x42), Some(want), "/24 number {}", i);
+        }
+    }
 }
 
 #[test]

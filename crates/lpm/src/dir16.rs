@@ -1,0 +1,1031 @@
+//! The IPv4 lookup structure: a directly indexed first level of `2^16` entries (one per
+//! /16, 512 KiB, so it stays in a 1 MiB L2 cache) over *chunks*: the 256 /24 slots of a
+//! /16, leaf-pushed (each slot holds the next hop of the longest prefix of at most 24
+//! bits covering it) and stored as runs of equal values, found with one POPCNT. A slot
+//! with prefixes longer than /24 under it links a *kid*: the 256 /32 slots of that /24
+//! in the same run format. See `docs/LPM.md` for the measurements behind the choice.
+//!
+//! A chunk is rebuilt whole from the writer's sorted list of the routes under its /16
+//! (about 18 on a BGP table) and published with one `Release` store into the first
+//! level; the replaced chunk is freed through the epoch collector.
+
+use crate::key::{Key, PrefixHasher, PrefixMap};
+use crate::mem::HugeSlice;
+use crate::trie::NONE;
+use crossbeam_epoch::{self as epoch, Guard};
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// A hash map with the writer's fast hasher (the std default, SipHash, made the
+/// per-run dictionary probes the largest cost of a chunk rebuild).
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<PrefixHasher>>;
+
+fn fast_map<K, V>() -> FastMap<K, V> {
+    FastMap::default()
+}
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Address bits of the first level.
+const TOP_BITS: u32 = 16;
+/// First-level entries.
+const TOP: usize = 1 << TOP_BITS;
+/// Slots of a chunk or kid.
+const SLOTS: usize = 256;
+/// A link with this bit set names a *wide* chunk or kid: its values are next hops
+/// (`u32`), not indices into the next-hop dictionary (`u16`). Chunks are wide only when
+/// the dictionary is full (more than 65,535 distinct next hops).
+const WIDE: u64 = 1;
+/// A link with this bit set names a chunk that has kids.
+const KIDS: u64 = 2;
+/// Entries of the next-hop dictionary; index 0 is NONE.
+const DICT: usize = 1 << 16;
+/// Bits of a link above the address: how many cache lines the chunk's header and
+/// values span beyond the first (0..=3), for prefetching.
+const LINES_SHIFT: u32 = 56;
+/// The address bits of a link.
+const PTR: u64 = ((1u64 << LINES_SHIFT) - 1) & !7;
+/// Byte offset of a chunk's first value: four bitmap words, then one `u32` of rank
+/// bytes.
+const VALS_AT: usize = 36;
+/// Words in front of a chunk with kids: the kid bitmap (4 words) and one word holding
+/// the kid rank bytes (low half) and the number of kids (high half). The kid links sit
+/// in front of those, kid `r` at word `-(KID_HDR + 1 + r)`.
+const KID_HDR: usize = 5;
+/// Chunks are placed so that their 36-byte header never straddles a cache line: they
+/// start at most this many words into a line.
+const MAX_LINE_OFFSET: usize = 3;
+
+/// A chunk (or kid) is `u64` words, addressed by its header `p`:
+///
+/// ```text
+/// p[0..4]        bitmap: bit j set: a run of equal values starts at slot j (bit 0 set)
+/// u32 at p+32    rank bytes: byte w = runs starting in bitmap words before w
+/// p+36..         one value per run: a u16 index into the next-hop dictionary, or for
+///                a wide chunk a u32 next hop (or NONE)
+/// ```
+///
+/// A chunk with kids (its link has [`KIDS`]) has, in front of `p`, a second bitmap
+/// (slot j has a kid), the kids' rank bytes and count, and the kid links.
+type ChunkPtr = *const u64;
+
+#[inline(always)]
+fn ptr_of(link: u64) -> ChunkPtr {
+    (link & PTR) as ChunkPtr
+}
+
+/// The run holding slot `j` (0..=255) of the chunk or kid at `p`.
+///
+/// # Safety
+/// `p` is a live chunk and `j < 256`.
+#[inline(always)]
+unsafe fn slot_rank(p: ChunkPtr, j: usize) -> usize {
+    let w = (j >> 6) & 3;
+    // Shifted so that bit j is the top bit: the bits set are those of slots 0..=j of
+    // the word (`63 - x` is `x ^ 63` for x in 0..64).
+    let upto = *p.add(w) << ((j & 63) ^ 63);
+    // (The rank bytes are little-endian: byte w of the u32 is at p+32+w.)
+    let base = *(p as *const u8).add(32 + w);
+    // Bit 0 of word 0 is always set, so the rank is at least 0.
+    base as usize + upto.count_ones() as usize - 1
+}
+
+/// The dictionary index of slot `j` of the (narrow) chunk or kid at `p`.
+///
+/// # Safety
+/// `p` is a live narrow chunk and `j < 256`.
+#[inline(always)]
+unsafe fn slot_index(p: ChunkPtr, j: usize) -> usize {
+    usize::from(*((p as *const u8).add(VALS_AT) as *const u16).add(slot_rank(p, j)))
+}
+
+/// The next hop (or NONE) of slot `j` of the chunk or kid `link` names.
+///
+/// # Safety
+/// `link` names a live chunk, `j < 256`, and `dict` is the table's dictionary.
+#[inline(always)]
+unsafe fn link_value(link: u64, j: usize, dict: &[AtomicU32]) -> u32 {
+    let p = ptr_of(link);
+    if link & WIDE != 0 {
+        *((p as *const u8).add(VALS_AT) as *const u32).add(slot_rank(p, j))
+    } else {
+        dict.get_unchecked(slot_index(p, j)).load(Ordering::Relaxed)
+    }
+}
+
+/// The next hop (or NONE) of address `key` under the chunk `link` names, kids included.
+///
+/// # Safety
+/// As for [`link_value`].
+#[inline(always)]
+unsafe fn chunk_lookup(link: u64, key: u32, dict: &[AtomicU32]) -> u32 {
+    let j = ((key >> 8) & 0xff) as usize;
+    if link & KIDS != 0 {
+        let kid = kid_link(ptr_of(link), j);
+        if kid != 0 {
+            return link_value(kid, (key & 0xff) as usize, dict);
+        }
+    }
+    link_value(link, j, dict)
+}
+
+/// The kid link of slot `j` of a chunk with kids, or 0 when the slot has none.
+///
+/// # Safety
+/// `p` is a live chunk whose link carries [`KIDS`], and `j < 256`.
+#[inline(always)]
+unsafe fn kid_link(p: ChunkPtr, j: usize) -> u64 {
+    let w = (j >> 6) & 3;
+    let kw = *p.sub(KID_HDR).add(w);
+    if (kw >> (j & 63)) & 1 == 0 {
+        return 0;
+    }
+    let base = (*p.sub(1) as u32 >> (w * 8)) & 0xff;
+    let rank = base as usize + (kw & ((1u64 << (j & 63)) - 1)).count_ones() as usize;
+    *p.sub(KID_HDR + 1 + rank)
+}
+
+#[inline(always)]
+fn prefetch(p: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Prefetches the first, second and last line of the chunk a link names (all of it up
+/// to three lines), with no branch.
+#[inline(always)]
+fn prefetch_entry(e: u64) {
+    let p = (e & PTR) as usize & !63;
+    let extra = ((e >> LINES_SHIFT) & 3) as usize;
+    prefetch(p);
+    prefetch(p + 64 * extra);
+}
+
+/// `v`, or the default route's next hop when `v` is NONE.
+#[inline(always)]
+fn or_default(v: u32, dflt: u32) -> u32 {
+    if v != NONE {
+        v
+    } else {
+        dflt
+    }
+}
+
+/// The values of one chunk's slots, and its kids (slot, values of the /32s of that /24).
+struct Image {
+    vals: [u32; SLOTS],
+    kids: Vec<(usize, Box<[u32; SLOTS]>)>,
+}
+
+/// The slot values of the chunk for routes `routes` (all longer than /16, in one /16,
+/// sorted by address then length) over `cover` (the longest prefix of at most 16 bits
+/// covering the /16, or NONE).
+fn image(cover: u32, routes: &[(u32, u8, u32)]) -> Image {
+    let mut vals = [cover; SLOTS];
+    // In address order a prefix comes after every prefix containing it, so later
+    // writes are the more specific ones.
+    for &(a, l, nh) in routes.iter().filter(|r| r.1 <= 24) {
+        let s = ((a >> 8) & 0xff) as usize;
+        vals[s..s + (1usize << (24 - l))].fill(nh);
+    }
+    let mut kids: Vec<(usize, Box<[u32; SLOTS]>)> = Vec::new();
+    for &(a, l, nh) in routes.iter().filter(|r| r.1 > 24) {
+        let j = ((a >> 8) & 0xff) as usize;
+        if kids.last().map(|k| k.0) != Some(j) {
+            kids.push((j, Box::new([vals[j]; SLOTS])));
+        }
+        if let Some((_, kv)) = kids.last_mut() {
+            let s = (a & 0xff) as usize;
+            kv[s..s + (1usize << (32 - l))].fill(nh);
+        }
+    }
+    Image { vals, kids }
+}
+
+/// The words of a chunk (or kid) holding `vals`, from its header on, and whether it is
+/// wide (some value has no dictionary index).
+fn encode_runs(vals: &[u32; SLOTS], dict: &Dict) -> (Vec<u64>, bool) {
+    let mut bm = [0u64; 4];
+    let mut runs = [0u32; SLOTS];
+    let mut n = 0;
+    for (s, &v) in vals.iter().enumerate() {
+        if s == 0 || v != vals[s - 1] {
+            bm[s >> 6] |= 1 << (s & 63);
+            runs[n] = v;
+            n += 1;
+        }
+    }
+    let runs = &runs[..n];
+    // Header and values as bytes on the stack, then packed into words.
+    // (Rounded up to whole words: the packing below reads whole words.)
+    let mut bytes = [0u8; (VALS_AT + 4 * SLOTS).next_multiple_of(8)];
+    for (w, b) in bm.iter().zip(bytes.chunks_exact_mut(8)) {
+        b.copy_from_slice(&w.to_le_bytes());
+    }
+    bytes[32..36].copy_from_slice(&rank_bytes(&bm).to_le_bytes());
+    let mut at = VALS_AT;
+    let mut wide = false;
+    for &v in runs {
+        match dict.index(v) {
+            Some(i) => bytes[at..at + 2].copy_from_slice(&i.to_le_bytes()),
+            None => {
+                wide = true;
+                break;
+            }
+        }
+        at += 2;
+    }
+    if wide {
+        at = VALS_AT;
+        for &v in runs {
+            bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            at += 4;
+        }
+    }
+    let words = bytes[..at.next_multiple_of(8)]
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect();
+    (words, wide)
+}
+
+/// Byte w: the bits set in the bitmap words before w (at most 192, so a byte holds it).
+fn rank_bytes(bm: &[u64; 4]) -> u32 {
+    let c1 = bm[0].count_ones();
+    let c2 = c1 + bm[1].count_ones();
+    let c3 = c2 + bm[2].count_ones();
+    (c1 << 8) | (c2 << 16) | (c3 << 24)
+}
+
+/// Words of the header and values of the chunk or kid `link` names.
+///
+/// # Safety
+/// `link` names a live chunk.
+unsafe fn runs_words(link: u64) -> usize {
+    let p = ptr_of(link);
+    let runs: u32 = (0..4).map(|w| (*p.add(w)).count_ones()).sum();
+    let width = if link & WIDE != 0 { 4 } else { 2 };
+    (VALS_AT + width * runs as usize).div_ceil(8)
+}
+
+/// Number of kids of a chunk with kids.
+///
+/// # Safety
+/// `p` is a live chunk whose link carries [`KIDS`].
+unsafe fn kid_count(p: ChunkPtr) -> usize {
+    (*p.sub(1) >> 32) as usize
+}
+
+/// Words in front of a heap chunk with `kids` kids (a multiple of a line, so the header
+/// starts a line).
+fn heap_front(kids: usize) -> usize {
+    (KID_HDR + kids).next_multiple_of(8)
+}
+
+/// The words in front of a chunk's header for its kids (`links` in slot order).
+fn kid_front(kids: &[(usize, Box<[u32; SLOTS]>)], links: &[u64]) -> Vec<u64> {
+    let mut kbm = [0u64; 4];
+    for &(j, _) in kids {
+        kbm[j >> 6] |= 1 << (j & 63);
+    }
+    let mut v: Vec<u64> = links.iter().rev().copied().collect();
+    v.extend_from_slice(&kbm);
+    v.push(u64::from(rank_bytes(&kbm)) | ((kids.len() as u64) << 32));
+    v
+}
+
+/// A link to the chunk or kid whose header is at byte address `addr` and whose header
+/// and values are `words` long.
+fn tag(addr: u64, words: usize, wide: bool, kids: bool) -> u64 {
+    debug_assert!(addr >> LINES_SHIFT == 0 && addr & 7 == 0);
+    let lines = ((addr as usize % 64) + words * 8).div_ceil(64);
+    let extra = (lines.min(4) - 1) as u64;
+    addr | (extra << LINES_SHIFT) | if kids { KIDS } else { 0 } | if wide { WIDE } else { 0 }
+}
+
+/// Allocates `words` words aligned to a cache line.
+fn alloc_words(words: usize, bytes: &AtomicUsize) -> *mut u64 {
+    let layout = words_layout(words);
+    // SAFETY: the layout has a non-zero size.
+    let p = unsafe { alloc(layout) } as *mut u64;
+    if p.is_null() {
+        handle_alloc_error(layout);
+    }
+    bytes.fetch_add(layout.size(), Ordering::Relaxed);
+    p
+}
+
+fn words_layout(words: usize) -> Layout {
+    match Layout::from_size_align(words.max(1) * 8, 64) {
+        Ok(l) => l,
+        Err(_) => panic!("chunk of {} words is too large", words),
+    }
+}
+
+/// Copies `words` into a new line-aligned heap block.
+fn heap_words(words: &[u64], bytes: &AtomicUsize) -> *mut u64 {
+    let p = alloc_words(words.len(), bytes);
+    // SAFETY: `p` holds `words.len()` words, freshly allocated, not overlapping `words`.
+    unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), p, words.len()) };
+    p
+}
+
+/// Places the chunk an image describes on the heap; returns its link.
+fn place_heap(img: &Image, dict: &Dict, bytes: &AtomicUsize) -> u64 {
+    let (main, wide) = encode_runs(&img.vals, dict);
+    if img.kids.is_empty() {
+        let p = heap_words(&main, bytes);
+        return tag(p as u64, main.len(), wide, false);
+    }
+    let links: Vec<u64> = img
+        .kids
+        .iter()
+        .map(|(_, kv)| {
+            let (w, wide) = encode_runs(kv, dict);
+            tag(heap_words(&w, bytes) as u64, w.len(), wide, false)
+        })
+        .collect();
+    let front = kid_front(&img.kids, &links);
+    let pad = heap_front(img.kids.len()) - front.len();
+    let mut all = vec![0u64; pad];
+    all.extend_from_slice(&front);
+    all.extend_from_slice(&main);
+    let base = heap_words(&all, bytes);
+    // SAFETY: the header starts `pad + front.len()` words into the block just filled.
+    let p = unsafe { base.add(pad + front.len()) };
+    tag(p as u64, main.len(), wide, true)
+}
+
+/// Frees a heap chunk (and its kids) that no reader can reach any more. (The byte count
+/// is taken off when the chunk is retired, see [`heap_bytes`].)
+///
+/// # Safety
+/// `link` names a chunk placed by [`place_heap`], unlinked, past its grace period (or
+/// never shared), and freed once.
+unsafe fn free_heap(link: u64) {
+    let p = ptr_of(link);
+    let words = runs_words(link);
+    if link & KIDS == 0 {
+        dealloc(p as *mut u8, words_layout(words));
+        return;
+    }
+    let k = kid_count(p);
+    for r in 0..k {
+        let kid = *p.sub(KID_HDR + 1 + r);
+        dealloc(ptr_of(kid) as *mut u8, words_layout(runs_words(kid)));
+    }
+    let front = heap_front(k);
+    dealloc(p.sub(front) as *mut u8, words_layout(front + words));
+}
+
+/// Bytes a heap chunk occupies (as [`free_heap`] will release them).
+///
+/// # Safety
+/// As for [`free_heap`]'s `link`, but the chunk may still be linked.
+unsafe fn heap_bytes(link: u64) -> usize {
+    let p = ptr_of(link);
+    let size = |w: usize| words_layout(w).size();
+    let words = runs_words(link);
+    if link & KIDS == 0 {
+        return size(words);
+    }
+    let k = kid_count(p);
+    (0..k)
+        .map(|r| size(runs_words(*p.sub(KID_HDR + 1 + r))))
+        .sum::<usize>()
+        + size(heap_front(k) + words)
+}
+
+/// Bulk-build staging: chunks packed one after another as the arena will hold them,
+/// with links as offsets from the arena's start (fixed up once it is allocated).
+struct Staging {
+    words: Vec<u64>,
+    /// Word indices holding kid links (offsets to rebase).
+    fixups: Vec<usize>,
+}
+
+impl Staging {
+    /// Pads so that a header placed after `front` more words does not straddle a line
+    /// (the arena starts on a huge-page boundary).
+    fn align(&mut self, front: usize) {
+        while (self.words.len() + front) % 8 > MAX_LINE_OFFSET {
+            self.words.push(0);
+        }
+    }
+
+    fn runs(&mut self, vals: &[u32; SLOTS], dict: &Dict) -> u64 {
+        let (w, wide) = encode_runs(vals, dict);
+        self.align(0);
+        let at = self.words.len();
+        self.words.extend_from_slice(&w);
+        tag(at as u64 * 8, w.len(), wide, false)
+    }
+
+    /// Places a chunk; returns its link relative to the arena's start.
+    fn place(&mut self, img: &Image, dict: &Dict) -> u64 {
+        if img.kids.is_empty() {
+            return self.runs(&img.vals, dict);
+        }
+        let links: Vec<u64> = img.kids.iter().map(|(_, kv)| self.runs(kv, dict)).collect();
+        let front = kid_front(&img.kids, &links);
+        self.align(front.len());
+        let at = self.words.len();
+        self.fixups.extend(at..at + links.len());
+        self.words.extend_from_slice(&front);
+        let (main, wide) = encode_runs(&img.vals, dict);
+        let p = self.words.len();
+        self.words.extend_from_slice(&main);
+        tag(p as u64 * 8, main.len(), wide, true)
+    }
+}
+
+/// Writer-side state.
+struct Writer {
+    /// `short[len]` for len 0..=16: masked prefix to next hop.
+    short: Vec<PrefixMap<u32>>,
+    /// Per /16: the routes longer than /16 under it, sorted by address then length.
+    chunks: Vec<Vec<(u32, u8, u32)>>,
+    /// Per /16: length (1..=16) of the longest prefix of at most 16 bits covering it, 0
+    /// if none.
+    top_len: Vec<u8>,
+    /// Per /16: that prefix's next hop, NONE if none.
+    top_val: Vec<u32>,
+    count: usize,
+    /// The shared one-run chunk of each value that some /16 without longer prefixes
+    /// links (so every first-level entry is a chunk and a lookup never branches on the
+    /// entry's kind).
+    uniform: FastMap<u32, u64>,
+    /// Uniform chunk link to (value, first-level entries linking it).
+    uniform_refs: FastMap<u64, (u32, usize)>,
+    dict: Dict,
+}
+
+/// The writer's side of the next-hop dictionary: chunks store 16-bit indices into
+/// `Dir16::dict` instead of 32-bit next hops, which nearly halves the lines a chunk
+/// spans. An index is handed out when a next hop gets its first route and taken back,
+/// after an epoch grace period, when it loses its last one.
+struct Dict {
+    /// Next hop to (its index, if it got one; routes using it).
+    map: FastMap<u32, (Option<u16>, usize)>,
+    /// Indices from here on were never handed out.
+    next: usize,
+    /// Indices free for reuse: readers that might still read the old next hop through
+    /// them have unpinned.
+    free: Arc<Mutex<Vec<u16>>>,
+}
+
+impl Dict {
+    fn new() -> Dict {
+        Dict {
+            map: fast_map(),
+            next: 1,
+            free: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// The index of next hop `v` (NONE is always 0).
+    fn index(&self, v: u32) -> Option<u16> {
+        if v == NONE {
+            return Some(0);
+        }
+        self.map.get(&v).and_then(|e| e.0)
+    }
+}
+
+impl Writer {
+    /// A link to the uniform chunk of `v` (made if missing), counted as one more user.
+    fn uniform_link(&mut self, v: u32, bytes: &AtomicUsize) -> u64 {
+        if let Some(&link) = self.uniform.get(&v) {
+            if let Some(r) = self.uniform_refs.get_mut(&link) {
+                r.1 += 1;
+            }
+            return link;
+        }
+        let link = uniform_chunk(v, &self.dict, bytes);
+        self.uniform.insert(v, link);
+        self.uniform_refs.insert(link, (v, 1));
+        link
+    }
+
+    /// Drops one first-level entry's use of the chunk `link`: a replaced chunk is
+    /// retired, a uniform chunk once its last user goes.
+    fn release(&mut self, link: u64, retired: &mut Vec<u64>) {
+        match self.uniform_refs.get_mut(&link) {
+            Some(r) => {
+                r.1 -= 1;
+                if r.1 == 0 {
+                    let v = r.0;
+                    self.uniform_refs.remove(&link);
+                    self.uniform.remove(&v);
+                    retired.push(link);
+                }
+            }
+            None => retired.push(link),
+        }
+    }
+
+    /// Counts one more route using next hop `nh`, giving it a dictionary index (stored
+    /// before any chunk that uses it is published) if it has none and one is free.
+    fn acquire_hop(&mut self, nh: u32, dict: &[AtomicU32]) {
+        if let Some(e) = self.dict.map.get_mut(&nh) {
+            e.1 += 1;
+            return;
+        }
+        let recycled = self.dict.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let index = recycled.or_else(|| {
+            (self.dict.next < DICT).then(|| {
+                self.dict.next += 1;
+                (self.dict.next - 1) as u16
+            })
+        });
+        if let Some(i) = index {
+            dict[usize::from(i)].store(nh, Ordering::Release);
+        }
+        self.dict.map.insert(nh, (index, 1));
+    }
+
+    /// Counts one route less using next hop `nh`; the last one's index is freed for
+    /// reuse once every reader that could still read it through a replaced chunk has
+    /// unpinned. (By then no published chunk holds it: the chunks that did were those
+    /// the route covered, rebuilt before this call.)
+    fn release_hop(&mut self, nh: u32) {
+        let Some(e) = self.dict.map.get_mut(&nh) else {
+            return;
+        };
+        e.1 -= 1;
+        if e.1 > 0 {
+            return;
+        }
+        if let Some((Some(i), _)) = self.dict.map.remove(&nh) {
+            let free = self.dict.free.clone();
+            epoch::pin().defer(move || free.lock().unwrap_or_else(|p| p.into_inner()).push(i));
+        }
+    }
+}
+
+/// A new heap chunk whose every slot is `v`.
+fn uniform_chunk(v: u32, dict: &Dict, bytes: &AtomicUsize) -> u64 {
+    let (words, wide) = encode_runs(&[v; SLOTS], dict);
+    tag(heap_words(&words, bytes) as u64, words.len(), wide, false)
+}
+
+/// The IPv4 table.
+pub struct Dir16 {
+    top: HugeSlice<AtomicU64>,
+    /// The chunks of a bulk build, packed in one huge-page block. Chunks in it are never
+    /// freed one by one: when an update replaces one, its words stay (counted in
+    /// `memory_bytes`) until the table is dropped.
+    arena: Option<HugeSlice<u64>>,
+    /// The default route (`/0`), kept out of the chunks so changing it is one store.
+    default: AtomicU32,
+    /// Next hops by dictionary index (see [`Dict`]).
+    dict: HugeSlice<AtomicU32>,
+    writer: Mutex<Writer>,
+    /// Bytes of live heap chunks (outside the arena).
+    heap_bytes: AtomicUsize,
+}
+
+// SAFETY: the chunk pointers inside `top` are owned by the table; chunks are immutable
+// once published and freed only through the epoch collector after being unlinked (or in
+// `Drop`, with exclusive access), so sharing the table between threads is sound.
+unsafe impl Send for Dir16 {}
+// SAFETY: see `Send`; all shared mutation goes through atomics or the writer mutex.
+unsafe impl Sync for Dir16 {}
+
+impl Drop for Dir16 {
+    fn drop(&mut self) {
+        let w = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
+        for e in self.top.iter() {
+            let e = e.load(Ordering::Relaxed);
+            let arena = self.arena.as_ref().is_some_and(|a| a.contains(ptr_of(e)));
+            if !arena && !w.uniform_refs.contains_key(&e) {
+                // SAFETY: `&mut self`: no reader holds a reference into the table, and
+                // each non-uniform heap chunk is linked from exactly one entry.
+                unsafe { free_heap(e) };
+            }
+        }
+        for (&e, _) in w.uniform_refs.iter() {
+            // SAFETY: as above; each uniform chunk is in the map once.
+            unsafe { free_heap(e) };
+        }
+    }
+}
+
+impl Default for Dir16 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Dir16 {
+    pub fn new() -> Dir16 {
+        let heap_bytes = AtomicUsize::new(0);
+        let dict = Dict::new();
+        let none = uniform_chunk(NONE, &dict, &heap_bytes);
+        Dir16 {
+            top: HugeSlice::new(TOP, |_| AtomicU64::new(none)),
+            arena: None,
+            default: AtomicU32::new(NONE),
+            dict: HugeSlice::new(DICT, |_| AtomicU32::new(NONE)),
+            writer: Mutex::new(Writer {
+                short: (0..=TOP_BITS).map(|_| PrefixMap::default()).collect(),
+                chunks: vec![Vec::new(); TOP],
+                top_len: vec![0; TOP],
+                top_val: vec![NONE; TOP],
+                count: 0,
+                uniform: FastMap::from_iter([(NONE, none)]),
+                uniform_refs: FastMap::from_iter([(none, (NONE, TOP))]),
+                dict,
+            }),
+            heap_bytes,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Writer> {
+        // Every published state is complete, so a panic in a writer leaves nothing a
+        // later writer could not continue from.
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn in_arena(&self, link: u64) -> bool {
+        self.arena.as_ref().is_some_and(|a| a.contains(ptr_of(link)))
+    }
+
+    /// Next hop for `key`, or NONE.
+    #[inline]
+    pub fn lookup(&self, key: u32) -> u32 {
+        let _guard = epoch::pin();
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
+            // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
+            return unsafe { self.lookup_popcnt(key) };
+        }
+        self.lookup_pinned(key)
+    }
+
+    /// [`Self::lookup_pinned`] compiled with POPCNT and BMI2 (the x86-64 baseline lacks
+    /// them; the software popcount costs more than the rest of the lookup, and BMI2's
+    /// shifts need no count register).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt,bmi2")]
+    unsafe fn lookup_popcnt(&self, key: u32) -> u32 {
+        self.lookup_pinned(key)
+    }
+
+    /// Callers hold an epoch guard.
+    #[inline(always)]
+    fn lookup_pinned(&self, key: u32) -> u32 {
+        let e = self.top[(key >> TOP_BITS) as usize].load(Ordering::Acquire);
+        // SAFETY: every first-level entry links a published chunk, which stays allocated
+        // while the caller's guard is pinned (it is freed only through the epoch
+        // collector after being unlinked); its kids live as long as it does.
+        let r = unsafe { chunk_lookup(e, key, &self.dict) };
+        or_default(r, self.default.load(Ordering::Acquire))
+    }
+
+    /// Looks up `keys` 32 at a time: first every first-level entry of a group is loaded
+    /// and its chunk prefetched, then every chunk is read, so cache misses overlap.
+    pub fn lookup_batch(&self, keys: &[u32], out: &mut [u32]) {
+        assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
+        let _guard = epoch::pin();
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
+            // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
+            unsafe { self.lookup_batch_popcnt(keys, out) };
+            return;
+        }
+        self.lookup_batch_pinned(keys, out);
+    }
+
+    /// [`Self::lookup_batch_pinned`] compiled with POPCNT and BMI2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt,bmi2")]
+    unsafe fn lookup_batch_popcnt(&self, keys: &[u32], out: &mut [u32]) {
+        self.lookup_batch_pinned(keys, out)
+    }
+
+    /// Callers hold an epoch guard.
+    #[inline(always)]
+    fn lookup_batch_pinned(&self, keys: &[u32], out: &mut [u32]) {
+        const CHUNK: usize = 32;
+        let dflt = self.default.load(Ordering::Acquire);
+        for (ks, os) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+            self.lookup_group(ks, os, dflt);
+        }
+    }
+
+    #[inline(always)]
+    fn lookup_group(&self, keys: &[u32], out: &mut [u32], dflt: u32) {
+        let len = keys.len().min(32);
+        let keys = &keys[..len];
+        let out = &mut out[..len];
+        let mut ent = [0u64; 32];
+        // (A local slice: the `Acquire` loads would otherwise make the compiler reload
+        // the first level's address for every key.)
+        let top: &[AtomicU64] = &self.top;
+        // No branch depends on a loaded entry in these two passes: a mispredicted branch
+        // on an entry still in flight would squash the loads issued after it.
+        for (e, &k) in ent.iter_mut().zip(keys) {
+            // SAFETY: `k >> 16` is below `2^16`, the first level's length.
+            *e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
+            prefetch_entry(*e);
+        }
+        let dict: &[AtomicU32] = &self.dict;
+        // Entries whose chunk has kids or is wide, their two flag bits at bits 2i and
+        // 2i+1 (rare: these keys are finished after the fast pass).
+        let mut slow = 0u64;
+        for i in 0..len {
+            // (`& 31` only tells the compiler the index fits the arrays.)
+            let e = ent[i & 31];
+            // SAFETY: `i < len`, the length of both slices.
+            let k = unsafe { *keys.get_unchecked(i) };
+            // SAFETY: every entry links a published chunk (alive while the caller's guard
+            // is pinned); the slot index is below 256; a dictionary index is below 2^16,
+            // the dictionary's length (for a wide chunk it is garbage but in bounds, and
+            // the answer is redone below).
+            let v = unsafe {
+                dict.get_unchecked(slot_index(ptr_of(e), ((k >> 8) & 0xff) as usize))
+                    .load(Ordering::Relaxed)
+            };
+            // SAFETY: as for `keys`.
+            unsafe { *out.get_unchecked_mut(i) = or_default(v, dflt) };
+            slow |= (e & (KIDS | WIDE)) << (2 * i);
+        }
+        while slow != 0 {
+            let i = slow.trailing_zeros() as usize / 2;
+            slow &= !(3 << (2 * i));
+            // SAFETY: as above.
+            out[i] = or_default(unsafe { chunk_lookup(ent[i], keys[i], dict) }, dflt);
+        }
+    }
+
+    /// Installs `key/len -> nh`; returns the previous next hop of that prefix.
+    pub fn insert(&self, key: u32, len: u8, nh: u32) -> Option<u32> {
+        let key = key.masked(len);
+        let mut w = self.lock();
+        let prev = if u32::from(len) <= TOP_BITS {
+            w.short[len as usize].insert(key, nh)
+        } else {
+            let list = &mut w.chunks[(key >> TOP_BITS) as usize];
+            match list.binary_search_by_key(&(key, len), |r| (r.0, r.1)) {
+                Ok(i) => Some(std::mem::replace(&mut list[i].2, nh)),
+                Err(i) => {
+                    list.insert(i, (key, len, nh));
+                    None
+                }
+            }
+        };
+        if prev.is_none() {
+            w.count += 1;
+        }
+        if prev != Some(nh) {
+            w.acquire_hop(nh, &self.dict);
+            self.apply(&mut w, key, len, Some(nh));
+            if let Some(old) = prev {
+                w.release_hop(old);
+            }
+        }
+        prev
+    }
+
+    /// Removes `key/len`; returns its next hop.
+    pub fn remove(&self, key: u32, len: u8) -> Option<u32> {
+        let key = key.masked(len);
+        let mut w = self.lock();
+        let old = if u32::from(len) <= TOP_BITS {
+            w.short[len as usize].remove(&key)?
+        } else {
+            let list = &mut w.chunks[(key >> TOP_BITS) as usize];
+            let i = list.binary_search_by_key(&(key, len), |r| (r.0, r.1)).ok()?;
+            list.remove(i).2
+        };
+        w.count -= 1;
+        self.apply(&mut w, key, len, None);
+        w.release_hop(old);
+        Some(old)
+    }
+
+    /// Brings the lookup structure in line with the writer's record after `key/len` was
+    /// set to `nh` (`None`: removed).
+    fn apply(&self, w: &mut Writer, key: u32, len: u8, nh: Option<u32>) {
+        let guard = epoch::pin();
+        let mut retired: Vec<u64> = Vec::new();
+        if len == 0 {
+            self.default.store(nh.unwrap_or(NONE), Ordering::Release);
+        } else if u32::from(len) <= TOP_BITS {
+            let span = 1usize << (TOP_BITS - u32::from(len));
+            let start = (key >> TOP_BITS) as usize;
+            let (set_len, set_val, only_len) = match nh {
+                // Slots whose best is not longer take the new prefix.
+                Some(v) => (len, v, None),
+                // Slots this prefix owned fall back to the covering prefix.
+                None => {
+                    let cover = (1..len)
+                        .rev()
+                        .find_map(|l| w.short[l as usize].get(&key.masked(l)).map(|&v| (l, v)));
+                    let (cl, cv) = cover.unwrap_or((0, NONE));
+                    (cl, cv, Some(len))
+                }
+            };
+            for i in start..start + span {
+                let owns = match only_len {
+                    Some(l) => w.top_len[i] == l,
+                    None => w.top_len[i] <= len,
+                };
+                if owns {
+                    w.top_len[i] = set_len;
+                    if w.top_val[i] != set_val {
+                        w.top_val[i] = set_val;
+                        self.rebuild(w, i, &mut retired);
+                    }
+                }
+            }
+        } else {
+            self.rebuild(w, (key >> TOP_BITS) as usize, &mut retired);
+        }
+        self.retire(retired, &guard);
+    }
+
+    /// Rebuilds the chunk of /16 `c` from the writer's record and publishes it with one
+    /// store; the replaced chunk goes to `retired`.
+    fn rebuild(&self, w: &mut Writer, c: usize, retired: &mut Vec<u64>) {
+        let new = if w.chunks[c].is_empty() {
+            let v = w.top_val[c];
+            w.uniform_link(v, &self.heap_bytes)
+        } else {
+            place_heap(&image(w.top_val[c], &w.chunks[c]), &w.dict, &self.heap_bytes)
+        };
+        let old = self.top[c].swap(new, Ordering::AcqRel);
+        w.release(old, retired);
+    }
+
+    /// Hands unlinked chunks to the epoch collector: they are freed once every reader
+    /// that could have loaded a link to them has unpinned.
+    fn retire(&self, retired: Vec<u64>, guard: &Guard) {
+        for link in retired {
+            if self.in_arena(link) {
+                continue;
+            }
+            // SAFETY: the chunk is still allocated (its free is deferred below).
+            let size = unsafe { heap_bytes(link) };
+            // Counted as gone now (the free follows after the grace period).
+            self.heap_bytes.fetch_sub(size, Ordering::Relaxed);
+            // SAFETY: the chunk was unlinked (the store that replaced it happened before
+            // this call), so only readers pinned before now can hold it; the collector
+            // runs the closure after all of them unpinned. Each chunk is retired once.
+            unsafe { guard.defer_unchecked(move || free_heap(link)) };
+        }
+    }
+
+    /// A table built from `routes` in one pass (sorted and deduplicated here; the last
+    /// of equal prefixes wins).
+    pub fn build(routes: &[(u32, u8, u32)]) -> Dir16 {
+        let mut v: Vec<(u32, u8, u32)> = routes.iter().map(|&(k, l, nh)| (k.masked(l), l, nh)).collect();
+        // Stable: equal prefixes keep input order, and the last one is kept below.
+        v.sort_by_key(|r| (r.0, r.1));
+        let mut t = Dir16::new();
+        // (Field by field: the writer record is borrowed while the others are set.)
+        let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
+        for (i, &(k, l, nh)) in v.iter().enumerate() {
+            // Of equal prefixes (adjacent after the sort) only the last counts.
+            if v.get(i + 1).is_some_and(|n| (n.0, n.1) == (k, l)) {
+                continue;
+            }
+            w.count += 1;
+            w.acquire_hop(nh, &t.dict);
+            if u32::from(l) > TOP_BITS {
+                w.chunks[(k >> TOP_BITS) as usize].push((k, l, nh));
+                continue;
+            }
+            w.short[l as usize].insert(k, nh);
+            if l == 0 {
+                *t.default.get_mut() = nh;
+                continue;
+            }
+            // In address order a prefix comes after every prefix containing it.
+            let start = (k >> TOP_BITS) as usize;
+            for i in start..start + (1usize << (TOP_BITS - u32::from(l))) {
+                w.top_len[i] = l;
+                w.top_val[i] = nh;
+            }
+        }
+        let mut st = Staging {
+            words: Vec::with_capacity(v.len() * 3),
+            fixups: Vec::new(),
+        };
+        let mut links: Vec<(usize, u64)> = Vec::new();
+        // (Nothing is shared yet, so replaced uniform chunks are freed at once.)
+        let mut retired = Vec::new();
+        for c in 0..TOP {
+            if w.chunks[c].is_empty() {
+                let v = w.top_val[c];
+                let link = w.uniform_link(v, &t.heap_bytes);
+                let old = t.top[c].swap(link, Ordering::Relaxed);
+                w.release(old, &mut retired);
+            } else {
+                links.push((c, st.place(&image(w.top_val[c], &w.chunks[c]), &w.dict)));
+            }
+        }
+        if !st.words.is_empty() {
+            let mut arena = HugeSlice::new(st.words.len(), |i| st.words[i]);
+            let base = arena.as_ptr() as u64;
+            let a = arena.as_mut_slice();
+            for &f in &st.fixups {
+                a[f] += base;
+            }
+            t.arena = Some(arena);
+            for (c, link) in links {
+                let old = t.top[c].swap(link + base, Ordering::Relaxed);
+                w.release(old, &mut retired);
+            }
+        }
+        t.retire(retired, &epoch::pin());
+        t
+    }
+
+    /// The next hop installed for exactly `key/len`.
+    pub fn get(&self, key: u32, len: u8) -> Option<u32> {
+        if len > 32 {
+            return None;
+        }
+        let key = key.masked(len);
+        let w = self.lock();
+        if u32::from(len) <= TOP_BITS {
+            return w.short[len as usize].get(&key).copied();
+        }
+        let list = &w.chunks[(key >> TOP_BITS) as usize];
+        let i = list.binary_search_by_key(&(key, len), |r| (r.0, r.1)).ok()?;
+        Some(list[i].2)
+    }
+
+    /// Every route, sorted by address then length.
+    pub fn routes(&self) -> Vec<(u32, u8, u32)> {
+        let w = self.lock();
+        let mut v: Vec<(u32, u8, u32)> = w
+            .short
+            .iter()
+            .enumerate()
+            .flat_map(|(l, m)| m.iter().map(move |(&k, &nh)| (k, l as u8, nh)))
+            .chain(w.chunks.iter().flatten().copied())
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().count
+    }
+
+    /// Removes every route: each first-level entry is reset with one store, the chunks
+    /// retired.
+    pub fn clear(&self) {
+        let mut w = self.lock();
+        let guard = epoch::pin();
+        self.default.store(NONE, Ordering::Release);
+        let mut retired = Vec::new();
+        for (i, slot) in self.top.iter().enumerate() {
+            let none = w.uniform_link(NONE, &self.heap_bytes);
+            let e = slot.swap(none, Ordering::AcqRel);
+            w.release(e, &mut retired);
+            w.top_len[i] = 0;
+            w.top_val[i] = NONE;
+            w.chunks[i] = Vec::new();
+        }
+        for m in w.short.iter_mut() {
+            *m = PrefixMap::default();
+        }
+        w.count = 0;
+        // Every index is free once the readers of the old chunks have unpinned.
+        let freed: Vec<u16> = w.dict.map.drain().filter_map(|(_, (i, _))| i).collect();
+        let free = w.dict.free.clone();
+        guard.defer(move || free.lock().unwrap_or_else(|p| p.into_inner()).extend(freed));
+        self.retire(retired, &guard);
+    }
+
+    /// Bytes the readers touch: the first level, the dictionary, the arena and the live
+    /// heap chunks.
+    pub fn lookup_bytes(&self) -> usize {
+        self.top.bytes()
+            + self.dict.bytes()
+            + self.arena.as_ref().map_or(0, |a| a.bytes())
+            + self.heap_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Estimated bytes of the writer's route record.
+    pub fn control_bytes(&self) -> usize {
+        let w = self.lock();
+        let lists: usize = w
+            .chunks
+            .iter()
+            .map(|c| c.capacity() * std::mem::size_of::<(u32, u8, u32)>())
+            .sum();
+        let maps: usize = w.short.iter().map(|m| m.capacity() * 9).sum();
+        lists + maps + TOP * (std::mem::size_of::<Vec<(u32, u8, u32)>>() + 5)
+    }
+}
