@@ -124,6 +124,7 @@ impl ElementClass for CheckIPHeaderClass {
             cfg: Arc::new(Config {
                 name: cx.name.to_string(),
                 offset: offset as usize,
+                check_src: !bad_src.is_empty(),
                 bad_src,
                 good_dst,
                 checksum,
@@ -140,6 +141,8 @@ struct Config {
     offset: usize,
     bad_src: Vec<[u8; 4]>,
     good_dst: Vec<[u8; 4]>,
+    /// `bad_src` is not empty (one flag test per packet instead of a list walk).
+    check_src: bool,
     checksum: bool,
     verbose: bool,
 }
@@ -199,13 +202,19 @@ impl Config {
             return Err(Reason::Tiny);
         };
         let plen = d.len() - off;
-        if h[0] >> 4 != 4 {
-            return Err(Reason::BadVersion);
-        }
-        let hlen = ((h[0] & 0x0f) as usize) << 2;
-        if hlen < 20 {
-            return Err(Reason::BadHlen);
-        }
+        // 0x45 (version 4, no options) is nearly every packet: one comparison.
+        let hlen = if h[0] == 0x45 {
+            20
+        } else {
+            if h[0] >> 4 != 4 {
+                return Err(Reason::BadVersion);
+            }
+            let hlen = ((h[0] & 0x0f) as usize) << 2;
+            if hlen < 20 {
+                return Err(Reason::BadHlen);
+            }
+            hlen
+        };
         let len = u16::from_be_bytes([h[2], h[3]]) as usize;
         if len > plen || len < hlen {
             return Err(Reason::BadIpLen);
@@ -223,7 +232,7 @@ impl Config {
         }
         let src = [h[12], h[13], h[14], h[15]];
         let dst = [h[16], h[17], h[18], h[19]];
-        if self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
+        if self.check_src && self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
             return Err(Reason::BadSaddr);
         }
         // off + hlen <= off + len <= d.len(): the header lies inside the data.
