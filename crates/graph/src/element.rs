@@ -262,6 +262,24 @@ pub trait Element: Send {
     fn is_pass_through(&self) -> bool {
         false
     }
+
+    /// For sources: what the worker may wait on when this source has had nothing to do
+    /// for a while (see [`IdleWait`]). The default keeps the worker polling.
+    fn idle_wait(&self) -> IdleWait {
+        IdleWait::Poll
+    }
+}
+
+/// What an idle source lets its worker do, so a router without traffic sleeps instead
+/// of spinning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleWait {
+    /// Keep polling (the source cannot be waited on, or has work pending).
+    Poll,
+    /// Nothing comes from this source until the descriptor polls readable.
+    Readable(std::os::fd::RawFd),
+    /// The source has nothing to do until packets are pushed into it.
+    Nothing,
 }
 
 /// The output ports of an element during one call: one batch per port.

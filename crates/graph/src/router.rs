@@ -431,6 +431,24 @@ impl GraphInstance {
         }
     }
 
+    /// The descriptors this worker may sleep on when idle: `None` if a live source
+    /// must keep being polled, else every descriptor a live source waits on (empty when
+    /// none does: only a stop request or a timeout then ends the wait).
+    pub fn idle_fds(&self, fds: &mut Vec<std::os::fd::RawFd>) -> Option<()> {
+        fds.clear();
+        for (si, &idx) in self.sources.iter().enumerate() {
+            if self.done[si] {
+                continue;
+            }
+            match self.nodes[idx].elem.idle_wait() {
+                IdleWait::Poll => return None,
+                IdleWait::Readable(fd) => fds.push(fd),
+                IdleWait::Nothing => {}
+            }
+        }
+        Some(())
+    }
+
     /// Pushes `batch` into input `port` of element `element` (by index).
     pub fn push(&mut self, element: usize, port: usize, batch: &mut PacketBatch) {
         let mut cx = Context::new(self.worker, &self.stop);

@@ -530,6 +530,11 @@ impl Port for AfPacketPort {
         false
     }
 
+    fn wait_fd(&self, queue: usize) -> Option<libc::c_int> {
+        // A TPACKET_V3 socket polls readable when a ring block is ready for the reader.
+        self.queues.get(queue).map(|q| q.fd.as_raw_fd())
+    }
+
     fn tx_burst(&self, queue: usize, batch: &mut PacketBatch) -> usize {
         let Some(q) = self.queues.get(queue) else {
             batch.clear();

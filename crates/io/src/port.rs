@@ -2,6 +2,7 @@
 
 use packet::PacketBatch;
 use std::ops::Deref;
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A port with [`Port::queues`] receive/transmit queue pairs.
@@ -36,6 +37,13 @@ pub trait Port: Send + Sync {
     /// dropped; 0 for ports that cannot lose any or cannot tell.
     fn tx_dropped(&self, _queue: usize) -> u64 {
         0
+    }
+
+    /// A descriptor that polls readable (`poll(2)`, `POLLIN`) when `queue` has frames
+    /// to receive, so an idle worker can sleep until traffic comes; `None` for ports
+    /// that cannot be waited on (the worker keeps polling them).
+    fn wait_fd(&self, _queue: usize) -> Option<RawFd> {
+        None
     }
 
     /// How the port moves frames, when there is more to say than its kind (AF_XDP:

@@ -467,6 +467,13 @@ impl Element for FromDevice {
             TaskStatus::Idle
         }
     }
+
+    fn idle_wait(&self) -> IdleWait {
+        match self.port.wait_fd(self.queue) {
+            Some(fd) => IdleWait::Readable(fd),
+            None => IdleWait::Poll,
+        }
+    }
 }
 
 pub struct ToDeviceClass {
@@ -609,6 +616,15 @@ impl Element for ToDevice {
             }
         }
         TaskStatus::Idle
+    }
+
+    fn idle_wait(&self) -> IdleWait {
+        // A partial group waits for its flush timer: keep polling until it leaves.
+        if self.buf.is_empty() {
+            IdleWait::Nothing
+        } else {
+            IdleWait::Poll
+        }
     }
 }
 

@@ -38,6 +38,8 @@ pub struct WorkerStats {
     pub iterations: u64,
     /// Passes that emitted no packet.
     pub empty_iterations: u64,
+    /// Times it slept in `poll(2)` after staying idle (see [`IDLE_SPIN`]).
+    pub idle_sleeps: u64,
     /// Wall-clock time from the first pass to the last.
     pub elapsed: Duration,
 }
@@ -230,6 +232,28 @@ impl Runtime {
     }
 }
 
+/// How long a worker keeps polling without receiving anything before it sleeps until
+/// one of its interfaces has traffic (when every live source can be waited on): long
+/// enough that a worker under load never sleeps between bursts, short enough that an
+/// idle router costs no CPU.
+pub const IDLE_SPIN: Duration = Duration::from_micros(200);
+
+/// The longest single sleep: a stop request is seen within this.
+const IDLE_SLEEP_MS: i32 = 10;
+
+/// Sleeps until one of `fds` polls readable, or [`IDLE_SLEEP_MS`] pass.
+fn sleep_until_readable(fds: &[std::os::fd::RawFd], pollfds: &mut Vec<libc::pollfd>) {
+    pollfds.clear();
+    pollfds.extend(fds.iter().map(|&fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    // SAFETY: `pollfds` holds `len` initialised pollfd entries for the call's duration;
+    // the descriptors belong to ports the graph keeps open while it runs.
+    unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, IDLE_SLEEP_MS) };
+}
+
 /// One worker: its own graph, polled until done or stopped.
 fn worker_loop(spec: &RouterSpec, w: WorkerInfo) -> WorkerStats {
     let mut g = spec.instantiate(w);
@@ -238,6 +262,9 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo) -> WorkerStats {
         index: w.index,
         ..WorkerStats::default()
     };
+    let idle_spin = (IDLE_SPIN.as_secs_f64() * tsc::tsc_hz()) as u64;
+    let mut idle_since: Option<u64> = None;
+    let (mut fds, mut pollfds) = (Vec::new(), Vec::new());
     let start = Instant::now();
     loop {
         let stopping = stop.is_requested();
@@ -249,6 +276,7 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo) -> WorkerStats {
         if r.packets > 0 {
             st.packets += r.packets as u64;
             st.busy_cycles += cycles;
+            idle_since = None;
         } else {
             st.empty_cycles += cycles;
             st.empty_iterations += 1;
@@ -257,6 +285,14 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo) -> WorkerStats {
         // the request (a ToDevice flushed its partial group).
         if r.all_done || stopping {
             break;
+        }
+        if r.packets == 0 {
+            let since = *idle_since.get_or_insert(t1);
+            if t1.wrapping_sub(since) >= idle_spin && g.idle_fds(&mut fds).is_some() {
+                sleep_until_readable(&fds, &mut pollfds);
+                st.idle_sleeps += 1;
+                idle_since = None;
+            }
         }
     }
     // Anything still buffered leaves when the graph's elements drop, on this thread.
@@ -372,5 +408,94 @@ mod tests {
         // Every received packet was transmitted: the partial group was flushed.
         assert_eq!(tx.stats(0).tx_packets, received);
         assert_eq!(stats.packets(), received);
+    }
+
+    /// A port whose queue 0 receives the datagrams written to the other end of a Unix
+    /// socket pair, and can be waited on like a real interface.
+    struct SocketPort {
+        rx: std::os::unix::net::UnixDatagram,
+        received: std::sync::atomic::AtomicU64,
+    }
+
+    impl Port for SocketPort {
+        fn queues(&self) -> usize {
+            1
+        }
+        fn rx_burst(&self, _q: usize, batch: &mut packet::PacketBatch, max: usize) -> usize {
+            let mut buf = [0u8; 2048];
+            let mut n = 0;
+            while n < max {
+                match self.rx.recv(&mut buf) {
+                    Ok(len) => {
+                        batch.push(packet::Packet::from_slice(&buf[..len]));
+                        n += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            self.received
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            n
+        }
+        fn rx_finished(&self, _q: usize) -> bool {
+            false
+        }
+        fn tx_burst(&self, _q: usize, batch: &mut packet::PacketBatch) -> usize {
+            let n = batch.len();
+            batch.clear();
+            n
+        }
+        fn stats(&self, _q: usize) -> io::QueueStats {
+            io::QueueStats {
+                rx_packets: self.received.load(std::sync::atomic::Ordering::Relaxed),
+                ..Default::default()
+            }
+        }
+        fn wait_fd(&self, _q: usize) -> Option<std::os::fd::RawFd> {
+            use std::os::fd::AsRawFd;
+            Some(self.rx.as_raw_fd())
+        }
+    }
+
+    #[test]
+    fn an_idle_worker_sleeps_and_wakes_for_traffic() {
+        let (rx, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let port = Arc::new(SocketPort {
+            rx,
+            received: Default::default(),
+        });
+        let mut t = DeviceTable::new();
+        t.insert("sock", port.clone());
+        let t = Arc::new(t);
+        let mut reg = Registry::with_library();
+        register(&mut reg, &t);
+        let flat = FlatConfig {
+            elements: vec![
+                decl("src", "FromDevice", "sock"),
+                decl("c", "Counter", ""),
+                decl("d", "Discard", ""),
+            ],
+            connections: vec![conn(0, 1), conn(1, 2)],
+            requirements: vec![],
+        };
+        let spec = RouterSpec::build(&flat, &reg, Path::new("."), 1).unwrap();
+        // Idle for 300 ms (far longer than IDLE_SPIN), then five frames arrive; the run
+        // ends once the worker has counted them (or after 10 s).
+        let started = Instant::now();
+        let sent = std::cell::Cell::new(false);
+        let stats = Runtime::new(1)
+            .pin(false)
+            .run_until(&spec, Some(Duration::from_secs(10)), || {
+                if !sent.get() && started.elapsed() >= Duration::from_millis(300) {
+                    for i in 0..5u8 {
+                        peer.send(&[i; 60]).unwrap();
+                    }
+                    sent.set(true);
+                }
+                port.stats(0).rx_packets >= 5
+            });
+        assert_eq!(spec.read_handler("c.count").unwrap(), "5");
+        assert!(stats.workers[0].idle_sleeps > 0, "the idle worker never slept");
     }
 }

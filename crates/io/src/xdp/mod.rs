@@ -639,6 +639,11 @@ impl Port for XdpPort {
         false
     }
 
+    fn wait_fd(&self, queue: usize) -> Option<std::os::fd::RawFd> {
+        // The socket polls readable when its receive ring has descriptors.
+        self.queues.get(queue).map(|x| lock(x).fd().as_raw_fd())
+    }
+
     fn tx_burst(&self, queue: usize, batch: &mut PacketBatch) -> usize {
         let Some(x) = self.queues.get(queue) else {
             batch.clear();
