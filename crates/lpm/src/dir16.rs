@@ -9,7 +9,7 @@
 //! (about 18 on a BGP table) and published with one `Release` store into the first
 //! level; the replaced chunk is freed through the epoch collector.
 
-use crate::key::{Key, PrefixHasher, PrefixMap};
+use crate::key::{Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::HugeSlice;
 use crate::trie::NONE;
 use crossbeam_epoch::{self as epoch, Guard};
@@ -821,24 +821,10 @@ impl Dir16 {
         } else if u32::from(len) <= TOP_BITS {
             let span = 1usize << (TOP_BITS - u32::from(len));
             let start = (key >> TOP_BITS) as usize;
-            let (set_len, set_val, only_len) = match nh {
-                // Slots whose best is not longer take the new prefix.
-                Some(v) => (len, v, None),
-                // Slots this prefix owned fall back to the covering prefix.
-                None => {
-                    let cover = (1..len)
-                        .rev()
-                        .find_map(|l| w.short[l as usize].get(&key.masked(l)).map(|&v| (l, v)));
-                    let (cl, cv) = cover.unwrap_or((0, NONE));
-                    (cl, cv, Some(len))
-                }
-            };
+            let change = ShortChange::new(&w.short, key, len, nh, NONE);
+            let (set_len, set_val) = (change.set_len, change.set_val);
             for i in start..start + span {
-                let owns = match only_len {
-                    Some(l) => w.top_len[i] == l,
-                    None => w.top_len[i] <= len,
-                };
-                if owns {
+                if change.owns(w.top_len[i]) {
                     w.top_len[i] = set_len;
                     if w.top_val[i] != set_val {
                         w.top_val[i] = set_val;

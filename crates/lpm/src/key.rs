@@ -97,3 +97,60 @@ impl Hasher for PrefixHasher {
 }
 
 pub type PrefixMap<K> = std::collections::HashMap<K, u32, BuildHasherDefault<PrefixHasher>>;
+
+/// How a change of a prefix no longer than the first level (`len` >= 1) rewrites the
+/// first-level slots it spans. Each slot records the length and value of the longest
+/// such prefix covering it; the two structures keep those per slot and apply this rule.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ShortChange {
+    /// The length and value a slot takes when it [`ShortChange::owns`] the change.
+    pub set_len: u8,
+    pub set_val: u32,
+    /// `Some(len)` for a removal: only slots whose best is that prefix change.
+    only_len: Option<u8>,
+    len: u8,
+}
+
+impl ShortChange {
+    /// `key/len` gets next hop `nh`, or is removed (`None`): its slots then fall back
+    /// to the longest shorter prefix covering it in `routes` (one map per length), or
+    /// to no route (`none`).
+    pub(crate) fn new<K: Key>(
+        routes: &[PrefixMap<K>],
+        key: K,
+        len: u8,
+        nh: Option<u32>,
+        none: u32,
+    ) -> ShortChange {
+        match nh {
+            // Slots whose best is not longer take the new prefix.
+            Some(v) => ShortChange {
+                set_len: len,
+                set_val: v,
+                only_len: None,
+                len,
+            },
+            // Slots this prefix owned fall back to the covering prefix.
+            None => {
+                let cover = (1..len)
+                    .rev()
+                    .find_map(|l| routes[l as usize].get(&key.masked(l)).map(|&v| (l, v)));
+                let (set_len, set_val) = cover.unwrap_or((0, none));
+                ShortChange {
+                    set_len,
+                    set_val,
+                    only_len: Some(len),
+                    len,
+                }
+            }
+        }
+    }
+
+    /// Whether a slot whose best short prefix has length `slot_len` takes the change.
+    pub(crate) fn owns(&self, slot_len: u8) -> bool {
+        match self.only_len {
+            Some(l) => slot_len == l,
+            None => slot_len <= self.len,
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! `2^K::TOP` atomic entries over a tree of immutable, bitmap-compressed multibit nodes
 //! (stride 6), published by path copying. See the crate documentation for the design.
 
-use crate::key::{Key, PrefixMap};
+use crate::key::{Key, PrefixMap, ShortChange};
 use crate::mem::HugeSlice;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::marker::PhantomData;
@@ -622,24 +622,10 @@ impl<K: Key> Trie<K> {
         } else if u32::from(len) <= K::TOP {
             let span = 1usize << (K::TOP - u32::from(len));
             let start = key.bits(0, K::TOP);
-            let (set_len, set_val, only_len) = match nh {
-                // Slots whose best is not longer take the new prefix.
-                Some(v) => (len, v, None),
-                // Slots this prefix owned fall back to the covering prefix.
-                None => {
-                    let cover = (1..len)
-                        .rev()
-                        .find_map(|l| w.routes[l as usize].get(&key.masked(l)).map(|&v| (l, v)));
-                    let (cl, cv) = cover.unwrap_or((0, NONE));
-                    (cl, cv, Some(len))
-                }
-            };
+            let change = ShortChange::new(&w.routes, key, len, nh, NONE);
+            let (set_len, set_val) = (change.set_len, change.set_val);
             for i in start..start + span {
-                let owns = match only_len {
-                    Some(l) => w.top_len[i] == l,
-                    None => w.top_len[i] <= len,
-                };
-                if owns {
+                if change.owns(w.top_len[i]) {
                     w.top_len[i] = set_len;
                     w.top_val[i] = set_val;
                     self.set_top_value(i, set_val, &mut retired);

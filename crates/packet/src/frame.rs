@@ -68,18 +68,8 @@ impl Frame {
     pub(crate) fn with_capacity(cap: usize) -> Box<Frame> {
         let cap = cap.min(u32::MAX as usize);
         let raw = Box::into_raw(vec![0u8; cap].into_boxed_slice()) as *mut u8;
-        Box::new(Frame {
-            // A boxed slice's pointer is never null (dangling but non-null when empty).
-            buf: NonNull::new(raw).unwrap_or(NonNull::dangling()),
-            cap: cap as u32,
-            head: 0,
-            len: 0,
-            mac: NO_HEADER,
-            net: NO_HEADER,
-            trans: NO_HEADER,
-            anno: Anno::default(),
-            home: None,
-        })
+        // A boxed slice's pointer is never null (dangling but non-null when empty).
+        Frame::empty(NonNull::new(raw).unwrap_or(NonNull::dangling()), cap as u32, None)
     }
 
     /// A frame whose buffer is the `cap` bytes at `buf`, a chunk of `home`'s region.
@@ -88,6 +78,11 @@ impl Frame {
     /// `buf` must be valid for reads and writes of `cap` bytes for as long as `home`
     /// lives, and no other frame may use the same bytes.
     pub(crate) unsafe fn in_chunk(buf: NonNull<u8>, cap: u32, home: Arc<ChunkPool>) -> Box<Frame> {
+        Frame::empty(buf, cap, Some(home))
+    }
+
+    /// A frame over `buf` holding no packet yet.
+    fn empty(buf: NonNull<u8>, cap: u32, home: Option<Arc<ChunkPool>>) -> Box<Frame> {
         Box::new(Frame {
             buf,
             cap,
@@ -97,7 +92,7 @@ impl Frame {
             net: NO_HEADER,
             trans: NO_HEADER,
             anno: Anno::default(),
-            home: Some(home),
+            home,
         })
     }
 
