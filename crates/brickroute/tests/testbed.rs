@@ -327,28 +327,37 @@ fn generator_refuses_bad_arguments_with_reasons() {
     assert!(run(&["--sizes-from", "/nonexistent.pcap"]).contains("/nonexistent.pcap"));
 }
 
-#[test]
-fn demo_routes_traffic_and_leaves_nothing_behind() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
+/// Starts `brickroute demo ARGS` with its state in a fresh directory; returns the
+/// directory, the child, the testbed's name prefix and a guard that removes whatever
+/// the demo leaves behind.
+fn start_demo(args: &[&str]) -> (tempfile::TempDir, Child, String, NsGuard) {
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(BIN)
-        .args(["demo", "--seconds", "2", "--rate", "10000", "--flows", "64"])
+        .arg("demo")
+        .args(args)
         .env("BRICKROUTE_RUN_DIR", dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let prefix = format!("brd{}-", child.id());
-    let _guard = NsGuard {
+    let guard = NsGuard {
         namespaces: ["gen", "dut", "sink"]
             .iter()
             .map(|s| format!("{}{}", prefix, s))
             .collect(),
         testbed: Some((prefix.clone(), dir.path().to_path_buf())),
     };
+    (dir, child, prefix, guard)
+}
+
+#[test]
+fn demo_routes_traffic_and_leaves_nothing_behind() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let (dir, child, prefix, _guard) = start_demo(&["--seconds", "2", "--rate", "10000", "--flows", "64"]);
     let out = ChildGuard(Some(child)).wait(Duration::from_secs(90));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -382,22 +391,7 @@ fn demo_interrupted_tears_everything_down() {
         eprintln!("skipped: needs root");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args(["demo", "--seconds", "60", "--rate", "5000", "--flows", "8"])
-        .env("BRICKROUTE_RUN_DIR", dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let prefix = format!("brd{}-", child.id());
-    let _guard = NsGuard {
-        namespaces: ["gen", "dut", "sink"]
-            .iter()
-            .map(|s| format!("{}{}", prefix, s))
-            .collect(),
-        testbed: Some((prefix.clone(), dir.path().to_path_buf())),
-    };
+    let (dir, mut child, prefix, _guard) = start_demo(&["--seconds", "60", "--rate", "5000", "--flows", "8"]);
     // Wait for the first line of the live view: everything is running then.
     let err = BufReader::new(child.stderr.take().unwrap());
     let pid = child.id() as i32;

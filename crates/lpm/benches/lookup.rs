@@ -2,11 +2,25 @@
 //! `lpm::synth`), single and in batches of 32, for uniform random and table-drawn
 //! queries; and the cost of one route update (delete + re-add) on the IPv4 table.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use lpm::synth::{self, Queries};
-use lpm::{Ipv4Lpm, Ipv6Lpm};
+use lpm::{Ipv4Lpm, Ipv6Lpm, Lpm};
 
 const QUERIES: usize = 1 << 16;
+
+/// Lookups of `addrs` in batches of 32, as the element graph hands them over.
+fn bench_batches<T: Lpm>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, table: &T, addrs: &[T::Key]) {
+    let mut out = vec![0u32; addrs.len()];
+    g.bench_function(format!("batch32_{}", name), |b| {
+        b.iter(|| {
+            for (ab, ob) in addrs.chunks(32).zip(out.chunks_mut(32)) {
+                table.lookup_batch(black_box(ab), ob);
+            }
+            out[0]
+        })
+    });
+}
 
 fn ipv4(c: &mut Criterion) {
     let routes = synth::ipv4_table(1_000_000, 1);
@@ -15,15 +29,7 @@ fn ipv4(c: &mut Criterion) {
     g.throughput(Throughput::Elements(QUERIES as u64));
     for (name, kind) in [("random", Queries::Random), ("table", Queries::Table)] {
         let addrs = synth::ipv4_queries(&routes, QUERIES, kind, 7);
-        let mut out = vec![0u32; addrs.len()];
-        g.bench_function(format!("batch32_{}", name), |b| {
-            b.iter(|| {
-                for (ab, ob) in addrs.chunks(32).zip(out.chunks_mut(32)) {
-                    table.lookup_batch(black_box(ab), ob);
-                }
-                out[0]
-            })
-        });
+        bench_batches(&mut g, name, &table, &addrs);
         g.bench_function(format!("single_{}", name), |b| {
             b.iter(|| {
                 addrs
@@ -55,15 +61,7 @@ fn ipv6(c: &mut Criterion) {
     g.throughput(Throughput::Elements(QUERIES as u64));
     for (name, kind) in [("random", Queries::Random), ("table", Queries::Table)] {
         let addrs = synth::ipv6_queries(&routes, QUERIES, kind, 7);
-        let mut out = vec![0u32; addrs.len()];
-        g.bench_function(format!("batch32_{}", name), |b| {
-            b.iter(|| {
-                for (ab, ob) in addrs.chunks(32).zip(out.chunks_mut(32)) {
-                    table.lookup_batch(black_box(ab), ob);
-                }
-                out[0]
-            })
-        });
+        bench_batches(&mut g, name, &table, &addrs);
     }
     g.finish();
 }

@@ -219,6 +219,19 @@ impl ChunkPool {
         None
     }
 
+    /// Takes back the frames of dropped packets (all of this pool) under one lock.
+    fn put_back_all(&self, frames: impl Iterator<Item = Box<Frame>>) {
+        let mut st = self.state();
+        if !st.closed {
+            st.free.extend(frames);
+            return;
+        }
+        // Closed: the frames are dropped, outside the lock (one may hold the last
+        // reference to this pool).
+        drop(st);
+        frames.for_each(drop);
+    }
+
     fn index_of(&self, f: &Frame) -> usize {
         (f.buf_ptr() as usize - self.base.as_ptr() as usize) / self.chunk_size as usize
     }
@@ -246,6 +259,24 @@ pub(crate) fn release(f: Box<Frame>) {
     };
     // A frame the closed pool gives back is dropped here, outside the pool's lock.
     drop(home.put_back(f));
+}
+
+/// [`release`] for a sequence of frames: a run of frames of one chunk pool (a burst
+/// received together and dropped together) takes that pool's lock once.
+#[cold]
+#[inline(never)]
+pub(crate) fn release_all(frames: impl Iterator<Item = Box<Frame>>) {
+    let mut frames = frames.peekable();
+    while let Some(f) = frames.next() {
+        let Some(home) = f.home.clone() else {
+            continue;
+        };
+        // (`next_if` hands the closure a `&Box<Frame>`.)
+        #[allow(clippy::borrowed_box)]
+        let same = |n: &Box<Frame>| n.home.as_ref().is_some_and(|h| Arc::ptr_eq(h, &home));
+        let run = std::iter::once(f).chain(std::iter::from_fn(|| frames.next_if(same)));
+        home.put_back_all(run);
+    }
 }
 
 /// A locked [`ChunkPool`]: the device side's operations, one lock per burst.
@@ -436,6 +467,22 @@ mod tests {
         let heap_after = crate::pool::stats();
         assert_eq!(heap_after.free, heap_before.free, "heap frames are back");
         assert_eq!(heap_after.created, heap_before.created);
+    }
+
+    #[test]
+    fn a_batch_interleaving_two_pools_returns_each_chunk_to_its_own_pool() {
+        let (a, b) = (heap_pool(4), heap_pool(4));
+        let mut batch = PacketBatch::new();
+        for pool in [&a, &a, &b, &a, &b, &b] {
+            let addr = pool.lock().lend().unwrap();
+            batch.push(pool.lock().receive(addr + 256, 64).unwrap());
+        }
+        Packet::alloc_into(&mut batch, 1, 64);
+        let addr = a.lock().lend().unwrap();
+        batch.push(a.lock().receive(addr + 256, 64).unwrap());
+        batch.clear();
+        assert_eq!((a.counts().free, a.counts().packets), (4, 0));
+        assert_eq!((b.counts().free, b.counts().packets), (4, 0));
     }
 
     #[test]

@@ -109,20 +109,34 @@ pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
         if p.free.len() + pkts.len() <= MAX_FREE_FRAMES && pkts.iter().all(Packet::has_standard_frame) {
             p.free.extend(pkts.drain(..).map(Packet::into_frame));
         } else {
-            for pk in pkts.drain(..) {
-                let f = pk.into_frame();
-                if !f.is_standard() {
-                    crate::chunk::release(f);
-                } else if p.free.len() < MAX_FREE_FRAMES {
-                    p.free.push(f);
-                }
-            }
+            recycle_mixed(&mut p.free, pkts);
         }
         true
     });
     if done != Ok(true) {
         // Dropping each packet returns chunk frames to their pools.
         pkts.clear();
+    }
+}
+
+/// [`recycle_all`] for a batch that holds frames other than standard heap frames, or
+/// would overfill the free list: out of line, so the common case stays small.
+#[cold]
+#[inline(never)]
+#[allow(clippy::vec_box)]
+fn recycle_mixed(free: &mut Vec<Box<Frame>>, pkts: &mut Vec<Packet>) {
+    let mut frames = pkts.drain(..).map(Packet::into_frame).peekable();
+    while let Some(f) = frames.next() {
+        if f.is_standard() {
+            if free.len() < MAX_FREE_FRAMES {
+                free.push(f);
+            }
+            continue;
+        }
+        // This frame and the non-standard ones right after it: chunk frames go back to
+        // their pools a run at a time.
+        let others = std::iter::from_fn(|| frames.next_if(|n| !n.is_standard()));
+        crate::chunk::release_all(std::iter::once(f).chain(others));
     }
 }
 
