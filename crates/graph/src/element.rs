@@ -283,13 +283,45 @@ pub enum IdleWait {
 }
 
 /// The output ports of an element during one call: one batch per port.
+///
+/// An element that sends its whole input batch to one port (`push_batch(q, input)`,
+/// the usual last line of a one-in-one-out element) does not move it: the batch is
+/// marked as passing to port `q` and the graph carries it on as it is. Moving it into
+/// the port's batch and back out costs two swaps and a scan of every port per call.
 pub struct Outputs<'a> {
     ports: &'a mut [PacketBatch],
+    /// The batch the element was called with, compared by address only (null for a
+    /// source's `run`).
+    input: *const PacketBatch,
+    /// The port the input batch passes to whole, untouched, or [`NO_PASS`].
+    pass: usize,
+    /// Some port's batch may hold packets.
+    dirty: bool,
 }
 
+/// [`Outputs`]'s `pass` when the input batch does not pass whole to a port.
+const NO_PASS: usize = usize::MAX;
+
 impl<'a> Outputs<'a> {
+    /// Outputs whose batches take every packet pushed (a source's `run`).
     pub fn new(ports: &'a mut [PacketBatch]) -> Outputs<'a> {
-        Outputs { ports }
+        Outputs {
+            ports,
+            input: std::ptr::null(),
+            pass: NO_PASS,
+            dirty: false,
+        }
+    }
+
+    /// Outputs for a `push` of `input`: pushing all of `input` to an empty port leaves
+    /// the packets in `input`; [`Outputs::settle`] (or the graph) moves them on.
+    pub fn for_input(ports: &'a mut [PacketBatch], input: &PacketBatch) -> Outputs<'a> {
+        Outputs {
+            ports,
+            input,
+            pass: NO_PASS,
+            dirty: false,
+        }
     }
 
     /// Number of output ports.
@@ -308,19 +340,87 @@ impl<'a> Outputs<'a> {
     #[inline]
     pub fn push(&mut self, port: usize, p: Packet) {
         if let Some(b) = self.ports.get_mut(port) {
-            b.push(p);
+            if let Err(p) = b.push_within_capacity(p) {
+                grow_and_push(b, p);
+            }
+            self.dirty = true;
         }
     }
 
-    /// Emits every packet of `batch` on `port`, in order (cheap: swaps storage when the
-    /// port's batch is empty).
+    /// Emits every packet of `batch` on `port`, in order; `batch` is empty afterwards
+    /// as far as the element is concerned (it must not touch it again).
     #[inline]
     pub fn push_batch(&mut self, port: usize, batch: &mut PacketBatch) {
         match self.ports.get_mut(port) {
-            Some(b) => b.append(batch),
+            Some(b) => {
+                if std::ptr::eq(batch, self.input) && self.pass == NO_PASS && b.is_empty() {
+                    self.pass = port;
+                } else {
+                    b.append(batch);
+                    self.dirty = true;
+                }
+            }
             None => batch.clear(),
         }
     }
+
+    /// Emits packet `i` of `batch` on port `ports[i]`, in order; a packet whose port
+    /// does not exist (or that has no entry in `ports`) is dropped.
+    #[inline]
+    pub fn push_each(&mut self, batch: &mut PacketBatch, ports: &[u32]) {
+        // Marked once for the batch: a store per packet is not hoisted out of the loop.
+        self.dirty = true;
+        let outs: &mut [PacketBatch] = self.ports;
+        for (p, &q) in batch.drain().zip(ports) {
+            if let Some(b) = outs.get_mut(q as usize) {
+                if let Err(p) = b.push_within_capacity(p) {
+                    grow_and_push(b, p);
+                }
+            }
+        }
+    }
+
+    /// The port `input` passes to whole when no other port got a packet: the caller
+    /// carries `input` on to that port's destination as it is.
+    #[inline]
+    pub(crate) fn only_pass(&self) -> Option<usize> {
+        (!self.dirty && self.pass != NO_PASS).then_some(self.pass)
+    }
+
+    /// Whether the input batch passes whole to a port (with or without other packets
+    /// pushed elsewhere).
+    #[inline]
+    pub(crate) fn passes(&self) -> bool {
+        self.pass != NO_PASS
+    }
+
+    /// Whether no port got a packet, passed or pushed.
+    #[inline]
+    pub(crate) fn nothing_out(&self) -> bool {
+        !self.dirty && self.pass == NO_PASS
+    }
+
+    /// Ends the call: the packets of `input` that pass go into their port's batch,
+    /// ahead of any pushed there after them; whatever else is left in `input` is
+    /// dropped. Afterwards every port's batch holds exactly what it emitted.
+    pub fn settle(&mut self, input: &mut PacketBatch) {
+        match self.ports.get_mut(self.pass) {
+            Some(b) => {
+                std::mem::swap(b, input);
+                b.append(input);
+                self.pass = NO_PASS;
+                self.dirty = true;
+            }
+            None => input.clear(),
+        }
+    }
+}
+
+/// The rare push into a full output batch, out of line.
+#[cold]
+#[inline(never)]
+fn grow_and_push(b: &mut PacketBatch, p: Packet) {
+    b.push(p);
 }
 
 /// A per-packet decision for [`Outputs::route_each`]: the output a packet takes, or
@@ -387,10 +487,15 @@ impl Outputs<'_> {
             self.push_batch(0, batch);
             return;
         }
+        self.dirty = true;
+        let outs: &mut [PacketBatch] = self.ports;
         for (p, &v) in batch.drain().zip(verdicts.iter()) {
-            match v {
-                DROP => drop(p),
-                port => self.push(port as usize, p),
+            if v != DROP {
+                if let Some(b) = outs.get_mut(v as usize) {
+                    if let Err(p) = b.push_within_capacity(p) {
+                        grow_and_push(b, p);
+                    }
+                }
             }
         }
     }
@@ -484,6 +589,59 @@ mod tests {
         });
         assert_eq!(seen, 7);
         assert_eq!(firsts(&ports[0]), (0..7).collect::<Vec<u16>>());
+    }
+
+    #[test]
+    fn a_passed_input_stays_put_until_settled_and_keeps_its_place_in_order() {
+        // Passed whole, nothing else: the packets stay in the input.
+        let mut ports = [PacketBatch::new(), PacketBatch::new()];
+        let mut b = numbered(3);
+        let mut out = Outputs::for_input(&mut ports, &b);
+        out.push_batch(1, &mut b);
+        assert_eq!(out.only_pass(), Some(1));
+        assert_eq!(b.len(), 3);
+        out.settle(&mut b);
+        assert!(b.is_empty());
+        assert_eq!(firsts(&ports[1]), vec![0, 1, 2]);
+        assert!(ports[0].is_empty());
+
+        // Passed, then more pushed to the same port: the input comes first.
+        let mut ports = [PacketBatch::new()];
+        let mut b = numbered(2);
+        let mut out = Outputs::for_input(&mut ports, &b);
+        out.push_batch(0, &mut b);
+        out.push(0, Packet::from_slice(&[0, 9]));
+        assert_eq!(out.only_pass(), None);
+        out.settle(&mut b);
+        assert_eq!(firsts(&ports[0]), vec![0, 1, 9]);
+
+        // A port that already holds packets takes the input behind them (no pass).
+        let mut ports = [PacketBatch::new()];
+        let mut b = numbered(2);
+        let mut out = Outputs::for_input(&mut ports, &b);
+        out.push(0, Packet::from_slice(&[0, 7]));
+        out.push_batch(0, &mut b);
+        assert!(!out.passes());
+        assert!(b.is_empty());
+        out.settle(&mut b);
+        assert_eq!(firsts(&ports[0]), vec![7, 0, 1]);
+
+        // Another batch than the input is always moved.
+        let mut ports = [PacketBatch::new()];
+        let input = numbered(1);
+        let mut other = numbered(4);
+        let mut out = Outputs::for_input(&mut ports, &input);
+        out.push_batch(0, &mut other);
+        assert!(other.is_empty() && !out.passes());
+        assert_eq!(ports[0].len(), 4);
+
+        // Nothing emitted: whatever the element left in its input is dropped.
+        let mut ports = [PacketBatch::new()];
+        let mut b = numbered(2);
+        let mut out = Outputs::for_input(&mut ports, &b);
+        assert!(out.nothing_out());
+        out.settle(&mut b);
+        assert!(b.is_empty() && ports[0].is_empty());
     }
 
     #[test]

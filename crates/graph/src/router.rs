@@ -516,9 +516,21 @@ fn push_into(
             return;
         }
         node.busy = true;
-        node.elem.push(port, batch, &mut Outputs::new(&mut node.outs), cx);
-        // An element must consume its input; whatever it left is dropped, not leaked.
-        batch.clear();
+        let mut outs = Outputs::for_input(&mut node.outs, batch);
+        node.elem.push(port, batch, &mut outs, cx);
+        // The usual case: the whole input passed to one port, or nothing came out.
+        if let Some(q) = outs.only_pass() {
+            node.busy = false;
+            (idx, port) = node.dest[q];
+            continue;
+        }
+        if outs.nothing_out() {
+            // An element must consume its input; whatever it left is dropped.
+            batch.clear();
+            node.busy = false;
+            return;
+        }
+        outs.settle(batch);
         // `batch` is empty now: it carries every non-empty output but the last on.
         let mut last = None;
         for q in 0..nodes[idx].outs.len() {

@@ -57,6 +57,18 @@ impl PacketBatch {
         self.pkts.pop()
     }
 
+    /// Appends `p` when the batch has room for it without growing; gives it back
+    /// otherwise. Lets a dispatch loop keep the growing call out of its body.
+    #[inline(always)]
+    pub fn push_within_capacity(&mut self, p: Packet) -> Result<(), Packet> {
+        if self.pkts.len() < self.pkts.capacity() {
+            self.pkts.push(p);
+            Ok(())
+        } else {
+            Err(p)
+        }
+    }
+
     /// Removes all packets, in order.
     #[inline]
     pub fn drain(&mut self) -> std::vec::Drain<'_, Packet> {

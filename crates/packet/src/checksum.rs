@@ -57,17 +57,42 @@ pub fn checksum20(h: &[u8; 20]) -> u16 {
 /// True if a 20-byte block verifies as an IPv4 header: its RFC 1071 sum folds to 0xFFFF
 /// (so [`checksum20`] would give 0). For the receive path, which only verifies.
 ///
-/// Sums the five 32-bit words in native byte order and tests divisibility by 0xFFFF
-/// instead of folding: 2^16 = 1 (mod 0xFFFF), so the word sum is congruent to the 16-bit
-/// sum times 1 (big-endian) or 256 (little-endian), and 256 is invertible mod 0xFFFF. A
-/// nonzero sum folds to 0xFFFF exactly when it is a multiple of 0xFFFF; an all-zero
-/// block folds to 0 and does not verify. No byte swaps, no fold loop.
+/// 2^16 = 1 (mod 0xFFFF), so any sum of the block's bytes taken as wider words in either
+/// byte order, and any end-around-carry (ones' complement) sum of 64-bit words, is
+/// congruent mod 0xFFFF to the 16-bit sum times 1 (big-endian) or 256 (little-endian),
+/// and 256 is invertible mod 0xFFFF (2^64 - 1 is a multiple of 0xFFFF too). A nonzero
+/// sum folds to 0xFFFF exactly when it is a multiple of 0xFFFF; an all-zero block folds
+/// to 0 and does not verify. So: two 64-bit adds with end-around carry, one 32-bit add,
+/// and a divisibility test by multiplying with the inverse of 0xFFFF mod 2^64 (x is a
+/// multiple of an odd d iff x * d^-1 mod 2^64 <= (2^64 - 1) / d). No byte swaps, no fold
+/// loop, no division.
 #[inline(always)]
 pub fn verify20(h: &[u8; 20]) -> bool {
-    let w = |i: usize| u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]) as u64;
-    let s = w(0) + w(4) + w(8) + w(12) + w(16);
-    s != 0 && s % 0xffff == 0
+    let (a, rest) = h.split_first_chunk::<8>().expect("20 bytes");
+    let (b, c) = rest.split_first_chunk::<8>().expect("12 bytes");
+    let c = u32::from_ne_bytes(*c.first_chunk::<4>().expect("4 bytes"));
+    // An overflowing add wraps to a + b - 2^64, so adding the carry back gives a + b mod
+    // 2^64 - 1, and cannot overflow again.
+    let (s, o) = u64::from_ne_bytes(*a).overflowing_add(u64::from_ne_bytes(*b));
+    let s = s + o as u64;
+    let (s, o) = s.overflowing_add(c as u64);
+    let s = s + o as u64;
+    s != 0 && s.wrapping_mul(INV_FFFF) <= u64::MAX / 0xffff
 }
+
+/// The inverse of 0xFFFF mod 2^64 (Newton's iteration: each step doubles the correct
+/// low bits, starting from 3 since d * d = 1 mod 8 for odd d).
+const INV_FFFF: u64 = {
+    let d: u64 = 0xffff;
+    let mut x = d;
+    let mut i = 0;
+    while i < 5 {
+        x = x.wrapping_mul(2u64.wrapping_sub(d.wrapping_mul(x)));
+        i += 1;
+    }
+    assert!(d.wrapping_mul(x) == 1);
+    x
+};
 
 #[inline(never)]
 fn checksum_any(data: &[u8]) -> u16 {
@@ -194,6 +219,21 @@ mod tests {
         }
         assert!(verify20(&[0xff; 20]));
         assert!(!verify20(&[0; 20]));
+        // Blocks of mostly 0xff bytes carry out of both 64-bit adds.
+        for i in 0..20 {
+            for v in [0u8, 1, 0x7f, 0xfe] {
+                let mut h = [0xffu8; 20];
+                h[i] = v;
+                assert_eq!(verify20(&h), reference(&h) == 0xffff, "{:02x?}", h);
+                if i != 10 && i != 11 {
+                    h[10] = 0;
+                    h[11] = 0;
+                    let c = !reference(&h);
+                    h[10..12].copy_from_slice(&c.to_be_bytes());
+                    assert!(verify20(&h), "{:02x?}", h);
+                }
+            }
+        }
         let mut one = [0u8; 20];
         one[19] = 1;
         assert!(!verify20(&one));

@@ -343,7 +343,19 @@ impl Packet {
             .get_mut(h..h + N)
             .and_then(|d| <&mut [u8; N]>::try_from(d).ok())
         {
-            *dst = *hdr;
+            if let (Some(lo), Some(hi)) = (hdr.first_chunk::<8>(), hdr.last_chunk::<8>()) {
+                // An Ethernet header (8 < N <= 16) as two overlapping 8-byte stores,
+                // where the compiler splits an array move into one store per field.
+                let (lo, hi) = (u64::from_ne_bytes(*lo), u64::from_ne_bytes(*hi));
+                if N <= 16 {
+                    dst[..8].copy_from_slice(&lo.to_ne_bytes());
+                    dst[N - 8..].copy_from_slice(&hi.to_ne_bytes());
+                } else {
+                    *dst = *hdr;
+                }
+            } else {
+                *dst = *hdr;
+            }
         }
         f.head = h as u32;
         f.len += N as u32;
@@ -355,9 +367,10 @@ impl Packet {
     pub fn pull(&mut self, n: usize) {
         // One frame pointer load (see `push_mac_header_bytes`).
         let f: &mut Frame = &mut self.frame;
-        let n = n.min(f.len as usize) as u32;
-        f.head += n;
-        f.len -= n;
+        // What is left, saturating at 0; the compiler then needs no clamp for `head`.
+        let keep = (f.len as usize).saturating_sub(n) as u32;
+        f.head += f.len - keep;
+        f.len = keep;
     }
 
     /// Appends `n` bytes at the end (Click's `put`); their contents are unspecified.

@@ -616,39 +616,49 @@ struct IpLookup {
     out: Vec<u32>,
 }
 
-impl IpLookup {
-    fn complain(&self, dst: [u8; 4]) {
-        // Click prints the first few misses (Radix: 5 for the whole router).
-        if self.flavor == Flavor::Direct || self.complaints.fetch_add(1, Ordering::Relaxed) >= 5 {
-            return;
-        }
-        match self.flavor {
-            Flavor::Radix => eprintln!("IPRouteTable: no route for {}", Ipv4Addr::from(dst)),
-            _ => eprintln!("LinearIPLookup: no gw for {:x}", u32::from_ne_bytes(dst)),
-        }
+/// Prints a lookup miss as Click does: the first few misses of the router (Radix: 5).
+fn complain(flavor: Flavor, complaints: &AtomicU32, dst: [u8; 4]) {
+    if flavor == Flavor::Direct || complaints.fetch_add(1, Ordering::Relaxed) >= 5 {
+        return;
+    }
+    match flavor {
+        Flavor::Radix => eprintln!("IPRouteTable: no route for {}", Ipv4Addr::from(dst)),
+        _ => eprintln!("LinearIPLookup: no gw for {:x}", u32::from_ne_bytes(dst)),
     }
 }
 
 impl Element for IpLookup {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        self.addrs.clear();
-        self.addrs
-            .extend(batch.iter().map(|p| u32::from_be_bytes(p.anno().dst_ip())));
-        self.out.resize(self.addrs.len(), 0);
+        let IpLookup {
+            flavor,
+            lpm,
+            hops,
+            complaints,
+            addrs,
+            out: verdicts,
+        } = self;
+        addrs.clear();
+        addrs.extend(batch.iter().map(|p| u32::from_be_bytes(p.anno().dst_ip())));
+        verdicts.resize(addrs.len(), 0);
         // Ends with an acquire fence: the next-hop slots read below are up to date.
-        self.lpm.lookup_batch(&self.addrs, &mut self.out);
-        for (mut p, &h) in batch.drain().zip(self.out.iter()) {
-            if h == Ipv4Lpm::NO_ROUTE {
-                self.complain(p.anno().dst_ip());
+        lpm.lookup_batch(addrs, verdicts);
+        // In place first (gateway annotation; next-hop index -> output port), then one
+        // move per packet: two short loops keep their values in registers where one
+        // long loop spilled them.
+        for (p, v) in batch.iter_mut().zip(verdicts.iter_mut()) {
+            if *v == Ipv4Lpm::NO_ROUTE {
+                complain(*flavor, complaints, p.anno().dst_ip());
+                // No output has this number: `Outputs::push` drops the packet.
                 continue;
             }
-            let v = self.hops.get(h as usize).map_or(0, |x| x.load(Ordering::Relaxed));
-            let gw = (v >> 32) as u32;
+            let hop = hops.get(*v as usize).map_or(0, |x| x.load(Ordering::Relaxed));
+            let gw = (hop >> 32) as u32;
             if gw != 0 {
                 p.anno_mut().set_dst_ip(gw.to_be_bytes());
             }
-            out.push(v as u32 as usize, p);
+            *v = hop as u32;
         }
+        out.push_each(batch, verdicts);
     }
 }
 

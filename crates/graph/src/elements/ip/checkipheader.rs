@@ -194,8 +194,8 @@ struct CheckIPHeader {
 impl Config {
     // Inlined into the per-packet loop: a call per packet costs more than the checks.
     #[inline(always)]
-    fn check(&self, p: &mut Packet) -> Result<(), Reason> {
-        let off = self.offset;
+    fn check(&self, p: &mut Packet, fast: FastCfg) -> Result<(), Reason> {
+        let off = fast.offset;
         let d = p.data();
         // One bounds check for the fixed header; the field reads below need none.
         let Some(h) = d.get(off..).and_then(|r| r.first_chunk::<20>()) else {
@@ -219,7 +219,7 @@ impl Config {
         if len > plen || len < hlen {
             return Err(Reason::BadIpLen);
         }
-        if self.checksum {
+        if fast.checksum {
             // hlen <= len <= plen, so the whole header is in the buffer.
             let ok = if hlen == 20 {
                 checksum::verify20(h)
@@ -232,7 +232,7 @@ impl Config {
         }
         let src = [h[12], h[13], h[14], h[15]];
         let dst = [h[16], h[17], h[18], h[19]];
-        if self.check_src && self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
+        if fast.check_src && self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
             return Err(Reason::BadSaddr);
         }
         // off + hlen <= off + len <= d.len(): the header lies inside the data.
@@ -264,16 +264,27 @@ impl CheckIPHeader {
     }
 }
 
+/// The settings every packet's check reads, copied out of the shared [`Config`] for
+/// the batch: kept in registers, where fields behind the `Arc` are reloaded after each
+/// store into a packet (the compiler cannot rule out that they alias).
+#[derive(Clone, Copy)]
+struct FastCfg {
+    offset: usize,
+    checksum: bool,
+    check_src: bool,
+}
+
 /// CheckIPHeader's per-packet decision: output 0 if the header passes, 1 if not.
 struct Verdicts<'a> {
     me: &'a CheckIPHeader,
+    fast: FastCfg,
     drops: &'a mut u64,
 }
 
 impl PerPacket for Verdicts<'_> {
     #[inline(always)]
     fn verdict(&mut self, p: &mut Packet) -> u8 {
-        match self.me.cfg.check(p) {
+        match self.me.cfg.check(p, self.fast) {
             Ok(()) => 0,
             Err(r) => {
                 self.me.failed(r, self.drops);
@@ -291,6 +302,11 @@ impl Element for CheckIPHeader {
             batch,
             Verdicts {
                 me: self,
+                fast: FastCfg {
+                    offset: self.cfg.offset,
+                    checksum: self.cfg.checksum,
+                    check_src: self.cfg.check_src,
+                },
                 drops: &mut drops,
             },
         );
