@@ -104,6 +104,7 @@ impl Element for ClassifierElement {
         if let Some((test, yes, no)) = self.single {
             let (yes, no) = (verdict_of(yes), verdict_of(no));
             let base = test.base;
+            let test = test.native();
             return match self.mode {
                 Mode::Bytes => out.route_each(batch, |p| if test.eval_on(p.data()) { yes } else { no }),
                 Mode::Ip => out.route_each(batch, |p| {
