@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 #[command(disable_help_flag = true)]
@@ -33,6 +34,10 @@ pub struct RunArgs {
     /// Print no summary after the run.
     #[arg(long = "no-summary")]
     no_summary: bool,
+    /// Microseconds a worker keeps polling without receiving anything before it sleeps
+    /// until one of its interfaces has traffic (0: sleep as soon as a poll finds none).
+    #[arg(long = "idle-spin-us", value_name = "US", default_value_t = runtime::IDLE_SPIN.as_micros() as u64)]
+    idle_spin_us: u64,
     /// The configuration file, and NAME=value definitions for $NAME.
     #[arg(value_name = "FILE | NAME=value")]
     rest: Vec<String>,
@@ -110,8 +115,10 @@ fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<Ro
 
 /// Runs one worker per thread (pinned to cores) until a source asks to stop, every
 /// source is done, or SIGINT/SIGTERM arrives.
-fn drive(router: &RouterSpec, threads: usize) -> runtime::RunStats {
-    runtime::Runtime::new(threads).run_until(router, None, || SIGNALLED.load(Ordering::Relaxed))
+fn drive(router: &RouterSpec, threads: usize, idle_spin: Duration) -> runtime::RunStats {
+    runtime::Runtime::new(threads)
+        .idle_spin(idle_spin)
+        .run_until(router, None, || SIGNALLED.load(Ordering::Relaxed))
 }
 
 /// "; devices d0 (PACKET, 2 queues: 10 in, 0 out), ..." for the summary line, or "".
@@ -158,6 +165,21 @@ fn device_summary(devices: &DeviceTable) -> String {
     }
 }
 
+/// Where one worker's cycles went: "worker 0 on core 1: 12 packets, 150 cycles a packet
+/// when busy, 97.0 % of its polling cycles in empty polls, 3 sleeps when idle".
+fn worker_summary(w: &runtime::WorkerStats) -> String {
+    format!(
+        "worker {}{}: {} packets, {:.0} cycles a packet when busy, {:.1} % of its polling cycles in empty polls, {} sleep{} when idle",
+        w.index,
+        w.core.map_or(String::new(), |c| format!(" on core {}", c)),
+        w.packets,
+        w.cycles_per_packet(),
+        100.0 * w.empty_poll_share(),
+        w.idle_sleeps,
+        if w.idle_sleeps == 1 { "" } else { "s" }
+    )
+}
+
 pub fn main(args: RunArgs) -> ExitCode {
     let threads = args.threads.max(1);
     let devices = Arc::new(DeviceTable::interfaces());
@@ -171,7 +193,7 @@ pub fn main(args: RunArgs) -> ExitCode {
     };
     if !args.quit {
         install_signal_handlers();
-        let s = drive(&router, threads);
+        let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
         if !args.no_summary {
             eprintln!(
                 "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}",
@@ -186,6 +208,9 @@ pub fn main(args: RunArgs) -> ExitCode {
                     ""
                 }
             );
+            for w in &s.workers {
+                eprintln!("brickroute: {}", worker_summary(w));
+            }
         }
     }
     let (out, errors) = handlers::read_all(&router, &args.handlers);

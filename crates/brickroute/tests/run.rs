@@ -337,3 +337,43 @@ fn sigint_stops_the_router_and_handlers_are_still_read() {
     assert!(count > 0);
     assert!(stderr(&o).contains("(interrupted)"), "stderr: {}", stderr(&o));
 }
+
+#[test]
+fn the_summary_says_where_each_workers_cycles_went() {
+    let o = brickroute(&[
+        "run",
+        "--threads",
+        "2",
+        "--idle-spin-us",
+        "0",
+        "-e",
+        "InfiniteSource(LIMIT 100, STOP true) -> Discard",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("brickroute: 2 workers, 100 packets from sources"),
+        "stderr: {}",
+        err
+    );
+    // The source runs on one worker; both workers report.
+    for w in ["brickroute: worker 0", "brickroute: worker 1"] {
+        assert!(err.contains(w), "stderr: {}", err);
+    }
+    assert!(err.contains("cycles a packet when busy"), "stderr: {}", err);
+    assert!(
+        err.contains("% of its polling cycles in empty polls"),
+        "stderr: {}",
+        err
+    );
+
+    let o = brickroute(&[
+        "run",
+        "--idle-spin-us",
+        "x",
+        "-e",
+        "InfiniteSource(LIMIT 1) -> Discard",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--idle-spin-us"), "stderr: {}", stderr(&o));
+}

@@ -264,8 +264,10 @@ pub trait Element: Send {
     }
 
     /// For sources: what the worker may wait on when this source has had nothing to do
-    /// for a while (see [`IdleWait`]). The default keeps the worker polling.
-    fn idle_wait(&self) -> IdleWait {
+    /// for a while (see [`IdleWait`]). Called when the worker is about to sleep, so a
+    /// source may finish work it was holding for more input first (a transmit group
+    /// waiting to fill up). The default keeps the worker polling.
+    fn idle_wait(&mut self) -> IdleWait {
         IdleWait::Poll
     }
 }

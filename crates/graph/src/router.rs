@@ -434,7 +434,7 @@ impl GraphInstance {
     /// The descriptors this worker may sleep on when idle: `None` if a live source
     /// must keep being polled, else every descriptor a live source waits on (empty when
     /// none does: only a stop request or a timeout then ends the wait).
-    pub fn idle_fds(&self, fds: &mut Vec<std::os::fd::RawFd>) -> Option<()> {
+    pub fn idle_fds(&mut self, fds: &mut Vec<std::os::fd::RawFd>) -> Option<()> {
         fds.clear();
         for (si, &idx) in self.sources.iter().enumerate() {
             if self.done[si] {

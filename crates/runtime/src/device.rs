@@ -468,7 +468,7 @@ impl Element for FromDevice {
         }
     }
 
-    fn idle_wait(&self) -> IdleWait {
+    fn idle_wait(&mut self) -> IdleWait {
         match self.port.wait_fd(self.queue) {
             Some(fd) => IdleWait::Readable(fd),
             None => IdleWait::Poll,
@@ -618,8 +618,10 @@ impl Element for ToDevice {
         TaskStatus::Idle
     }
 
-    fn idle_wait(&self) -> IdleWait {
-        // A partial group waits for its flush timer: keep polling until it leaves.
+    fn idle_wait(&mut self) -> IdleWait {
+        // Nothing has come in for a while: a partial group would only wait for its
+        // flush timer, so it leaves now and the worker may sleep.
+        self.flush();
         if self.buf.is_empty() {
             IdleWait::Nothing
         } else {
@@ -980,6 +982,19 @@ mod tests {
         assert_eq!(tx.stats(0).tx_packets, 16);
         drop(h2);
         assert_eq!(tx.stats(0).tx_packets, 19);
+        // A worker about to sleep asks first: the partial group leaves then, and the
+        // element needs no polling while the worker sleeps.
+        let mut h3 = Harness::new(
+            &ToDeviceClass { devices: t.clone() },
+            "out, BURST 4, FLUSH_US 10000000",
+            1,
+            0,
+        );
+        h3.push(0, pkts(3, 60));
+        assert_eq!(tx.stats(0).tx_packets, 19);
+        assert_eq!(h3.element.idle_wait(), IdleWait::Nothing);
+        assert_eq!(tx.stats(0).tx_packets, 22);
+        assert_eq!(h3.read("count"), "3");
     }
 
     #[test]

@@ -127,6 +127,7 @@ pub struct Runtime {
     threads: usize,
     pin: bool,
     prefill: usize,
+    idle_spin: Duration,
 }
 
 impl Runtime {
@@ -136,7 +137,15 @@ impl Runtime {
             threads: threads.max(1),
             pin: true,
             prefill: 4096,
+            idle_spin: IDLE_SPIN,
         }
+    }
+
+    /// How long a worker polls without receiving anything before it may sleep until
+    /// traffic arrives (default [`IDLE_SPIN`]; zero sleeps after the first empty pass).
+    pub fn idle_spin(mut self, spin: Duration) -> Runtime {
+        self.idle_spin = spin;
+        self
     }
 
     /// Whether to pin worker i to core i (modulo the number of cores).
@@ -191,6 +200,7 @@ impl Runtime {
                     let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
                     let finished = &finished;
                     let prefill = self.prefill;
+                    let idle_spin = self.idle_spin;
                     std::thread::Builder::new()
                         .name(format!("worker{}", i))
                         .spawn_scoped(s, move || {
@@ -202,6 +212,7 @@ impl Runtime {
                                     index: i,
                                     count: threads,
                                 },
+                                idle_spin,
                             );
                             st.core = pinned;
                             finished.fetch_add(1, Ordering::Release);
@@ -255,14 +266,14 @@ fn sleep_until_readable(fds: &[std::os::fd::RawFd], pollfds: &mut Vec<libc::poll
 }
 
 /// One worker: its own graph, polled until done or stopped.
-fn worker_loop(spec: &RouterSpec, w: WorkerInfo) -> WorkerStats {
+fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration) -> WorkerStats {
     let mut g = spec.instantiate(w);
     let stop = spec.stop_flag().clone();
     let mut st = WorkerStats {
         index: w.index,
         ..WorkerStats::default()
     };
-    let idle_spin = (IDLE_SPIN.as_secs_f64() * tsc::tsc_hz()) as u64;
+    let idle_spin = (idle_spin.as_secs_f64() * tsc::tsc_hz()) as u64;
     let mut idle_since: Option<u64> = None;
     let (mut fds, mut pollfds) = (Vec::new(), Vec::new());
     let start = Instant::now();
