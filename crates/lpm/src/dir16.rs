@@ -9,9 +9,9 @@
 //! (about 18 on a BGP table) and published with one `Release` store into the first
 //! level; the replaced chunk is freed through the epoch collector.
 
+use crate::key::NONE;
 use crate::key::{Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::HugeSlice;
-use crate::trie::NONE;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
