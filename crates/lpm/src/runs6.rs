@@ -121,12 +121,25 @@ fn is_direct(n: usize, stride: u32) -> bool {
 const DIRECT_SLOTS: usize = 256;
 
 /// Number of stored keys of the key line at `p` that are at most `slot`, among the
-/// first `valid` lanes (32 for a full line).
+/// first `valid` lanes (32 for a full line). `AVX2`: compiled into a function with the
+/// `avx2`, `bmi2` and `popcnt` target features (two 32-byte compares instead of four).
 ///
 /// # Safety
-/// `p` is 64-byte aligned and 64 bytes are readable there.
+/// `p` is 64-byte aligned and 64 bytes are readable there; with `AVX2`, the CPU has
+/// AVX2, BMI2 and POPCNT.
 #[inline(always)]
-unsafe fn count_le(p: *const u8, slot: u32, valid: usize) -> usize {
+unsafe fn count_le<const AVX2: bool>(p: *const u8, slot: u32, valid: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        use std::arch::x86_64::*;
+        let x = _mm256_set1_epi16((slot ^ 0x8000) as u16 as i16);
+        let q = p as *const __m256i;
+        let m0 = _mm256_movemask_epi8(_mm256_cmpgt_epi16(x, _mm256_load_si256(q))) as u32 as u64;
+        let m1 = _mm256_movemask_epi8(_mm256_cmpgt_epi16(x, _mm256_load_si256(q.add(1)))) as u32 as u64;
+        // Two mask bits per lane; lanes at and past `valid` hold values, not keys (BZHI
+        // keeps all 64 bits for an index of 64).
+        return _bzhi_u64(m0 | (m1 << 32), 2 * valid as u32).count_ones() as usize / 2;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -158,17 +171,17 @@ unsafe fn count_le(p: *const u8, slot: u32, valid: usize) -> usize {
 /// # Safety
 /// `link` names a live node and `slot` is below `2^stride` of its level.
 #[inline(always)]
-unsafe fn value_word(link: u64, slot: u32) -> *const AtomicU64 {
+unsafe fn value_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
     let p = (link & PTR) as *const u8;
     if link & DIRECT != 0 {
         return (p as *const AtomicU64).add(slot as usize);
     }
     let n = (link >> RUNS_SHIFT) as usize + 1;
     if n <= FLAT {
-        let rank = count_le(p, slot, n - 1);
+        let rank = count_le::<AVX2>(p, slot, n - 1);
         return (p.add((n - 1).div_ceil(8) * 16) as *const AtomicU64).add(rank);
     }
-    tree_value_word(p, n, slot)
+    tree_value_word::<AVX2>(p, n, slot)
 }
 
 /// [`value_word`] for a node of more than [`FLAT`] runs.
@@ -176,12 +189,12 @@ unsafe fn value_word(link: u64, slot: u32) -> *const AtomicU64 {
 /// # Safety
 /// As for [`value_word`].
 #[inline(never)]
-unsafe fn tree_value_word(p: *const u8, n: usize, slot: u32) -> *const AtomicU64 {
+unsafe fn tree_value_word<const AVX2: bool>(p: *const u8, n: usize, slot: u32) -> *const AtomicU64 {
     let (lines, height) = tree_shape(n);
     let mut at = 0;
     let mut pos = 0;
     for &l in &lines[..height] {
-        pos = pos * FAN + count_le(p.add(64 * (at + pos)), slot, 32);
+        pos = pos * FAN + count_le::<AVX2>(p.add(64 * (at + pos)), slot, 32);
         at += l;
     }
     (p.add(64 * at) as *const AtomicU64).add(pos)
@@ -196,20 +209,6 @@ fn prefetch(p: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
-}
-
-/// Prefetches the node a link names, for the lookup of `slot` in it: the value line of
-/// `slot` for a direct node, else the first two lines (all of a flat node of up to nine
-/// runs; the top key line of a bigger one), or the always-cached line `hot` for a leaf,
-/// without a branch on the link.
-#[inline(always)]
-fn prefetch_link(e: u64, slot: u32, hot: usize) {
-    let link = ((e & LEAF) as usize).wrapping_sub(1);
-    let direct = ((e & DIRECT) as usize >> 1).wrapping_neg();
-    let p = ((e & PTR) as usize & link) | (hot & !link);
-    let first = p + ((8 * slot as usize) & !63 & direct & link);
-    prefetch(first);
-    prefetch(first + (64 & !direct & link));
 }
 
 /// `v`, or the default route's next hop when `v` is NONE.
@@ -506,28 +505,29 @@ impl Runs6 {
     pub fn lookup(&self, key: u128) -> u32 {
         let _guard = epoch::pin();
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU supports POPCNT (checked just above).
-            return unsafe { self.lookup_popcnt(key) };
+        if has_avx2() {
+            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
+            return unsafe { self.lookup_avx2(key) };
         }
-        self.lookup_pinned(key)
+        self.lookup_pinned::<false>(key)
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
-    unsafe fn lookup_popcnt(&self, key: u128) -> u32 {
-        self.lookup_pinned(key)
+    #[target_feature(enable = "avx2,bmi2,popcnt")]
+    unsafe fn lookup_avx2(&self, key: u128) -> u32 {
+        self.lookup_pinned::<true>(key)
     }
 
-    /// Callers hold an epoch guard.
+    /// Callers hold an epoch guard (and, with `AVX2`, run on a CPU with AVX2, BMI2 and
+    /// POPCNT).
     #[inline(always)]
-    fn lookup_pinned(&self, key: u128) -> u32 {
+    fn lookup_pinned<const AVX2: bool>(&self, key: u128) -> u32 {
         let mut v = self.top[slot_of(key, 0, TOP_BITS) as usize].load(Ordering::Acquire);
         let mut level = 0;
         while v & LEAF == 0 {
             // SAFETY: a link names a published node, alive while the caller's guard is
             // pinned; the slot has the node level's stride.
-            v = unsafe { &*value_word(v, slot_of(key, DEPTHS[level], STRIDES[level])) }
+            v = unsafe { &*value_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }
                 .load(Ordering::Acquire);
             level += 1;
         }
@@ -540,34 +540,35 @@ impl Runs6 {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
         let _guard = epoch::pin();
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
-            // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
-            unsafe { self.lookup_batch_popcnt(keys, out) };
+        if has_avx2() {
+            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
+            unsafe { self.lookup_batch_avx2(keys, out) };
             return;
         }
-        self.lookup_batch_pinned(keys, out);
+        self.lookup_batch_pinned::<false>(keys, out);
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt,bmi2")]
-    unsafe fn lookup_batch_popcnt(&self, keys: &[u128], out: &mut [u32]) {
-        self.lookup_batch_pinned(keys, out)
+    #[target_feature(enable = "avx2,bmi2,popcnt")]
+    unsafe fn lookup_batch_avx2(&self, keys: &[u128], out: &mut [u32]) {
+        self.lookup_batch_pinned::<true>(keys, out)
     }
 
     #[inline(always)]
-    fn lookup_batch_pinned(&self, keys: &[u128], out: &mut [u32]) {
+    fn lookup_batch_pinned<const AVX2: bool>(&self, keys: &[u128], out: &mut [u32]) {
         let dflt = self.default.load(Ordering::Acquire);
         for (ks, os) in keys.chunks(32).zip(out.chunks_mut(32)) {
-            self.lookup_group(ks, os, dflt);
+            self.lookup_group::<AVX2>(ks, os, dflt);
         }
     }
 
     #[inline(always)]
-    fn lookup_group(&self, keys: &[u128], out: &mut [u32], dflt: u32) {
+    fn lookup_group<const AVX2: bool>(&self, keys: &[u128], out: &mut [u32], dflt: u32) {
         let len = keys.len().min(32);
         let mut v = [0u64; 32];
+        // Each linked key's slot in the node `v[i]` links (computed with its prefetch).
+        let mut slots = [0u32; 32];
         let top: &[AtomicU64] = &self.top;
-        let hot = top.as_ptr() as usize;
         let mut links = 0u32;
         for (i, (ve, &k)) in v.iter_mut().zip(&keys[..len]).enumerate() {
             // SAFETY: a 16-bit slot is below the first level's length, 2^16.
@@ -587,21 +588,25 @@ impl Runs6 {
             rest &= rest - 1;
             // SAFETY: `i < len` (only those bits are set).
             let k = unsafe { *keys.get_unchecked(i) };
-            prefetch_link(v[i & 31], slot_of(k, DEPTHS[0], STRIDES[0]), hot);
+            let slot = slot_at::<16, 8>(k);
+            slots[i & 31] = slot;
+            prefetch_node(v[i & 31], slot);
         }
         // One pass per level, each with its depths as constants (shifts of a `u128` by
         // a constant are a few instructions, by a variable many).
         let mut level = 0;
         while links != 0 {
+            let (v, s) = (&mut v, &mut slots);
             links = match level {
-                0 => step_level::<16, 8, 24, 8>(keys, &mut v, links, hot),
-                1 => step_level::<24, 8, 32, 16>(keys, &mut v, links, hot),
-                2 => step_level::<32, 16, 48, 16>(keys, &mut v, links, hot),
-                3 => step_level::<48, 16, 64, 16>(keys, &mut v, links, hot),
-                4 => step_level::<64, 16, 80, 16>(keys, &mut v, links, hot),
-                5 => step_level::<80, 16, 96, 16>(keys, &mut v, links, hot),
-                6 => step_level::<96, 16, 112, 16>(keys, &mut v, links, hot),
-                _ => step_level::<112, 16, 112, 16>(keys, &mut v, links, hot),
+                0 => step_level::<AVX2, 24, 8>(keys, v, s, links),
+                1 => step_level::<AVX2, 32, 16>(keys, v, s, links),
+                2 => step_level::<AVX2, 48, 16>(keys, v, s, links),
+                3 => step_level::<AVX2, 64, 16>(keys, v, s, links),
+                4 => step_level::<AVX2, 80, 16>(keys, v, s, links),
+                5 => step_level::<AVX2, 96, 16>(keys, v, s, links),
+                6 => step_level::<AVX2, 112, 16>(keys, v, s, links),
+                // (Nodes at bit 112 end the address: their values are leaves.)
+                _ => step_level::<AVX2, 112, 16>(keys, v, s, links),
             };
             level += 1;
         }
@@ -785,7 +790,8 @@ impl Runs6 {
                     // SAFETY: the parent is live (this writer holds the lock and only it
                     // retires nodes) and links this node at this slot: a kid slot is a
                     // run of its own, so the run's value word is the link to replace.
-                    let word = unsafe { &*value_word(plink, slot_of(base, DEPTHS[pl], STRIDES[pl])) };
+                    let word =
+                        unsafe { &*value_word::<false>(plink, slot_of(base, DEPTHS[pl], STRIDES[pl])) };
                     debug_assert_eq!(word.load(Ordering::Relaxed), old);
                     word.store(link, Ordering::Release);
                 }
@@ -965,33 +971,70 @@ impl Runs6 {
     }
 }
 
-/// One level of a batch lookup: for each key `i` whose bit is set in `links`, reads the
-/// value of its slot (bits `D..D + S`) in the node `v[i]` links, stores it in `v[i]` and
-/// prefetches the node it links for the next level (bits `ND..ND + NS`). Returns the
-/// keys whose new value is again a link.
+/// The `S` bits of `key` after its first `D`, from the one 64-bit half holding them
+/// when there is one.
 #[inline(always)]
-fn step_level<const D: u32, const S: u32, const ND: u32, const NS: u32>(
+fn slot_at<const D: u32, const S: u32>(key: u128) -> u32 {
+    if D + S <= 64 {
+        ((((key >> 64) as u64) << D) >> (64 - S)) as u32
+    } else if D >= 64 {
+        (((key as u64) << (D & 63)) >> (64 - S)) as u32
+    } else {
+        slot_of(key, D, S)
+    }
+}
+
+/// One level of a batch lookup: for each key `i` whose bit is set in `links`, reads the
+/// value of slot `slots[i]` in the node `v[i]` links, stores it in `v[i]`, and computes
+/// and prefetches the key's slot (bits `ND..ND + NS`) in the node the value links, for
+/// the next level. Returns the keys whose new value is again a link.
+#[inline(always)]
+fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
     keys: &[u128],
     v: &mut [u64; 32],
+    slots: &mut [u32; 32],
     mut links: u32,
-    hot: usize,
 ) -> u32 {
-    const { assert!(D + S <= 128 && ND + NS <= 128) };
+    const { assert!(ND + NS <= 128) };
     let mut rest = links;
     while rest != 0 {
         let i = rest.trailing_zeros() as usize;
         rest &= rest - 1;
-        // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `links`.
-        let k = unsafe { *keys.get_unchecked(i) };
-        // SAFETY: `v[i]` is a link (its bit is set) to a published node at the level of
-        // depth `D`, alive while the caller's guard is pinned; the slot has that level's
-        // stride.
-        let e = unsafe { &*value_word(v[i & 31], slot_of(k, D, S)) }.load(Ordering::Acquire);
+        // SAFETY: `v[i]` is a link (its bit is set) to a published node, alive while the
+        // caller's guard is pinned, and `slots[i]` the key's slot at that node's level
+        // (with `AVX2`, the caller runs with AVX2, BMI2 and POPCNT).
+        let e = unsafe { &*value_word::<AVX2>(v[i & 31], slots[i & 31]) }.load(Ordering::Acquire);
         v[i & 31] = e;
-        prefetch_link(e, slot_of(k, ND, NS), hot);
-        links &= !(((e & LEAF) as u32) << i);
+        if e & LEAF != 0 {
+            links &= !(1 << i);
+            continue;
+        }
+        // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `links`.
+        let slot = slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) });
+        slots[i & 31] = slot;
+        prefetch_node(e, slot);
     }
     links
+}
+
+/// Prefetches the node link `e` names for the lookup of `slot` in it: the value line of
+/// `slot` in a direct node, else the first two lines (all of a flat node of up to nine
+/// runs; the top key line of a bigger one).
+#[inline(always)]
+fn prefetch_node(e: u64, slot: u32) {
+    let direct = ((e & DIRECT) as usize >> 1).wrapping_neg();
+    let first = (e & PTR) as usize + ((8 * slot as usize) & !63 & direct);
+    prefetch(first);
+    prefetch(first + (64 & !direct));
+}
+
+/// Whether the CPU has what the fast lookup paths use: AVX2, BMI2 and POPCNT.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi2")
+        && std::arch::is_x86_feature_detected!("popcnt")
 }
 
 /// Length and next hop of the longest prefix of at most the node's depth covering the
@@ -1056,4 +1099,44 @@ fn node_runs(
         })
         .collect();
     runs_of(d, s, rec.cover, &rec.own, &kids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SSE2 path (CPUs without AVX2) answers like the reference too; the shared
+    /// tests run the AVX2 path where the CPU has it.
+    #[test]
+    fn the_portable_path_matches_the_reference() {
+        let mut routes: Vec<(u128, u8, u32)> = Vec::new();
+        let base = 0x2001_0db8u128 << 96;
+        for i in 0..400u128 {
+            // /48s in one /32 (a key tree), /40s, and a stride-8 node of many runs.
+            routes.push((base | (i * 3) << 80, 48, i as u32));
+            routes.push((base | (i % 50) << 88, 40, 1000 + i as u32));
+            routes.push((0x2a00u128 << 112 | (i % 200) << 104, 24, 2000 + (i % 2) as u32));
+        }
+        routes.push((base | 5 << 80 | 7 << 60, 68, 77));
+        routes.push((base | 5 << 80 | 7 << 60 | 9, 128, 78));
+        let t = Runs6::build(&routes);
+        let reference = crate::reference::NaiveLpm6::new();
+        let mut reference = reference;
+        for &(a, l, nh) in &routes {
+            reference.insert(a, l, nh);
+        }
+        let mut probes: Vec<u128> = Vec::new();
+        for &(a, l, _) in &routes {
+            let last = a | u128::MAX.checked_shr(u32::from(l)).unwrap_or(0);
+            probes.extend([a, a.wrapping_sub(1), last, last.wrapping_add(1)]);
+        }
+        let mut out = vec![0u32; probes.len()];
+        let _guard = epoch::pin();
+        t.lookup_batch_pinned::<false>(&probes, &mut out);
+        for (&a, &o) in probes.iter().zip(&out) {
+            let want = reference.lookup(a).unwrap_or(NONE);
+            assert_eq!(o, want, "batch {:x}", a);
+            assert_eq!(t.lookup_pinned::<false>(a), want, "single {:x}", a);
+        }
+    }
 }
