@@ -570,14 +570,30 @@ impl Runs6 {
         let mut slots = [0u32; 32];
         let top: &[AtomicU64] = &self.top;
         let mut links = 0u32;
-        for (i, (ve, &k)) in v.iter_mut().zip(&keys[..len]).enumerate() {
-            // SAFETY: a 16-bit slot is below the first level's length, 2^16.
-            let e = unsafe { top.get_unchecked(slot_of(k, 0, TOP_BITS) as usize) }.load(Ordering::Acquire);
-            *ve = e;
-            // The answer if `e` is a leaf (rewritten below if not).
-            // SAFETY: `i < len <= out.len()` (the caller passes matching chunks).
-            unsafe { *out.get_unchecked_mut(i) = or_default((e >> 32) as u32, dflt) };
-            links |= (((e & LEAF) ^ LEAF) as u32) << i;
+        for i in 0..len {
+            // SAFETY: `i < len <= keys.len()`; a 16-bit slot is below the first level's
+            // length, 2^16.
+            v[i & 31] = unsafe { top.get_unchecked(slot_at::<0, 16>(*keys.get_unchecked(i)) as usize) }
+                .load(Ordering::Acquire);
+        }
+        // The answers of the keys whose entry is a leaf (the others are rewritten
+        // below), and the mask of those that are links.
+        #[cfg(target_arch = "x86_64")]
+        let done = AVX2 && len == 32 && {
+            // SAFETY: `AVX2`: the caller runs on a CPU with AVX2; `out` holds at least
+            // `len` = 32 answers.
+            links = unsafe { leaves_avx2(&v, out, dflt) };
+            true
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = false;
+        if !done {
+            for i in 0..len {
+                let e = v[i & 31];
+                // SAFETY: `i < len <= out.len()` (the caller passes matching chunks).
+                unsafe { *out.get_unchecked_mut(i) = or_default((e >> 32) as u32, dflt) };
+                links |= (!e as u32 & 1) << i;
+            }
         }
         let linked = links;
         // Prefetches in a loop of their own over the links only: most uniformly random
@@ -1013,6 +1029,34 @@ fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
         let slot = slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) });
         slots[i & 31] = slot;
         prefetch_node(e, slot);
+    }
+    links
+}
+
+/// For 32 first-level entries `v`: writes the answer of each leaf to `out` (the next hop,
+/// or `dflt` for NONE; entries that are links get garbage, to be overwritten) and
+/// returns the mask of the links, four entries per step.
+///
+/// # Safety
+/// The CPU has AVX2; `out` holds at least 32 answers.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
+    use std::arch::x86_64::*;
+    debug_assert!(out.len() >= 32);
+    // The high halves of four entries into the low four 32-bit lanes.
+    let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+    let none = _mm_set1_epi32(NONE as i32);
+    let dflt = _mm_set1_epi32(dflt as i32);
+    let mut links = 0u32;
+    for j in 0..8 {
+        let x = _mm256_loadu_si256(v.as_ptr().add(4 * j) as *const __m256i);
+        // Bit 0 (LEAF) of each entry to its sign bit: a set mask bit is a leaf.
+        let leaf = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(x, 63))) as u32;
+        links |= (!leaf & 15) << (4 * j);
+        let hops = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(x, odd));
+        let ans = _mm_blendv_epi8(hops, dflt, _mm_cmpeq_epi32(hops, none));
+        _mm_storeu_si128(out.as_mut_ptr().add(4 * j) as *mut __m128i, ans);
     }
     links
 }
