@@ -1183,4 +1183,43 @@ mod tests {
             assert_eq!(t.lookup_pinned::<false>(a), want, "single {:x}", a);
         }
     }
+
+    /// A node of more than 33^3 runs (a four-level key tree): 18,000 /48s, every third,
+    /// in one /32, then half of them removed again.
+    #[test]
+    fn a_node_with_a_four_level_key_tree() {
+        let base = 0x2001_0db8u128 << 96;
+        let routes: Vec<(u128, u8, u32)> = (0..18_000u128)
+            .map(|i| (base | (i * 3) << 80, 48, i as u32))
+            .collect();
+        let t = Runs6::build(&routes);
+        let runs = |t: &Runs6| (t.lock().nodes[&(2, base)].link >> RUNS_SHIFT) as usize + 1;
+        // Each /48 and the gap after it.
+        assert_eq!(runs(&t), 36_000);
+        assert_eq!(tree_shape(36_000).1, 4);
+        let check = |t: &Runs6, live: &dyn Fn(usize) -> bool| {
+            let mut probes = Vec::new();
+            let mut want = Vec::new();
+            for (i, &(a, _, nh)) in routes.iter().enumerate() {
+                let hop = if live(i) { nh } else { NONE };
+                probes.extend([a, a | ((1 << 80) - 1), a + (1 << 80)]);
+                want.extend([hop, hop, NONE]);
+            }
+            let mut out = vec![0u32; probes.len()];
+            t.lookup_batch(&probes, &mut out);
+            for ((&a, &o), &w) in probes.iter().zip(&out).zip(&want) {
+                assert_eq!(o, w, "{:x}", a);
+            }
+            let _guard = epoch::pin();
+            t.lookup_batch_pinned::<false>(&probes, &mut out);
+            assert_eq!(out, want);
+        };
+        check(&t, &|_| true);
+        for &(a, l, _) in routes.iter().step_by(2) {
+            assert!(t.remove(a, l).is_some());
+        }
+        check(&t, &|i| i % 2 == 1);
+        // A leading run of no route, then each remaining /48 and the gap after it.
+        assert_eq!(runs(&t), 18_001);
+    }
 }
