@@ -103,14 +103,15 @@ pub(crate) struct ShortChange {
 
 impl ShortChange {
     /// `key/len` gets next hop `nh`, or is removed (`None`): its slots then fall back
-    /// to the longest shorter prefix covering it in `routes` (one map per length), or
-    /// to no route (`none`).
+    /// to the longest shorter prefix covering it in `routes` (one map per length) that
+    /// is longer than `floor`, or to no route (`none`).
     pub(crate) fn new<K: Key>(
         routes: &[PrefixMap<K>],
         key: K,
         len: u8,
         nh: Option<u32>,
         none: u32,
+        floor: u8,
     ) -> ShortChange {
         match nh {
             // Slots whose best is not longer take the new prefix.
@@ -122,7 +123,7 @@ impl ShortChange {
             },
             // Slots this prefix owned fall back to the covering prefix.
             None => {
-                let cover = (1..len)
+                let cover = (floor + 1..len)
                     .rev()
                     .find_map(|l| routes[l as usize].get(&key.masked(l)).map(|&v| (l, v)));
                 let (set_len, set_val) = cover.unwrap_or((0, none));

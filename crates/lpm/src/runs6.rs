@@ -431,6 +431,12 @@ pub struct Runs6 {
     arena: Option<HugeSlice<AtomicU64>>,
     /// The default route (`/0`).
     default: AtomicU32,
+    /// Per /16: the next hop of the longest prefix of 1 to 16 bits covering it, or NONE.
+    /// Nodes do not hold these (their slots covered by nothing longer are NONE), so that
+    /// a change of such a prefix is one store per /16 it spans, not a rebuild of every
+    /// node below it; a lookup that ends at NONE in a node reads this entry (a /16
+    /// without nodes has the value in its first-level leaf).
+    short: HugeSlice<AtomicU32>,
     writer: Mutex<Writer>,
     /// Bytes of live heap nodes.
     heap_bytes: AtomicUsize,
@@ -473,10 +479,12 @@ fn parent(level: usize, base: u128) -> Option<(usize, u128)> {
 
 impl Runs6 {
     pub fn new() -> Runs6 {
+        let short = HugeSlice::new(TOP, |_| AtomicU32::new(NONE));
         Runs6 {
             top: HugeSlice::new(TOP, |_| AtomicU64::new(leaf(NONE))),
             arena: None,
             default: AtomicU32::new(NONE),
+            short,
             writer: Mutex::new(Writer {
                 routes: (0..=128).map(|_| PrefixMap::default()).collect(),
                 top_len: vec![0; TOP],
@@ -522,7 +530,8 @@ impl Runs6 {
     /// POPCNT).
     #[inline(always)]
     fn lookup_pinned<const AVX2: bool>(&self, key: u128) -> u32 {
-        let mut v = self.top[slot_of(key, 0, TOP_BITS) as usize].load(Ordering::Acquire);
+        let i = slot_of(key, 0, TOP_BITS) as usize;
+        let mut v = self.top[i].load(Ordering::Acquire);
         let mut level = 0;
         while v & LEAF == 0 {
             // SAFETY: a link names a published node, alive while the caller's guard is
@@ -531,7 +540,8 @@ impl Runs6 {
                 .load(Ordering::Acquire);
             level += 1;
         }
-        or_default((v >> 32) as u32, self.default.load(Ordering::Acquire))
+        let v = or_default((v >> 32) as u32, self.short[i].load(Ordering::Acquire));
+        or_default(v, self.default.load(Ordering::Acquire))
     }
 
     /// Looks up `keys` 32 at a time, level by level over the group, prefetching each
@@ -630,7 +640,15 @@ impl Runs6 {
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            out[i] = or_default((v[i & 31] >> 32) as u32, dflt);
+            let mut nh = (v[i & 31] >> 32) as u32;
+            if nh == NONE {
+                // SAFETY: `i < len` (only those bits are set); a 16-bit slot is below
+                // the length of `short`, 2^16.
+                let k = unsafe { *keys.get_unchecked(i) };
+                nh =
+                    unsafe { self.short.get_unchecked(slot_at::<0, 16>(k) as usize) }.load(Ordering::Acquire);
+            }
+            out[i] = or_default(nh, dflt);
         }
     }
 
@@ -672,16 +690,18 @@ impl Runs6 {
         if u32::from(len) <= TOP_BITS {
             let span = 1usize << (TOP_BITS - u32::from(len));
             let start = slot_of(key, 0, TOP_BITS) as usize;
-            let change = ShortChange::new(&w.routes, key, len, nh, NONE);
+            let change = ShortChange::new(&w.routes, key, len, nh, NONE, 0);
             for i in start..start + span {
                 if change.owns(w.top_len[i]) {
                     w.top_len[i] = change.set_len;
                     w.top_val[i] = change.set_val;
-                    let base = (i as u128) << 112;
-                    if w.nodes.contains_key(&(0, base)) {
-                        push_cover(w, 0, base, &change, &mut dirty);
+                    // Nodes leave the slots only short prefixes cover at NONE, and
+                    // lookups ending there read `short`: one store per /16 either way.
+                    if w.nodes.contains_key(&(0, (i as u128) << 112)) {
+                        self.short[i].store(change.set_val, Ordering::Release);
                     } else {
                         self.top[i].store(leaf(change.set_val), Ordering::Release);
+                        self.short[i].store(change.set_val, Ordering::Release);
                     }
                 }
             }
@@ -744,7 +764,8 @@ impl Runs6 {
                 k[lo..hi].to_vec()
             };
             if !kids.is_empty() {
-                let change = ShortChange::new(&w.routes, key, len, nh, NONE);
+                // (Prefixes of at most 16 bits are not pushed into nodes.)
+                let change = ShortChange::new(&w.routes, key, len, nh, NONE, TOP_BITS as u8);
                 for slot in kids {
                     let kb = base | (u128::from(slot) << (128 - d - s));
                     push_cover(w, owner + 1, kb, &change, &mut dirty);
@@ -913,6 +934,7 @@ impl Runs6 {
             }
         }
         for i in 0..TOP {
+            t.short[i].store(w.top_val[i], Ordering::Relaxed);
             let e = match w.nodes.get(&(0, (i as u128) << 112)) {
                 Some(rec) => rec.link,
                 None => leaf(w.top_val[i]),
@@ -953,8 +975,9 @@ impl Runs6 {
         let mut w = self.lock();
         let guard = epoch::pin();
         self.default.store(NONE, Ordering::Release);
-        for slot in self.top.iter() {
+        for (slot, short) in self.top.iter().zip(self.short.iter()) {
             slot.store(leaf(NONE), Ordering::Release);
+            short.store(NONE, Ordering::Release);
         }
         let retired: Vec<u64> = w.nodes.drain().map(|(_, r)| r.link).filter(|&l| l != 0).collect();
         w.top_len.fill(0);
@@ -969,6 +992,7 @@ impl Runs6 {
     /// Bytes the readers touch: the first level, the arena and the live heap nodes.
     pub fn lookup_bytes(&self) -> usize {
         self.top.bytes()
+            + self.short.bytes()
             + self.arena.as_ref().map_or(0, |a| a.bytes())
             + self.heap_bytes.load(Ordering::Relaxed)
     }
@@ -1086,10 +1110,8 @@ fn has_avx2() -> bool {
 /// cover) or, at level 0, the first-level record.
 fn cover_for(w: &Writer, level: usize, base: u128) -> (u8, u32) {
     match parent(level, base) {
-        None => {
-            let i = slot_of(base, 0, TOP_BITS) as usize;
-            (w.top_len[i], w.top_val[i])
-        }
+        // Prefixes of at most 16 bits are not pushed into nodes (see `Runs6::short`).
+        None => (0, NONE),
         Some((pl, pb)) => {
             let p = &w.nodes[&(pl as u8, pb)];
             own_cover(&p.own, pl, base).unwrap_or((p.cover_len, p.cover))
