@@ -46,9 +46,10 @@
 //! slots. A change rebuilds the node whose stride holds the prefix length (and, since
 //! leaves are pushed, each node below it in the prefix's span whose inherited value
 //! changes) and publishes each with **one** `Release` store: into the parent node's value
-//! word for that slot, or into the first level. A change to a prefix of at most 16 bits
-//! stores a new leaf, or a rebuilt node, into each first-level entry it is the longest
-//! cover of.
+//! word for that slot, or into the first level. Prefixes of at most 16 bits are not
+//! pushed into nodes: a per-/16 array holds their next hop (read by lookups that end at
+//! no route inside a node), so such a change is one store per /16 it is the longest
+//! cover of (into that array, and the first-level leaf of a /16 without nodes).
 //!
 //! In both, every address flips from its old to its new answer exactly once, and no
 //! address outside the changed prefix sees any change.
