@@ -9,9 +9,9 @@
 //! (about 18 on a BGP table) and published with one `Release` store into the first
 //! level; the replaced chunk is freed through the epoch collector.
 
+use crate::key::NONE;
 use crate::key::{Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::HugeSlice;
-use crate::trie::NONE;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
@@ -821,7 +821,7 @@ impl Dir16 {
         } else if u32::from(len) <= TOP_BITS {
             let span = 1usize << (TOP_BITS - u32::from(len));
             let start = (key >> TOP_BITS) as usize;
-            let change = ShortChange::new(&w.short, key, len, nh, NONE);
+            let change = ShortChange::new(&w.short, key, len, nh, NONE, 0);
             let (set_len, set_val) = (change.set_len, change.set_val);
             for i in start..start + span {
                 if change.owns(w.top_len[i]) {

@@ -1,17 +1,17 @@
-//! Address types the trie is generic over (`u32` for IPv4, `u128` for IPv6).
+//! Address types (`u32` for IPv4, `u128` for IPv6), the writers' prefix maps and the
+//! rule both structures use for changes of prefixes no longer than their first level.
 
 use std::fmt::Debug;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+/// Next hop meaning "no route".
+pub const NONE: u32 = u32::MAX;
 
 /// An address: a `BITS`-wide unsigned integer whose most significant bit is the first bit
 /// of the address.
 pub trait Key: Copy + Ord + Eq + Hash + Debug + Send + Sync + 'static {
     /// Address width in bits.
     const BITS: u32;
-    /// Bits of the directly indexed first level.
-    const TOP: u32;
-    /// `n` bits (1 ..= 6) starting `start` bits from the most significant end.
-    fn bits(self, start: u32, n: u32) -> usize;
     /// Widened to `u128` (the value, not left-aligned).
     fn to_u128(self) -> u128;
     /// Narrowed from `u128` (the low `BITS` bits).
@@ -28,11 +28,6 @@ pub trait Key: Copy + Ord + Eq + Hash + Debug + Send + Sync + 'static {
 
 impl Key for u32 {
     const BITS: u32 = 32;
-    const TOP: u32 = 18;
-    #[inline(always)]
-    fn bits(self, start: u32, n: u32) -> usize {
-        ((self << start) >> (32 - n)) as usize
-    }
     #[inline(always)]
     fn to_u128(self) -> u128 {
         u128::from(self)
@@ -45,11 +40,6 @@ impl Key for u32 {
 
 impl Key for u128 {
     const BITS: u32 = 128;
-    const TOP: u32 = 18;
-    #[inline(always)]
-    fn bits(self, start: u32, n: u32) -> usize {
-        ((self << start) >> (128 - n)) as usize
-    }
     #[inline(always)]
     fn to_u128(self) -> u128 {
         self
@@ -113,14 +103,15 @@ pub(crate) struct ShortChange {
 
 impl ShortChange {
     /// `key/len` gets next hop `nh`, or is removed (`None`): its slots then fall back
-    /// to the longest shorter prefix covering it in `routes` (one map per length), or
-    /// to no route (`none`).
+    /// to the longest shorter prefix covering it in `routes` (one map per length) that
+    /// is longer than `floor`, or to no route (`none`).
     pub(crate) fn new<K: Key>(
         routes: &[PrefixMap<K>],
         key: K,
         len: u8,
         nh: Option<u32>,
         none: u32,
+        floor: u8,
     ) -> ShortChange {
         match nh {
             // Slots whose best is not longer take the new prefix.
@@ -132,7 +123,7 @@ impl ShortChange {
             },
             // Slots this prefix owned fall back to the covering prefix.
             None => {
-                let cover = (1..len)
+                let cover = (floor + 1..len)
                     .rev()
                     .find_map(|l| routes[l as usize].get(&key.masked(l)).map(|&v| (l, v)));
                 let (set_len, set_val) = cover.unwrap_or((0, none));

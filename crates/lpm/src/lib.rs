@@ -15,13 +15,16 @@
 //! same format), flagged in the link; /16s without longer prefixes link a shared one-run
 //! chunk per value. A 1M-prefix BGP table takes 6.8 MiB.
 //!
-//! **IPv6** (`trie.rs`): a first level of `2^18` 64-bit entries over immutable multibit
-//! nodes of stride 6, compressed Poptrie-style with two 64-bit bitmaps (`vector`: slot
-//! holds a child; `leafvec`: a run of equal leaf values starts). Leaves are not pushed
-//! across levels: a node's value for a slot is the longest prefix *ending in its
-//! stride*, its header carries its parent slot's value, and a lookup keeps the best value
-//! seen on its way down. Keys are full `u128`, so prefixes longer than /64 need nothing
-//! special.
+//! **IPv6** (`runs6.rs`): a first level of `2^16` 64-bit entries (one per /16) over a
+//! leaf-pushed multibit trie whose node levels start at bits 16, 24, 32, 48, 64, 80, 96
+//! and 112 (strides 8, 8, then 16, so a /48 query reads the first level, two small
+//! nodes that stay cached and one node for bits 32..48). A node stores its slots as runs
+//! of equal values: the sorted slots where runs start (16-bit keys, compared eight at a
+//! time with SSE2, in one 64-byte line for up to 33 runs, as a 33-ary search tree of
+//! such lines beyond that) and one 64-bit value per run, either a next hop or a link to
+//! the child node of one slot; stride-8 nodes of more than 33 runs store one value per
+//! slot instead. Keys are full `u128`, so prefixes longer than /64 and host routes take
+//! the same path.
 //!
 //! The default route (`/0`) has a slot of its own in both.
 //!
@@ -39,11 +42,14 @@
 //! is stored before any chunk using it is published); with more than 65,535 distinct
 //! next hops, chunks holding one without an index store 32-bit values instead.
 //!
-//! IPv6: a change to a prefix longer than the first level builds new copies of the nodes
-//! on the path from the first level to the node holding the prefix length (path copying)
-//! and publishes them with **one** `Release` store into the first-level entry; a change
-//! to a prefix of at most 18 bits stores a new leaf, or a copy of the child with a new
-//! inherited value, into each first-level slot it spans.
+//! IPv6: the writer keeps per node the routes ending in its stride and its child
+//! slots. A change rebuilds the node whose stride holds the prefix length (and, since
+//! leaves are pushed, each node below it in the prefix's span whose inherited value
+//! changes) and publishes each with **one** `Release` store: into the parent node's value
+//! word for that slot, or into the first level. Prefixes of at most 16 bits are not
+//! pushed into nodes: a per-/16 array holds their next hop (read by lookups that end at
+//! no route inside a node), so such a change is one store per /16 it is the longest
+//! cover of (into that array, and the first-level leaf of a /16 without nodes).
 //!
 //! In both, every address flips from its old to its new answer exactly once, and no
 //! address outside the changed prefix sees any change.
@@ -68,13 +74,13 @@ mod dir16;
 mod key;
 mod mem;
 pub mod reference;
+mod runs6;
 pub mod synth;
 pub mod table;
-mod trie;
 
 use dir16::Dir16;
 pub use key::Key;
-use trie::Trie;
+use runs6::Runs6;
 
 /// What [`Ipv4Lpm`] and [`Ipv6Lpm`] share, for code that serves both families (the
 /// benchmark, tests). Each method is the type's own, of the same name.
@@ -121,7 +127,7 @@ macro_rules! family {
 
         $(#[$doc])*
         pub struct $name {
-            trie: $inner,
+            inner: $inner,
         }
 
         impl Default for $name {
@@ -142,11 +148,11 @@ macro_rules! family {
             /// Largest next-hop value the table stores.
             pub const MAX_NEXT_HOP: u32 = u32::MAX - 1;
             /// What [`Self::lookup_batch`] writes for an address without a route.
-            pub const NO_ROUTE: u32 = trie::NONE;
+            pub const NO_ROUTE: u32 = key::NONE;
 
             /// An empty table.
             pub fn new() -> Self {
-                Self { trie: <$inner>::new() }
+                Self { inner: <$inner>::new() }
             }
 
             /// A table holding `routes` (`(address, length, next hop)`, any order; host
@@ -158,7 +164,7 @@ macro_rules! family {
                 for &(_, len, nh) in routes {
                     Self::check(len, nh);
                 }
-                Self { trie: <$inner>::build(routes) }
+                Self { inner: <$inner>::build(routes) }
             }
 
             fn check(len: u8, nh: u32) {
@@ -169,7 +175,7 @@ macro_rules! family {
             /// The next hop of the longest prefix containing `addr`.
             #[inline]
             pub fn lookup(&self, addr: $key) -> Option<u32> {
-                let r = self.trie.lookup(addr);
+                let r = self.inner.lookup(addr);
                 (r != Self::NO_ROUTE).then_some(r)
             }
 
@@ -181,7 +187,7 @@ macro_rules! family {
             /// If `out` is shorter than `addrs`.
             #[inline]
             pub fn lookup_batch(&self, addrs: &[$key], out: &mut [u32]) {
-                self.trie.lookup_batch(addrs, out)
+                self.inner.lookup_batch(addrs, out)
             }
 
             /// Installs `addr/len -> nh` (host bits of `addr` are ignored); returns the
@@ -191,7 +197,7 @@ macro_rules! family {
             /// If `len` exceeds the address width or `nh > MAX_NEXT_HOP`.
             pub fn insert(&self, addr: $key, len: u8, nh: u32) -> Option<u32> {
                 Self::check(len, nh);
-                self.trie.insert(addr, len, nh)
+                self.inner.insert(addr, len, nh)
             }
 
             /// Removes the route for exactly `addr/len`; returns its next hop. Addresses
@@ -201,23 +207,23 @@ macro_rules! family {
             /// If `len` exceeds the address width.
             pub fn remove(&self, addr: $key, len: u8) -> Option<u32> {
                 Self::check(len, 0);
-                self.trie.remove(addr, len)
+                self.inner.remove(addr, len)
             }
 
             /// The next hop installed for exactly `addr/len`, if any.
             pub fn get(&self, addr: $key, len: u8) -> Option<u32> {
-                self.trie.get(addr, len)
+                self.inner.get(addr, len)
             }
 
             /// Every installed route as `(addr, len, next_hop)`, sorted by address then
             /// length.
             pub fn routes(&self) -> Vec<($key, u8, u32)> {
-                self.trie.routes()
+                self.inner.routes()
             }
 
             /// Number of installed routes.
             pub fn len(&self) -> usize {
-                self.trie.len()
+                self.inner.len()
             }
 
             pub fn is_empty(&self) -> bool {
@@ -226,17 +232,17 @@ macro_rules! family {
 
             /// Removes every route.
             pub fn clear(&self) {
-                self.trie.clear()
+                self.inner.clear()
             }
 
             /// Bytes of the lookup structure readers use (first level and live nodes).
             pub fn memory_bytes(&self) -> usize {
-                self.trie.lookup_bytes()
+                self.inner.lookup_bytes()
             }
 
             /// Estimated bytes of the writer's route record (not touched by lookups).
             pub fn control_bytes(&self) -> usize {
-                self.trie.control_bytes()
+                self.inner.control_bytes()
             }
         }
     };
@@ -256,7 +262,7 @@ family!(
     /// most significant bit first). See the [crate documentation](crate).
     Ipv6Lpm,
     u128,
-    Trie<u128>,
+    Runs6,
     128
 );
 

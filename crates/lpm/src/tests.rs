@@ -895,3 +895,176 @@ fn large_synthetic_tables_match_a_hashed_reference_through_updates() {
         }
     }
 }
+
+/// Every answer of `t` (single and batch lookups) for `probes` against the per-length
+/// maps `maps`.
+fn check6(t: &Ipv6Lpm, maps: &[std::collections::HashMap<u128, u32>], probes: &[u128]) {
+    let mut out = vec![0u32; probes.len()];
+    t.lookup_batch(probes, &mut out);
+    for (&a, &o) in probes.iter().zip(&out) {
+        let want = hashed_lookup(maps, a);
+        assert_eq!(o, want.unwrap_or(Ipv6Lpm::NO_ROUTE), "batch {:x}", a);
+        assert_eq!(t.lookup(a), want, "single {:x}", a);
+    }
+}
+
+/// The first, last and neighbouring addresses of each prefix.
+fn edges6(routes: &[(u128, u8, u32)]) -> Vec<u128> {
+    let mut v = Vec::new();
+    for &(a, l, _) in routes {
+        let last = a | (u128::MAX.checked_shr(u32::from(l)).unwrap_or(0));
+        v.extend([a, a.wrapping_sub(1), last, last.wrapping_add(1), a ^ 1]);
+    }
+    v
+}
+
+/// Nodes of every size class: a /16 whose bits 16..24 hold 120 /24s of alternating next
+/// hops (a stride-8 node of more than 33 runs, stored one value per slot), a /32 with
+/// 20 /48s (one key line), a /32 with 300 /48s (a two-level key tree) and a /64 with
+/// 1,000 /80s (a three-level key tree), built in bulk and by inserts, checked at every
+/// prefix edge while half the routes go and come back with other next hops.
+#[test]
+fn ipv6_nodes_of_every_size_match_a_reference_through_updates() {
+    let mut routes: Vec<(u128, u8, u32)> = Vec::new();
+    let base16 = ip6("2001::");
+    for i in 0..120u128 {
+        routes.push((base16 | (i * 2) << 104, 24, (i % 3) as u32));
+    }
+    let small = ip6("2a00:1450::");
+    for i in 0..20u128 {
+        routes.push((small | (i * 7) << 80, 48, 100 + i as u32));
+    }
+    let mid = ip6("2a00:1451::");
+    for i in 0..300u128 {
+        routes.push((mid | (i * 3) << 80, 48, 1000 + i as u32));
+    }
+    let big = ip6("2c0f:f000:1:2::");
+    for i in 0..1000u128 {
+        routes.push((big | (i * 5) << 48, 80, 5000 + i as u32));
+    }
+    // Covers at every level above them, and hosts and long prefixes below.
+    routes.extend([
+        (ip6("2000::"), 3, 7),
+        (ip6("2a00:1450::"), 32, 8),
+        (ip6("2c0f:f000:1:2::"), 64, 9),
+        (ip6("2c0f:f000:1:2:0:5::"), 96, 10),
+        (ip6("2c0f:f000:1:2:0:5::1"), 128, 11),
+        (ip6("2001:0:200::"), 40, 12),
+    ]);
+    let probes = edges6(&routes);
+    let mut maps = hashed(&routes, 128);
+    let built = Ipv6Lpm::build(&routes);
+    check6(&built, &maps, &probes);
+    let inserted = Ipv6Lpm::new();
+    for &(a, l, nh) in &routes {
+        assert_eq!(inserted.insert(a, l, nh), None);
+    }
+    check6(&inserted, &maps, &probes);
+    for t in [&built, &inserted] {
+        for (i, &(a, l, nh)) in routes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+            assert_eq!(t.remove(a, l), Some(nh), "route {}", i);
+        }
+    }
+    for (i, &(a, l, _)) in routes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        maps[l as usize].remove(&a);
+        let _ = i;
+    }
+    check6(&built, &maps, &probes);
+    check6(&inserted, &maps, &probes);
+    for t in [&built, &inserted] {
+        for &(a, l, nh) in routes.iter().step_by(2) {
+            assert_eq!(t.insert(a, l, nh + 1), None);
+        }
+    }
+    for &(a, l, nh) in routes.iter().step_by(2) {
+        maps[l as usize].insert(a, nh + 1);
+    }
+    check6(&built, &maps, &probes);
+    check6(&inserted, &maps, &probes);
+    for &(a, l, _) in &routes {
+        assert!(inserted.remove(a, l).is_some());
+    }
+    assert!(inserted.is_empty());
+    assert_eq!(inserted.lookup(big), None);
+    assert_eq!(inserted.memory_bytes(), Ipv6Lpm::new().memory_bytes());
+}
+
+/// One prefix of every length 1..=128 along one address (each nested in the one before),
+/// with probes that leave the chain at every bit: removing and restoring them one at a
+/// time in a scrambled order keeps every answer that of the longest remaining prefix.
+#[test]
+fn ipv6_a_chain_of_every_length_nests_and_unwinds() {
+    let addr = ip6("2a00:1450:4001:82a:dead:beef:1234:5678");
+    let chain: Vec<(u128, u8, u32)> = (1..=128u8).map(|l| (addr.masked(l), l, u32::from(l))).collect();
+    let probes: Vec<u128> = (0..128)
+        .map(|b| addr ^ (1u128 << b))
+        .chain([addr, 0, u128::MAX])
+        .collect();
+    let t = Ipv6Lpm::build(&chain);
+    let mut maps = hashed(&chain, 128);
+    t.insert(0, 0, 999);
+    maps[0].insert(0, 999);
+    check6(&t, &maps, &probes);
+    let mut order: Vec<usize> = (0..chain.len()).collect();
+    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.next() as usize % (i + 1));
+    }
+    for &i in &order {
+        let (a, l, nh) = chain[i];
+        assert_eq!(t.remove(a, l), Some(nh));
+        maps[l as usize].remove(&a);
+        check6(&t, &maps, &probes);
+    }
+    for &i in order.iter().rev() {
+        let (a, l, nh) = chain[i];
+        assert_eq!(t.insert(a, l, nh + 1000), None);
+        maps[l as usize].insert(a, nh + 1000);
+        check6(&t, &maps, &probes);
+    }
+}
+
+/// Addresses concentrated in two /32s and one /64, so that nodes grow past one key line.
+fn dense6_strategy() -> impl Strategy<Value = (u128, u8)> {
+    let bases = [ip6("2001:db8::"), ip6("2001:db9::"), ip6("2a00:1450:1:2::")];
+    (0usize..bases.len(), any::<u128>(), 17u8..=128).prop_map(move |(b, noise, l)| {
+        // Vary the bits right below each base's length most.
+        let keep = if b == 2 { 64 } else { 32 };
+        let mut a = bases[b] | (noise >> keep);
+        if l < keep as u8 {
+            a = bases[b];
+        }
+        let l = l.clamp(if b == 2 { 65 } else { 33 }, if b == 2 { 80 } else { 48 });
+        (a.masked(l), l)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Dense tables (hundreds of prefixes per node) with interleaved removals match the
+    /// reference, for bulk-built and incrementally built tables alike.
+    #[test]
+    fn ipv6_dense_tables_match_reference(routes in proptest::collection::vec((dense6_strategy(), 0u32..4), 50..700),
+                                         removals in proptest::collection::vec(any::<prop::sample::Index>(), 0..200)) {
+        let routes: Vec<(u128, u8, u32)> = routes.into_iter().map(|((a, l), nh)| (a, l, nh)).collect();
+        let built = Ipv6Lpm::build(&routes);
+        let inserted = Ipv6Lpm::new();
+        let mut maps = vec![std::collections::HashMap::new(); 129];
+        for &(a, l, nh) in &routes {
+            inserted.insert(a, l, nh);
+            maps[l as usize].insert(a, nh);
+        }
+        let probes = edges6(&routes);
+        check6(&built, &maps, &probes);
+        check6(&inserted, &maps, &probes);
+        for ix in &removals {
+            let (a, l, _) = routes[ix.index(routes.len())];
+            let want = maps[l as usize].remove(&a);
+            prop_assert_eq!(built.remove(a, l), want);
+            prop_assert_eq!(inserted.remove(a, l), want);
+        }
+        check6(&built, &maps, &probes);
+        check6(&inserted, &maps, &probes);
+    }
+}

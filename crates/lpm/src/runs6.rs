@@ -1,0 +1,1247 @@
+//! The IPv6 lookup structure: a directly indexed first level of `2^16` entries (one per
+//! /16) over a leaf-pushed multibit trie whose levels start at bits 16, 24, 32, 48, 64,
+//! 80, 96 and 112 (strides 8, 8, then 16). A node holds its slots as *runs* of equal
+//! values (the leaf-pushed next hop, or a link to the child node of one slot): a sorted
+//! array of the slots where runs start, compared 8 at a time with SSE2, then one 64-bit
+//! value per run. A /48 query walks the /16 entry, two small stride-8 nodes (few, so
+//! they stay cached) and one stride-16 node for bits 32..48 (a BGP /32 holds a handful
+//! of runs there, so the node is one or two lines): one cold access instead of the
+//! trie's three or four. See `docs/LPM.md` for the measurements.
+//!
+//! Updates rebuild the node whose stride holds the prefix length from the writer's
+//! record (and, because leaves are pushed, each node below it whose inherited value
+//! changes) and publish each with one `Release` store: into the parent node's value word
+//! for that slot, or into the first level. Replaced nodes go through the epoch collector.
+
+use crate::key::NONE;
+use crate::key::{Key, PrefixHasher, PrefixMap, ShortChange};
+use crate::mem::HugeSlice;
+use crossbeam_epoch::{self as epoch, Guard};
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Address bits of the first level.
+const TOP_BITS: u32 = 16;
+const TOP: usize = 1 << TOP_BITS;
+/// The depth (address bits above it) of each node level, and its stride.
+const DEPTHS: [u32; 8] = [16, 24, 32, 48, 64, 80, 96, 112];
+const STRIDES: [u32; 8] = [8, 8, 16, 16, 16, 16, 16, 16];
+/// A value with this bit set is a leaf: the next hop (or NONE) in its high 32 bits.
+/// Otherwise it is a link: a line-aligned node address (bits 6..48) and the node's
+/// number of runs minus one (bits 48..64).
+const LEAF: u64 = 1;
+/// A link with this bit set names a *direct* node: one value per slot, no keys (stride-8
+/// nodes of more than [`FLAT`] runs, 2 KiB).
+const DIRECT: u64 = 2;
+const PTR: u64 = ((1u64 << 48) - 1) & !63;
+const RUNS_SHIFT: u32 = 48;
+/// Runs of a node whose keys fit one 64-byte line (32 stored keys: the first run
+/// always starts at slot 0 and is not stored).
+const FLAT: usize = 33;
+/// Fan-out of a key line in a multi-line node.
+const FAN: usize = 33;
+/// Stored key of a padding lane: never below a query slot.
+const PAD: u16 = 0x7fff;
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<PrefixHasher>>;
+
+#[inline(always)]
+const fn leaf(v: u32) -> u64 {
+    ((v as u64) << 32) | LEAF
+}
+
+/// The level index of the node whose stride holds prefix length `len` (> 16).
+fn owner_level(len: u8) -> usize {
+    let len = u32::from(len);
+    DEPTHS
+        .iter()
+        .zip(STRIDES)
+        .position(|(&d, s)| d < len && len <= d + s)
+        .unwrap_or(DEPTHS.len() - 1)
+}
+
+/// The `stride` bits of `key` after its first `depth` bits.
+#[inline(always)]
+fn slot_of(key: u128, depth: u32, stride: u32) -> u32 {
+    ((key << depth) >> (128 - stride)) as u32
+}
+
+/// A key as stored: `slot - 1` with the top bit flipped, so that a signed 16-bit
+/// comparison `query > stored` means `slot <= query` for unsigned slots.
+fn stored_key(slot: u32) -> u16 {
+    ((slot - 1) as u16) ^ 0x8000
+}
+
+/// Key lines of a multi-line node with `n` runs, per level from the top (levels
+/// beyond the node's height are 0), and the height.
+fn tree_shape(n: usize) -> ([usize; 4], usize) {
+    let height = if n <= FAN * FAN {
+        2
+    } else if n <= FAN * FAN * FAN {
+        3
+    } else {
+        4
+    };
+    let mut lines = [0usize; 4];
+    let mut span = FAN.pow(height as u32);
+    for l in lines.iter_mut().take(height) {
+        *l = n.div_ceil(span);
+        span /= FAN;
+    }
+    (lines, height)
+}
+
+/// Byte offset of the values of a node with `n` runs.
+#[inline(always)]
+fn values_at(n: usize) -> usize {
+    if n <= FLAT {
+        (n - 1).div_ceil(8) * 16
+    } else {
+        tree_shape(n).0.iter().sum::<usize>() * 64
+    }
+}
+
+/// Bytes allocated for a node with `n` runs: whole lines, at least one (a search reads
+/// a whole line of keys).
+fn node_bytes(n: usize) -> usize {
+    (values_at(n) + 8 * n).next_multiple_of(64)
+}
+
+/// Whether a node of `n` runs over `stride` bits is stored direct (one value per slot):
+/// stride-8 nodes too large for one key line, which would otherwise need two dependent
+/// key lines before the value.
+fn is_direct(n: usize, stride: u32) -> bool {
+    stride == 8 && n > FLAT
+}
+
+/// Slots of a direct node.
+const DIRECT_SLOTS: usize = 256;
+
+/// Number of stored keys of the key line at `p` that are at most `slot`, among the
+/// first `valid` lanes (32 for a full line). `AVX2`: compiled into a function with the
+/// `avx2`, `bmi2` and `popcnt` target features (two 32-byte compares instead of four).
+///
+/// # Safety
+/// `p` is 64-byte aligned and 64 bytes are readable there; with `AVX2`, the CPU has
+/// AVX2, BMI2 and POPCNT.
+#[inline(always)]
+unsafe fn count_le<const AVX2: bool>(p: *const u8, slot: u32, valid: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        use std::arch::x86_64::*;
+        let x = _mm256_set1_epi16((slot ^ 0x8000) as u16 as i16);
+        let q = p as *const __m256i;
+        let m0 = _mm256_movemask_epi8(_mm256_cmpgt_epi16(x, _mm256_load_si256(q))) as u32 as u64;
+        let m1 = _mm256_movemask_epi8(_mm256_cmpgt_epi16(x, _mm256_load_si256(q.add(1)))) as u32 as u64;
+        // Two mask bits per lane; lanes at and past `valid` hold values, not keys (BZHI
+        // keeps all 64 bits for an index of 64).
+        return _bzhi_u64(m0 | (m1 << 32), 2 * valid as u32).count_ones() as usize / 2;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let x = _mm_set1_epi16((slot ^ 0x8000) as u16 as i16);
+        let q = p as *const __m128i;
+        let m0 = _mm_movemask_epi8(_mm_cmpgt_epi16(x, _mm_load_si128(q))) as u32 as u64;
+        let m1 = _mm_movemask_epi8(_mm_cmpgt_epi16(x, _mm_load_si128(q.add(1)))) as u32 as u64;
+        let m2 = _mm_movemask_epi8(_mm_cmpgt_epi16(x, _mm_load_si128(q.add(2)))) as u32 as u64;
+        let m3 = _mm_movemask_epi8(_mm_cmpgt_epi16(x, _mm_load_si128(q.add(3)))) as u32 as u64;
+        let bits = m0 | (m1 << 16) | (m2 << 32) | (m3 << 48);
+        // Two mask bits per lane; lanes at and past `valid` hold values, not keys.
+        let mask = if valid >= 32 {
+            u64::MAX
+        } else {
+            !(u64::MAX << (2 * valid))
+        };
+        (bits & mask).count_ones() as usize / 2
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let x = (slot ^ 0x8000) as u16 as i16;
+        let keys = p as *const i16;
+        (0..valid.min(32)).filter(|&i| x > *keys.add(i)).count()
+    }
+}
+
+/// The value word of the run holding `slot` in the node `link` names.
+///
+/// # Safety
+/// `link` names a live node and `slot` is below `2^stride` of its level.
+#[inline(always)]
+unsafe fn value_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
+    let p = (link & PTR) as *const u8;
+    if link & DIRECT != 0 {
+        return (p as *const AtomicU64).add(slot as usize);
+    }
+    let n = (link >> RUNS_SHIFT) as usize + 1;
+    if n <= FLAT {
+        let rank = count_le::<AVX2>(p, slot, n - 1);
+        return (p.add((n - 1).div_ceil(8) * 16) as *const AtomicU64).add(rank);
+    }
+    tree_value_word::<AVX2>(p, n, slot)
+}
+
+/// [`value_word`] for a node of more than [`FLAT`] runs.
+///
+/// # Safety
+/// As for [`value_word`].
+#[inline(never)]
+unsafe fn tree_value_word<const AVX2: bool>(p: *const u8, n: usize, slot: u32) -> *const AtomicU64 {
+    let (lines, height) = tree_shape(n);
+    let mut at = 0;
+    let mut pos = 0;
+    for &l in &lines[..height] {
+        pos = pos * FAN + count_le::<AVX2>(p.add(64 * (at + pos)), slot, 32);
+        at += l;
+    }
+    (p.add(64 * at) as *const AtomicU64).add(pos)
+}
+
+#[inline(always)]
+fn prefetch(p: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// `v`, or the default route's next hop when `v` is NONE.
+#[inline(always)]
+fn or_default(v: u32, dflt: u32) -> u32 {
+    if v != NONE {
+        v
+    } else {
+        dflt
+    }
+}
+
+/// The words of a node over `stride` bits holding `runs` (`(first slot, value)`, first
+/// slot 0, ascending), and its link flags ([`DIRECT`] or 0).
+fn encode(runs: &[(u32, u64)], stride: u32) -> (Vec<u64>, u64) {
+    let n = runs.len();
+    if is_direct(n, stride) {
+        let mut words = vec![0u64; DIRECT_SLOTS];
+        for (i, r) in runs.iter().enumerate() {
+            let end = runs.get(i + 1).map_or(DIRECT_SLOTS, |x| x.0 as usize);
+            words[r.0 as usize..end].fill(r.1);
+        }
+        return (words, DIRECT);
+    }
+    let mut bytes = vec![0u8; node_bytes(n)];
+    let keys = |i: usize| if i < n { stored_key(runs[i].0) } else { PAD };
+    if n <= FLAT {
+        let k = (n - 1).div_ceil(8) * 8;
+        for i in 0..k {
+            bytes[2 * i..2 * i + 2].copy_from_slice(&keys(i + 1).to_le_bytes());
+        }
+    } else {
+        let (lines, height) = tree_shape(n);
+        let mut at = 0;
+        for (h, &l) in lines[..height].iter().enumerate() {
+            let span = FAN.pow((height - h) as u32);
+            let step = span / FAN;
+            for j in 0..l {
+                for i in 1..FAN {
+                    let off = 64 * (at + j) + 2 * (i - 1);
+                    bytes[off..off + 2].copy_from_slice(&keys(j * span + i * step).to_le_bytes());
+                }
+            }
+            at += l;
+        }
+    }
+    let v = values_at(n);
+    for (i, r) in runs.iter().enumerate() {
+        bytes[v + 8 * i..v + 8 * i + 8].copy_from_slice(&r.1.to_le_bytes());
+    }
+    let words = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect();
+    (words, 0)
+}
+
+/// A link to a node of `n` runs at byte address `addr`, with flags `flags`.
+fn tag(addr: u64, n: usize, flags: u64) -> u64 {
+    debug_assert!(addr & !PTR == 0, "node address not line-aligned or above 2^48");
+    addr | (((n - 1) as u64) << RUNS_SHIFT) | flags
+}
+
+fn layout(bytes: usize) -> Layout {
+    match Layout::from_size_align(bytes, 64) {
+        Ok(l) => l,
+        Err(_) => panic!("node of {} bytes is too large", bytes),
+    }
+}
+
+/// Copies a node's words into a new line-aligned heap block; returns its link.
+fn place_heap(words: &[u64], n: usize, flags: u64, bytes: &AtomicUsize) -> u64 {
+    let l = layout(words.len() * 8);
+    // SAFETY: the layout has a non-zero size (a node is at least one line).
+    let p = unsafe { alloc(l) } as *mut u64;
+    if p.is_null() {
+        handle_alloc_error(l);
+    }
+    // SAFETY: `p` holds `words.len()` words, freshly allocated, not overlapping `words`.
+    unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), p, words.len()) };
+    bytes.fetch_add(l.size(), Ordering::Relaxed);
+    tag(p as u64, n, flags)
+}
+
+/// Heap bytes of the node a link names.
+fn link_bytes(link: u64) -> usize {
+    if link & DIRECT != 0 {
+        DIRECT_SLOTS * 8
+    } else {
+        node_bytes((link >> RUNS_SHIFT) as usize + 1)
+    }
+}
+
+/// Frees a heap node.
+///
+/// # Safety
+/// `link` names a node made by [`place_heap`], unreachable by readers (unlinked, past
+/// its grace period, or never shared), freed once.
+unsafe fn free_node(link: u64) {
+    dealloc((link & PTR) as *mut u8, layout(link_bytes(link)));
+}
+
+/// The runs of a node's slots, leaf-pushed: `cover` everywhere, painted over by `own`
+/// (routes ending in the node's stride, sorted by address then length), with each kid
+/// slot holding its child's link.
+fn runs_of(
+    depth: u32,
+    stride: u32,
+    cover: u32,
+    own: &[(u128, u8, u32)],
+    kids: &[(u32, u64)],
+) -> Vec<(u32, u64)> {
+    // (start, end, order, value): in (start, order) order an interval comes after every
+    // interval containing it.
+    let mut items: Vec<(u32, u32, u8, u64)> = own
+        .iter()
+        .map(|&(a, l, nh)| {
+            let s = slot_of(a, depth, stride);
+            (s, s + (1 << (depth + stride - u32::from(l))), l, leaf(nh))
+        })
+        .chain(kids.iter().map(|&(s, link)| (s, s + 1, u8::MAX, link)))
+        .collect();
+    items.sort_unstable_by_key(|i| (i.0, i.2));
+    let mut runs: Vec<(u32, u64)> = Vec::new();
+    let push = |runs: &mut Vec<(u32, u64)>, start: u32, v: u64| {
+        if runs.last().map(|r| r.1) != Some(v) {
+            runs.push((start, v));
+        }
+    };
+    let end = 1u32 << stride;
+    let mut stack: Vec<(u32, u64)> = vec![(end, leaf(cover))];
+    let mut cur = 0;
+    for (s, e, _, v) in items {
+        while let Some(&(top_end, top_v)) = stack.last() {
+            if top_end > s {
+                break;
+            }
+            if cur < top_end {
+                push(&mut runs, cur, top_v);
+                cur = top_end;
+            }
+            stack.pop();
+        }
+        let top_v = stack.last().map_or(leaf(cover), |t| t.1);
+        if cur < s {
+            push(&mut runs, cur, top_v);
+            cur = s;
+        }
+        stack.push((e, v));
+    }
+    while let Some((top_end, top_v)) = stack.pop() {
+        if cur < top_end {
+            push(&mut runs, cur, top_v);
+            cur = top_end;
+        }
+    }
+    runs
+}
+
+/// The writer's record of one node.
+struct NodeRec {
+    /// Routes ending in this node's stride, sorted by address then length.
+    own: Vec<(u128, u8, u32)>,
+    /// Slots holding a child node, ascending.
+    kids: Vec<u32>,
+    /// Routes longer than this node's depth inside its range (own and below); the node
+    /// exists while this is positive.
+    deep: usize,
+    /// Length and next hop of the longest prefix of at most the node's depth covering
+    /// its range (0 and NONE if none; the default route is applied separately).
+    cover_len: u8,
+    cover: u32,
+    /// The published node (0 before the first build).
+    link: u64,
+}
+
+impl NodeRec {
+    fn new() -> NodeRec {
+        NodeRec {
+            own: Vec::new(),
+            kids: Vec::new(),
+            deep: 0,
+            cover_len: 0,
+            cover: NONE,
+            link: 0,
+        }
+    }
+}
+
+/// The longest route of `own` (a node's routes at level `level`) covering `key`.
+fn own_cover(own: &[(u128, u8, u32)], level: usize, key: u128) -> Option<(u8, u32)> {
+    let (d, s) = (DEPTHS[level], STRIDES[level]);
+    (d + 1..=d + s).rev().find_map(|l| {
+        let k = key.masked(l as u8);
+        own.binary_search_by_key(&(k, l as u8), |r| (r.0, r.1))
+            .ok()
+            .map(|i| (l as u8, own[i].2))
+    })
+}
+
+/// Writer-side state.
+struct Writer {
+    /// `routes[len]`: masked prefix to next hop, every length.
+    routes: Vec<PrefixMap<u128>>,
+    /// Per /16: length (1..=16) and next hop of the longest prefix of at most 16 bits
+    /// covering it (0 and NONE if none).
+    top_len: Vec<u8>,
+    top_val: Vec<u32>,
+    /// Nodes by (level, base address).
+    nodes: FastMap<(u8, u128), NodeRec>,
+    count: usize,
+}
+
+/// The IPv6 table.
+pub struct Runs6 {
+    top: HugeSlice<AtomicU64>,
+    /// Nodes of a bulk build, packed in one huge-page block; never freed one by one
+    /// (replaced ones stay until the table is dropped, counted in `lookup_bytes`).
+    /// (Atomic words: a kid slot's value word is replaced in place when the kid is.)
+    arena: Option<HugeSlice<AtomicU64>>,
+    /// The default route (`/0`).
+    default: AtomicU32,
+    /// Per /16: the next hop of the longest prefix of 1 to 16 bits covering it, or NONE.
+    /// Nodes do not hold these (their slots covered by nothing longer are NONE), so that
+    /// a change of such a prefix is one store per /16 it spans, not a rebuild of every
+    /// node below it; a lookup that ends at NONE in a node reads this entry (a /16
+    /// without nodes has the value in its first-level leaf).
+    short: HugeSlice<AtomicU32>,
+    writer: Mutex<Writer>,
+    /// Bytes of live heap nodes.
+    heap_bytes: AtomicUsize,
+}
+
+// SAFETY: the node pointers inside `top` and the nodes are owned by the table; nodes are
+// immutable once published except for the atomic value words of kid slots, and freed only
+// through the epoch collector after being unlinked (or in `Drop`, with exclusive access).
+unsafe impl Send for Runs6 {}
+// SAFETY: see `Send`; all shared mutation goes through atomics or the writer mutex.
+unsafe impl Sync for Runs6 {}
+
+impl Drop for Runs6 {
+    fn drop(&mut self) {
+        let w = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
+        for rec in w.nodes.values() {
+            let arena = self
+                .arena
+                .as_ref()
+                .is_some_and(|a| a.contains((rec.link & PTR) as *const AtomicU64));
+            if rec.link != 0 && !arena {
+                // SAFETY: `&mut self`: no reader holds a reference into the table; each
+                // heap node is the current link of exactly one record.
+                unsafe { free_node(rec.link) };
+            }
+        }
+    }
+}
+
+impl Default for Runs6 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The parent of node `(level, base)`: none for level 0 (the first level links it).
+fn parent(level: usize, base: u128) -> Option<(usize, u128)> {
+    level.checked_sub(1).map(|p| (p, base.masked(DEPTHS[p] as u8)))
+}
+
+impl Runs6 {
+    pub fn new() -> Runs6 {
+        let short = HugeSlice::new(TOP, |_| AtomicU32::new(NONE));
+        Runs6 {
+            top: HugeSlice::new(TOP, |_| AtomicU64::new(leaf(NONE))),
+            arena: None,
+            default: AtomicU32::new(NONE),
+            short,
+            writer: Mutex::new(Writer {
+                routes: (0..=128).map(|_| PrefixMap::default()).collect(),
+                top_len: vec![0; TOP],
+                top_val: vec![NONE; TOP],
+                nodes: FastMap::default(),
+                count: 0,
+            }),
+            heap_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Writer> {
+        // Every published state is complete, so a panic in a writer leaves nothing a
+        // later writer could not continue from.
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn in_arena(&self, link: u64) -> bool {
+        self.arena
+            .as_ref()
+            .is_some_and(|a| a.contains((link & PTR) as *const AtomicU64))
+    }
+
+    /// Next hop for `key`, or NONE.
+    #[inline]
+    pub fn lookup(&self, key: u128) -> u32 {
+        let _guard = epoch::pin();
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
+            return unsafe { self.lookup_avx2(key) };
+        }
+        self.lookup_pinned::<false>(key)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi2,popcnt")]
+    unsafe fn lookup_avx2(&self, key: u128) -> u32 {
+        self.lookup_pinned::<true>(key)
+    }
+
+    /// Callers hold an epoch guard (and, with `AVX2`, run on a CPU with AVX2, BMI2 and
+    /// POPCNT).
+    #[inline(always)]
+    fn lookup_pinned<const AVX2: bool>(&self, key: u128) -> u32 {
+        let i = slot_of(key, 0, TOP_BITS) as usize;
+        let mut v = self.top[i].load(Ordering::Acquire);
+        let mut level = 0;
+        while v & LEAF == 0 {
+            // SAFETY: a link names a published node, alive while the caller's guard is
+            // pinned; the slot has the node level's stride.
+            v = unsafe { &*value_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }
+                .load(Ordering::Acquire);
+            level += 1;
+        }
+        let v = or_default((v >> 32) as u32, self.short[i].load(Ordering::Acquire));
+        or_default(v, self.default.load(Ordering::Acquire))
+    }
+
+    /// Looks up `keys` 32 at a time, level by level over the group, prefetching each
+    /// level's nodes for the whole group before reading them.
+    pub fn lookup_batch(&self, keys: &[u128], out: &mut [u32]) {
+        assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
+        let _guard = epoch::pin();
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
+            unsafe { self.lookup_batch_avx2(keys, out) };
+            return;
+        }
+        self.lookup_batch_pinned::<false>(keys, out);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi2,popcnt")]
+    unsafe fn lookup_batch_avx2(&self, keys: &[u128], out: &mut [u32]) {
+        self.lookup_batch_pinned::<true>(keys, out)
+    }
+
+    #[inline(always)]
+    fn lookup_batch_pinned<const AVX2: bool>(&self, keys: &[u128], out: &mut [u32]) {
+        let dflt = self.default.load(Ordering::Acquire);
+        for (ks, os) in keys.chunks(32).zip(out.chunks_mut(32)) {
+            self.lookup_group::<AVX2>(ks, os, dflt);
+        }
+    }
+
+    #[inline(always)]
+    fn lookup_group<const AVX2: bool>(&self, keys: &[u128], out: &mut [u32], dflt: u32) {
+        let len = keys.len().min(32);
+        let mut v = [0u64; 32];
+        // Each linked key's slot in the node `v[i]` links (computed with its prefetch).
+        let mut slots = [0u32; 32];
+        let top: &[AtomicU64] = &self.top;
+        let mut links = 0u32;
+        for i in 0..len {
+            // SAFETY: `i < len <= keys.len()`; a 16-bit slot is below the first level's
+            // length, 2^16.
+            v[i & 31] = unsafe { top.get_unchecked(slot_at::<0, 16>(*keys.get_unchecked(i)) as usize) }
+                .load(Ordering::Acquire);
+        }
+        // The answers of the keys whose entry is a leaf (the others are rewritten
+        // below), and the mask of those that are links.
+        #[cfg(target_arch = "x86_64")]
+        let done = AVX2 && len == 32 && {
+            // SAFETY: `AVX2`: the caller runs on a CPU with AVX2; `out` holds at least
+            // `len` = 32 answers.
+            links = unsafe { leaves_avx2(&v, out, dflt) };
+            true
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = false;
+        if !done {
+            for i in 0..len {
+                let e = v[i & 31];
+                // SAFETY: `i < len <= out.len()` (the caller passes matching chunks).
+                unsafe { *out.get_unchecked_mut(i) = or_default((e >> 32) as u32, dflt) };
+                links |= (!e as u32 & 1) << i;
+            }
+        }
+        let linked = links;
+        // Prefetches in a loop of their own over the links only: most uniformly random
+        // addresses end at a first-level leaf and cost nothing more.
+        let mut rest = links;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            // SAFETY: `i < len` (only those bits are set).
+            let k = unsafe { *keys.get_unchecked(i) };
+            let slot = slot_at::<16, 8>(k);
+            slots[i & 31] = slot;
+            prefetch_node(v[i & 31], slot);
+        }
+        // One pass per level, each with its depths as constants (shifts of a `u128` by
+        // a constant are a few instructions, by a variable many).
+        let mut level = 0;
+        while links != 0 {
+            let (v, s) = (&mut v, &mut slots);
+            links = match level {
+                0 => step_level::<AVX2, 24, 8>(keys, v, s, links),
+                1 => step_level::<AVX2, 32, 16>(keys, v, s, links),
+                2 => step_level::<AVX2, 48, 16>(keys, v, s, links),
+                3 => step_level::<AVX2, 64, 16>(keys, v, s, links),
+                4 => step_level::<AVX2, 80, 16>(keys, v, s, links),
+                5 => step_level::<AVX2, 96, 16>(keys, v, s, links),
+                6 => step_level::<AVX2, 112, 16>(keys, v, s, links),
+                // (Nodes at bit 112 end the address: their values are leaves.)
+                _ => step_level::<AVX2, 112, 16>(keys, v, s, links),
+            };
+            level += 1;
+        }
+        let mut rest = linked;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let mut nh = (v[i & 31] >> 32) as u32;
+            if nh == NONE {
+                // SAFETY: `i < len` (only those bits are set); a 16-bit slot is below
+                // the length of `short`, 2^16.
+                let k = unsafe { *keys.get_unchecked(i) };
+                nh =
+                    unsafe { self.short.get_unchecked(slot_at::<0, 16>(k) as usize) }.load(Ordering::Acquire);
+            }
+            out[i] = or_default(nh, dflt);
+        }
+    }
+
+    /// Installs `key/len -> nh`; returns the previous next hop of that prefix.
+    pub fn insert(&self, key: u128, len: u8, nh: u32) -> Option<u32> {
+        let key = key.masked(len);
+        let mut w = self.lock();
+        let prev = w.routes[len as usize].insert(key, nh);
+        if prev.is_none() {
+            w.count += 1;
+        }
+        if prev != Some(nh) {
+            self.apply(&mut w, key, len, Some(nh), prev.is_none());
+        }
+        prev
+    }
+
+    /// Removes `key/len`; returns its next hop.
+    pub fn remove(&self, key: u128, len: u8) -> Option<u32> {
+        let key = key.masked(len);
+        let mut w = self.lock();
+        let old = w.routes[len as usize].remove(&key)?;
+        w.count -= 1;
+        self.apply(&mut w, key, len, None, true);
+        Some(old)
+    }
+
+    /// Brings the lookup structure in line with the writer's maps after `key/len` was
+    /// set to `nh` (`None`: removed); `structural`: the route was added or removed (not
+    /// just given a new next hop).
+    fn apply(&self, w: &mut Writer, key: u128, len: u8, nh: Option<u32>, structural: bool) {
+        let guard = epoch::pin();
+        let mut retired: Vec<u64> = Vec::new();
+        let mut dirty: Vec<(usize, u128)> = Vec::new();
+        if len == 0 {
+            self.default.store(nh.unwrap_or(NONE), Ordering::Release);
+            return;
+        }
+        if u32::from(len) <= TOP_BITS {
+            let span = 1usize << (TOP_BITS - u32::from(len));
+            let start = slot_of(key, 0, TOP_BITS) as usize;
+            let change = ShortChange::new(&w.routes, key, len, nh, NONE, 0);
+            for i in start..start + span {
+                if change.owns(w.top_len[i]) {
+                    w.top_len[i] = change.set_len;
+                    w.top_val[i] = change.set_val;
+                    // Nodes leave the slots only short prefixes cover at NONE, and
+                    // lookups ending there read `short`: one store per /16 either way.
+                    if w.nodes.contains_key(&(0, (i as u128) << 112)) {
+                        self.short[i].store(change.set_val, Ordering::Release);
+                    } else {
+                        self.top[i].store(leaf(change.set_val), Ordering::Release);
+                        self.short[i].store(change.set_val, Ordering::Release);
+                    }
+                }
+            }
+        } else {
+            let owner = owner_level(len);
+            let mut deleted: Vec<(usize, u128)> = Vec::new();
+            if structural {
+                let adding = nh.is_some();
+                for (level, &depth) in DEPTHS.iter().enumerate().take(owner + 1) {
+                    let base = key.masked(depth as u8);
+                    let created = !w.nodes.contains_key(&(level as u8, base));
+                    if created {
+                        let rec = NodeRec::new();
+                        w.nodes.insert((level as u8, base), rec);
+                        let (cl, cv) = cover_for(w, level, base);
+                        let rec = w.nodes.get_mut(&(level as u8, base)).expect("node just made");
+                        rec.cover_len = cl;
+                        rec.cover = cv;
+                        dirty.push((level, base));
+                        if let Some((pl, pb)) = parent(level, base) {
+                            let slot = slot_of(base, DEPTHS[pl], STRIDES[pl]);
+                            let p = w.nodes.get_mut(&(pl as u8, pb)).expect("parent made first");
+                            if let Err(at) = p.kids.binary_search(&slot) {
+                                p.kids.insert(at, slot);
+                            }
+                            dirty.push((pl, pb));
+                        }
+                    }
+                    let rec = w.nodes.get_mut(&(level as u8, base)).expect("node on the path");
+                    if adding {
+                        rec.deep += 1;
+                    } else {
+                        rec.deep -= 1;
+                        if rec.deep == 0 {
+                            deleted.push((level, base));
+                        }
+                    }
+                }
+            }
+            let base = key.masked(DEPTHS[owner] as u8);
+            let rec = w.nodes.get_mut(&(owner as u8, base)).expect("owner node");
+            let at = rec.own.binary_search_by_key(&(key, len), |r| (r.0, r.1));
+            match (at, nh) {
+                (Ok(i), Some(v)) => rec.own[i].2 = v,
+                (Err(i), Some(v)) => rec.own.insert(i, (key, len, v)),
+                (Ok(i), None) => {
+                    rec.own.remove(i);
+                }
+                (Err(_), None) => {}
+            }
+            dirty.push((owner, base));
+            // Leaves are pushed: children in the prefix's span may inherit it.
+            let (d, s) = (DEPTHS[owner], STRIDES[owner]);
+            let first = slot_of(key, d, s);
+            let last = first + (1 << (d + s - u32::from(len))) - 1;
+            let kids: Vec<u32> = {
+                let k = &rec.kids;
+                let lo = k.partition_point(|&x| x < first);
+                let hi = k.partition_point(|&x| x <= last);
+                k[lo..hi].to_vec()
+            };
+            if !kids.is_empty() {
+                // (Prefixes of at most 16 bits are not pushed into nodes.)
+                let change = ShortChange::new(&w.routes, key, len, nh, NONE, TOP_BITS as u8);
+                for slot in kids {
+                    let kb = base | (u128::from(slot) << (128 - d - s));
+                    push_cover(w, owner + 1, kb, &change, &mut dirty);
+                }
+            }
+            // Deleted nodes leave their parents (deepest first, so a parent whose
+            // last kid goes is deleted too, as its `deep` says).
+            for &(level, base) in deleted.iter().rev() {
+                if let Some(rec) = w.nodes.remove(&(level as u8, base)) {
+                    if rec.link != 0 {
+                        retired.push(rec.link);
+                    }
+                }
+                match parent(level, base) {
+                    Some((pl, pb)) => {
+                        if let Some(p) = w.nodes.get_mut(&(pl as u8, pb)) {
+                            let slot = slot_of(base, DEPTHS[pl], STRIDES[pl]);
+                            if let Ok(at) = p.kids.binary_search(&slot) {
+                                p.kids.remove(at);
+                            }
+                            dirty.push((pl, pb));
+                        }
+                    }
+                    None => {
+                        let i = slot_of(base, 0, TOP_BITS) as usize;
+                        self.top[i].store(leaf(w.top_val[i]), Ordering::Release);
+                    }
+                }
+            }
+        }
+        self.rebuild(w, dirty, &mut retired);
+        self.retire(retired, &guard);
+    }
+
+    /// Rebuilds the `dirty` nodes (children before parents) and publishes each whose
+    /// parent is not rebuilt too (a rebuilt parent links its children's new nodes).
+    fn rebuild(&self, w: &mut Writer, mut dirty: Vec<(usize, u128)>, retired: &mut Vec<u64>) {
+        dirty.sort_unstable_by(|a, b| b.cmp(a));
+        dirty.dedup();
+        let dirty_set: std::collections::HashSet<(usize, u128), BuildHasherDefault<PrefixHasher>> =
+            dirty.iter().copied().collect();
+        for &(level, base) in &dirty {
+            let Some(rec) = w.nodes.get(&(level as u8, base)) else {
+                continue; // deleted
+            };
+            let runs = node_runs(&w.nodes, level, base, rec);
+            let (words, flags) = encode(&runs, STRIDES[level]);
+            let link = place_heap(&words, runs.len(), flags, &self.heap_bytes);
+            let rec = w.nodes.get_mut(&(level as u8, base)).expect("node present");
+            let old = std::mem::replace(&mut rec.link, link);
+            if old != 0 {
+                retired.push(old);
+            }
+            match parent(level, base) {
+                None => self.top[slot_of(base, 0, TOP_BITS) as usize].store(link, Ordering::Release),
+                Some(p) if dirty_set.contains(&p) => {}
+                Some((pl, pb)) => {
+                    let plink = w.nodes.get(&(pl as u8, pb)).expect("parent of a node").link;
+                    // SAFETY: the parent is live (this writer holds the lock and only it
+                    // retires nodes) and links this node at this slot: a kid slot is a
+                    // run of its own, so the run's value word is the link to replace.
+                    let word =
+                        unsafe { &*value_word::<false>(plink, slot_of(base, DEPTHS[pl], STRIDES[pl])) };
+                    debug_assert_eq!(word.load(Ordering::Relaxed), old);
+                    word.store(link, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Hands unlinked nodes to the epoch collector.
+    fn retire(&self, retired: Vec<u64>, guard: &Guard) {
+        for link in retired {
+            if self.in_arena(link) {
+                continue;
+            }
+            self.heap_bytes.fetch_sub(link_bytes(link), Ordering::Relaxed);
+            // SAFETY: the node was unlinked (the store that replaced it happened before
+            // this call), so only readers pinned before now can hold it; the collector
+            // runs the closure after all of them unpinned. Each node is retired once.
+            unsafe { guard.defer_unchecked(move || free_node(link)) };
+        }
+    }
+
+    /// A table built from `routes` in one pass (the last of equal prefixes wins).
+    pub fn build(routes: &[(u128, u8, u32)]) -> Runs6 {
+        let mut v: Vec<(u128, u8, u32)> = routes.iter().map(|&(k, l, nh)| (k.masked(l), l, nh)).collect();
+        v.sort_by_key(|r| (r.0, r.1));
+        let mut t = Runs6::new();
+        let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
+        for (i, &(k, l, nh)) in v.iter().enumerate() {
+            if v.get(i + 1).is_some_and(|n| (n.0, n.1) == (k, l)) {
+                continue;
+            }
+            w.count += 1;
+            w.routes[l as usize].insert(k, nh);
+            if l == 0 {
+                *t.default.get_mut() = nh;
+                continue;
+            }
+            if u32::from(l) <= TOP_BITS {
+                // In address order a prefix comes after every prefix containing it.
+                let start = slot_of(k, 0, TOP_BITS) as usize;
+                for i in start..start + (1usize << (TOP_BITS - u32::from(l))) {
+                    w.top_len[i] = l;
+                    w.top_val[i] = nh;
+                }
+                continue;
+            }
+            let owner = owner_level(l);
+            for level in 0..=owner {
+                let base = k.masked(DEPTHS[level] as u8);
+                let rec = w.nodes.entry((level as u8, base)).or_insert_with(NodeRec::new);
+                rec.deep += 1;
+                if level == owner {
+                    rec.own.push((k, l, nh));
+                } else {
+                    let slot = slot_of(k, DEPTHS[level], STRIDES[level]);
+                    if rec.kids.last() != Some(&slot) {
+                        rec.kids.push(slot);
+                    }
+                }
+            }
+        }
+        let mut keys: Vec<(usize, u128)> = w.nodes.keys().map(|&(l, b)| (l as usize, b)).collect();
+        keys.sort_unstable();
+        // Covers top down.
+        for &(level, base) in &keys {
+            let c = cover_for(w, level, base);
+            let rec = w.nodes.get_mut(&(level as u8, base)).expect("listed node");
+            (rec.cover_len, rec.cover) = c;
+        }
+        // Nodes bottom up into one staging block (links relative to its start).
+        let mut words: Vec<u64> = Vec::new();
+        let mut fixups: Vec<usize> = Vec::new();
+        for &(level, base) in keys.iter().rev() {
+            let rec = &w.nodes[&(level as u8, base)];
+            let runs = node_runs(&w.nodes, level, base, rec);
+            let at = words.len();
+            let (node, flags) = encode(&runs, STRIDES[level]);
+            let (v, count) = if flags & DIRECT != 0 {
+                (0, DIRECT_SLOTS)
+            } else {
+                (values_at(runs.len()) / 8, runs.len())
+            };
+            for (i, &x) in node[v..v + count].iter().enumerate() {
+                if x & LEAF == 0 {
+                    fixups.push(at + v + i);
+                }
+            }
+            words.extend_from_slice(&node);
+            let link = tag(at as u64 * 8, runs.len(), flags);
+            w.nodes.get_mut(&(level as u8, base)).expect("listed node").link = link;
+        }
+        if !words.is_empty() {
+            let mut arena = HugeSlice::new(words.len(), |i| AtomicU64::new(words[i]));
+            let base = arena.as_ptr() as u64;
+            debug_assert!(base.is_multiple_of(64));
+            let a = arena.as_mut_slice();
+            for &f in &fixups {
+                *a[f].get_mut() += base;
+            }
+            t.arena = Some(arena);
+            for rec in w.nodes.values_mut() {
+                rec.link += base;
+            }
+        }
+        for i in 0..TOP {
+            t.short[i].store(w.top_val[i], Ordering::Relaxed);
+            let e = match w.nodes.get(&(0, (i as u128) << 112)) {
+                Some(rec) => rec.link,
+                None => leaf(w.top_val[i]),
+            };
+            t.top[i].store(e, Ordering::Relaxed);
+        }
+        t
+    }
+
+    /// The next hop installed for exactly `key/len`.
+    pub fn get(&self, key: u128, len: u8) -> Option<u32> {
+        if len > 128 {
+            return None;
+        }
+        self.lock().routes[len as usize].get(&key.masked(len)).copied()
+    }
+
+    /// Every route, sorted by address then length.
+    pub fn routes(&self) -> Vec<(u128, u8, u32)> {
+        let w = self.lock();
+        let mut v: Vec<(u128, u8, u32)> = w
+            .routes
+            .iter()
+            .enumerate()
+            .flat_map(|(l, m)| m.iter().map(move |(&k, &nh)| (k, l as u8, nh)))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().count
+    }
+
+    /// Removes every route: each first-level entry is reset with one store, the nodes
+    /// retired.
+    pub fn clear(&self) {
+        let mut w = self.lock();
+        let guard = epoch::pin();
+        self.default.store(NONE, Ordering::Release);
+        for (slot, short) in self.top.iter().zip(self.short.iter()) {
+            slot.store(leaf(NONE), Ordering::Release);
+            short.store(NONE, Ordering::Release);
+        }
+        let retired: Vec<u64> = w.nodes.drain().map(|(_, r)| r.link).filter(|&l| l != 0).collect();
+        w.top_len.fill(0);
+        w.top_val.fill(NONE);
+        for m in w.routes.iter_mut() {
+            *m = PrefixMap::default();
+        }
+        w.count = 0;
+        self.retire(retired, &guard);
+    }
+
+    /// Bytes the readers touch: the first level, the arena and the live heap nodes.
+    pub fn lookup_bytes(&self) -> usize {
+        self.top.bytes()
+            + self.short.bytes()
+            + self.arena.as_ref().map_or(0, |a| a.bytes())
+            + self.heap_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Estimated bytes of the writer's route record.
+    pub fn control_bytes(&self) -> usize {
+        let w = self.lock();
+        let maps: usize = w.routes.iter().map(|m| m.capacity() * 21).sum();
+        let nodes: usize = w
+            .nodes
+            .values()
+            .map(|r| 96 + r.own.capacity() * 32 + r.kids.capacity() * 4)
+            .sum::<usize>()
+            + w.nodes.capacity() * 24;
+        maps + nodes + TOP * 5
+    }
+}
+
+/// The `S` bits of `key` after its first `D`, from the one 64-bit half holding them
+/// when there is one.
+#[inline(always)]
+fn slot_at<const D: u32, const S: u32>(key: u128) -> u32 {
+    if D + S <= 64 {
+        ((((key >> 64) as u64) << D) >> (64 - S)) as u32
+    } else if D >= 64 {
+        (((key as u64) << (D & 63)) >> (64 - S)) as u32
+    } else {
+        slot_of(key, D, S)
+    }
+}
+
+/// One level of a batch lookup: for each key `i` whose bit is set in `links`, reads the
+/// value of slot `slots[i]` in the node `v[i]` links, stores it in `v[i]`, and computes
+/// and prefetches the key's slot (bits `ND..ND + NS`) in the node the value links, for
+/// the next level. Returns the keys whose new value is again a link.
+#[inline(always)]
+fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
+    keys: &[u128],
+    v: &mut [u64; 32],
+    slots: &mut [u32; 32],
+    mut links: u32,
+) -> u32 {
+    const { assert!(ND + NS <= 128) };
+    let mut rest = links;
+    while rest != 0 {
+        let i = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        // SAFETY: `v[i]` is a link (its bit is set) to a published node, alive while the
+        // caller's guard is pinned, and `slots[i]` the key's slot at that node's level
+        // (with `AVX2`, the caller runs with AVX2, BMI2 and POPCNT).
+        let e = unsafe { &*value_word::<AVX2>(v[i & 31], slots[i & 31]) }.load(Ordering::Acquire);
+        v[i & 31] = e;
+        if e & LEAF != 0 {
+            links &= !(1 << i);
+            continue;
+        }
+        // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `links`.
+        let slot = slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) });
+        slots[i & 31] = slot;
+        prefetch_node(e, slot);
+    }
+    links
+}
+
+/// For 32 first-level entries `v`: writes the answer of each leaf to `out` (the next hop,
+/// or `dflt` for NONE; entries that are links get garbage, to be overwritten) and
+/// returns the mask of the links, four entries per step.
+///
+/// # Safety
+/// The CPU has AVX2; `out` holds at least 32 answers.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
+    use std::arch::x86_64::*;
+    debug_assert!(out.len() >= 32);
+    // The high halves of four entries into the low four 32-bit lanes.
+    let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+    let none = _mm_set1_epi32(NONE as i32);
+    let dflt = _mm_set1_epi32(dflt as i32);
+    let mut links = 0u32;
+    for j in 0..8 {
+        let x = _mm256_loadu_si256(v.as_ptr().add(4 * j) as *const __m256i);
+        // Bit 0 (LEAF) of each entry to its sign bit: a set mask bit is a leaf.
+        let leaf = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(x, 63))) as u32;
+        links |= (!leaf & 15) << (4 * j);
+        let hops = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(x, odd));
+        let ans = _mm_blendv_epi8(hops, dflt, _mm_cmpeq_epi32(hops, none));
+        _mm_storeu_si128(out.as_mut_ptr().add(4 * j) as *mut __m128i, ans);
+    }
+    links
+}
+
+/// Prefetches the node link `e` names for the lookup of `slot` in it: the value line of
+/// `slot` in a direct node, else the first two lines (all of a flat node of up to nine
+/// runs; the top key line of a bigger one).
+#[inline(always)]
+fn prefetch_node(e: u64, slot: u32) {
+    let direct = ((e & DIRECT) as usize >> 1).wrapping_neg();
+    let first = (e & PTR) as usize + ((8 * slot as usize) & !63 & direct);
+    prefetch(first);
+    prefetch(first + (64 & !direct));
+}
+
+/// Whether the CPU has what the fast lookup paths use: AVX2, BMI2 and POPCNT.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+}
+
+/// Length and next hop of the longest prefix of at most the node's depth covering the
+/// node `(level, base)`, from its parent's record (the parent's covering route or
+/// cover) or, at level 0, the first-level record.
+fn cover_for(w: &Writer, level: usize, base: u128) -> (u8, u32) {
+    match parent(level, base) {
+        // Prefixes of at most 16 bits are not pushed into nodes (see `Runs6::short`).
+        None => (0, NONE),
+        Some((pl, pb)) => {
+            let p = &w.nodes[&(pl as u8, pb)];
+            own_cover(&p.own, pl, base).unwrap_or((p.cover_len, p.cover))
+        }
+    }
+}
+
+/// Applies a change of the prefix covering node `(level, base)` to the node's cover
+/// when the node's cover is that prefix's (see [`ShortChange::owns`]), marking it dirty,
+/// and then to its children.
+fn push_cover(
+    w: &mut Writer,
+    level: usize,
+    base: u128,
+    change: &ShortChange,
+    dirty: &mut Vec<(usize, u128)>,
+) {
+    let Some(rec) = w.nodes.get_mut(&(level as u8, base)) else {
+        return;
+    };
+    if !change.owns(rec.cover_len) {
+        return;
+    }
+    rec.cover_len = change.set_len;
+    rec.cover = change.set_val;
+    dirty.push((level, base));
+    let (d, s) = (DEPTHS[level], STRIDES[level]);
+    let kids: Vec<u32> = rec.kids.clone();
+    for slot in kids {
+        let kb = base | (u128::from(slot) << (128 - d - s));
+        // A kid under one of this node's own routes has that route as its cover, which
+        // the change never owns (it is longer than the changed prefix).
+        push_cover(w, level + 1, kb, change, dirty);
+    }
+}
+
+/// The runs of node `(level, base)` from its record and its children's current links.
+fn node_runs(
+    nodes: &FastMap<(u8, u128), NodeRec>,
+    level: usize,
+    base: u128,
+    rec: &NodeRec,
+) -> Vec<(u32, u64)> {
+    let (d, s) = (DEPTHS[level], STRIDES[level]);
+    let kids: Vec<(u32, u64)> = rec
+        .kids
+        .iter()
+        .map(|&slot| {
+            let kb = base | (u128::from(slot) << (128 - d - s));
+            (slot, nodes[&(level as u8 + 1, kb)].link)
+        })
+        .collect();
+    runs_of(d, s, rec.cover, &rec.own, &kids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SSE2 path (CPUs without AVX2) answers like the reference too; the shared
+    /// tests run the AVX2 path where the CPU has it.
+    #[test]
+    fn the_portable_path_matches_the_reference() {
+        let mut routes: Vec<(u128, u8, u32)> = Vec::new();
+        let base = 0x2001_0db8u128 << 96;
+        for i in 0..400u128 {
+            // /48s in one /32 (a key tree), /40s, and a stride-8 node of many runs.
+            routes.push((base | (i * 3) << 80, 48, i as u32));
+            routes.push((base | (i % 50) << 88, 40, 1000 + i as u32));
+            routes.push((0x2a00u128 << 112 | (i % 200) << 104, 24, 2000 + (i % 2) as u32));
+        }
+        routes.push((base | 5 << 80 | 7 << 60, 68, 77));
+        routes.push((base | 5 << 80 | 7 << 60 | 9, 128, 78));
+        let t = Runs6::build(&routes);
+        let reference = crate::reference::NaiveLpm6::new();
+        let mut reference = reference;
+        for &(a, l, nh) in &routes {
+            reference.insert(a, l, nh);
+        }
+        let mut probes: Vec<u128> = Vec::new();
+        for &(a, l, _) in &routes {
+            let last = a | u128::MAX.checked_shr(u32::from(l)).unwrap_or(0);
+            probes.extend([a, a.wrapping_sub(1), last, last.wrapping_add(1)]);
+        }
+        let mut out = vec![0u32; probes.len()];
+        let _guard = epoch::pin();
+        t.lookup_batch_pinned::<false>(&probes, &mut out);
+        for (&a, &o) in probes.iter().zip(&out) {
+            let want = reference.lookup(a).unwrap_or(NONE);
+            assert_eq!(o, want, "batch {:x}", a);
+            assert_eq!(t.lookup_pinned::<false>(a), want, "single {:x}", a);
+        }
+    }
+
+    /// A node of more than 33^3 runs (a four-level key tree): 18,000 /48s, every third,
+    /// in one /32, then half of them removed again.
+    #[test]
+    fn a_node_with_a_four_level_key_tree() {
+        let base = 0x2001_0db8u128 << 96;
+        let routes: Vec<(u128, u8, u32)> = (0..18_000u128)
+            .map(|i| (base | (i * 3) << 80, 48, i as u32))
+            .collect();
+        let t = Runs6::build(&routes);
+        let runs = |t: &Runs6| (t.lock().nodes[&(2, base)].link >> RUNS_SHIFT) as usize + 1;
+        // Each /48 and the gap after it.
+        assert_eq!(runs(&t), 36_000);
+        assert_eq!(tree_shape(36_000).1, 4);
+        let check = |t: &Runs6, live: &dyn Fn(usize) -> bool| {
+            let mut probes = Vec::new();
+            let mut want = Vec::new();
+            for (i, &(a, _, nh)) in routes.iter().enumerate() {
+                let hop = if live(i) { nh } else { NONE };
+                probes.extend([a, a | ((1 << 80) - 1), a + (1 << 80)]);
+                want.extend([hop, hop, NONE]);
+            }
+            let mut out = vec![0u32; probes.len()];
+            t.lookup_batch(&probes, &mut out);
+            for ((&a, &o), &w) in probes.iter().zip(&out).zip(&want) {
+                assert_eq!(o, w, "{:x}", a);
+            }
+            let _guard = epoch::pin();
+            t.lookup_batch_pinned::<false>(&probes, &mut out);
+            assert_eq!(out, want);
+        };
+        check(&t, &|_| true);
+        for &(a, l, _) in routes.iter().step_by(2) {
+            assert!(t.remove(a, l).is_some());
+        }
+        check(&t, &|i| i % 2 == 1);
+        // A leading run of no route, then each remaining /48 and the gap after it.
+        assert_eq!(runs(&t), 18_001);
+    }
+}
