@@ -355,7 +355,14 @@ impl<'a> Outputs<'a> {
     pub fn push_batch(&mut self, port: usize, batch: &mut PacketBatch) {
         match self.ports.get_mut(port) {
             Some(b) => {
-                if std::ptr::eq(batch, self.input) && self.pass == NO_PASS && b.is_empty() {
+                let is_input = std::ptr::eq(batch, self.input);
+                // The passed packets are still in the input: pushing it again would
+                // move them to a second port.
+                debug_assert!(
+                    !(is_input && self.pass != NO_PASS),
+                    "an element pushed its input batch twice"
+                );
+                if is_input && self.pass == NO_PASS && b.is_empty() {
                     self.pass = port;
                 } else {
                     b.append(batch);
