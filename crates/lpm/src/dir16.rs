@@ -16,6 +16,7 @@ use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::mem::MaybeUninit;
 
 /// A hash map with the writer's fast hasher (the std default, SipHash, made the
 /// per-run dictionary probes the largest cost of a chunk rebuild).
@@ -39,8 +40,16 @@ const SLOTS: usize = 256;
 const WIDE: u64 = 1;
 /// A link with this bit set names a chunk that has kids.
 const KIDS: u64 = 2;
-/// Entries of the next-hop dictionary; index 0 is NONE.
+/// Entries of the next-hop dictionary. Index 0 stands for NONE and holds the default
+/// route's next hop (NONE without one), so the batch path needs no extra step for it.
 const DICT: usize = 1 << 16;
+/// Dictionary indices handed out are below this; a narrow chunk's value of `KID_MARK`
+/// (the only one with the top bit set) marks a slot that has a kid, so the batch path
+/// finds the keys to redo from the value it read, and the keys of a chunk with kids
+/// that land in a slot without one (most of them) take the fast path. The dictionary
+/// keeps all `2^16` entries so that any 16-bit value indexes it.
+const INDICES: usize = 1 << 15;
+const KID_MARK: u16 = 1 << 15;
 /// Bits of a link above the address: how many cache lines the chunk's header and
 /// values span beyond the first (0..=3), for prefetching.
 const LINES_SHIFT: u32 = 56;
@@ -157,14 +166,32 @@ fn prefetch(p: usize) {
     let _ = p;
 }
 
-/// Prefetches the first, second and last line of the chunk a link names (all of it up
-/// to three lines), with no branch.
+/// A narrow one-run chunk whose value is [`KID_MARK`]: the batch path reads it in place
+/// of a wide chunk, so keys under wide chunks are marked for the slow path the same way
+/// as keys on a kid slot, with no check of their own.
+#[repr(C, align(64))]
+struct Standin([u64; 5]);
+
+/// Bitmap: slot 0 starts the only run; rank bytes 0, 1, 1, 1; then the value.
+static WIDE_STANDIN: Standin = Standin([1, 0, 0, 0, 0x0101_0100 | (KID_MARK as u64) << 32]);
+
+/// Bit i: `xs[i]` is [`KID_MARK`] (the only value with the top bit set).
 #[inline(always)]
-fn prefetch_entry(e: u64) {
-    let p = (e & PTR) as usize & !63;
-    let extra = ((e >> LINES_SHIFT) & 3) as usize;
-    prefetch(p);
-    prefetch(p + 64 * extra);
+fn kid_marks(xs: &[u16; 32]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; the four unaligned loads read the 64 bytes of `xs`.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v = xs.as_ptr() as *const __m128i;
+        // Signed saturation keeps exactly the top bit of each value as a byte's sign.
+        let lo = _mm_packs_epi16(_mm_loadu_si128(v), _mm_loadu_si128(v.add(1)));
+        let hi = _mm_packs_epi16(_mm_loadu_si128(v.add(2)), _mm_loadu_si128(v.add(3)));
+        (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    xs.iter()
+        .enumerate()
+        .fold(0, |m, (i, &x)| m | (u32::from(x >> 15) << i))
 }
 
 /// `v`, or the default route's next hop when `v` is NONE.
@@ -181,6 +208,17 @@ fn or_default(v: u32, dflt: u32) -> u32 {
 struct Image {
     vals: [u32; SLOTS],
     kids: Vec<(usize, Box<[u32; SLOTS]>)>,
+}
+
+impl Image {
+    /// The slots with a kid, as a bitmap.
+    fn kid_slots(&self) -> [u64; 4] {
+        let mut kbm = [0u64; 4];
+        for &(j, _) in &self.kids {
+            kbm[j >> 6] |= 1 << (j & 63);
+        }
+        kbm
+    }
 }
 
 /// The slot values of the chunk for routes `routes` (all longer than /16, in one /16,
@@ -209,18 +247,25 @@ fn image(cover: u32, routes: &[(u32, u8, u32)]) -> Image {
 }
 
 /// The words of a chunk (or kid) holding `vals`, from its header on, and whether it is
-/// wide (some value has no dictionary index).
-fn encode_runs(vals: &[u32; SLOTS], dict: &Dict) -> (Vec<u64>, bool) {
+/// wide (some value has no dictionary index). Slots set in the bitmap `kids` have a
+/// kid: in a narrow chunk they hold [`KID_MARK`] (a run of their own; adjacent kid
+/// slots share one), in a wide one their pushed value.
+fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> (Vec<u64>, bool) {
+    let is_kid = |s: usize| kids[s >> 6] >> (s & 63) & 1 != 0;
     let mut bm = [0u64; 4];
     let mut runs = [0u32; SLOTS];
+    let mut run_kid = [false; SLOTS];
     let mut n = 0;
     for (s, &v) in vals.iter().enumerate() {
-        if s == 0 || v != vals[s - 1] {
+        if s == 0 || (is_kid(s), v) != (is_kid(s - 1), vals[s - 1]) {
             bm[s >> 6] |= 1 << (s & 63);
             runs[n] = v;
+            run_kid[n] = is_kid(s);
             n += 1;
         }
     }
+    // (Wide chunks need no kid runs: every key under a wide chunk takes the slow path.
+    // Splitting the runs anyway keeps the two encodings of one image alike.)
     let runs = &runs[..n];
     // Header and values as bytes on the stack, then packed into words.
     // (Rounded up to whole words: the packing below reads whole words.)
@@ -231,8 +276,8 @@ fn encode_runs(vals: &[u32; SLOTS], dict: &Dict) -> (Vec<u64>, bool) {
     bytes[32..36].copy_from_slice(&rank_bytes(&bm).to_le_bytes());
     let mut at = VALS_AT;
     let mut wide = false;
-    for &v in runs {
-        match dict.index(v) {
+    for (&v, &kid) in runs.iter().zip(&run_kid) {
+        match if kid { Some(KID_MARK) } else { dict.index(v) } {
             Some(i) => bytes[at..at + 2].copy_from_slice(&i.to_le_bytes()),
             None => {
                 wide = true;
@@ -338,7 +383,7 @@ fn heap_words(words: &[u64], bytes: &AtomicUsize) -> *mut u64 {
 
 /// Places the chunk an image describes on the heap; returns its link.
 fn place_heap(img: &Image, dict: &Dict, bytes: &AtomicUsize) -> u64 {
-    let (main, wide) = encode_runs(&img.vals, dict);
+    let (main, wide) = encode_runs(&img.vals, &img.kid_slots(), dict);
     if img.kids.is_empty() {
         let p = heap_words(&main, bytes);
         return tag(p as u64, main.len(), wide, false);
@@ -347,7 +392,7 @@ fn place_heap(img: &Image, dict: &Dict, bytes: &AtomicUsize) -> u64 {
         .kids
         .iter()
         .map(|(_, kv)| {
-            let (w, wide) = encode_runs(kv, dict);
+            let (w, wide) = encode_runs(kv, &[0; 4], dict);
             tag(heap_words(&w, bytes) as u64, w.len(), wide, false)
         })
         .collect();
@@ -420,7 +465,7 @@ impl Staging {
     }
 
     fn runs(&mut self, vals: &[u32; SLOTS], dict: &Dict) -> u64 {
-        let (w, wide) = encode_runs(vals, dict);
+        let (w, wide) = encode_runs(vals, &[0; 4], dict);
         self.align(0);
         let at = self.words.len();
         self.words.extend_from_slice(&w);
@@ -438,7 +483,7 @@ impl Staging {
         let at = self.words.len();
         self.fixups.extend(at..at + links.len());
         self.words.extend_from_slice(&front);
-        let (main, wide) = encode_runs(&img.vals, dict);
+        let (main, wide) = encode_runs(&img.vals, &img.kid_slots(), dict);
         let p = self.words.len();
         self.words.extend_from_slice(&main);
         tag(p as u64 * 8, main.len(), wide, true)
@@ -539,7 +584,7 @@ impl Writer {
         }
         let recycled = self.dict.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let index = recycled.or_else(|| {
-            (self.dict.next < DICT).then(|| {
+            (self.dict.next < INDICES).then(|| {
                 self.dict.next += 1;
                 (self.dict.next - 1) as u16
             })
@@ -571,7 +616,7 @@ impl Writer {
 
 /// A new heap chunk whose every slot is `v`.
 fn uniform_chunk(v: u32, dict: &Dict, bytes: &AtomicUsize) -> u64 {
-    let (words, wide) = encode_runs(&[v; SLOTS], dict);
+    let (words, wide) = encode_runs(&[v; SLOTS], &[0; 4], dict);
     tag(heap_words(&words, bytes) as u64, words.len(), wide, false)
 }
 
@@ -725,43 +770,57 @@ impl Dir16 {
         let len = keys.len().min(32);
         let keys = &keys[..len];
         let out = &mut out[..len];
-        let mut ent = [0u64; 32];
+        // The chunk pointer of each key (entries `..len` are written by the first pass
+        // before the second reads them).
+        let mut ptrs = [const { MaybeUninit::<ChunkPtr>::uninit() }; 32];
         // (A local slice: the `Acquire` loads would otherwise make the compiler reload
         // the first level's address for every key.)
         let top: &[AtomicU64] = &self.top;
+        let standin = WIDE_STANDIN.0.as_ptr();
         // No branch depends on a loaded entry in these two passes: a mispredicted branch
         // on an entry still in flight would squash the loads issued after it.
-        for (e, &k) in ent.iter_mut().zip(keys) {
+        for (p, &k) in ptrs.iter_mut().zip(keys) {
             // SAFETY: `k >> 16` is below `2^16`, the first level's length.
-            *e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
-            prefetch_entry(*e);
+            let e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
+            let chunk = ptr_of(e);
+            // The header's line and the chunk's last line (the header is within its
+            // line, so `chunk + 64 * extra` is in the last one).
+            prefetch(chunk as usize);
+            prefetch(chunk as usize + ((e >> (LINES_SHIFT - 6)) & 0xc0) as usize);
+            // A wide chunk is read as the stand-in, whose value marks the key for the
+            // slow path below.
+            p.write(if e & WIDE != 0 { standin } else { chunk });
         }
         let dict: &[AtomicU32] = &self.dict;
-        // Entries whose chunk has kids or is wide, their two flag bits at bits 2i and
-        // 2i+1 (rare: these keys are finished after the fast pass).
-        let mut slow = 0u64;
+        // The 16-bit value each key read (zero past `len`: no mark).
+        let mut xs = [0u16; 32];
         for i in 0..len {
             // (`& 31` only tells the compiler the index fits the arrays.)
-            let e = ent[i & 31];
+            // SAFETY: the first pass wrote `ptrs[..len]`.
+            let p = unsafe { ptrs[i & 31].assume_init() };
             // SAFETY: `i < len`, the length of both slices.
             let k = unsafe { *keys.get_unchecked(i) };
-            // SAFETY: every entry links a published chunk (alive while the caller's guard
-            // is pinned); the slot index is below 256; a dictionary index is below 2^16,
-            // the dictionary's length (for a wide chunk it is garbage but in bounds, and
-            // the answer is redone below).
-            let v = unsafe {
-                dict.get_unchecked(slot_index(ptr_of(e), ((k >> 8) & 0xff) as usize))
-                    .load(Ordering::Relaxed)
-            };
+            // SAFETY: `p` is a published narrow chunk (alive while the caller's guard is
+            // pinned) or the stand-in, and the slot index is below 256.
+            let x = unsafe { slot_index(p, ((k >> 8) & 0xff) as usize) };
+            // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a kid
+            // mark the entry read is meaningless, and the answer is redone below).
+            let v = unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed);
+            // (Index 0, NONE, holds the default route: no extra step for it here.)
             // SAFETY: as for `keys`.
-            unsafe { *out.get_unchecked_mut(i) = or_default(v, dflt) };
-            slow |= (e & (KIDS | WIDE)) << (2 * i);
+            unsafe { *out.get_unchecked_mut(i) = v };
+            xs[i & 31] = x as u16;
         }
+        // Keys on a kid slot or a wide chunk (rare), redone from the first level.
+        let mut slow = kid_marks(&xs);
         while slow != 0 {
-            let i = slow.trailing_zeros() as usize / 2;
-            slow &= !(3 << (2 * i));
+            let i = slow.trailing_zeros() as usize;
+            slow &= slow - 1;
+            // (Loaded again: this entry or a newer one gives an answer the table held
+            // during the call.)
+            let e = top[(keys[i] >> TOP_BITS) as usize].load(Ordering::Acquire);
             // SAFETY: as above.
-            out[i] = or_default(unsafe { chunk_lookup(ent[i], keys[i], dict) }, dflt);
+            out[i] = or_default(unsafe { chunk_lookup(e, keys[i], dict) }, dflt);
         }
     }
 
@@ -817,7 +876,9 @@ impl Dir16 {
         let guard = epoch::pin();
         let mut retired: Vec<u64> = Vec::new();
         if len == 0 {
-            self.default.store(nh.unwrap_or(NONE), Ordering::Release);
+            let v = nh.unwrap_or(NONE);
+            self.default.store(v, Ordering::Release);
+            self.dict[0].store(v, Ordering::Release);
         } else if u32::from(len) <= TOP_BITS {
             let span = 1usize << (TOP_BITS - u32::from(len));
             let start = (key >> TOP_BITS) as usize;
@@ -892,6 +953,7 @@ impl Dir16 {
             w.short[l as usize].insert(k, nh);
             if l == 0 {
                 *t.default.get_mut() = nh;
+                t.dict[0].store(nh, Ordering::Relaxed);
                 continue;
             }
             // In address order a prefix comes after every prefix containing it.
@@ -974,6 +1036,7 @@ impl Dir16 {
         let mut w = self.lock();
         let guard = epoch::pin();
         self.default.store(NONE, Ordering::Release);
+        self.dict[0].store(NONE, Ordering::Release);
         let mut retired = Vec::new();
         for (i, slot) in self.top.iter().enumerate() {
             let none = w.uniform_link(NONE, &self.heap_bytes);
