@@ -71,9 +71,14 @@ const MAX_LINE_OFFSET: usize = 3;
 /// ```text
 /// p[0..4]        bitmap: bit j set: a run of equal values starts at slot j (bit 0 set)
 /// u32 at p+32    rank bytes: byte w = runs starting in bitmap words before w
-/// p+36..         one value per run: a u16 index into the next-hop dictionary, or for
-///                a wide chunk a u32 next hop (or NONE)
+/// p+36..         one value per run: a u16 index into the next-hop dictionary
+///                ([`KID_MARK`] on a slot with a kid)
 /// ```
+///
+/// A *wide* chunk (its link has [`WIDE`]) starts with [`WIDE_FRONT`], a narrow one-run
+/// chunk whose value is [`KID_MARK`], so the batch path reads it like any other chunk
+/// and sends its keys to the slow path; the chunk proper follows at `p + WIDE_WORDS`
+/// words, in the layout above with one u32 next hop (or NONE) per run.
 ///
 /// A chunk with kids (its link has [`KIDS`]) has, in front of `p`, a second bitmap
 /// (slot j has a kid), the kids' rank bytes and count, and the kid links.
@@ -117,6 +122,7 @@ unsafe fn slot_index(p: ChunkPtr, j: usize) -> usize {
 unsafe fn link_value(link: u64, j: usize, dict: &[AtomicU32]) -> u32 {
     let p = ptr_of(link);
     if link & WIDE != 0 {
+        let p = p.add(WIDE_WORDS);
         *((p as *const u8).add(VALS_AT) as *const u32).add(slot_rank(p, j))
     } else {
         dict.get_unchecked(slot_index(p, j)).load(Ordering::Relaxed)
@@ -166,14 +172,12 @@ fn prefetch(p: usize) {
     let _ = p;
 }
 
-/// A narrow one-run chunk whose value is [`KID_MARK`]: the batch path reads it in place
-/// of a wide chunk, so keys under wide chunks are marked for the slow path the same way
-/// as keys on a kid slot, with no check of their own.
-#[repr(C, align(64))]
-struct Standin([u64; 5]);
-
-/// Bitmap: slot 0 starts the only run; rank bytes 0, 1, 1, 1; then the value.
-static WIDE_STANDIN: Standin = Standin([1, 0, 0, 0, 0x0101_0100 | (KID_MARK as u64) << 32]);
+/// The words in front of a wide chunk: a narrow one-run chunk whose value is
+/// [`KID_MARK`] (bitmap: slot 0 starts the only run; rank bytes 0, 1, 1, 1; the value),
+/// so keys under a wide chunk are marked for the slow path like keys on a kid slot,
+/// with no check of their own in the batch path.
+const WIDE_FRONT: [u64; WIDE_WORDS] = [1, 0, 0, 0, 0x0101_0100 | (KID_MARK as u64) << 32];
+const WIDE_WORDS: usize = 5;
 
 /// Bit i: `xs[i]` is [`KID_MARK`] (the only value with the top bit set).
 #[inline(always)]
@@ -246,8 +250,8 @@ fn image(cover: u32, routes: &[(u32, u8, u32)]) -> Image {
     Image { vals, kids }
 }
 
-/// The words of a chunk (or kid) holding `vals`, from its header on, and whether it is
-/// wide (some value has no dictionary index). Slots set in the bitmap `kids` have a
+/// The words of a chunk (or kid) holding `vals`, from its header on (for a wide chunk,
+/// from its front on), and whether it is wide (some value has no dictionary index). Slots set in the bitmap `kids` have a
 /// kid: in a narrow chunk they hold [`KID_MARK`] (a run of their own; adjacent kid
 /// slots share one), in a wide one their pushed value.
 fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> (Vec<u64>, bool) {
@@ -293,10 +297,12 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> (Vec<u64>, 
             at += 4;
         }
     }
-    let words = bytes[..at.next_multiple_of(8)]
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect();
+    let mut words = if wide { WIDE_FRONT.to_vec() } else { Vec::new() };
+    words.extend(
+        bytes[..at.next_multiple_of(8)]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+    );
     (words, wide)
 }
 
@@ -313,10 +319,12 @@ fn rank_bytes(bm: &[u64; 4]) -> u32 {
 /// # Safety
 /// `link` names a live chunk.
 unsafe fn runs_words(link: u64) -> usize {
-    let p = ptr_of(link);
+    let (p, front, width) = match link & WIDE {
+        0 => (ptr_of(link), 0, 2),
+        _ => (ptr_of(link).add(WIDE_WORDS), WIDE_WORDS, 4),
+    };
     let runs: u32 = (0..4).map(|w| (*p.add(w)).count_ones()).sum();
-    let width = if link & WIDE != 0 { 4 } else { 2 };
-    (VALS_AT + width * runs as usize).div_ceil(8)
+    front + (VALS_AT + width * runs as usize).div_ceil(8)
 }
 
 /// Number of kids of a chunk with kids.
@@ -776,7 +784,6 @@ impl Dir16 {
         // (A local slice: the `Acquire` loads would otherwise make the compiler reload
         // the first level's address for every key.)
         let top: &[AtomicU64] = &self.top;
-        let standin = WIDE_STANDIN.0.as_ptr();
         // No branch depends on a loaded entry in these two passes: a mispredicted branch
         // on an entry still in flight would squash the loads issued after it.
         for (p, &k) in ptrs.iter_mut().zip(keys) {
@@ -787,9 +794,7 @@ impl Dir16 {
             // line, so `chunk + 64 * extra` is in the last one).
             prefetch(chunk as usize);
             prefetch(chunk as usize + ((e >> (LINES_SHIFT - 6)) & 0xc0) as usize);
-            // A wide chunk is read as the stand-in, whose value marks the key for the
-            // slow path below.
-            p.write(if e & WIDE != 0 { standin } else { chunk });
+            p.write(chunk);
         }
         let dict: &[AtomicU32] = &self.dict;
         // The 16-bit value each key read (zero past `len`: no mark).
@@ -800,8 +805,8 @@ impl Dir16 {
             let p = unsafe { ptrs[i & 31].assume_init() };
             // SAFETY: `i < len`, the length of both slices.
             let k = unsafe { *keys.get_unchecked(i) };
-            // SAFETY: `p` is a published narrow chunk (alive while the caller's guard is
-            // pinned) or the stand-in, and the slot index is below 256.
+            // SAFETY: `p` is a published chunk (alive while the caller's guard is pinned;
+            // a wide one starts with a narrow front), and the slot index is below 256.
             let x = unsafe { slot_index(p, ((k >> 8) & 0xff) as usize) };
             // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a kid
             // mark the entry read is meaningless, and the answer is redone below).
@@ -1076,5 +1081,174 @@ impl Dir16 {
             .sum();
         let maps: usize = w.short.iter().map(|m| m.capacity() * 9).sum();
         lists + maps + TOP * (std::mem::size_of::<Vec<(u32, u8, u32)>>() + 5)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dictionary knowing `hops` (next hop, index); other hops have no index.
+    fn dict_with(hops: &[(u32, u16)]) -> Dict {
+        let mut d = Dict::new();
+        for &(nh, i) in hops {
+            d.map.insert(nh, (Some(i), 1));
+        }
+        d
+    }
+
+    #[test]
+    fn kid_slots_get_runs_of_their_own_holding_the_mark() {
+        // Slots 0..=99 hold 7 (index 1), 100..=255 hold 8 (index 2); kids under slots
+        // 0, 1, 100 and 255. Runs: [0, 1] mark, [2, 99] 7, [100] mark, [101, 254] 8,
+        // [255] mark.
+        let dict = dict_with(&[(7, 1), (8, 2)]);
+        let mut vals = [8u32; SLOTS];
+        vals[..100].fill(7);
+        let kids = [0b11, 1 << 36, 0, 1 << 63];
+        let (words, wide) = encode_runs(&vals, &kids, &dict);
+        assert!(!wide);
+        let m = u64::from(KID_MARK);
+        assert_eq!(
+            words,
+            [
+                0b101,
+                (1 << 36) | (1 << 37),
+                0,
+                1 << 63,
+                // Rank bytes 0, 2, 4, 4, then the values mark, 1.
+                0x0404_0200 | (m << 32) | (1 << 48),
+                // Values mark, 2, mark (and padding).
+                m | (2 << 16) | (m << 32),
+            ]
+        );
+        let want = |j: usize| match j {
+            0 | 1 | 100 | 255 => usize::from(KID_MARK),
+            2..=99 => 1,
+            _ => 2,
+        };
+        for j in 0..SLOTS {
+            // SAFETY: `words` is the chunk just encoded, and `j < 256`.
+            assert_eq!(unsafe { slot_index(words.as_ptr(), j) }, want(j), "slot {}", j);
+        }
+    }
+
+    #[test]
+    fn wide_chunks_start_with_a_front_that_marks_every_slot() {
+        // 5 has an index, 1_000_000 has none: the chunk is wide.
+        let dict = dict_with(&[(5, 3)]);
+        let mut vals = [5u32; SLOTS];
+        vals[64..=130].fill(1_000_000);
+        vals[255] = NONE;
+        let (words, wide) = encode_runs(&vals, &[0; 4], &dict);
+        assert!(wide);
+        assert_eq!(words[..WIDE_WORDS], WIDE_FRONT);
+        // Header (5 words), then the four u32 values 5, 1_000_000, 5, NONE.
+        assert_eq!(words.len(), WIDE_WORDS + 7);
+        let link = tag(words.as_ptr() as u64, words.len(), true, false);
+        // SAFETY: `link` names the chunk in `words`, which outlives these reads.
+        assert_eq!(unsafe { runs_words(link) }, words.len());
+        let dict_entries: Vec<AtomicU32> = (0..DICT).map(|_| AtomicU32::new(NONE)).collect();
+        for j in 0..SLOTS {
+            // SAFETY: as above, and `j < 256`.
+            let (x, v) = unsafe { (slot_index(words.as_ptr(), j), link_value(link, j, &dict_entries)) };
+            assert_eq!(x, usize::from(KID_MARK), "slot {}", j);
+            let want = match j {
+                64..=130 => 1_000_000,
+                255 => NONE,
+                _ => 5,
+            };
+            assert_eq!(v, want, "slot {}", j);
+        }
+    }
+
+    #[test]
+    fn wide_chunks_with_narrow_and_wide_kids_answer_batches() {
+        // 33,000 /24s under 20.0.0.0/8 with distinct next hops use up the 32,767
+        // dictionary indices, so the /16s holding the later ones (20.127, 20.128) are
+        // wide (20.127.255.0/24 is the 32,768th). Under 20.127.0.0/24 (whose hop has an
+        // index) a /32 to a hop with an index: a narrow kid; under 20.128.9.0/24 a /25 to
+        // a new hop: a wide kid.
+        let hop = |i: u32| 1_000_000 + i;
+        let mut routes: Vec<(u32, u8, u32)> = (0..33_000)
+            .map(|i| (0x1400_0000 + (i << 8), 24, hop(i)))
+            .collect();
+        routes.push((0x147f_0007, 32, hop(0)));
+        routes.push((0x1480_0900, 25, 2));
+        let grown = Dir16::new();
+        for &(a, l, nh) in &routes {
+            grown.insert(a, l, nh);
+        }
+        let built = Dir16::build(&routes);
+        let at = |i: u32, host: u32| 0x1400_0000 + (i << 8) + host;
+        let probes = [
+            (at(3, 3), hop(3)),
+            (at(32_766, 1), hop(32_766)),
+            (at(32_767, 1), hop(32_767)),
+            (0x147f_0007, hop(0)),
+            (0x147f_0008, hop(32_512)),
+            (0x1480_0507, hop(32_773)),
+            (0x1480_0901, 2),
+            (0x1480_09c8, hop(32_777)),
+            (at(32_999, 255), hop(32_999)),
+            (at(33_000, 0), NONE),
+        ];
+        let keys: Vec<u32> = probes.iter().map(|p| p.0).collect();
+        for t in [&grown, &built] {
+            let (e127, e128) = (
+                t.top[0x147f].load(Ordering::Relaxed),
+                t.top[0x1480].load(Ordering::Relaxed),
+            );
+            assert_eq!(
+                (e127 & (WIDE | KIDS), e128 & (WIDE | KIDS)),
+                (WIDE | KIDS, WIDE | KIDS)
+            );
+            // SAFETY: both link live chunks with kids; slots 0 and 9 are below 256.
+            let (narrow_kid, wide_kid) = unsafe { (kid_link(ptr_of(e127), 0), kid_link(ptr_of(e128), 9)) };
+            assert_eq!((narrow_kid & WIDE, wide_kid & WIDE), (0, WIDE));
+            let mut out = vec![0u32; keys.len()];
+            t.lookup_batch(&keys, &mut out);
+            for (&(a, want), &got) in probes.iter().zip(&out) {
+                assert_eq!(got, want, "batch {:08x}", a);
+                assert_eq!(t.lookup(a), want, "single {:08x}", a);
+            }
+        }
+    }
+
+    #[test]
+    fn kid_marks_are_the_values_with_the_top_bit() {
+        let mut xs = [0x7fffu16; 32];
+        xs[1] = 0;
+        for i in [0, 5, 17, 31] {
+            xs[i] = KID_MARK;
+        }
+        assert_eq!(kid_marks(&xs), 1 | (1 << 5) | (1 << 17) | (1 << 31));
+        assert_eq!(kid_marks(&[1; 32]), 0);
+    }
+
+    #[test]
+    fn batch_answers_follow_default_route_changes_in_chunks_and_kids() {
+        // 10.1.0.0/16 is a chunk with routes, NONE slots and a kid (10.1.2.0/24 has a
+        // /30 under it); 10.2.0.0/16 is uniform NONE.
+        let t = Dir16::new();
+        t.insert(0x0a01_0100, 24, 4);
+        t.insert(0x0a01_0204, 30, 5);
+        let keys = [0x0a01_0101, 0x0a01_0001, 0x0a01_0205, 0x0a01_0209, 0x0a02_0000];
+        let batch = |t: &Dir16| {
+            let mut out = [0u32; 5];
+            t.lookup_batch(&keys, &mut out);
+            out
+        };
+        assert_eq!(batch(&t), [4, NONE, 5, NONE, NONE]);
+        t.insert(0, 0, 9);
+        assert_eq!(batch(&t), [4, 9, 5, 9, 9]);
+        t.insert(0, 0, 11);
+        assert_eq!(batch(&t), [4, 11, 5, 11, 11]);
+        let built = Dir16::build(&t.routes());
+        assert_eq!(batch(&built), [4, 11, 5, 11, 11]);
+        t.remove(0, 0);
+        assert_eq!(batch(&t), [4, NONE, 5, NONE, NONE]);
+        built.clear();
+        assert_eq!(batch(&built), [NONE; 5]);
     }
 }
