@@ -198,6 +198,24 @@ fn kid_marks(xs: &[u16; 32]) -> u32 {
         .fold(0, |m, (i, &x)| m | (u32::from(x >> 15) << i))
 }
 
+/// Calls `f(i)` for each `i` in `0..len`; for a whole group of 32, four calls per loop
+/// step (the loop overhead was a fifth of the batch's second pass).
+#[inline(always)]
+fn for_each_key(len: usize, mut f: impl FnMut(usize)) {
+    if len == 32 {
+        for i in (0..32).step_by(4) {
+            f(i);
+            f(i + 1);
+            f(i + 2);
+            f(i + 3);
+        }
+    } else {
+        for i in 0..len {
+            f(i);
+        }
+    }
+}
+
 /// `v`, or the default route's next hop when `v` is NONE.
 #[inline(always)]
 fn or_default(v: u32, dflt: u32) -> u32 {
@@ -768,8 +786,15 @@ impl Dir16 {
     fn lookup_batch_pinned(&self, keys: &[u32], out: &mut [u32]) {
         const CHUNK: usize = 32;
         let dflt = self.default.load(Ordering::Acquire);
-        for (ks, os) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            self.lookup_group(ks, os, dflt);
+        let out = &mut out[..keys.len()];
+        let mut ks = keys.chunks_exact(CHUNK);
+        let mut os = out.chunks_exact_mut(CHUNK);
+        // Whole groups have a length the compiler knows, so it unrolls their loops.
+        for (k, o) in (&mut ks).zip(&mut os) {
+            self.lookup_group(k, o, dflt);
+        }
+        if !ks.remainder().is_empty() {
+            self.lookup_group(ks.remainder(), os.into_remainder(), dflt);
         }
     }
 
@@ -786,7 +811,9 @@ impl Dir16 {
         let top: &[AtomicU64] = &self.top;
         // No branch depends on a loaded entry in these two passes: a mispredicted branch
         // on an entry still in flight would squash the loads issued after it.
-        for (p, &k) in ptrs.iter_mut().zip(keys) {
+        for_each_key(len, |i| {
+            // SAFETY: `i < len`, the length of `keys`.
+            let k = unsafe { *keys.get_unchecked(i) };
             // SAFETY: `k >> 16` is below `2^16`, the first level's length.
             let e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
             let chunk = ptr_of(e);
@@ -794,13 +821,13 @@ impl Dir16 {
             // line, so `chunk + 64 * extra` is in the last one).
             prefetch(chunk as usize);
             prefetch(chunk as usize + ((e >> (LINES_SHIFT - 6)) & 0xc0) as usize);
-            p.write(chunk);
-        }
+            // (`& 31` only tells the compiler the index fits the array.)
+            ptrs[i & 31].write(chunk);
+        });
         let dict: &[AtomicU32] = &self.dict;
         // The 16-bit value each key read (zero past `len`: no mark).
         let mut xs = [0u16; 32];
-        for i in 0..len {
-            // (`& 31` only tells the compiler the index fits the arrays.)
+        for_each_key(len, |i| {
             // SAFETY: the first pass wrote `ptrs[..len]`.
             let p = unsafe { ptrs[i & 31].assume_init() };
             // SAFETY: `i < len`, the length of both slices.
@@ -815,7 +842,7 @@ impl Dir16 {
             // SAFETY: as for `keys`.
             unsafe { *out.get_unchecked_mut(i) = v };
             xs[i & 31] = x as u16;
-        }
+        });
         // Keys on a kid slot or a wide chunk (rare), redone from the first level.
         let mut slow = kid_marks(&xs);
         while slow != 0 {
