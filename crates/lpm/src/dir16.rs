@@ -36,7 +36,7 @@ const TOP: usize = 1 << TOP_BITS;
 const SLOTS: usize = 256;
 /// A link with this bit set names a *wide* chunk or kid: its values are next hops
 /// (`u32`), not indices into the next-hop dictionary (`u16`). Chunks are wide only when
-/// the dictionary is full (more than 65,535 distinct next hops).
+/// the dictionary is full (more than 32,767 distinct next hops).
 const WIDE: u64 = 1;
 /// A link with this bit set names a chunk that has kids.
 const KIDS: u64 = 2;
