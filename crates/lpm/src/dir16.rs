@@ -273,21 +273,28 @@ fn image(cover: u32, routes: &[(u32, u8, u32)]) -> Image {
 /// kid: in a narrow chunk they hold [`KID_MARK`] (a run of their own; adjacent kid
 /// slots share one), in a wide one their pushed value.
 fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> (Vec<u64>, bool) {
-    let any_kid = kids.iter().any(|&w| w != 0);
-    let is_kid = |s: usize| any_kid && kids[s >> 6] >> (s & 63) & 1 != 0;
+    let is_kid = |s: usize| kids[s >> 6] >> (s & 63) & 1 != 0;
     let mut bm = [0u64; 4];
     let mut runs = [0u32; SLOTS];
     let mut run_kid = [false; SLOTS];
     let mut n = 0;
-    let mut prev = None;
-    for (s, &v) in vals.iter().enumerate() {
-        let this = Some((is_kid(s), v));
-        if this != prev {
-            bm[s >> 6] |= 1 << (s & 63);
-            runs[n] = v;
-            run_kid[n] = is_kid(s);
-            n += 1;
-            prev = this;
+    if kids.iter().all(|&w| w == 0) {
+        // (The common case, kept to the plain comparison: it is most of an update.)
+        for (s, &v) in vals.iter().enumerate() {
+            if s == 0 || v != vals[s - 1] {
+                bm[s >> 6] |= 1 << (s & 63);
+                runs[n] = v;
+                n += 1;
+            }
+        }
+    } else {
+        for (s, &v) in vals.iter().enumerate() {
+            if s == 0 || (is_kid(s), v) != (is_kid(s - 1), vals[s - 1]) {
+                bm[s >> 6] |= 1 << (s & 63);
+                runs[n] = v;
+                run_kid[n] = is_kid(s);
+                n += 1;
+            }
         }
     }
     // (Wide chunks need no kid runs: every key under a wide chunk takes the slow path.
