@@ -16,6 +16,7 @@ use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::mem::MaybeUninit;
 
 /// A hash map with the writer's fast hasher (the std default, SipHash, made the
 /// per-run dictionary probes the largest cost of a chunk rebuild).
@@ -35,12 +36,20 @@ const TOP: usize = 1 << TOP_BITS;
 const SLOTS: usize = 256;
 /// A link with this bit set names a *wide* chunk or kid: its values are next hops
 /// (`u32`), not indices into the next-hop dictionary (`u16`). Chunks are wide only when
-/// the dictionary is full (more than 65,535 distinct next hops).
+/// the dictionary is full (more than 32,767 distinct next hops).
 const WIDE: u64 = 1;
 /// A link with this bit set names a chunk that has kids.
 const KIDS: u64 = 2;
-/// Entries of the next-hop dictionary; index 0 is NONE.
+/// Entries of the next-hop dictionary. Index 0 stands for NONE and holds the default
+/// route's next hop (NONE without one), so the batch path needs no extra step for it.
 const DICT: usize = 1 << 16;
+/// Dictionary indices handed out are below this; a narrow chunk's value of `KID_MARK`
+/// (the only one with the top bit set) marks a slot that has a kid, so the batch path
+/// finds the keys to redo from the value it read, and the keys of a chunk with kids
+/// that land in a slot without one (most of them) take the fast path. The dictionary
+/// keeps all `2^16` entries so that any 16-bit value indexes it.
+const INDICES: usize = 1 << 15;
+const KID_MARK: u16 = 1 << 15;
 /// Bits of a link above the address: how many cache lines the chunk's header and
 /// values span beyond the first (0..=3), for prefetching.
 const LINES_SHIFT: u32 = 56;
@@ -62,9 +71,14 @@ const MAX_LINE_OFFSET: usize = 3;
 /// ```text
 /// p[0..4]        bitmap: bit j set: a run of equal values starts at slot j (bit 0 set)
 /// u32 at p+32    rank bytes: byte w = runs starting in bitmap words before w
-/// p+36..         one value per run: a u16 index into the next-hop dictionary, or for
-///                a wide chunk a u32 next hop (or NONE)
+/// p+36..         one value per run: a u16 index into the next-hop dictionary
+///                ([`KID_MARK`] on a slot with a kid)
 /// ```
+///
+/// A *wide* chunk (its link has [`WIDE`]) starts with [`WIDE_FRONT`], a narrow one-run
+/// chunk whose value is [`KID_MARK`], so the batch path reads it like any other chunk
+/// and sends its keys to the slow path; the chunk proper follows at `p + WIDE_WORDS`
+/// words, in the layout above with one u32 next hop (or NONE) per run.
 ///
 /// A chunk with kids (its link has [`KIDS`]) has, in front of `p`, a second bitmap
 /// (slot j has a kid), the kids' rank bytes and count, and the kid links.
@@ -108,6 +122,7 @@ unsafe fn slot_index(p: ChunkPtr, j: usize) -> usize {
 unsafe fn link_value(link: u64, j: usize, dict: &[AtomicU32]) -> u32 {
     let p = ptr_of(link);
     if link & WIDE != 0 {
+        let p = p.add(WIDE_WORDS);
         *((p as *const u8).add(VALS_AT) as *const u32).add(slot_rank(p, j))
     } else {
         dict.get_unchecked(slot_index(p, j)).load(Ordering::Relaxed)
@@ -157,14 +172,48 @@ fn prefetch(p: usize) {
     let _ = p;
 }
 
-/// Prefetches the first, second and last line of the chunk a link names (all of it up
-/// to three lines), with no branch.
+/// The words in front of a wide chunk: a narrow one-run chunk whose value is
+/// [`KID_MARK`] (bitmap: slot 0 starts the only run; rank bytes 0, 1, 1, 1; the value),
+/// so keys under a wide chunk are marked for the slow path like keys on a kid slot,
+/// with no check of their own in the batch path.
+const WIDE_FRONT: [u64; WIDE_WORDS] = [1, 0, 0, 0, 0x0101_0100 | (KID_MARK as u64) << 32];
+const WIDE_WORDS: usize = 5;
+
+/// Bit i: `xs[i]` is [`KID_MARK`] (the only value with the top bit set).
 #[inline(always)]
-fn prefetch_entry(e: u64) {
-    let p = (e & PTR) as usize & !63;
-    let extra = ((e >> LINES_SHIFT) & 3) as usize;
-    prefetch(p);
-    prefetch(p + 64 * extra);
+fn kid_marks(xs: &[u16; 32]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; the four unaligned loads read the 64 bytes of `xs`.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v = xs.as_ptr() as *const __m128i;
+        // Signed saturation keeps exactly the top bit of each value as a byte's sign.
+        let lo = _mm_packs_epi16(_mm_loadu_si128(v), _mm_loadu_si128(v.add(1)));
+        let hi = _mm_packs_epi16(_mm_loadu_si128(v.add(2)), _mm_loadu_si128(v.add(3)));
+        (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    xs.iter()
+        .enumerate()
+        .fold(0, |m, (i, &x)| m | (u32::from(x >> 15) << i))
+}
+
+/// Calls `f(i)` for each `i` in `0..len`; for a whole group of 32, four calls per loop
+/// step (the loop overhead was a fifth of the batch's second pass).
+#[inline(always)]
+fn for_each_key(len: usize, mut f: impl FnMut(usize)) {
+    if len == 32 {
+        for i in (0..32).step_by(4) {
+            f(i);
+            f(i + 1);
+            f(i + 2);
+            f(i + 3);
+        }
+    } else {
+        for i in 0..len {
+            f(i);
+        }
+    }
 }
 
 /// `v`, or the default route's next hop when `v` is NONE.
@@ -181,6 +230,17 @@ fn or_default(v: u32, dflt: u32) -> u32 {
 struct Image {
     vals: [u32; SLOTS],
     kids: Vec<(usize, Box<[u32; SLOTS]>)>,
+}
+
+impl Image {
+    /// The slots with a kid, as a bitmap.
+    fn kid_slots(&self) -> [u64; 4] {
+        let mut kbm = [0u64; 4];
+        for &(j, _) in &self.kids {
+            kbm[j >> 6] |= 1 << (j & 63);
+        }
+        kbm
+    }
 }
 
 /// The slot values of the chunk for routes `routes` (all longer than /16, in one /16,
@@ -208,19 +268,37 @@ fn image(cover: u32, routes: &[(u32, u8, u32)]) -> Image {
     Image { vals, kids }
 }
 
-/// The words of a chunk (or kid) holding `vals`, from its header on, and whether it is
-/// wide (some value has no dictionary index).
-fn encode_runs(vals: &[u32; SLOTS], dict: &Dict) -> (Vec<u64>, bool) {
+/// The words of a chunk (or kid) holding `vals`, from its header on (for a wide chunk,
+/// from its front on), and whether it is wide (some value has no dictionary index). Slots set in the bitmap `kids` have a
+/// kid: in a narrow chunk they hold [`KID_MARK`] (a run of their own; adjacent kid
+/// slots share one), in a wide one their pushed value.
+fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> (Vec<u64>, bool) {
+    let is_kid = |s: usize| kids[s >> 6] >> (s & 63) & 1 != 0;
     let mut bm = [0u64; 4];
     let mut runs = [0u32; SLOTS];
+    let mut run_kid = [false; SLOTS];
     let mut n = 0;
-    for (s, &v) in vals.iter().enumerate() {
-        if s == 0 || v != vals[s - 1] {
-            bm[s >> 6] |= 1 << (s & 63);
-            runs[n] = v;
-            n += 1;
+    if kids.iter().all(|&w| w == 0) {
+        // (The common case, kept to the plain comparison: it is most of an update.)
+        for (s, &v) in vals.iter().enumerate() {
+            if s == 0 || v != vals[s - 1] {
+                bm[s >> 6] |= 1 << (s & 63);
+                runs[n] = v;
+                n += 1;
+            }
+        }
+    } else {
+        for (s, &v) in vals.iter().enumerate() {
+            if s == 0 || (is_kid(s), v) != (is_kid(s - 1), vals[s - 1]) {
+                bm[s >> 6] |= 1 << (s & 63);
+                runs[n] = v;
+                run_kid[n] = is_kid(s);
+                n += 1;
+            }
         }
     }
+    // (Wide chunks need no kid runs: every key under a wide chunk takes the slow path.
+    // Splitting the runs anyway keeps the two encodings of one image alike.)
     let runs = &runs[..n];
     // Header and values as bytes on the stack, then packed into words.
     // (Rounded up to whole words: the packing below reads whole words.)
@@ -231,8 +309,8 @@ fn encode_runs(vals: &[u32; SLOTS], dict: &Dict) -> (Vec<u64>, bool) {
     bytes[32..36].copy_from_slice(&rank_bytes(&bm).to_le_bytes());
     let mut at = VALS_AT;
     let mut wide = false;
-    for &v in runs {
-        match dict.index(v) {
+    for (&v, &kid) in runs.iter().zip(&run_kid) {
+        match if kid { Some(KID_MARK) } else { dict.index(v) } {
             Some(i) => bytes[at..at + 2].copy_from_slice(&i.to_le_bytes()),
             None => {
                 wide = true;
@@ -248,10 +326,12 @@ fn encode_runs(vals: &[u32; SLOTS], dict: &Dict) -> (Vec<u64>, bool) {
             at += 4;
         }
     }
-    let words = bytes[..at.next_multiple_of(8)]
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect();
+    let mut words = if wide { WIDE_FRONT.to_vec() } else { Vec::new() };
+    words.extend(
+        bytes[..at.next_multiple_of(8)]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+    );
     (words, wide)
 }
 
@@ -268,10 +348,12 @@ fn rank_bytes(bm: &[u64; 4]) -> u32 {
 /// # Safety
 /// `link` names a live chunk.
 unsafe fn runs_words(link: u64) -> usize {
-    let p = ptr_of(link);
+    let (p, front, width) = match link & WIDE {
+        0 => (ptr_of(link), 0, 2),
+        _ => (ptr_of(link).add(WIDE_WORDS), WIDE_WORDS, 4),
+    };
     let runs: u32 = (0..4).map(|w| (*p.add(w)).count_ones()).sum();
-    let width = if link & WIDE != 0 { 4 } else { 2 };
-    (VALS_AT + width * runs as usize).div_ceil(8)
+    front + (VALS_AT + width * runs as usize).div_ceil(8)
 }
 
 /// Number of kids of a chunk with kids.
@@ -338,7 +420,7 @@ fn heap_words(words: &[u64], bytes: &AtomicUsize) -> *mut u64 {
 
 /// Places the chunk an image describes on the heap; returns its link.
 fn place_heap(img: &Image, dict: &Dict, bytes: &AtomicUsize) -> u64 {
-    let (main, wide) = encode_runs(&img.vals, dict);
+    let (main, wide) = encode_runs(&img.vals, &img.kid_slots(), dict);
     if img.kids.is_empty() {
         let p = heap_words(&main, bytes);
         return tag(p as u64, main.len(), wide, false);
@@ -347,7 +429,7 @@ fn place_heap(img: &Image, dict: &Dict, bytes: &AtomicUsize) -> u64 {
         .kids
         .iter()
         .map(|(_, kv)| {
-            let (w, wide) = encode_runs(kv, dict);
+            let (w, wide) = encode_runs(kv, &[0; 4], dict);
             tag(heap_words(&w, bytes) as u64, w.len(), wide, false)
         })
         .collect();
@@ -420,7 +502,7 @@ impl Staging {
     }
 
     fn runs(&mut self, vals: &[u32; SLOTS], dict: &Dict) -> u64 {
-        let (w, wide) = encode_runs(vals, dict);
+        let (w, wide) = encode_runs(vals, &[0; 4], dict);
         self.align(0);
         let at = self.words.len();
         self.words.extend_from_slice(&w);
@@ -438,7 +520,7 @@ impl Staging {
         let at = self.words.len();
         self.fixups.extend(at..at + links.len());
         self.words.extend_from_slice(&front);
-        let (main, wide) = encode_runs(&img.vals, dict);
+        let (main, wide) = encode_runs(&img.vals, &img.kid_slots(), dict);
         let p = self.words.len();
         self.words.extend_from_slice(&main);
         tag(p as u64 * 8, main.len(), wide, true)
@@ -539,7 +621,7 @@ impl Writer {
         }
         let recycled = self.dict.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let index = recycled.or_else(|| {
-            (self.dict.next < DICT).then(|| {
+            (self.dict.next < INDICES).then(|| {
                 self.dict.next += 1;
                 (self.dict.next - 1) as u16
             })
@@ -571,7 +653,7 @@ impl Writer {
 
 /// A new heap chunk whose every slot is `v`.
 fn uniform_chunk(v: u32, dict: &Dict, bytes: &AtomicUsize) -> u64 {
-    let (words, wide) = encode_runs(&[v; SLOTS], dict);
+    let (words, wide) = encode_runs(&[v; SLOTS], &[0; 4], dict);
     tag(heap_words(&words, bytes) as u64, words.len(), wide, false)
 }
 
@@ -715,8 +797,15 @@ impl Dir16 {
     fn lookup_batch_pinned(&self, keys: &[u32], out: &mut [u32]) {
         const CHUNK: usize = 32;
         let dflt = self.default.load(Ordering::Acquire);
-        for (ks, os) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            self.lookup_group(ks, os, dflt);
+        let out = &mut out[..keys.len()];
+        let mut ks = keys.chunks_exact(CHUNK);
+        let mut os = out.chunks_exact_mut(CHUNK);
+        // Whole groups have a length the compiler knows, so it unrolls their loops.
+        for (k, o) in (&mut ks).zip(&mut os) {
+            self.lookup_group(k, o, dflt);
+        }
+        if !ks.remainder().is_empty() {
+            self.lookup_group(ks.remainder(), os.into_remainder(), dflt);
         }
     }
 
@@ -725,43 +814,56 @@ impl Dir16 {
         let len = keys.len().min(32);
         let keys = &keys[..len];
         let out = &mut out[..len];
-        let mut ent = [0u64; 32];
+        // The chunk pointer of each key (entries `..len` are written by the first pass
+        // before the second reads them).
+        let mut ptrs = [const { MaybeUninit::<ChunkPtr>::uninit() }; 32];
         // (A local slice: the `Acquire` loads would otherwise make the compiler reload
         // the first level's address for every key.)
         let top: &[AtomicU64] = &self.top;
         // No branch depends on a loaded entry in these two passes: a mispredicted branch
         // on an entry still in flight would squash the loads issued after it.
-        for (e, &k) in ent.iter_mut().zip(keys) {
+        for_each_key(len, |i| {
+            // SAFETY: `i < len`, the length of `keys`.
+            let k = unsafe { *keys.get_unchecked(i) };
             // SAFETY: `k >> 16` is below `2^16`, the first level's length.
-            *e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
-            prefetch_entry(*e);
-        }
+            let e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
+            let chunk = ptr_of(e);
+            // The header's line and the chunk's last line (the header is within its
+            // line, so `chunk + 64 * extra` is in the last one).
+            prefetch(chunk as usize);
+            prefetch(chunk as usize + ((e >> (LINES_SHIFT - 6)) & 0xc0) as usize);
+            // (`& 31` only tells the compiler the index fits the array.)
+            ptrs[i & 31].write(chunk);
+        });
         let dict: &[AtomicU32] = &self.dict;
-        // Entries whose chunk has kids or is wide, their two flag bits at bits 2i and
-        // 2i+1 (rare: these keys are finished after the fast pass).
-        let mut slow = 0u64;
-        for i in 0..len {
-            // (`& 31` only tells the compiler the index fits the arrays.)
-            let e = ent[i & 31];
+        // The 16-bit value each key read (zero past `len`: no mark).
+        let mut xs = [0u16; 32];
+        for_each_key(len, |i| {
+            // SAFETY: the first pass wrote `ptrs[..len]`.
+            let p = unsafe { ptrs[i & 31].assume_init() };
             // SAFETY: `i < len`, the length of both slices.
             let k = unsafe { *keys.get_unchecked(i) };
-            // SAFETY: every entry links a published chunk (alive while the caller's guard
-            // is pinned); the slot index is below 256; a dictionary index is below 2^16,
-            // the dictionary's length (for a wide chunk it is garbage but in bounds, and
-            // the answer is redone below).
-            let v = unsafe {
-                dict.get_unchecked(slot_index(ptr_of(e), ((k >> 8) & 0xff) as usize))
-                    .load(Ordering::Relaxed)
-            };
+            // SAFETY: `p` is a published chunk (alive while the caller's guard is pinned;
+            // a wide one starts with a narrow front), and the slot index is below 256.
+            let x = unsafe { slot_index(p, ((k >> 8) & 0xff) as usize) };
+            // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a kid
+            // mark the entry read is meaningless, and the answer is redone below).
+            let v = unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed);
+            // (Index 0, NONE, holds the default route: no extra step for it here.)
             // SAFETY: as for `keys`.
-            unsafe { *out.get_unchecked_mut(i) = or_default(v, dflt) };
-            slow |= (e & (KIDS | WIDE)) << (2 * i);
-        }
+            unsafe { *out.get_unchecked_mut(i) = v };
+            xs[i & 31] = x as u16;
+        });
+        // Keys on a kid slot or a wide chunk (rare), redone from the first level.
+        let mut slow = kid_marks(&xs);
         while slow != 0 {
-            let i = slow.trailing_zeros() as usize / 2;
-            slow &= !(3 << (2 * i));
+            let i = slow.trailing_zeros() as usize;
+            slow &= slow - 1;
+            // (Loaded again: this entry or a newer one gives an answer the table held
+            // during the call.)
+            let e = top[(keys[i] >> TOP_BITS) as usize].load(Ordering::Acquire);
             // SAFETY: as above.
-            out[i] = or_default(unsafe { chunk_lookup(ent[i], keys[i], dict) }, dflt);
+            out[i] = or_default(unsafe { chunk_lookup(e, keys[i], dict) }, dflt);
         }
     }
 
@@ -817,7 +919,9 @@ impl Dir16 {
         let guard = epoch::pin();
         let mut retired: Vec<u64> = Vec::new();
         if len == 0 {
-            self.default.store(nh.unwrap_or(NONE), Ordering::Release);
+            let v = nh.unwrap_or(NONE);
+            self.default.store(v, Ordering::Release);
+            self.dict[0].store(v, Ordering::Release);
         } else if u32::from(len) <= TOP_BITS {
             let span = 1usize << (TOP_BITS - u32::from(len));
             let start = (key >> TOP_BITS) as usize;
@@ -892,6 +996,7 @@ impl Dir16 {
             w.short[l as usize].insert(k, nh);
             if l == 0 {
                 *t.default.get_mut() = nh;
+                t.dict[0].store(nh, Ordering::Relaxed);
                 continue;
             }
             // In address order a prefix comes after every prefix containing it.
@@ -974,6 +1079,7 @@ impl Dir16 {
         let mut w = self.lock();
         let guard = epoch::pin();
         self.default.store(NONE, Ordering::Release);
+        self.dict[0].store(NONE, Ordering::Release);
         let mut retired = Vec::new();
         for (i, slot) in self.top.iter().enumerate() {
             let none = w.uniform_link(NONE, &self.heap_bytes);
@@ -1013,5 +1119,174 @@ impl Dir16 {
             .sum();
         let maps: usize = w.short.iter().map(|m| m.capacity() * 9).sum();
         lists + maps + TOP * (std::mem::size_of::<Vec<(u32, u8, u32)>>() + 5)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dictionary knowing `hops` (next hop, index); other hops have no index.
+    fn dict_with(hops: &[(u32, u16)]) -> Dict {
+        let mut d = Dict::new();
+        for &(nh, i) in hops {
+            d.map.insert(nh, (Some(i), 1));
+        }
+        d
+    }
+
+    #[test]
+    fn kid_slots_get_runs_of_their_own_holding_the_mark() {
+        // Slots 0..=99 hold 7 (index 1), 100..=255 hold 8 (index 2); kids under slots
+        // 0, 1, 100 and 255. Runs: [0, 1] mark, [2, 99] 7, [100] mark, [101, 254] 8,
+        // [255] mark.
+        let dict = dict_with(&[(7, 1), (8, 2)]);
+        let mut vals = [8u32; SLOTS];
+        vals[..100].fill(7);
+        let kids = [0b11, 1 << 36, 0, 1 << 63];
+        let (words, wide) = encode_runs(&vals, &kids, &dict);
+        assert!(!wide);
+        let m = u64::from(KID_MARK);
+        assert_eq!(
+            words,
+            [
+                0b101,
+                (1 << 36) | (1 << 37),
+                0,
+                1 << 63,
+                // Rank bytes 0, 2, 4, 4, then the values mark, 1.
+                0x0404_0200 | (m << 32) | (1 << 48),
+                // Values mark, 2, mark (and padding).
+                m | (2 << 16) | (m << 32),
+            ]
+        );
+        let want = |j: usize| match j {
+            0 | 1 | 100 | 255 => usize::from(KID_MARK),
+            2..=99 => 1,
+            _ => 2,
+        };
+        for j in 0..SLOTS {
+            // SAFETY: `words` is the chunk just encoded, and `j < 256`.
+            assert_eq!(unsafe { slot_index(words.as_ptr(), j) }, want(j), "slot {}", j);
+        }
+    }
+
+    #[test]
+    fn wide_chunks_start_with_a_front_that_marks_every_slot() {
+        // 5 has an index, 1_000_000 has none: the chunk is wide.
+        let dict = dict_with(&[(5, 3)]);
+        let mut vals = [5u32; SLOTS];
+        vals[64..=130].fill(1_000_000);
+        vals[255] = NONE;
+        let (words, wide) = encode_runs(&vals, &[0; 4], &dict);
+        assert!(wide);
+        assert_eq!(words[..WIDE_WORDS], WIDE_FRONT);
+        // Header (5 words), then the four u32 values 5, 1_000_000, 5, NONE.
+        assert_eq!(words.len(), WIDE_WORDS + 7);
+        let link = tag(words.as_ptr() as u64, words.len(), true, false);
+        // SAFETY: `link` names the chunk in `words`, which outlives these reads.
+        assert_eq!(unsafe { runs_words(link) }, words.len());
+        let dict_entries: Vec<AtomicU32> = (0..DICT).map(|_| AtomicU32::new(NONE)).collect();
+        for j in 0..SLOTS {
+            // SAFETY: as above, and `j < 256`.
+            let (x, v) = unsafe { (slot_index(words.as_ptr(), j), link_value(link, j, &dict_entries)) };
+            assert_eq!(x, usize::from(KID_MARK), "slot {}", j);
+            let want = match j {
+                64..=130 => 1_000_000,
+                255 => NONE,
+                _ => 5,
+            };
+            assert_eq!(v, want, "slot {}", j);
+        }
+    }
+
+    #[test]
+    fn wide_chunks_with_narrow_and_wide_kids_answer_batches() {
+        // 33,000 /24s under 20.0.0.0/8 with distinct next hops use up the 32,767
+        // dictionary indices, so the /16s holding the later ones (20.127, 20.128) are
+        // wide (20.127.255.0/24 is the 32,768th). Under 20.127.0.0/24 (whose hop has an
+        // index) a /32 to a hop with an index: a narrow kid; under 20.128.9.0/24 a /25 to
+        // a new hop: a wide kid.
+        let hop = |i: u32| 1_000_000 + i;
+        let mut routes: Vec<(u32, u8, u32)> = (0..33_000)
+            .map(|i| (0x1400_0000 + (i << 8), 24, hop(i)))
+            .collect();
+        routes.push((0x147f_0007, 32, hop(0)));
+        routes.push((0x1480_0900, 25, 2));
+        let grown = Dir16::new();
+        for &(a, l, nh) in &routes {
+            grown.insert(a, l, nh);
+        }
+        let built = Dir16::build(&routes);
+        let at = |i: u32, host: u32| 0x1400_0000 + (i << 8) + host;
+        let probes = [
+            (at(3, 3), hop(3)),
+            (at(32_766, 1), hop(32_766)),
+            (at(32_767, 1), hop(32_767)),
+            (0x147f_0007, hop(0)),
+            (0x147f_0008, hop(32_512)),
+            (0x1480_0507, hop(32_773)),
+            (0x1480_0901, 2),
+            (0x1480_09c8, hop(32_777)),
+            (at(32_999, 255), hop(32_999)),
+            (at(33_000, 0), NONE),
+        ];
+        let keys: Vec<u32> = probes.iter().map(|p| p.0).collect();
+        for t in [&grown, &built] {
+            let (e127, e128) = (
+                t.top[0x147f].load(Ordering::Relaxed),
+                t.top[0x1480].load(Ordering::Relaxed),
+            );
+            assert_eq!(
+                (e127 & (WIDE | KIDS), e128 & (WIDE | KIDS)),
+                (WIDE | KIDS, WIDE | KIDS)
+            );
+            // SAFETY: both link live chunks with kids; slots 0 and 9 are below 256.
+            let (narrow_kid, wide_kid) = unsafe { (kid_link(ptr_of(e127), 0), kid_link(ptr_of(e128), 9)) };
+            assert_eq!((narrow_kid & WIDE, wide_kid & WIDE), (0, WIDE));
+            let mut out = vec![0u32; keys.len()];
+            t.lookup_batch(&keys, &mut out);
+            for (&(a, want), &got) in probes.iter().zip(&out) {
+                assert_eq!(got, want, "batch {:08x}", a);
+                assert_eq!(t.lookup(a), want, "single {:08x}", a);
+            }
+        }
+    }
+
+    #[test]
+    fn kid_marks_are_the_values_with_the_top_bit() {
+        let mut xs = [0x7fffu16; 32];
+        xs[1] = 0;
+        for i in [0, 5, 17, 31] {
+            xs[i] = KID_MARK;
+        }
+        assert_eq!(kid_marks(&xs), 1 | (1 << 5) | (1 << 17) | (1 << 31));
+        assert_eq!(kid_marks(&[1; 32]), 0);
+    }
+
+    #[test]
+    fn batch_answers_follow_default_route_changes_in_chunks_and_kids() {
+        // 10.1.0.0/16 is a chunk with routes, NONE slots and a kid (10.1.2.0/24 has a
+        // /30 under it); 10.2.0.0/16 is uniform NONE.
+        let t = Dir16::new();
+        t.insert(0x0a01_0100, 24, 4);
+        t.insert(0x0a01_0204, 30, 5);
+        let keys = [0x0a01_0101, 0x0a01_0001, 0x0a01_0205, 0x0a01_0209, 0x0a02_0000];
+        let batch = |t: &Dir16| {
+            let mut out = [0u32; 5];
+            t.lookup_batch(&keys, &mut out);
+            out
+        };
+        assert_eq!(batch(&t), [4, NONE, 5, NONE, NONE]);
+        t.insert(0, 0, 9);
+        assert_eq!(batch(&t), [4, 9, 5, 9, 9]);
+        t.insert(0, 0, 11);
+        assert_eq!(batch(&t), [4, 11, 5, 11, 11]);
+        let built = Dir16::build(&t.routes());
+        assert_eq!(batch(&built), [4, 11, 5, 11, 11]);
+        t.remove(0, 0);
+        assert_eq!(batch(&t), [4, NONE, 5, NONE, NONE]);
+        built.clear();
+        assert_eq!(batch(&built), [NONE; 5]);
     }
 }
