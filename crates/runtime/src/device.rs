@@ -102,11 +102,14 @@ pub fn open_interface_sharing(
     umems: &Arc<io::UmemSet>,
 ) -> Result<Arc<dyn Port>, DeviceError> {
     match method {
-        Method::Packet => Ok(Arc::new(io::AfPacketPort::open(
-            name,
-            queues,
-            &io::AfPacketConfig::default(),
-        )?)),
+        Method::Packet => {
+            let port = io::AfPacketPort::open(name, queues, &io::AfPacketConfig::default())?;
+            let flag = std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{}/forwarding", name)).ok();
+            if let Some(w) = kernel_forwarding_warning(name, flag.as_deref()) {
+                eprintln!("{}", w);
+            }
+            Ok(Arc::new(port))
+        }
         Method::Xdp => Ok(Arc::new(io::XdpPort::open_shared(
             name,
             queues,
@@ -114,6 +117,23 @@ pub fn open_interface_sharing(
             umems,
         )?)),
     }
+}
+
+/// The warning for an AF_PACKET interface on which the kernel forwards IPv4 itself
+/// (`forwarding_flag`: the contents of `/proc/sys/net/ipv4/conf/NAME/forwarding` in the
+/// router's network namespace). AF_PACKET reads a copy of each frame and leaves the
+/// frame to the kernel, so such a kernel forwards every frame as well, on the same
+/// cores, and the router's measurements and output are not its own.
+fn kernel_forwarding_warning(name: &str, forwarding_flag: Option<&str>) -> Option<String> {
+    (forwarding_flag?.trim() == "1").then(|| {
+        format!(
+            "brickroute: warning: the kernel forwards IPv4 arriving on {0} too \
+             (net.ipv4.conf.{0}.forwarding = 1), and AF_PACKET leaves every frame to it: \
+             each frame is forwarded twice; turn it off for this interface \
+             (sysctl -w net.ipv4.conf.{0}.forwarding=0) or use METHOD XDP",
+            name
+        )
+    })
 }
 
 /// Opens an interface: `(name, method, queues)` to a port.
@@ -933,6 +953,19 @@ mod tests {
 
     fn pkts(n: usize, len: usize) -> Vec<Packet> {
         (0..n).map(|_| Packet::from_slice(&vec![0xab; len])).collect()
+    }
+
+    #[test]
+    fn af_packet_warns_when_the_kernel_forwards_on_the_interface() {
+        let w = kernel_forwarding_warning("d0", Some("1\n")).expect("a warning");
+        assert!(
+            w.starts_with("brickroute: warning: the kernel forwards IPv4 arriving on d0 too"),
+            "{w}"
+        );
+        assert!(w.contains("sysctl -w net.ipv4.conf.d0.forwarding=0"), "{w}");
+        assert_eq!(kernel_forwarding_warning("d0", Some("0\n")), None);
+        // No such file (not Linux, or no IPv4 on the interface): nothing to say.
+        assert_eq!(kernel_forwarding_warning("d0", None), None);
     }
 
     #[test]
