@@ -342,9 +342,7 @@ impl<'a> Outputs<'a> {
     #[inline]
     pub fn push(&mut self, port: usize, p: Packet) {
         if let Some(b) = self.ports.get_mut(port) {
-            if let Err(p) = b.push_within_capacity(p) {
-                grow_and_push(b, p);
-            }
+            push_into_batch(b, p);
             self.dirty = true;
         }
     }
@@ -382,9 +380,7 @@ impl<'a> Outputs<'a> {
         let outs: &mut [PacketBatch] = self.ports;
         for (p, &q) in batch.drain().zip(ports) {
             if let Some(b) = outs.get_mut(q as usize) {
-                if let Err(p) = b.push_within_capacity(p) {
-                    grow_and_push(b, p);
-                }
+                push_into_batch(b, p);
             }
         }
     }
@@ -422,6 +418,15 @@ impl<'a> Outputs<'a> {
             }
             None => input.clear(),
         }
+    }
+}
+
+/// Appends `p` to an output batch, keeping the rare growing call out of line so a
+/// dispatch loop's body makes no call.
+#[inline(always)]
+fn push_into_batch(b: &mut PacketBatch, p: Packet) {
+    if let Err(p) = b.push_within_capacity(p) {
+        grow_and_push(b, p);
     }
 }
 
@@ -501,9 +506,7 @@ impl Outputs<'_> {
         for (p, &v) in batch.drain().zip(verdicts.iter()) {
             if v != DROP {
                 if let Some(b) = outs.get_mut(v as usize) {
-                    if let Err(p) = b.push_within_capacity(p) {
-                        grow_and_push(b, p);
-                    }
+                    push_into_batch(b, p);
                 }
             }
         }

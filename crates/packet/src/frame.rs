@@ -343,18 +343,14 @@ impl Packet {
             .get_mut(h..h + N)
             .and_then(|d| <&mut [u8; N]>::try_from(d).ok())
         {
-            if let (Some(lo), Some(hi)) = (hdr.first_chunk::<8>(), hdr.last_chunk::<8>()) {
+            match (hdr.first_chunk::<8>(), hdr.last_chunk::<8>()) {
                 // An Ethernet header (8 < N <= 16) as two overlapping 8-byte stores,
                 // where the compiler splits an array move into one store per field.
-                let (lo, hi) = (u64::from_ne_bytes(*lo), u64::from_ne_bytes(*hi));
-                if N <= 16 {
-                    dst[..8].copy_from_slice(&lo.to_ne_bytes());
-                    dst[N - 8..].copy_from_slice(&hi.to_ne_bytes());
-                } else {
-                    *dst = *hdr;
+                (Some(lo), Some(hi)) if N <= 16 => {
+                    dst[..8].copy_from_slice(lo);
+                    dst[N - 8..].copy_from_slice(hi);
                 }
-            } else {
-                *dst = *hdr;
+                _ => *dst = *hdr,
             }
         }
         f.head = h as u32;
