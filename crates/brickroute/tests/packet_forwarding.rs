@@ -48,16 +48,19 @@ impl Drop for Router {
 }
 
 impl Router {
-    fn start(dut: &Netns, extra: &[&str], config: &str) -> Router {
+    /// `brickroute run EXTRA -e CONFIG -h routed.count` in dut, keeping its records in
+    /// the testbed's run directory.
+    fn start(t: &Testbed, extra: &[&str], config: &str) -> Router {
         Router(
             Command::new("ip")
                 .args([
                     "netns",
                     "exec",
-                    &dut.name,
+                    &t.dut.name,
                     env!("CARGO_BIN_EXE_brickroute"),
                     "run",
                 ])
+                .env("BRICKROUTE_RUN_DIR", t.run_dir.path())
                 .args(extra)
                 .args(["-e", config, "-h", "routed.count"])
                 .stdout(Stdio::piped())
@@ -115,16 +118,8 @@ struct Testbed {
     gen: Netns,
     dut: Netns,
     sink: Netns,
-}
-
-impl Drop for Testbed {
-    /// A test that fails between a SIGKILL and the next run's exit leaves records for a
-    /// namespace about to go; remove them with it.
-    fn drop(&mut self) {
-        for dev in ["d0", "d1"] {
-            let _ = std::fs::remove_file(self.record(dev));
-        }
-    }
+    /// `$BRICKROUTE_RUN_DIR` of the router runs: their records go under it.
+    run_dir: tempfile::TempDir,
 }
 
 impl Testbed {
@@ -152,7 +147,13 @@ impl Testbed {
         ]);
         // ip_forward sets every interface's flag, as on a host configured as a router.
         dut.set_proc_sys("net/ipv4/ip_forward", "1");
-        let t = Testbed { gen, dut, sink };
+        let run_dir = tempfile::tempdir().expect("temporary directory");
+        let t = Testbed {
+            gen,
+            dut,
+            sink,
+            run_dir,
+        };
         assert_eq!(t.flag("d0"), "1");
         assert_eq!(t.flag("d1"), "1");
         t
@@ -165,8 +166,8 @@ impl Testbed {
 
     /// The record brickroute keeps for `dev` of dut while it holds the flag off.
     fn record(&self, dev: &str) -> PathBuf {
-        PathBuf::from(format!(
-            "/run/brickroute/kernel-forwarding/netns-cookie-{}.{}.ipv4",
+        self.run_dir.path().join(format!(
+            "kernel-forwarding/netns-cookie-{}.{}.ipv4",
             self.dut.cookie(),
             dev
         ))
@@ -227,7 +228,7 @@ fn each_once(n: usize) -> BTreeMap<u8, usize> {
 #[test]
 fn af_packet_turns_kernel_forwarding_off_while_running_and_restores_it_on_sigterm() {
     let t = Testbed::new();
-    let mut router = Router::start(&t.dut, &[], CONFIG);
+    let mut router = Router::start(&t, &[], CONFIG);
     router.wait_until("d0 and d1 open, forwarding off", || {
         t.ports_open() && t.flag("d0") == "0" && t.flag("d1") == "0"
     });
@@ -268,7 +269,7 @@ fn af_packet_turns_kernel_forwarding_off_while_running_and_restores_it_on_sigter
 #[test]
 fn after_sigkill_the_next_run_restores_the_recorded_original() {
     let t = Testbed::new();
-    let mut killed = Router::start(&t.dut, &[], CONFIG);
+    let mut killed = Router::start(&t, &[], CONFIG);
     killed.wait_until("forwarding off", || {
         t.ports_open() && t.flag("d0") == "0" && t.flag("d1") == "0"
     });
@@ -280,7 +281,7 @@ fn after_sigkill_the_next_run_restores_the_recorded_original() {
     let record = std::fs::read_to_string(t.record("d0")).expect("record left by the killed run");
     assert!(record.contains("\noriginal 1\n"), "{}", record);
 
-    let mut next = Router::start(&t.dut, &[], CONFIG);
+    let mut next = Router::start(&t, &[], CONFIG);
     let pid_line = format!("\npid {}\n", next.pid());
     next.wait_until("the next run to take the records", || {
         [t.record("d0"), t.record("d1")]
@@ -311,7 +312,7 @@ fn after_sigkill_the_next_run_restores_the_recorded_original() {
 #[test]
 fn keep_kernel_forwarding_leaves_the_flag_on_and_warns() {
     let t = Testbed::new();
-    let mut router = Router::start(&t.dut, &["--keep-kernel-forwarding"], CONFIG);
+    let mut router = Router::start(&t, &["--keep-kernel-forwarding"], CONFIG);
     router.wait_until("d0 and d1 open", || t.ports_open());
     assert_eq!(t.flag("d0"), "1");
     assert!(!t.record("d0").exists());
@@ -346,7 +347,7 @@ fn keep_kernel_forwarding_leaves_the_flag_on_and_warns() {
 fn a_configuration_error_after_the_change_restores_the_flag() {
     let t = Testbed::new();
     let mut router = Router::start(
-        &t.dut,
+        &t,
         &[],
         "FromDevice(d0, METHOD PACKET) -> Discard; FromDevice(brtnosuch7, METHOD PACKET) -> Discard;",
     );

@@ -35,7 +35,6 @@ use graph::ConfigError;
 use io::{DeviceError, Port};
 use packet::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -130,7 +129,7 @@ pub fn keep_kernel_out(
     let guard = match kernel {
         KernelForwarding::Keep => None,
         KernelForwarding::TurnOff => {
-            let taken = KernelForwardingOff::take(name, Path::new(kernel_forwarding::RECORD_DIR))
+            let taken = KernelForwardingOff::take(name, &kernel_forwarding::record_dir())
                 .map_err(|e| DeviceError::new(name, e.to_string()))?;
             if let Some(n) = &taken.notice {
                 eprintln!("{}", n);

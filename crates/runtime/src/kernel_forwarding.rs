@@ -12,7 +12,8 @@
 //!
 //! A run killed before it could restore the flag (SIGKILL, a crash) must not lose the
 //! original value. Before changing the flag, brickroute writes a record of the change to
-//! `RECORD_DIR/netns-COOKIE.DEV.ipv4` (the network namespace's cookie, unique until the
+//! `/run/brickroute/kernel-forwarding/netns-cookie-COOKIE.DEV.ipv4`
+//! ([`record_dir`]) (the network namespace's cookie, unique until the
 //! machine reboots — as `/run` is emptied at boot, so are records) and holds an exclusive
 //! `flock` on it while it runs. The next run that opens DEV in that namespace finds the
 //! record unlocked, takes its original value as the original, and removes it when it
@@ -35,8 +36,13 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// Where the records of changed flags live.
-pub const RECORD_DIR: &str = "/run/brickroute/kernel-forwarding";
+/// Where the records of changed flags live: `$BRICKROUTE_RUN_DIR/kernel-forwarding`,
+/// `/run/brickroute/kernel-forwarding` by default (the testbed's records sit beside).
+pub fn record_dir() -> PathBuf {
+    std::env::var_os("BRICKROUTE_RUN_DIR")
+        .map_or_else(|| PathBuf::from("/run/brickroute"), PathBuf::from)
+        .join("kernel-forwarding")
+}
 
 /// The first line of a record file.
 const RECORD_HEADER: &str = "brickroute kernel-forwarding record 1";
@@ -202,7 +208,7 @@ pub struct Taken {
 
 impl KernelForwardingOff {
     /// Turns the kernel's IPv4 forwarding off on `interface` of the calling thread's
-    /// network namespace, keeping the record in `dir` (normally [`RECORD_DIR`]).
+    /// network namespace, keeping the record in `dir` (normally [`record_dir`]).
     /// Nothing is done where the flag is already 0 (and no record says otherwise), or
     /// where the interface has no IPv4 configuration.
     pub fn take(interface: &str, dir: &Path) -> Result<Taken, ForwardingError> {
