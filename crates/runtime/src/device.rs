@@ -10,8 +10,10 @@
 //! DEVNAME is a port given to the table (the benchmark's in-memory ports) or, with a
 //! table made by [`DeviceTable::interfaces`] (`brickroute run`), a network interface of
 //! the current namespace, opened when the first element naming it is configured, with
-//! one queue per worker, by METHOD `PACKET` (AF_PACKET, the default) or `XDP`; all
-//! elements naming an interface share its port, so they must agree on METHOD.
+//! one queue per worker, by METHOD `XDP` (AF_XDP, the default) or `PACKET`; all
+//! elements naming an interface share its port, so they must agree on METHOD. Of an
+//! interface opened with `PACKET` the table turns the kernel's IPv4 forwarding off
+//! until it is cleared ([`keep_kernel_out`], [`crate::kernel_forwarding`]).
 //!
 //! Without QUEUE, worker i uses queue i of the port, so one configuration serves any
 //! number of workers (the port needs at least one queue per worker). With `QUEUE q`, a

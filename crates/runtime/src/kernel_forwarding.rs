@@ -230,8 +230,16 @@ impl KernelForwardingOff {
         };
         let netns = netns_id().map_err(|e| err("identify the network namespace".into(), e))?;
         let ifindex = ifindex(interface).map_err(|e| err("find the interface".into(), e))?;
-        std::fs::create_dir_all(dir).map_err(|e| err(format!("create {}", dir.display()), e))?;
         let path = record_path(dir, &netns, interface);
+        if current == "0" && !path.exists() {
+            // Off, and not by a killed run: nothing to do (and nothing that needs the
+            // privileges writing a record would).
+            return Ok(Taken {
+                guard: None,
+                notice: None,
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(|e| err(format!("create {}", dir.display()), e))?;
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
