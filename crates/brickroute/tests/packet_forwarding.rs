@@ -105,6 +105,14 @@ impl Router {
         }
     }
 
+    /// Waits (bounded) until `up` holds, stops the process with SIGTERM, and waits for
+    /// it to exit.
+    fn wait_exit_after(&mut self, up: impl Fn() -> bool) -> ExitStatus {
+        self.wait_until("the router to come up", up);
+        self.signal(libc::SIGTERM);
+        self.wait_exit()
+    }
+
     fn output(&mut self) -> (String, String) {
         let mut out = String::new();
         let mut err = String::new();
@@ -380,4 +388,75 @@ fn keep_kernel_forwarding_takes_no_value() {
         "{}",
         common::stderr(&o)
     );
+}
+
+#[test]
+fn a_second_router_on_the_interface_leaves_the_flag_to_the_first() {
+    let t = Testbed::new();
+    let mut first = Router::start(&t, &[], CONFIG);
+    first.wait_until("forwarding off", || t.ports_open() && t.flag("d0") == "0");
+    let mut second = Router::start(
+        &t,
+        &[],
+        "FromDevice(d0, METHOD PACKET) -> routed :: Counter -> Discard;",
+    );
+    let second_status = second.wait_exit_after(|| {
+        // The second is up once d0 has two promiscuous sockets.
+        t.dut.link_details("d0").contains("promiscuity 2")
+    });
+    let (_, err) = second.output();
+    assert!(second_status.success(), "{}", err);
+    assert!(
+        err.contains(&format!(
+            "brickroute: d0: the kernel's IPv4 forwarding is held off by another brickroute (pid {}), \
+             which restores it when it exits\n",
+            first.pid()
+        )),
+        "{}",
+        err
+    );
+    // The second run's exit leaves the flag, and the record, to the first.
+    assert_eq!(t.flag("d0"), "0");
+    assert!(t.record("d0").exists());
+    first.signal(libc::SIGTERM);
+    assert!(first.wait_exit().success());
+    assert_eq!(t.flag("d0"), "1");
+    assert!(!t.record("d0").exists());
+}
+
+#[test]
+fn ipv6_forwarding_is_warned_about_and_left_alone() {
+    let t = Testbed::new();
+    for f in ["all", "default", "d0"] {
+        t.dut
+            .set_proc_sys(&format!("net/ipv6/conf/{}/disable_ipv6", f), "0");
+    }
+    t.dut.set_proc_sys("net/ipv6/conf/all/forwarding", "1");
+    // -q: configure (open the interfaces), then exit.
+    let mut router = Router::start(
+        &t,
+        &["-q"],
+        "FromDevice(d0, METHOD PACKET) -> routed :: Counter -> Discard;",
+    );
+    let status = router.wait_exit();
+    let (_, err) = router.output();
+    assert!(status.success(), "{}", err);
+    assert!(
+        err.contains(
+            "brickroute: warning: the kernel forwards IPv6 arriving on d0 too \
+             (net.ipv6.conf.all.forwarding = 1), and AF_PACKET leaves every frame to it: \
+             each IPv6 frame is forwarded twice; Linux has no per-interface switch for IPv6 \
+             forwarding"
+        ),
+        "{}",
+        err
+    );
+    assert!(
+        err.contains("brickroute: d0: turned the kernel's IPv4 forwarding off"),
+        "{}",
+        err
+    );
+    assert_eq!(t.dut.proc_sys("net/ipv6/conf/all/forwarding"), "1");
+    assert_eq!(t.dut.proc_sys("net/ipv6/conf/d0/disable_ipv6"), "0");
+    assert_eq!(t.flag("d0"), "1");
 }
