@@ -12,10 +12,10 @@
 //!
 //! A run killed before it could restore the flag (SIGKILL, a crash) must not lose the
 //! original value. Before changing the flag, brickroute writes a record of the change to
-//! `/run/brickroute/kernel-forwarding/netns-cookie-COOKIE.DEV.ipv4`
-//! ([`record_dir`]) (the network namespace's cookie, unique until the
-//! machine reboots — as `/run` is emptied at boot, so are records) and holds an exclusive
-//! `flock` on it while it runs. The next run that opens DEV in that namespace finds the
+//! `/run/brickroute/kernel-forwarding/netns-cookie-COOKIE.DEV.ipv4` ([`record_dir`];
+//! COOKIE is the network namespace's cookie, unique until the machine reboots, and
+//! `/run` is emptied at boot, as the flags are reset) and holds an exclusive `flock` on
+//! it while it runs. The next run that opens DEV in that namespace finds the
 //! record unlocked, takes its original value as the original, and removes it when it
 //! restores. A record is believed only while it still describes the interface: same
 //! namespace, same interface index (an interface deleted and made again is a new one),
