@@ -4,6 +4,7 @@ use crate::handlers;
 use graph::lang;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
+use runtime::kernel_forwarding::KernelForwarding;
 use runtime::DeviceTable;
 use std::collections::HashMap;
 use std::io::Read;
@@ -38,6 +39,11 @@ pub struct RunArgs {
     /// until one of its interfaces has traffic (0: sleep as soon as a poll finds none).
     #[arg(long = "idle-spin-us", value_name = "US", default_value_t = runtime::IDLE_SPIN.as_micros() as u64)]
     idle_spin_us: u64,
+    /// Leave the kernel's IPv4 forwarding on the interfaces opened with METHOD PACKET as
+    /// it is. By default brickroute turns it off on each while it runs (AF_PACKET leaves
+    /// every frame to the kernel, which would forward it too) and restores it on exit.
+    #[arg(long = "keep-kernel-forwarding")]
+    keep_kernel_forwarding: bool,
     /// The configuration file, and NAME=value definitions for $NAME.
     #[arg(value_name = "FILE | NAME=value")]
     rest: Vec<String>,
@@ -106,6 +112,11 @@ fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<Ro
             (s, "<stdin>".to_string())
         }
     };
+    // Opening an AF_PACKET interface changes a kernel flag that only an orderly exit
+    // restores, so from here on (the text is read: Ctrl-C no longer needs to break a
+    // read of standard input) SIGINT and SIGTERM only set the stop flag, and a signal
+    // during configuration stops the router before its first pass.
+    install_signal_handlers();
     let mut reg = Registry::with_library();
     runtime::register(&mut reg, devices);
     let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
@@ -182,17 +193,24 @@ fn worker_summary(w: &runtime::WorkerStats) -> String {
 
 pub fn main(args: RunArgs) -> ExitCode {
     let threads = args.threads.max(1);
-    let devices = Arc::new(DeviceTable::interfaces());
+    let kernel = if args.keep_kernel_forwarding {
+        KernelForwarding::Keep
+    } else {
+        KernelForwarding::TurnOff
+    };
+    let devices = Arc::new(DeviceTable::interfaces(kernel));
     let router = match load(&args, threads, &devices) {
         Ok(r) => Arc::new(r),
         Err(e) => {
+            // Interfaces opened before the error close, and their flags are restored,
+            // before the message.
+            devices.clear();
             eprintln!("{}", e);
             eprintln!("Router could not be initialized!");
             return ExitCode::from(1);
         }
     };
     if !args.quit {
-        install_signal_handlers();
         let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
         if !args.no_summary {
             eprintln!(
@@ -214,8 +232,9 @@ pub fn main(args: RunArgs) -> ExitCode {
         }
     }
     let (out, errors) = handlers::read_all(&router, &args.handlers);
-    // Close the interfaces (their sockets, and the promiscuous mode they asked for)
-    // before printing: the router's elements and the table hold the only references.
+    // Close the interfaces (their sockets, and the promiscuous mode they asked for) and
+    // give the kernel back its forwarding on them before printing: the router's
+    // elements and the table hold the only references.
     drop(router);
     devices.clear();
     print!("{}", out);

@@ -10,8 +10,10 @@
 //! DEVNAME is a port given to the table (the benchmark's in-memory ports) or, with a
 //! table made by [`DeviceTable::interfaces`] (`brickroute run`), a network interface of
 //! the current namespace, opened when the first element naming it is configured, with
-//! one queue per worker, by METHOD `PACKET` (AF_PACKET, the default) or `XDP`; all
-//! elements naming an interface share its port, so they must agree on METHOD.
+//! one queue per worker, by METHOD `XDP` (AF_XDP, the default) or `PACKET`; all
+//! elements naming an interface share its port, so they must agree on METHOD. Of an
+//! interface opened with `PACKET` the table turns the kernel's IPv4 forwarding off
+//! until it is cleared ([`keep_kernel_out`], [`crate::kernel_forwarding`]).
 //!
 //! Without QUEUE, worker i uses queue i of the port, so one configuration serves any
 //! number of workers (the port needs at least one queue per worker). With `QUEUE q`, a
@@ -26,6 +28,7 @@
 //! graph is transmitted then. Every transmitted packet is counted by the port and by the
 //! element's `count` handler.
 
+use crate::kernel_forwarding::{self, KernelForwarding, KernelForwardingOff};
 use graph::args::Args;
 use graph::element::*;
 use graph::registry::Registry;
@@ -102,14 +105,11 @@ pub fn open_interface_sharing(
     umems: &Arc<io::UmemSet>,
 ) -> Result<Arc<dyn Port>, DeviceError> {
     match method {
-        Method::Packet => {
-            let port = io::AfPacketPort::open(name, queues, &io::AfPacketConfig::default())?;
-            let flag = std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{}/forwarding", name)).ok();
-            if let Some(w) = kernel_forwarding_warning(name, flag.as_deref()) {
-                eprintln!("{}", w);
-            }
-            Ok(Arc::new(port))
-        }
+        Method::Packet => Ok(Arc::new(io::AfPacketPort::open(
+            name,
+            queues,
+            &io::AfPacketConfig::default(),
+        )?)),
         Method::Xdp => Ok(Arc::new(io::XdpPort::open_shared(
             name,
             queues,
@@ -119,21 +119,30 @@ pub fn open_interface_sharing(
     }
 }
 
-/// The warning for an AF_PACKET interface on which the kernel forwards IPv4 itself
-/// (`forwarding_flag`: the contents of `/proc/sys/net/ipv4/conf/NAME/forwarding` in the
-/// router's network namespace). AF_PACKET reads a copy of each frame and leaves the
-/// frame to the kernel, so such a kernel forwards every frame as well, on the same
-/// cores, and the router's measurements and output are not its own.
-fn kernel_forwarding_warning(name: &str, forwarding_flag: Option<&str>) -> Option<String> {
-    (forwarding_flag?.trim() == "1").then(|| {
-        format!(
-            "brickroute: warning: the kernel forwards IPv4 arriving on {0} too \
-             (net.ipv4.conf.{0}.forwarding = 1), and AF_PACKET leaves every frame to it: \
-             each frame is forwarded twice; turn it off for this interface \
-             (sysctl -w net.ipv4.conf.{0}.forwarding=0) or use METHOD XDP",
-            name
-        )
-    })
+/// Keeps the kernel out of the forwarding path of AF_PACKET interface `name` as
+/// `kernel` says (see [`crate::kernel_forwarding`]): with [`KernelForwarding::TurnOff`]
+/// its IPv4 forwarding is turned off until the returned guard drops, and the change is
+/// told on stderr. Either way, a warning says where the kernel still forwards what
+/// arrives on `name` (IPv4 kept on; IPv6, which has no per-interface switch).
+pub fn keep_kernel_out(
+    name: &str,
+    kernel: KernelForwarding,
+) -> Result<Option<KernelForwardingOff>, DeviceError> {
+    let guard = match kernel {
+        KernelForwarding::Keep => None,
+        KernelForwarding::TurnOff => {
+            let taken = KernelForwardingOff::take(name, &kernel_forwarding::record_dir())
+                .map_err(|e| DeviceError::new(name, e.to_string()))?;
+            if let Some(n) = &taken.notice {
+                eprintln!("{}", n);
+            }
+            taken.guard
+        }
+    };
+    for w in kernel_forwarding::forwarding_warnings(name) {
+        eprintln!("{}", w);
+    }
+    Ok(guard)
 }
 
 /// Opens an interface: `(name, method, queues)` to a port.
@@ -164,6 +173,9 @@ pub struct DeviceTable {
     devices: Mutex<BTreeMap<String, Device>>,
     opener: Option<Box<Opener>>,
     live_rx: Mutex<Vec<Arc<AtomicUsize>>>,
+    /// The kernel forwarding flags held off for the AF_PACKET interfaces the table
+    /// opened; declared after `devices` so the ports close first when the table drops.
+    kernel_forwarding: Arc<Mutex<Vec<KernelForwardingOff>>>,
 }
 
 impl DeviceTable {
@@ -173,12 +185,25 @@ impl DeviceTable {
     }
 
     /// A table that opens the network interfaces the configuration names, with
-    /// [`open_interface_sharing`] and one UMEM per worker for all of them.
-    pub fn interfaces() -> DeviceTable {
+    /// [`open_interface_sharing`] and one UMEM per worker for all of them. Of each
+    /// interface opened with METHOD PACKET, the kernel's IPv4 forwarding is turned off
+    /// or kept as `kernel` says ([`keep_kernel_out`]); [`DeviceTable::clear`] (or
+    /// dropping the table) restores it.
+    pub fn interfaces(kernel: KernelForwarding) -> DeviceTable {
         let umems = io::UmemSet::new(io::UmemSet::DEFAULT_FRAMES, io::XdpConfig::default().frame_size);
-        DeviceTable::with_opener(move |name, method, queues| {
-            open_interface_sharing(name, method, queues, &umems)
-        })
+        let held: Arc<Mutex<Vec<KernelForwardingOff>>> = Arc::default();
+        let hold = held.clone();
+        let mut table = DeviceTable::with_opener(move |name, method, queues| {
+            let port = open_interface_sharing(name, method, queues, &umems)?;
+            if method == Method::Packet {
+                if let Some(g) = keep_kernel_out(name, kernel)? {
+                    hold.lock().unwrap_or_else(|e| e.into_inner()).push(g);
+                }
+            }
+            Ok(port)
+        });
+        table.kernel_forwarding = held;
+        table
     }
 
     /// A table that opens the names it does not hold with `opener`.
@@ -220,9 +245,22 @@ impl DeviceTable {
     }
 
     /// Closes the interfaces the table opened (once the router holding them is gone,
-    /// their sockets close) and forgets every port.
+    /// their sockets close), forgets every port, then gives the kernel back the
+    /// forwarding it had on them.
     pub fn clear(&self) {
         self.map().clear();
+        self.kernel_forwarding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// The interfaces whose kernel IPv4 forwarding the table holds off, sorted.
+    pub fn kernel_forwarding_off(&self) -> Vec<String> {
+        let held = self.kernel_forwarding.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<String> = held.iter().map(|g| g.interface().to_string()).collect();
+        v.sort();
+        v
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Device>> {
@@ -953,19 +991,6 @@ mod tests {
 
     fn pkts(n: usize, len: usize) -> Vec<Packet> {
         (0..n).map(|_| Packet::from_slice(&vec![0xab; len])).collect()
-    }
-
-    #[test]
-    fn af_packet_warns_when_the_kernel_forwards_on_the_interface() {
-        let w = kernel_forwarding_warning("d0", Some("1\n")).expect("a warning");
-        assert!(
-            w.starts_with("brickroute: warning: the kernel forwards IPv4 arriving on d0 too"),
-            "{w}"
-        );
-        assert!(w.contains("sysctl -w net.ipv4.conf.d0.forwarding=0"), "{w}");
-        assert_eq!(kernel_forwarding_warning("d0", Some("0\n")), None);
-        // No such file (not Linux, or no IPv4 on the interface): nothing to say.
-        assert_eq!(kernel_forwarding_warning("d0", None), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod device;
+pub mod kernel_forwarding;
 // The cycle counter lives with the elements, which time batches with it too.
 pub use graph::tsc;
 

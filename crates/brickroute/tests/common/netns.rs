@@ -72,6 +72,47 @@ impl Netns {
         ip(&a);
     }
 
+    /// The contents of `/proc/sys/PATH` as seen in the namespace, trimmed
+    /// (`proc_sys("net/ipv4/conf/d0/forwarding")`).
+    pub fn proc_sys(&self, path: &str) -> String {
+        let p = format!("/proc/sys/{}", path);
+        self.run(|| std::fs::read_to_string(&p))
+            .unwrap_or_else(|e| panic!("read {} in {}: {}", p, self.name, e))
+            .trim()
+            .to_string()
+    }
+
+    /// Writes `value` to `/proc/sys/PATH` in the namespace.
+    pub fn set_proc_sys(&self, path: &str, value: &str) {
+        let p = format!("/proc/sys/{}", path);
+        self.run(|| std::fs::write(&p, value))
+            .unwrap_or_else(|e| panic!("write {} in {}: {}", p, self.name, e));
+    }
+
+    /// The namespace's cookie (`SO_NETNS_COOKIE`), which names it until reboot.
+    pub fn cookie(&self) -> u64 {
+        self.run(|| {
+            // SAFETY: plain system calls; `cookie` and `len` are valid for the size
+            // given and the descriptor is owned at once.
+            unsafe {
+                let raw = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+                assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
+                let fd = OwnedFd::from_raw_fd(raw);
+                let mut cookie: u64 = 0;
+                let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+                let rc = libc::getsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_NETNS_COOKIE,
+                    &mut cookie as *mut u64 as *mut libc::c_void,
+                    &mut len,
+                );
+                assert_eq!(rc, 0, "SO_NETNS_COOKIE: {}", std::io::Error::last_os_error());
+                cookie
+            }
+        })
+    }
+
     /// `ip -d link show DEV` in the namespace.
     pub fn link_details(&self, dev: &str) -> String {
         let o = Command::new("ip")
