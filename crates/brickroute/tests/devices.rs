@@ -6,12 +6,14 @@
 mod common;
 #[path = "common/netns.rs"]
 mod netns;
+#[path = "common/router_process.rs"]
+mod router_process;
 
 use common::inet_checksum;
 use netns::{veth, Netns, RawSocket};
+use router_process::RouterProcess;
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const GEN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0x02];
@@ -43,38 +45,6 @@ rt[2] -> dt2 :: DecIPTTL -> EtherEncap(0x0800, 02:00:00:00:02:01, 02:00:00:00:02
 dt1[1] -> ICMPError(198.18.0.1, timeexceeded) -> rt;
 dt2[1] -> ICMPError(198.19.0.1, timeexceeded) -> rt;
 "#;
-
-/// The router process; killed and reaped on drop if the test did not end it.
-struct Router(Child);
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Router {
-    /// Waits up to `limit` for the process to exit.
-    fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "router did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn output(&mut self) -> (String, String) {
-        let mut out = String::new();
-        let mut err = String::new();
-        self.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-        self.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-        (out, err)
-    }
-}
 
 /// IPv4 header (20 bytes, checksum filled in) for `payload_len` bytes of `proto`.
 fn ipv4_header(src: [u8; 4], dst: [u8; 4], ttl: u8, proto: u8, id: u16, payload_len: usize) -> Vec<u8> {
@@ -158,7 +128,7 @@ fn routes_frames_between_namespaces(method: &str) {
     let gen_sock = gen.run(|| RawSocket::open("g0"));
     let sink_sock = sink.run(|| RawSocket::open("s0"));
 
-    let mut router = Router(
+    let mut router = RouterProcess(
         Command::new("ip")
             .args([
                 "netns",

@@ -11,13 +11,15 @@
 mod common;
 #[path = "common/netns.rs"]
 mod netns;
+#[path = "common/router_process.rs"]
+mod router_process;
 
 use common::inet_checksum;
 use netns::{veth, Netns, RawSocket};
+use router_process::RouterProcess;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 const GEN_MAC: &str = "02:00:00:00:01:02";
@@ -37,21 +39,14 @@ dt[1] -> Discard;";
 /// Frames sent per test.
 const FRAMES: u8 = 20;
 
-/// The router process; killed and reaped on drop if the test did not end it.
-struct Router(Child);
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+/// The router in dut (see [`RouterProcess`]).
+struct Router(RouterProcess);
 
 impl Router {
     /// `brickroute run EXTRA -e CONFIG -h routed.count` in dut, keeping its records in
     /// the testbed's run directory.
     fn start(t: &Testbed, extra: &[&str], config: &str) -> Router {
-        Router(
+        Router(RouterProcess(
             Command::new("ip")
                 .args([
                     "netns",
@@ -67,12 +62,12 @@ impl Router {
                 .stderr(Stdio::piped())
                 .spawn()
                 .expect("start brickroute"),
-        )
+        ))
     }
 
     fn pid(&self) -> i32 {
         // `ip netns exec` execs the program: the child is brickroute itself.
-        self.0.id() as i32
+        self.0 .0.id() as i32
     }
 
     fn signal(&self, sig: libc::c_int) {
@@ -85,8 +80,8 @@ impl Router {
     fn wait_until(&mut self, what: &str, ready: impl Fn() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !ready() {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                let (_, err) = self.output();
+            if let Some(s) = self.0.exited() {
+                let (_, err) = self.0.output();
                 panic!("router exited early ({}) waiting for {}: {}", s, what, err);
             }
             assert!(Instant::now() < deadline, "timed out waiting for {}", what);
@@ -95,14 +90,7 @@ impl Router {
     }
 
     fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "router did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.0.wait_exit(Duration::from_secs(20))
     }
 
     /// Waits (bounded) until `up` holds, stops the process with SIGTERM, and waits for
@@ -114,11 +102,7 @@ impl Router {
     }
 
     fn output(&mut self) -> (String, String) {
-        let mut out = String::new();
-        let mut err = String::new();
-        self.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-        self.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-        (out, err)
+        self.0.output()
     }
 }
 
