@@ -66,8 +66,7 @@ impl Router {
     }
 
     fn pid(&self) -> i32 {
-        // `ip netns exec` execs the program: the child is brickroute itself.
-        self.0 .0.id() as i32
+        self.0.pid()
     }
 
     fn signal(&self, sig: libc::c_int) {

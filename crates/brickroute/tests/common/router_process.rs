@@ -30,6 +30,11 @@ impl RouterProcess {
         }
     }
 
+    /// The process id (`ip netns exec` execs its program, so this is brickroute's).
+    pub fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+
     /// Whether the process has exited (without waiting).
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.0.try_wait().unwrap()
