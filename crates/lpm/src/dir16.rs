@@ -34,6 +34,8 @@ const TOP_BITS: u32 = 16;
 const TOP: usize = 1 << TOP_BITS;
 /// Slots of a chunk or kid.
 const SLOTS: usize = 256;
+/// The byte of a `u32` key in memory holding its bits 8..15 (the /24 slot).
+const SLOT_BYTE: usize = if cfg!(target_endian = "little") { 1 } else { 2 };
 /// A link with this bit set names a chunk or kid behind a [`FRONT`]: its values are
 /// wider than the table's narrow ones (see [`ChunkPtr`]).
 const FRONTED: u64 = 1;
@@ -70,9 +72,12 @@ const KID_HDR: usize = 5;
 /// A chunk (or kid) is `u64` words, addressed by its header `p`:
 ///
 /// ```text
-/// p[0..4]        bitmap: bit j set: a run of equal values starts at slot j (bit 0 set)
-/// u32 at p+32    rank bytes: byte w = runs starting in bitmap words before w
-/// p+36..         one value per run: an index into the next-hop dictionary, u8 in a
+/// p[0..4]        bitmap: bit j set: a run of equal values ends at slot j (bit 255 set)
+/// u32 at p+32    rank bytes: byte w = runs ending in bitmap words after w
+///                (so slot j's run is number `byte[j/64] + popcnt(p[j/64] >> j%64) - 1`
+///                counted from the last run)
+/// p+36..         one value per run, the last run first: an index into the next-hop
+///                dictionary, u8 in a
 ///                table with *byte values*, else u16 ([`BYTE_MARK`] or [`KID_MARK`] on
 ///                a slot with a kid); or a u32 next hop (or NONE)
 /// ```
@@ -95,20 +100,21 @@ fn ptr_of(link: u64) -> ChunkPtr {
     (link & PTR) as ChunkPtr
 }
 
-/// The run holding slot `j` (0..=255) of the chunk or kid at `p`.
+/// The run holding slot `j` (0..=255) of the chunk or kid at `p`, counted from the
+/// chunk's last run (the values are stored last run first).
 ///
 /// # Safety
 /// `p` is a live chunk and `j < 256`.
 #[inline(always)]
 unsafe fn slot_rank(p: ChunkPtr, j: usize) -> usize {
     let w = (j >> 6) & 3;
-    // Shifted so that bit j is the top bit: the bits set are those of slots 0..=j of
-    // the word (`63 - x` is `x ^ 63` for x in 0..64).
-    let upto = *p.add(w) << ((j & 63) ^ 63);
+    // The run ends at slots j..=63 of the word: a right shift by j, which SHRX takes
+    // modulo 64 as it is, where counting the slots up to j took a `63 - j` first.
+    let from = (*p.add(w)).wrapping_shr(j as u32);
     // (The rank bytes are little-endian: byte w of the u32 is at p+32+w.)
-    let base = *(p as *const u8).add(32 + w);
-    // Bit 0 of word 0 is always set, so the rank is at least 0.
-    base as usize + upto.count_ones() as usize - 1
+    let after = *(p as *const u8).add(32 + w);
+    // Bit 255 (the last run's end) is always set, so the count is at least 1.
+    after as usize + from.count_ones() as usize - 1
 }
 
 /// The 16-bit dictionary index of slot `j` of the chunk or kid at `p`.
@@ -205,16 +211,16 @@ fn prefetch(p: usize) {
 }
 
 /// The words in front of a chunk whose values are wider than the table's: a one-run
-/// chunk (bitmap: slot 0 starts the only run; rank bytes 0, 1, 1, 1) whose value, read
+/// chunk (bitmap: slot 255 ends the only run; rank bytes 1, 1, 1, 0) whose value, read
 /// as a byte, is [`BYTE_MARK`] and, read as a u16, has the top bit of [`KID_MARK`], so
 /// its keys are marked for the slow path like keys on a kid slot, with no check of
 /// their own in the batch path.
 const FRONT: [u64; FRONT_WORDS] = [
-    1,
     0,
     0,
     0,
-    0x0101_0100 | (BYTE_MARK as u64) << 32 | (KID_MARK as u64) << 32,
+    1 << 63,
+    0x0001_0101 | (BYTE_MARK as u64) << 32 | (KID_MARK as u64) << 32,
 ];
 const FRONT_WORDS: usize = 5;
 
@@ -391,16 +397,24 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
         (false, 0..=254) => narrow,
         _ => 1,
     };
+    // Slot s ends a run where s + 1 starts one, and slot 255 ends the last.
+    let ends = [
+        bm[0] >> 1 | bm[1] << 63,
+        bm[1] >> 1 | bm[2] << 63,
+        bm[2] >> 1 | bm[3] << 63,
+        bm[3] >> 1 | 1 << 63,
+    ];
     // Header and values as bytes on the stack, then packed into words.
     // (Rounded up to whole words: the packing below reads whole words.)
     let mut bytes = [0u8; (VALS_AT + 4 * SLOTS).next_multiple_of(8)];
-    for (w, b) in bm.iter().zip(bytes.chunks_exact_mut(8)) {
+    for (w, b) in ends.iter().zip(bytes.chunks_exact_mut(8)) {
         b.copy_from_slice(&w.to_le_bytes());
     }
-    bytes[32..36].copy_from_slice(&rank_bytes(&bm).to_le_bytes());
+    bytes[32..36].copy_from_slice(&end_rank_bytes(&ends).to_le_bytes());
     let size = 1 << width;
     for (r, (&v, &kid)) in runs.iter().zip(&run_kid).enumerate() {
-        let at = VALS_AT + r * size;
+        // The last run first.
+        let at = VALS_AT + (n - 1 - r) * size;
         match (width, kid) {
             (0, true) => bytes[at] = BYTE_MARK,
             (0, false) => bytes[at] = index[r] as u8,
@@ -422,6 +436,14 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
         fronted,
         width,
     }
+}
+
+/// Byte w: the bits set in the bitmap words after w (at most 192, so a byte holds it).
+fn end_rank_bytes(bm: &[u64; 4]) -> u32 {
+    let c2 = bm[3].count_ones();
+    let c1 = c2 + bm[2].count_ones();
+    let c0 = c1 + bm[1].count_ones();
+    c0 | (c1 << 8) | (c2 << 16)
 }
 
 /// Byte w: the bits set in the bitmap words before w (at most 192, so a byte holds it).
@@ -954,16 +976,19 @@ impl Dir16 {
         for_each_key(len, |i| {
             // SAFETY: the first pass wrote `ptrs[..len]`.
             let p = unsafe { ptrs[i & 31].assume_init() };
-            // SAFETY: `i < len`, the length of both slices.
-            let k = unsafe { *keys.get_unchecked(i) };
+            // The key's bits 8..15, read as a byte: from `(k >> 8) & 0xff` the compiler
+            // derived the bitmap word as `(k >> 14) & 3` and the shift as `k >> 8`, one
+            // instruction more than a byte load and one shift.
+            // SAFETY: `i < len`, the length of both slices; the byte is inside key i.
+            let j = usize::from(unsafe { *(keys.as_ptr().add(i) as *const u8).add(SLOT_BYTE) });
             // SAFETY: `p` is a published chunk (alive while the caller's guard is pinned;
             // one with wider values starts with a front that reads as a mark in either
             // width), and the slot index is below 256.
             let x = unsafe {
                 if BYTES {
-                    slot_byte(p, ((k >> 8) & 0xff) as usize)
+                    slot_byte(p, j)
                 } else {
-                    slot_index(p, ((k >> 8) & 0xff) as usize)
+                    slot_index(p, j)
                 }
             };
             // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a kid
@@ -1282,14 +1307,16 @@ mod tests {
         assert_eq!(
             words,
             [
-                0b101,
-                (1 << 36) | (1 << 37),
+                // Runs end at slots 1, 99, 100, 254 and 255.
+                0b10,
+                (1 << 35) | (1 << 36),
                 0,
-                1 << 63,
-                // Rank bytes 0, 2, 4, 4, then the values mark, 1.
-                0x0404_0200 | (m << 32) | (1 << 48),
-                // Values mark, 2, mark (and padding).
-                m | (2 << 16) | (m << 32),
+                (1 << 62) | (1 << 63),
+                // Rank bytes (ends after each word) 4, 2, 2, 0, then the values, last run
+                // first: mark, 2,
+                0x0002_0204 | (m << 32) | (2 << 48),
+                // mark, 1, mark (and padding).
+                m | (1 << 16) | (m << 32),
             ]
         );
         let want = |j: usize| match j {
@@ -1317,13 +1344,14 @@ mod tests {
         assert_eq!(
             e.words,
             [
-                0b101,
-                (1 << 36) | (1 << 37),
+                0b10,
+                (1 << 35) | (1 << 36),
                 0,
-                1 << 63,
-                // Rank bytes 0, 2, 4, 4, then the values ff, 1, ff, 254 (0xfe).
-                0x0404_0200 | (0xfe_ff_01_ff << 32),
-                // Value ff (and padding).
+                (1 << 62) | (1 << 63),
+                // Rank bytes 4, 2, 2, 0, then the values, last run first: ff, 254 (0xfe),
+                // ff, 1,
+                0x0002_0204 | (0x01_ff_fe_ff << 32),
+                // ff (and padding).
                 0xff,
             ]
         );
@@ -1342,9 +1370,9 @@ mod tests {
         let e = encode_runs(&vals, &[0; 4], &dict);
         assert_eq!((e.fronted, e.width), (true, 1));
         assert_eq!(e.words[..FRONT_WORDS], FRONT);
-        // Runs [0, 99] 7, [100, 255] 8 (rank bytes 0, 1, 2, 2): two u16 values after the
-        // header.
-        assert_eq!(e.words[FRONT_WORDS + 4], 0x0202_0100 | (1 << 32) | (256 << 48));
+        // Runs [0, 99] 7, [100, 255] 8 (rank bytes 2, 1, 1, 0): two u16 values after the
+        // header, the last run first.
+        assert_eq!(e.words[FRONT_WORDS + 4], 0x0001_0102 | (256 << 32) | (1 << 48));
         let link = tag(e.words.as_ptr() as u64, &e, false);
         // SAFETY: `link` names the chunk in `e.words`, which outlives these reads.
         assert_eq!(unsafe { runs_words(link) }, e.words.len());
