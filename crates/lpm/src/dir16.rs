@@ -224,42 +224,32 @@ const FRONT: [u64; FRONT_WORDS] = [
 ];
 const FRONT_WORDS: usize = 5;
 
-/// Bit i: `xs[i]` is [`BYTE_MARK`].
-#[inline(always)]
-fn byte_marks(xs: &[u8; 32]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; the two unaligned loads read the 32 bytes of `xs`.
-    unsafe {
-        use std::arch::x86_64::*;
-        let v = xs.as_ptr() as *const __m128i;
-        let mark = _mm_set1_epi8(BYTE_MARK as i8);
-        let lo = _mm_cmpeq_epi8(_mm_loadu_si128(v), mark);
-        let hi = _mm_cmpeq_epi8(_mm_loadu_si128(v.add(1)), mark);
-        (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    xs.iter()
-        .enumerate()
-        .fold(0, |m, (i, &x)| m | (u32::from(x == BYTE_MARK) << i))
-}
+/// The answer a batch writes for a key it must redo: the dictionary entries of the kid
+/// marks (and every other index not handed out) hold it. It is a valid next hop too, so
+/// keys that really have it are redone as well (and get it again).
+const SENTINEL: u32 = NONE - 1;
 
-/// Bit i: `xs[i]` is [`KID_MARK`] (the only value with the top bit set).
+/// Bit i: `out[i]` is [`SENTINEL`] (`out` holds at most 32 answers).
 #[inline(always)]
-fn kid_marks(xs: &[u16; 32]) -> u32 {
+fn sentinel_marks(out: &[u32]) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; the four unaligned loads read the 64 bytes of `xs`.
-    unsafe {
-        use std::arch::x86_64::*;
-        let v = xs.as_ptr() as *const __m128i;
-        // Signed saturation keeps exactly the top bit of each value as a byte's sign.
-        let lo = _mm_packs_epi16(_mm_loadu_si128(v), _mm_loadu_si128(v.add(1)));
-        let hi = _mm_packs_epi16(_mm_loadu_si128(v.add(2)), _mm_loadu_si128(v.add(3)));
-        (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16)
+    if let Ok(out) = <&[u32; 32]>::try_from(out) {
+        // SAFETY: SSE2 is part of x86-64; the eight unaligned loads read the 128 bytes of
+        // `out`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let v = out.as_ptr() as *const __m128i;
+            let s = _mm_set1_epi32(SENTINEL as i32);
+            let m = |k: usize| _mm_cmpeq_epi32(_mm_loadu_si128(v.add(k)), s);
+            // Signed saturation keeps the all-ones and all-zeros lanes as they are.
+            let lo = _mm_packs_epi16(_mm_packs_epi32(m(0), m(1)), _mm_packs_epi32(m(2), m(3)));
+            let hi = _mm_packs_epi16(_mm_packs_epi32(m(4), m(5)), _mm_packs_epi32(m(6), m(7)));
+            return (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    xs.iter()
+    out.iter()
         .enumerate()
-        .fold(0, |m, (i, &x)| m | (u32::from(x >> 15) << i))
+        .fold(0, |m, (i, &x)| m | (u32::from(x == SENTINEL) << i))
 }
 
 /// Calls `f(i)` for each `i` in `0..len`; for a whole group of 32, four calls per loop
@@ -835,7 +825,14 @@ impl Dir16 {
             top: HugeSlice::new(TOP, |_| AtomicU64::new(none)),
             arena: None,
             default: AtomicU32::new(NONE),
-            dict: HugeSlice::new(DICT, |_| AtomicU32::new(NONE)),
+            // Entries never handed out (the marks among them) hold the sentinel.
+            dict: HugeSlice::new(DICT, |i| {
+                AtomicU32::new(if i == usize::from(BYTE_MARK) || i >= INDICES {
+                    SENTINEL
+                } else {
+                    NONE
+                })
+            }),
             writer: Mutex::new(Writer {
                 short: (0..=TOP_BITS).map(|_| PrefixMap::default()).collect(),
                 chunks: vec![Vec::new(); TOP],
@@ -970,9 +967,6 @@ impl Dir16 {
             ptrs[i & 31].write(chunk);
         });
         let dict: &[AtomicU32] = &self.dict;
-        // The value each key read (zero past `len`: no mark), 8- or 16-bit.
-        let mut xs = [0u16; 32];
-        let mut bs = [0u8; 32];
         for_each_key(len, |i| {
             // SAFETY: the first pass wrote `ptrs[..len]`.
             let p = unsafe { ptrs[i & 31].assume_init() };
@@ -997,15 +991,11 @@ impl Dir16 {
             // (Index 0, NONE, holds the default route: no extra step for it here.)
             // SAFETY: as for `keys`.
             unsafe { *out.get_unchecked_mut(i) = v };
-            if BYTES {
-                bs[i & 31] = x as u8;
-            } else {
-                xs[i & 31] = x as u16;
-            }
         });
-        // Keys on a kid slot or a chunk with wider values (rare), redone from the first
-        // level.
-        let mut slow = if BYTES { byte_marks(&bs) } else { kid_marks(&xs) };
+        // Keys on a kid slot or a chunk with wider values (rare; their marks index
+        // dictionary entries holding `SENTINEL`), redone from the first level, with any
+        // whose answer really is `SENTINEL`.
+        let mut slow = sentinel_marks(out);
         while slow != 0 {
             let i = slow.trailing_zeros() as usize;
             slow &= slow - 1;
@@ -1523,25 +1513,32 @@ mod tests {
     }
 
     #[test]
-    fn kid_marks_are_the_values_with_the_top_bit() {
-        let mut xs = [0x7fffu16; 32];
-        xs[1] = 0;
+    fn sentinel_marks_are_the_answers_equal_to_the_sentinel() {
+        let mut out = [0u32; 32];
+        out[1] = NONE;
+        out[2] = SENTINEL - 1;
         for i in [0, 5, 17, 31] {
-            xs[i] = KID_MARK;
+            out[i] = SENTINEL;
         }
-        assert_eq!(kid_marks(&xs), 1 | (1 << 5) | (1 << 17) | (1 << 31));
-        assert_eq!(kid_marks(&[1; 32]), 0);
+        assert_eq!(sentinel_marks(&out), 1 | (1 << 5) | (1 << 17) | (1 << 31));
+        assert_eq!(sentinel_marks(&out[..6]), 1 | (1 << 5));
+        assert_eq!(sentinel_marks(&[NONE; 32]), 0);
     }
 
     #[test]
-    fn byte_marks_are_the_values_ff() {
-        let mut xs = [0xfeu8; 32];
-        xs[1] = 0;
-        for i in [0, 5, 17, 31] {
-            xs[i] = BYTE_MARK;
-        }
-        assert_eq!(byte_marks(&xs), 1 | (1 << 5) | (1 << 17) | (1 << 31));
-        assert_eq!(byte_marks(&[0x7f; 32]), 0);
+    fn keys_whose_next_hop_is_the_sentinel_get_it() {
+        // The sentinel as an ordinary next hop, as the default route and under a kid.
+        let t = Dir16::new();
+        t.insert(0x0a01_0100, 24, SENTINEL);
+        t.insert(0x0a01_0204, 30, SENTINEL);
+        t.insert(0x0a01_0200, 24, 3);
+        let keys = [0x0a01_0101, 0x0a01_0205, 0x0a01_0209, 0x0a01_0001, 0x0b00_0000];
+        let mut out = [0u32; 5];
+        t.lookup_batch(&keys, &mut out);
+        assert_eq!(out, [SENTINEL, SENTINEL, 3, NONE, NONE]);
+        t.insert(0, 0, SENTINEL);
+        t.lookup_batch(&keys, &mut out);
+        assert_eq!(out, [SENTINEL, SENTINEL, 3, SENTINEL, SENTINEL]);
     }
 
     #[test]
