@@ -34,25 +34,32 @@ const TOP_BITS: u32 = 16;
 const TOP: usize = 1 << TOP_BITS;
 /// Slots of a chunk or kid.
 const SLOTS: usize = 256;
-/// A link with this bit set names a *wide* chunk or kid: its values are next hops
-/// (`u32`), not indices into the next-hop dictionary (`u16`). Chunks are wide only when
-/// the dictionary is full (more than 32,767 distinct next hops).
-const WIDE: u64 = 1;
+/// The byte of a `u32` key in memory holding its bits 8..15 (the /24 slot).
+const SLOT_BYTE: usize = if cfg!(target_endian = "little") { 1 } else { 2 };
+/// A link with this bit set names a chunk or kid behind a [`FRONT`]: its values are
+/// wider than the table's narrow ones (see [`ChunkPtr`]).
+const FRONTED: u64 = 1;
 /// A link with this bit set names a chunk that has kids.
 const KIDS: u64 = 2;
 /// Entries of the next-hop dictionary. Index 0 stands for NONE and holds the default
 /// route's next hop (NONE without one), so the batch path needs no extra step for it.
 const DICT: usize = 1 << 16;
-/// Dictionary indices handed out are below this; a narrow chunk's value of `KID_MARK`
-/// (the only one with the top bit set) marks a slot that has a kid, so the batch path
-/// finds the keys to redo from the value it read, and the keys of a chunk with kids
-/// that land in a slot without one (most of them) take the fast path. The dictionary
-/// keeps all `2^16` entries so that any 16-bit value indexes it.
+/// Dictionary indices handed out are below this; a 16-bit value of `KID_MARK` (the only
+/// one with the top bit set) marks a slot that has a kid, so the batch path finds the
+/// keys to redo from the value it read, and the keys of a chunk with kids that land in
+/// a slot without one (most of them) take the fast path. The dictionary keeps all
+/// `2^16` entries so that any 16-bit value indexes it.
 const INDICES: usize = 1 << 15;
 const KID_MARK: u16 = 1 << 15;
+/// The kid mark of 8-bit values. Index 255 is never handed out, so an 8-bit chunk can
+/// hold indices 0..=254.
+const BYTE_MARK: u8 = 0xff;
 /// Bits of a link above the address: how many cache lines the chunk's header and
 /// values span beyond the first (0..=3), for prefetching.
 const LINES_SHIFT: u32 = 56;
+/// Bits 58..=59 of a link: log2 of the bytes of one of its values (0: u8 dictionary
+/// indices, 1: u16 indices, 2: u32 next hops).
+const WIDTH_SHIFT: u32 = 58;
 /// The address bits of a link.
 const PTR: u64 = ((1u64 << LINES_SHIFT) - 1) & !7;
 /// Byte offset of a chunk's first value: four bitmap words, then one `u32` of rank
@@ -62,23 +69,27 @@ const VALS_AT: usize = 36;
 /// the kid rank bytes (low half) and the number of kids (high half). The kid links sit
 /// in front of those, kid `r` at word `-(KID_HDR + 1 + r)`.
 const KID_HDR: usize = 5;
-/// Chunks are placed so that their 36-byte header never straddles a cache line: they
-/// start at most this many words into a line.
-const MAX_LINE_OFFSET: usize = 3;
-
 /// A chunk (or kid) is `u64` words, addressed by its header `p`:
 ///
 /// ```text
-/// p[0..4]        bitmap: bit j set: a run of equal values starts at slot j (bit 0 set)
-/// u32 at p+32    rank bytes: byte w = runs starting in bitmap words before w
-/// p+36..         one value per run: a u16 index into the next-hop dictionary
-///                ([`KID_MARK`] on a slot with a kid)
+/// p[0..4]        bitmap: bit j set: a run of equal values ends at slot j (bit 255 set)
+/// u32 at p+32    rank bytes: byte w = runs ending in bitmap words after w
+///                (so slot j's run is number `byte[j/64] + popcnt(p[j/64] >> j%64) - 1`
+///                counted from the last run)
+/// p+36..         one value per run, the last run first: an index into the next-hop
+///                dictionary, u8 in a
+///                table with *byte values*, else u16 ([`BYTE_MARK`] or [`KID_MARK`] on
+///                a slot with a kid); or a u32 next hop (or NONE)
 /// ```
 ///
-/// A *wide* chunk (its link has [`WIDE`]) starts with [`WIDE_FRONT`], a narrow one-run
-/// chunk whose value is [`KID_MARK`], so the batch path reads it like any other chunk
-/// and sends its keys to the slow path; the chunk proper follows at `p + WIDE_WORDS`
-/// words, in the layout above with one u32 next hop (or NONE) per run.
+/// A table has byte values when it was built (or created empty) with at most 254
+/// distinct next hops (the 1M table has 250): its 8-bit values take 1.4 MiB less than
+/// 16-bit ones, and on this machine the size of the chunks decides lookup speed. A
+/// chunk whose values are wider than the table's (a next hop whose index is past 254 in
+/// a table with byte values, or one without an index when more than 32,767 are live)
+/// starts with [`FRONT`], a one-run chunk the batch path reads as a kid mark in either
+/// width, so it sends its keys to the slow path; the chunk proper follows at
+/// `p + FRONT_WORDS` words (the link has [`FRONTED`] and the width of its values).
 ///
 /// A chunk with kids (its link has [`KIDS`]) has, in front of `p`, a second bitmap
 /// (slot j has a kid), the kids' rank bytes and count, and the kid links.
@@ -89,29 +100,56 @@ fn ptr_of(link: u64) -> ChunkPtr {
     (link & PTR) as ChunkPtr
 }
 
-/// The run holding slot `j` (0..=255) of the chunk or kid at `p`.
+/// The run holding slot `j` (0..=255) of the chunk or kid at `p`, counted from the
+/// chunk's last run (the values are stored last run first).
 ///
 /// # Safety
 /// `p` is a live chunk and `j < 256`.
 #[inline(always)]
 unsafe fn slot_rank(p: ChunkPtr, j: usize) -> usize {
     let w = (j >> 6) & 3;
-    // Shifted so that bit j is the top bit: the bits set are those of slots 0..=j of
-    // the word (`63 - x` is `x ^ 63` for x in 0..64).
-    let upto = *p.add(w) << ((j & 63) ^ 63);
+    // The run ends at slots j..=63 of the word: a right shift by j, which SHRX takes
+    // modulo 64 as it is, where counting the slots up to j took a `63 - j` first.
+    let from = (*p.add(w)).wrapping_shr(j as u32);
     // (The rank bytes are little-endian: byte w of the u32 is at p+32+w.)
-    let base = *(p as *const u8).add(32 + w);
-    // Bit 0 of word 0 is always set, so the rank is at least 0.
-    base as usize + upto.count_ones() as usize - 1
+    let after = *(p as *const u8).add(32 + w);
+    // Bit 255 (the last run's end) is always set, so the count is at least 1.
+    after as usize + from.count_ones() as usize - 1
 }
 
-/// The dictionary index of slot `j` of the (narrow) chunk or kid at `p`.
+/// The 16-bit dictionary index of slot `j` of the chunk or kid at `p`.
 ///
 /// # Safety
-/// `p` is a live narrow chunk and `j < 256`.
+/// `p` is a live chunk (or a front) with 16-bit values and `j < 256`.
 #[inline(always)]
 unsafe fn slot_index(p: ChunkPtr, j: usize) -> usize {
     usize::from(*((p as *const u8).add(VALS_AT) as *const u16).add(slot_rank(p, j)))
+}
+
+/// The 8-bit dictionary index of slot `j` of the chunk or kid at `p`.
+///
+/// # Safety
+/// `p` is a live chunk (or a front) with 8-bit values and `j < 256`.
+#[inline(always)]
+unsafe fn slot_byte(p: ChunkPtr, j: usize) -> usize {
+    usize::from(*(p as *const u8).add(VALS_AT + slot_rank(p, j)))
+}
+
+/// log2 of the bytes of a value of the chunk `link` names.
+#[inline(always)]
+fn width_of(link: u64) -> u32 {
+    ((link >> WIDTH_SHIFT) & 3) as u32
+}
+
+/// The chunk proper of `link` (past its front, if it has one).
+#[inline(always)]
+fn chunk_of(link: u64) -> ChunkPtr {
+    let p = ptr_of(link);
+    if link & FRONTED != 0 {
+        p.wrapping_add(FRONT_WORDS)
+    } else {
+        p
+    }
 }
 
 /// The next hop (or NONE) of slot `j` of the chunk or kid `link` names.
@@ -120,13 +158,13 @@ unsafe fn slot_index(p: ChunkPtr, j: usize) -> usize {
 /// `link` names a live chunk, `j < 256`, and `dict` is the table's dictionary.
 #[inline(always)]
 unsafe fn link_value(link: u64, j: usize, dict: &[AtomicU32]) -> u32 {
-    let p = ptr_of(link);
-    if link & WIDE != 0 {
-        let p = p.add(WIDE_WORDS);
-        *((p as *const u8).add(VALS_AT) as *const u32).add(slot_rank(p, j))
-    } else {
-        dict.get_unchecked(slot_index(p, j)).load(Ordering::Relaxed)
-    }
+    let p = chunk_of(link);
+    let index = match width_of(link) {
+        0 => slot_byte(p, j),
+        1 => slot_index(p, j),
+        _ => return *((p as *const u8).add(VALS_AT) as *const u32).add(slot_rank(p, j)),
+    };
+    dict.get_unchecked(index).load(Ordering::Relaxed)
 }
 
 /// The next hop (or NONE) of address `key` under the chunk `link` names, kids included.
@@ -172,30 +210,46 @@ fn prefetch(p: usize) {
     let _ = p;
 }
 
-/// The words in front of a wide chunk: a narrow one-run chunk whose value is
-/// [`KID_MARK`] (bitmap: slot 0 starts the only run; rank bytes 0, 1, 1, 1; the value),
-/// so keys under a wide chunk are marked for the slow path like keys on a kid slot,
-/// with no check of their own in the batch path.
-const WIDE_FRONT: [u64; WIDE_WORDS] = [1, 0, 0, 0, 0x0101_0100 | (KID_MARK as u64) << 32];
-const WIDE_WORDS: usize = 5;
+/// The words in front of a chunk whose values are wider than the table's: a one-run
+/// chunk (bitmap: slot 255 ends the only run; rank bytes 1, 1, 1, 0) whose value, read
+/// as a byte, is [`BYTE_MARK`] and, read as a u16, has the top bit of [`KID_MARK`], so
+/// its keys are marked for the slow path like keys on a kid slot, with no check of
+/// their own in the batch path.
+const FRONT: [u64; FRONT_WORDS] = [
+    0,
+    0,
+    0,
+    1 << 63,
+    0x0001_0101 | (BYTE_MARK as u64) << 32 | (KID_MARK as u64) << 32,
+];
+const FRONT_WORDS: usize = 5;
 
-/// Bit i: `xs[i]` is [`KID_MARK`] (the only value with the top bit set).
+/// The answer a batch writes for a key it must redo: the dictionary entries of the kid
+/// marks (and every other index not handed out) hold it. It is a valid next hop too, so
+/// keys that really have it are redone as well (and get it again).
+const SENTINEL: u32 = NONE - 1;
+
+/// Bit i: `out[i]` is [`SENTINEL`] (`out` holds at most 32 answers).
 #[inline(always)]
-fn kid_marks(xs: &[u16; 32]) -> u32 {
+fn sentinel_marks(out: &[u32]) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; the four unaligned loads read the 64 bytes of `xs`.
-    unsafe {
-        use std::arch::x86_64::*;
-        let v = xs.as_ptr() as *const __m128i;
-        // Signed saturation keeps exactly the top bit of each value as a byte's sign.
-        let lo = _mm_packs_epi16(_mm_loadu_si128(v), _mm_loadu_si128(v.add(1)));
-        let hi = _mm_packs_epi16(_mm_loadu_si128(v.add(2)), _mm_loadu_si128(v.add(3)));
-        (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16)
+    if let Ok(out) = <&[u32; 32]>::try_from(out) {
+        // SAFETY: SSE2 is part of x86-64; the eight unaligned loads read the 128 bytes of
+        // `out`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let v = out.as_ptr() as *const __m128i;
+            let s = _mm_set1_epi32(SENTINEL as i32);
+            let m = |k: usize| _mm_cmpeq_epi32(_mm_loadu_si128(v.add(k)), s);
+            // Signed saturation keeps the all-ones and all-zeros lanes as they are.
+            let lo = _mm_packs_epi16(_mm_packs_epi32(m(0), m(1)), _mm_packs_epi32(m(2), m(3)));
+            let hi = _mm_packs_epi16(_mm_packs_epi32(m(4), m(5)), _mm_packs_epi32(m(6), m(7)));
+            return (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    xs.iter()
+    out.iter()
         .enumerate()
-        .fold(0, |m, (i, &x)| m | (u32::from(x >> 15) << i))
+        .fold(0, |m, (i, &x)| m | (u32::from(x == SENTINEL) << i))
 }
 
 /// Calls `f(i)` for each `i` in `0..len`; for a whole group of 32, four calls per loop
@@ -268,11 +322,20 @@ fn image(cover: u32, routes: &[(u32, u8, u32)]) -> Image {
     Image { vals, kids }
 }
 
-/// The words of a chunk (or kid) holding `vals`, from its header on (for a wide chunk,
-/// from its front on), and whether it is wide (some value has no dictionary index). Slots set in the bitmap `kids` have a
-/// kid: in a narrow chunk they hold [`KID_MARK`] (a run of their own; adjacent kid
-/// slots share one), in a wide one their pushed value.
-fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> (Vec<u64>, bool) {
+/// An encoded chunk (or kid): its words from its header on (from its front on, if it
+/// has one), whether it has a [`FRONT`], and log2 of the bytes of a value.
+struct Encoded {
+    words: Vec<u64>,
+    fronted: bool,
+    width: u32,
+}
+
+/// The chunk (or kid) holding `vals`. Its values are dictionary indices of the table's
+/// narrow width (8 bits in a table with byte values, else 16) if they fit, else 16-bit
+/// indices or 32-bit next hops behind a [`FRONT`]. Slots set in the bitmap `kids` have a
+/// kid: with indices they hold the width's mark ([`BYTE_MARK`], [`KID_MARK`]; a run of
+/// their own, adjacent kid slots share one), with next hops their pushed value.
+fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
     let is_kid = |s: usize| kids[s >> 6] >> (s & 63) & 1 != 0;
     let mut bm = [0u64; 4];
     let mut runs = [0u32; SLOTS];
@@ -297,42 +360,80 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> (Vec<u64>, 
             }
         }
     }
-    // (Wide chunks need no kid runs: every key under a wide chunk takes the slow path.
-    // Splitting the runs anyway keeps the two encodings of one image alike.)
+    // (Chunks of next hops need no kid runs: every key under them takes the slow path.
+    // Splitting the runs anyway keeps the encodings of one image alike.)
     let runs = &runs[..n];
-    // Header and values as bytes on the stack, then packed into words.
-    // (Rounded up to whole words: the packing below reads whole words.)
-    let mut bytes = [0u8; (VALS_AT + 4 * SLOTS).next_multiple_of(8)];
-    for (w, b) in bm.iter().zip(bytes.chunks_exact_mut(8)) {
-        b.copy_from_slice(&w.to_le_bytes());
-    }
-    bytes[32..36].copy_from_slice(&rank_bytes(&bm).to_le_bytes());
-    let mut at = VALS_AT;
-    let mut wide = false;
-    for (&v, &kid) in runs.iter().zip(&run_kid) {
-        match if kid { Some(KID_MARK) } else { dict.index(v) } {
-            Some(i) => bytes[at..at + 2].copy_from_slice(&i.to_le_bytes()),
+    let mut index = [0u16; SLOTS];
+    let mut largest = 0;
+    let mut hops = false;
+    for (r, (&v, &kid)) in runs.iter().zip(&run_kid).enumerate() {
+        if kid {
+            continue;
+        }
+        match dict.index(v) {
+            Some(i) => {
+                index[r] = i;
+                largest = largest.max(i);
+            }
             None => {
-                wide = true;
+                hops = true;
                 break;
             }
         }
-        at += 2;
     }
-    if wide {
-        at = VALS_AT;
-        for &v in runs {
-            bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
-            at += 4;
+    let narrow = if dict.byte_values { 0 } else { 1 };
+    let width = match (hops, largest) {
+        (true, _) => 2,
+        (false, 0..=254) => narrow,
+        _ => 1,
+    };
+    // Slot s ends a run where s + 1 starts one, and slot 255 ends the last.
+    let ends = [
+        bm[0] >> 1 | bm[1] << 63,
+        bm[1] >> 1 | bm[2] << 63,
+        bm[2] >> 1 | bm[3] << 63,
+        bm[3] >> 1 | 1 << 63,
+    ];
+    // Header and values as bytes on the stack, then packed into words.
+    // (Rounded up to whole words: the packing below reads whole words.)
+    let mut bytes = [0u8; (VALS_AT + 4 * SLOTS).next_multiple_of(8)];
+    for (w, b) in ends.iter().zip(bytes.chunks_exact_mut(8)) {
+        b.copy_from_slice(&w.to_le_bytes());
+    }
+    bytes[32..36].copy_from_slice(&end_rank_bytes(&ends).to_le_bytes());
+    let size = 1 << width;
+    for (r, (&v, &kid)) in runs.iter().zip(&run_kid).enumerate() {
+        // The last run first.
+        let at = VALS_AT + (n - 1 - r) * size;
+        match (width, kid) {
+            (0, true) => bytes[at] = BYTE_MARK,
+            (0, false) => bytes[at] = index[r] as u8,
+            (1, true) => bytes[at..at + 2].copy_from_slice(&KID_MARK.to_le_bytes()),
+            (1, false) => bytes[at..at + 2].copy_from_slice(&index[r].to_le_bytes()),
+            _ => bytes[at..at + 4].copy_from_slice(&v.to_le_bytes()),
         }
     }
-    let mut words = if wide { WIDE_FRONT.to_vec() } else { Vec::new() };
+    let end = VALS_AT + n * size;
+    let fronted = width != narrow;
+    let mut words = if fronted { FRONT.to_vec() } else { Vec::new() };
     words.extend(
-        bytes[..at.next_multiple_of(8)]
+        bytes[..end.next_multiple_of(8)]
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
     );
-    (words, wide)
+    Encoded {
+        words,
+        fronted,
+        width,
+    }
+}
+
+/// Byte w: the bits set in the bitmap words after w (at most 192, so a byte holds it).
+fn end_rank_bytes(bm: &[u64; 4]) -> u32 {
+    let c2 = bm[3].count_ones();
+    let c1 = c2 + bm[2].count_ones();
+    let c0 = c1 + bm[1].count_ones();
+    c0 | (c1 << 8) | (c2 << 16)
 }
 
 /// Byte w: the bits set in the bitmap words before w (at most 192, so a byte holds it).
@@ -343,17 +444,15 @@ fn rank_bytes(bm: &[u64; 4]) -> u32 {
     (c1 << 8) | (c2 << 16) | (c3 << 24)
 }
 
-/// Words of the header and values of the chunk or kid `link` names.
+/// Words of the chunk or kid `link` names (its front, header and values).
 ///
 /// # Safety
 /// `link` names a live chunk.
 unsafe fn runs_words(link: u64) -> usize {
-    let (p, front, width) = match link & WIDE {
-        0 => (ptr_of(link), 0, 2),
-        _ => (ptr_of(link).add(WIDE_WORDS), WIDE_WORDS, 4),
-    };
+    let p = chunk_of(link);
+    let front = if link & FRONTED != 0 { FRONT_WORDS } else { 0 };
     let runs: u32 = (0..4).map(|w| (*p.add(w)).count_ones()).sum();
-    front + (VALS_AT + width * runs as usize).div_ceil(8)
+    front + (VALS_AT + ((runs as usize) << width_of(link))).div_ceil(8)
 }
 
 /// Number of kids of a chunk with kids.
@@ -382,13 +481,15 @@ fn kid_front(kids: &[(usize, Box<[u32; SLOTS]>)], links: &[u64]) -> Vec<u64> {
     v
 }
 
-/// A link to the chunk or kid whose header is at byte address `addr` and whose header
-/// and values are `words` long.
-fn tag(addr: u64, words: usize, wide: bool, kids: bool) -> u64 {
+/// A link to the chunk or kid `e` placed at byte address `addr`.
+fn tag(addr: u64, e: &Encoded, kids: bool) -> u64 {
     debug_assert!(addr >> LINES_SHIFT == 0 && addr & 7 == 0);
-    let lines = ((addr as usize % 64) + words * 8).div_ceil(64);
+    let lines = ((addr as usize % 64) + e.words.len() * 8).div_ceil(64);
     let extra = (lines.min(4) - 1) as u64;
-    addr | (extra << LINES_SHIFT) | if kids { KIDS } else { 0 } | if wide { WIDE } else { 0 }
+    addr | (extra << LINES_SHIFT)
+        | u64::from(e.width) << WIDTH_SHIFT
+        | if kids { KIDS } else { 0 }
+        | if e.fronted { FRONTED } else { 0 }
 }
 
 /// Allocates `words` words aligned to a cache line.
@@ -420,28 +521,28 @@ fn heap_words(words: &[u64], bytes: &AtomicUsize) -> *mut u64 {
 
 /// Places the chunk an image describes on the heap; returns its link.
 fn place_heap(img: &Image, dict: &Dict, bytes: &AtomicUsize) -> u64 {
-    let (main, wide) = encode_runs(&img.vals, &img.kid_slots(), dict);
+    let main = encode_runs(&img.vals, &img.kid_slots(), dict);
     if img.kids.is_empty() {
-        let p = heap_words(&main, bytes);
-        return tag(p as u64, main.len(), wide, false);
+        let p = heap_words(&main.words, bytes);
+        return tag(p as u64, &main, false);
     }
     let links: Vec<u64> = img
         .kids
         .iter()
         .map(|(_, kv)| {
-            let (w, wide) = encode_runs(kv, &[0; 4], dict);
-            tag(heap_words(&w, bytes) as u64, w.len(), wide, false)
+            let e = encode_runs(kv, &[0; 4], dict);
+            tag(heap_words(&e.words, bytes) as u64, &e, false)
         })
         .collect();
     let front = kid_front(&img.kids, &links);
     let pad = heap_front(img.kids.len()) - front.len();
     let mut all = vec![0u64; pad];
     all.extend_from_slice(&front);
-    all.extend_from_slice(&main);
+    all.extend_from_slice(&main.words);
     let base = heap_words(&all, bytes);
-    // SAFETY: the header starts `pad + front.len()` words into the block just filled.
+    // SAFETY: the chunk starts `pad + front.len()` words into the block just filled.
     let p = unsafe { base.add(pad + front.len()) };
-    tag(p as u64, main.len(), wide, true)
+    tag(p as u64, &main, true)
 }
 
 /// Frees a heap chunk (and its kids) that no reader can reach any more. (The byte count
@@ -486,6 +587,11 @@ unsafe fn heap_bytes(link: u64) -> usize {
 
 /// Bulk-build staging: chunks packed one after another as the arena will hold them,
 /// with links as offsets from the arena's start (fixed up once it is allocated).
+///
+/// No padding between chunks: a header may straddle two lines. Padding every header into
+/// one line (chunks starting in the first 24 bytes of a line) took 0.6 MiB more of the
+/// 1M table's 5.8 MiB arena and ran 8-14 % slower: on this machine the arena's size
+/// decides lookup speed more than lines per lookup (see `docs/LPM.md`).
 struct Staging {
     words: Vec<u64>,
     /// Word indices holding kid links (offsets to rebase).
@@ -493,20 +599,11 @@ struct Staging {
 }
 
 impl Staging {
-    /// Pads so that a header placed after `front` more words does not straddle a line
-    /// (the arena starts on a huge-page boundary).
-    fn align(&mut self, front: usize) {
-        while (self.words.len() + front) % 8 > MAX_LINE_OFFSET {
-            self.words.push(0);
-        }
-    }
-
     fn runs(&mut self, vals: &[u32; SLOTS], dict: &Dict) -> u64 {
-        let (w, wide) = encode_runs(vals, &[0; 4], dict);
-        self.align(0);
+        let e = encode_runs(vals, &[0; 4], dict);
         let at = self.words.len();
-        self.words.extend_from_slice(&w);
-        tag(at as u64 * 8, w.len(), wide, false)
+        self.words.extend_from_slice(&e.words);
+        tag(at as u64 * 8, &e, false)
     }
 
     /// Places a chunk; returns its link relative to the arena's start.
@@ -516,14 +613,13 @@ impl Staging {
         }
         let links: Vec<u64> = img.kids.iter().map(|(_, kv)| self.runs(kv, dict)).collect();
         let front = kid_front(&img.kids, &links);
-        self.align(front.len());
         let at = self.words.len();
         self.fixups.extend(at..at + links.len());
         self.words.extend_from_slice(&front);
-        let (main, wide) = encode_runs(&img.vals, &img.kid_slots(), dict);
+        let main = encode_runs(&img.vals, &img.kid_slots(), dict);
         let p = self.words.len();
-        self.words.extend_from_slice(&main);
-        tag(p as u64 * 8, main.len(), wide, true)
+        self.words.extend_from_slice(&main.words);
+        tag(p as u64 * 8, &main, true)
     }
 }
 
@@ -560,14 +656,17 @@ struct Dict {
     /// Indices free for reuse: readers that might still read the old next hop through
     /// them have unpinned.
     free: Arc<Mutex<Vec<u16>>>,
+    /// The table's narrow values are 8-bit (fixed when the table is made).
+    byte_values: bool,
 }
 
 impl Dict {
-    fn new() -> Dict {
+    fn new(byte_values: bool) -> Dict {
         Dict {
             map: fast_map(),
             next: 1,
             free: Arc::new(Mutex::new(Vec::new())),
+            byte_values,
         }
     }
 
@@ -620,6 +719,10 @@ impl Writer {
             return;
         }
         let recycled = self.dict.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if self.dict.next == usize::from(BYTE_MARK) {
+            // (Never handed out: it is the 8-bit kid mark.)
+            self.dict.next += 1;
+        }
         let index = recycled.or_else(|| {
             (self.dict.next < INDICES).then(|| {
                 self.dict.next += 1;
@@ -653,8 +756,8 @@ impl Writer {
 
 /// A new heap chunk whose every slot is `v`.
 fn uniform_chunk(v: u32, dict: &Dict, bytes: &AtomicUsize) -> u64 {
-    let (words, wide) = encode_runs(&[v; SLOTS], &[0; 4], dict);
-    tag(heap_words(&words, bytes) as u64, words.len(), wide, false)
+    let e = encode_runs(&[v; SLOTS], &[0; 4], dict);
+    tag(heap_words(&e.words, bytes) as u64, &e, false)
 }
 
 /// The IPv4 table.
@@ -671,6 +774,9 @@ pub struct Dir16 {
     writer: Mutex<Writer>,
     /// Bytes of live heap chunks (outside the arena).
     heap_bytes: AtomicUsize,
+    /// The narrow values of the chunks are 8-bit (see [`ChunkPtr`]), fixed when the table
+    /// is made: so the batch path picks its loop once per call.
+    byte_values: bool,
 }
 
 // SAFETY: the chunk pointers inside `top` are owned by the table; chunks are immutable
@@ -707,14 +813,26 @@ impl Default for Dir16 {
 
 impl Dir16 {
     pub fn new() -> Dir16 {
+        Dir16::with_values(true)
+    }
+
+    /// An empty table whose narrow values are 8-bit (`byte_values`) or 16-bit.
+    fn with_values(byte_values: bool) -> Dir16 {
         let heap_bytes = AtomicUsize::new(0);
-        let dict = Dict::new();
+        let dict = Dict::new(byte_values);
         let none = uniform_chunk(NONE, &dict, &heap_bytes);
         Dir16 {
             top: HugeSlice::new(TOP, |_| AtomicU64::new(none)),
             arena: None,
             default: AtomicU32::new(NONE),
-            dict: HugeSlice::new(DICT, |_| AtomicU32::new(NONE)),
+            // Entries never handed out (the marks among them) hold the sentinel.
+            dict: HugeSlice::new(DICT, |i| {
+                AtomicU32::new(if i == usize::from(BYTE_MARK) || i >= INDICES {
+                    SENTINEL
+                } else {
+                    NONE
+                })
+            }),
             writer: Mutex::new(Writer {
                 short: (0..=TOP_BITS).map(|_| PrefixMap::default()).collect(),
                 chunks: vec![Vec::new(); TOP],
@@ -726,6 +844,7 @@ impl Dir16 {
                 dict,
             }),
             heap_bytes,
+            byte_values,
         }
     }
 
@@ -801,16 +920,28 @@ impl Dir16 {
         let mut ks = keys.chunks_exact(CHUNK);
         let mut os = out.chunks_exact_mut(CHUNK);
         // Whole groups have a length the compiler knows, so it unrolls their loops.
-        for (k, o) in (&mut ks).zip(&mut os) {
-            self.lookup_group(k, o, dflt);
+        if self.byte_values {
+            for (k, o) in (&mut ks).zip(&mut os) {
+                self.lookup_group::<true>(k, o, dflt);
+            }
+        } else {
+            for (k, o) in (&mut ks).zip(&mut os) {
+                self.lookup_group::<false>(k, o, dflt);
+            }
         }
         if !ks.remainder().is_empty() {
-            self.lookup_group(ks.remainder(), os.into_remainder(), dflt);
+            let (k, o) = (ks.remainder(), os.into_remainder());
+            if self.byte_values {
+                self.lookup_group::<true>(k, o, dflt);
+            } else {
+                self.lookup_group::<false>(k, o, dflt);
+            }
         }
     }
 
+    /// One group of up to 32 keys, in a table with 8-bit (`BYTES`) or 16-bit values.
     #[inline(always)]
-    fn lookup_group(&self, keys: &[u32], out: &mut [u32], dflt: u32) {
+    fn lookup_group<const BYTES: bool>(&self, keys: &[u32], out: &mut [u32], dflt: u32) {
         let len = keys.len().min(32);
         let keys = &keys[..len];
         let out = &mut out[..len];
@@ -836,26 +967,35 @@ impl Dir16 {
             ptrs[i & 31].write(chunk);
         });
         let dict: &[AtomicU32] = &self.dict;
-        // The 16-bit value each key read (zero past `len`: no mark).
-        let mut xs = [0u16; 32];
         for_each_key(len, |i| {
             // SAFETY: the first pass wrote `ptrs[..len]`.
             let p = unsafe { ptrs[i & 31].assume_init() };
-            // SAFETY: `i < len`, the length of both slices.
-            let k = unsafe { *keys.get_unchecked(i) };
+            // The key's bits 8..15, read as a byte: from `(k >> 8) & 0xff` the compiler
+            // derived the bitmap word as `(k >> 14) & 3` and the shift as `k >> 8`, one
+            // instruction more than a byte load and one shift.
+            // SAFETY: `i < len`, the length of both slices; the byte is inside key i.
+            let j = usize::from(unsafe { *(keys.as_ptr().add(i) as *const u8).add(SLOT_BYTE) });
             // SAFETY: `p` is a published chunk (alive while the caller's guard is pinned;
-            // a wide one starts with a narrow front), and the slot index is below 256.
-            let x = unsafe { slot_index(p, ((k >> 8) & 0xff) as usize) };
+            // one with wider values starts with a front that reads as a mark in either
+            // width), and the slot index is below 256.
+            let x = unsafe {
+                if BYTES {
+                    slot_byte(p, j)
+                } else {
+                    slot_index(p, j)
+                }
+            };
             // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a kid
             // mark the entry read is meaningless, and the answer is redone below).
             let v = unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed);
             // (Index 0, NONE, holds the default route: no extra step for it here.)
             // SAFETY: as for `keys`.
             unsafe { *out.get_unchecked_mut(i) = v };
-            xs[i & 31] = x as u16;
         });
-        // Keys on a kid slot or a wide chunk (rare), redone from the first level.
-        let mut slow = kid_marks(&xs);
+        // Keys on a kid slot or a chunk with wider values (rare; their marks index
+        // dictionary entries holding `SENTINEL`), redone from the first level, with any
+        // whose answer really is `SENTINEL`.
+        let mut slow = sentinel_marks(out);
         while slow != 0 {
             let i = slow.trailing_zeros() as usize;
             slow &= slow - 1;
@@ -979,7 +1119,12 @@ impl Dir16 {
         let mut v: Vec<(u32, u8, u32)> = routes.iter().map(|&(k, l, nh)| (k.masked(l), l, nh)).collect();
         // Stable: equal prefixes keep input order, and the last one is kept below.
         v.sort_by_key(|r| (r.0, r.1));
-        let mut t = Dir16::new();
+        // 8-bit values when every next hop gets an index below 255.
+        let mut hops: FastMap<u32, ()> = fast_map();
+        for r in &v {
+            hops.insert(r.2, ());
+        }
+        let mut t = Dir16::with_values(hops.len() < usize::from(BYTE_MARK));
         // (Field by field: the writer record is borrowed while the others are set.)
         let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
         for (i, &(k, l, nh)) in v.iter().enumerate() {
@@ -1126,9 +1271,10 @@ impl Dir16 {
 mod tests {
     use super::*;
 
-    /// A dictionary knowing `hops` (next hop, index); other hops have no index.
+    /// A dictionary of a table with 16-bit values knowing `hops` (next hop, index);
+    /// other hops have no index.
     fn dict_with(hops: &[(u32, u16)]) -> Dict {
-        let mut d = Dict::new();
+        let mut d = Dict::new(false);
         for &(nh, i) in hops {
             d.map.insert(nh, (Some(i), 1));
         }
@@ -1144,20 +1290,23 @@ mod tests {
         let mut vals = [8u32; SLOTS];
         vals[..100].fill(7);
         let kids = [0b11, 1 << 36, 0, 1 << 63];
-        let (words, wide) = encode_runs(&vals, &kids, &dict);
-        assert!(!wide);
+        let e = encode_runs(&vals, &kids, &dict);
+        assert_eq!((e.fronted, e.width), (false, 1));
+        let words = e.words;
         let m = u64::from(KID_MARK);
         assert_eq!(
             words,
             [
-                0b101,
-                (1 << 36) | (1 << 37),
+                // Runs end at slots 1, 99, 100, 254 and 255.
+                0b10,
+                (1 << 35) | (1 << 36),
                 0,
-                1 << 63,
-                // Rank bytes 0, 2, 4, 4, then the values mark, 1.
-                0x0404_0200 | (m << 32) | (1 << 48),
-                // Values mark, 2, mark (and padding).
-                m | (2 << 16) | (m << 32),
+                (1 << 62) | (1 << 63),
+                // Rank bytes (ends after each word) 4, 2, 2, 0, then the values, last run
+                // first: mark, 2,
+                0x0002_0204 | (m << 32) | (2 << 48),
+                // mark, 1, mark (and padding).
+                m | (1 << 16) | (m << 32),
             ]
         );
         let want = |j: usize| match j {
@@ -1172,31 +1321,140 @@ mod tests {
     }
 
     #[test]
+    fn byte_values_hold_indices_below_255_and_mark_kid_slots_with_ff() {
+        // As above in a table with byte values: runs [0, 1] mark, [2, 99] 7 (index 1),
+        // [100] mark, [101, 254] 8 (index 254), [255] mark.
+        let mut dict = dict_with(&[(7, 1), (8, 254)]);
+        dict.byte_values = true;
+        let mut vals = [8u32; SLOTS];
+        vals[..100].fill(7);
+        let kids = [0b11, 1 << 36, 0, 1 << 63];
+        let e = encode_runs(&vals, &kids, &dict);
+        assert_eq!((e.fronted, e.width), (false, 0));
+        assert_eq!(
+            e.words,
+            [
+                0b10,
+                (1 << 35) | (1 << 36),
+                0,
+                (1 << 62) | (1 << 63),
+                // Rank bytes 4, 2, 2, 0, then the values, last run first: ff, 254 (0xfe),
+                // ff, 1,
+                0x0002_0204 | (0x01_ff_fe_ff << 32),
+                // ff (and padding).
+                0xff,
+            ]
+        );
+        let want = |j: usize| match j {
+            0 | 1 | 100 | 255 => 0xff,
+            2..=99 => 1,
+            _ => 254,
+        };
+        for j in 0..SLOTS {
+            // SAFETY: `e.words` is the chunk just encoded, and `j < 256`.
+            assert_eq!(unsafe { slot_byte(e.words.as_ptr(), j) }, want(j), "slot {}", j);
+        }
+        // An index of 255 or more: 16-bit values behind a front.
+        let mut dict = dict_with(&[(7, 1), (8, 256)]);
+        dict.byte_values = true;
+        let e = encode_runs(&vals, &[0; 4], &dict);
+        assert_eq!((e.fronted, e.width), (true, 1));
+        assert_eq!(e.words[..FRONT_WORDS], FRONT);
+        // Runs [0, 99] 7, [100, 255] 8 (rank bytes 2, 1, 1, 0): two u16 values after the
+        // header, the last run first.
+        assert_eq!(e.words[FRONT_WORDS + 4], 0x0001_0102 | (256 << 32) | (1 << 48));
+        let link = tag(e.words.as_ptr() as u64, &e, false);
+        // SAFETY: `link` names the chunk in `e.words`, which outlives these reads.
+        assert_eq!(unsafe { runs_words(link) }, e.words.len());
+        for j in 0..SLOTS {
+            // SAFETY: as above, and `j < 256`.
+            let (b, x, i) = unsafe {
+                (
+                    slot_byte(ptr_of(link), j),
+                    slot_index(ptr_of(link), j),
+                    slot_index(chunk_of(link), j),
+                )
+            };
+            // The front reads as a mark in both widths.
+            assert_eq!((b, x >> 15), (0xff, 1), "slot {}", j);
+            assert_eq!(i, if j < 100 { 1 } else { 256 }, "slot {}", j);
+        }
+    }
+
+    #[test]
     fn wide_chunks_start_with_a_front_that_marks_every_slot() {
         // 5 has an index, 1_000_000 has none: the chunk is wide.
         let dict = dict_with(&[(5, 3)]);
         let mut vals = [5u32; SLOTS];
         vals[64..=130].fill(1_000_000);
         vals[255] = NONE;
-        let (words, wide) = encode_runs(&vals, &[0; 4], &dict);
-        assert!(wide);
-        assert_eq!(words[..WIDE_WORDS], WIDE_FRONT);
+        let e = encode_runs(&vals, &[0; 4], &dict);
+        assert_eq!((e.fronted, e.width), (true, 2));
+        assert_eq!(e.words[..FRONT_WORDS], FRONT);
         // Header (5 words), then the four u32 values 5, 1_000_000, 5, NONE.
-        assert_eq!(words.len(), WIDE_WORDS + 7);
-        let link = tag(words.as_ptr() as u64, words.len(), true, false);
-        // SAFETY: `link` names the chunk in `words`, which outlives these reads.
-        assert_eq!(unsafe { runs_words(link) }, words.len());
+        assert_eq!(e.words.len(), FRONT_WORDS + 7);
+        let link = tag(e.words.as_ptr() as u64, &e, false);
+        // SAFETY: `link` names the chunk in `e.words`, which outlives these reads.
+        assert_eq!(unsafe { runs_words(link) }, e.words.len());
         let dict_entries: Vec<AtomicU32> = (0..DICT).map(|_| AtomicU32::new(NONE)).collect();
         for j in 0..SLOTS {
             // SAFETY: as above, and `j < 256`.
-            let (x, v) = unsafe { (slot_index(words.as_ptr(), j), link_value(link, j, &dict_entries)) };
-            assert_eq!(x, usize::from(KID_MARK), "slot {}", j);
+            let (x, v) = unsafe {
+                (
+                    slot_index(e.words.as_ptr(), j),
+                    link_value(link, j, &dict_entries),
+                )
+            };
+            assert_eq!(x >> 15, 1, "slot {}", j);
             let want = match j {
                 64..=130 => 1_000_000,
                 255 => NONE,
                 _ => 5,
             };
             assert_eq!(v, want, "slot {}", j);
+        }
+    }
+
+    #[test]
+    fn tables_with_more_than_254_next_hops_answer_through_fronted_chunks() {
+        // 300 /24s under 30.0.0.0/15 with distinct next hops (30.1 holds the last 44), and
+        // 30.2.0.0/16 with ten /20s of hops seen first (indices 1..=10).
+        let mut routes: Vec<(u32, u8, u32)> =
+            (0..10).map(|i| (0x1e02_0000 + (i << 12), 20, 100 + i)).collect();
+        routes.extend((0..300).map(|i| (0x1e00_0000 + (i << 8), 24, 1000 + i)));
+        routes.push((0x1e00_0105, 32, 7));
+        let grown = Dir16::new();
+        for &(a, l, nh) in &routes {
+            grown.insert(a, l, nh);
+        }
+        let built = Dir16::build(&routes);
+        assert!(grown.byte_values);
+        assert!(!built.byte_values);
+        let link = |t: &Dir16, c: usize| {
+            let e = t.top[c].load(Ordering::Relaxed);
+            (e & FRONTED != 0, width_of(e))
+        };
+        // 8-bit values where every index is below 255, 16-bit behind a front elsewhere.
+        assert_eq!(link(&grown, 0x1e02), (false, 0));
+        assert_eq!(link(&grown, 0x1e00), (true, 1));
+        assert_eq!(link(&grown, 0x1e01), (true, 1));
+        assert_eq!(link(&built, 0x1e00), (false, 1));
+        let mut probes: Vec<(u32, u32)> = (0..300).map(|i| (0x1e00_0000 + (i << 8) + 9, 1000 + i)).collect();
+        probes.extend((0..10).map(|i| (0x1e02_0000 + (i << 12) + 0x0fff, 100 + i)));
+        probes.extend([
+            (0x1e00_0105, 7),
+            (0x1e00_0106, 1001),
+            (0x1e02_a000, NONE),
+            (0x1e01_2c00, NONE),
+        ]);
+        let keys: Vec<u32> = probes.iter().map(|p| p.0).collect();
+        for t in [&grown, &built] {
+            let mut out = vec![0u32; keys.len()];
+            t.lookup_batch(&keys, &mut out);
+            for (&(a, want), &got) in probes.iter().zip(&out) {
+                assert_eq!(got, want, "batch {:08x}", a);
+                assert_eq!(t.lookup(a), want, "single {:08x}", a);
+            }
         }
     }
 
@@ -1238,12 +1496,13 @@ mod tests {
                 t.top[0x1480].load(Ordering::Relaxed),
             );
             assert_eq!(
-                (e127 & (WIDE | KIDS), e128 & (WIDE | KIDS)),
-                (WIDE | KIDS, WIDE | KIDS)
+                (e127 & (FRONTED | KIDS), e128 & (FRONTED | KIDS)),
+                (FRONTED | KIDS, FRONTED | KIDS)
             );
+            assert_eq!((width_of(e127), width_of(e128)), (2, 2));
             // SAFETY: both link live chunks with kids; slots 0 and 9 are below 256.
             let (narrow_kid, wide_kid) = unsafe { (kid_link(ptr_of(e127), 0), kid_link(ptr_of(e128), 9)) };
-            assert_eq!((narrow_kid & WIDE, wide_kid & WIDE), (0, WIDE));
+            assert_eq!((width_of(narrow_kid), width_of(wide_kid)), (1, 2));
             let mut out = vec![0u32; keys.len()];
             t.lookup_batch(&keys, &mut out);
             for (&(a, want), &got) in probes.iter().zip(&out) {
@@ -1254,14 +1513,32 @@ mod tests {
     }
 
     #[test]
-    fn kid_marks_are_the_values_with_the_top_bit() {
-        let mut xs = [0x7fffu16; 32];
-        xs[1] = 0;
+    fn sentinel_marks_are_the_answers_equal_to_the_sentinel() {
+        let mut out = [0u32; 32];
+        out[1] = NONE;
+        out[2] = SENTINEL - 1;
         for i in [0, 5, 17, 31] {
-            xs[i] = KID_MARK;
+            out[i] = SENTINEL;
         }
-        assert_eq!(kid_marks(&xs), 1 | (1 << 5) | (1 << 17) | (1 << 31));
-        assert_eq!(kid_marks(&[1; 32]), 0);
+        assert_eq!(sentinel_marks(&out), 1 | (1 << 5) | (1 << 17) | (1 << 31));
+        assert_eq!(sentinel_marks(&out[..6]), 1 | (1 << 5));
+        assert_eq!(sentinel_marks(&[NONE; 32]), 0);
+    }
+
+    #[test]
+    fn keys_whose_next_hop_is_the_sentinel_get_it() {
+        // The sentinel as an ordinary next hop, as the default route and under a kid.
+        let t = Dir16::new();
+        t.insert(0x0a01_0100, 24, SENTINEL);
+        t.insert(0x0a01_0204, 30, SENTINEL);
+        t.insert(0x0a01_0200, 24, 3);
+        let keys = [0x0a01_0101, 0x0a01_0205, 0x0a01_0209, 0x0a01_0001, 0x0b00_0000];
+        let mut out = [0u32; 5];
+        t.lookup_batch(&keys, &mut out);
+        assert_eq!(out, [SENTINEL, SENTINEL, 3, NONE, NONE]);
+        t.insert(0, 0, SENTINEL);
+        t.lookup_batch(&keys, &mut out);
+        assert_eq!(out, [SENTINEL, SENTINEL, 3, SENTINEL, SENTINEL]);
     }
 
     #[test]
