@@ -100,6 +100,16 @@ impl Router {
         self.wait_exit()
     }
 
+    /// Stops the process with SIGTERM, checks that it exited cleanly and returns its
+    /// standard output and error.
+    fn terminate(&mut self) -> (String, String) {
+        self.signal(libc::SIGTERM);
+        let status = self.wait_exit();
+        let (out, err) = self.output();
+        assert!(status.success(), "exit {}: {}", status, err);
+        (out, err)
+    }
+
     fn output(&mut self) -> (String, String) {
         self.0.output()
     }
@@ -234,10 +244,7 @@ fn af_packet_turns_kernel_forwarding_off_while_running_and_restores_it_on_sigter
     // Each frame leaves once, routed by brickroute.
     assert_eq!(t.send_and_count(), each_once(1));
 
-    router.signal(libc::SIGTERM);
-    let status = router.wait_exit();
-    let (out, err) = router.output();
-    assert!(status.success(), "exit {}: {}", status, err);
+    let (out, err) = router.terminate();
     // One handler: Click prints its value alone.
     assert_eq!(out, format!("{}\n", FRAMES));
     assert!(
@@ -281,10 +288,7 @@ fn after_sigkill_the_next_run_restores_the_recorded_original() {
     });
     assert_eq!(t.flag("d0"), "0");
     assert_eq!(t.send_and_count(), each_once(1));
-    next.signal(libc::SIGTERM);
-    let status = next.wait_exit();
-    let (_, err) = next.output();
-    assert!(status.success(), "exit {}: {}", status, err);
+    let (_, err) = next.terminate();
     assert!(
         err.contains(&format!(
             "brickroute: d0: the kernel's IPv4 forwarding is still off from a brickroute run \
@@ -309,10 +313,7 @@ fn keep_kernel_forwarding_leaves_the_flag_on_and_warns() {
     assert!(!t.record("d0").exists());
     // The kernel forwards each frame and so does brickroute: two copies of each.
     assert_eq!(t.send_and_count(), each_once(2));
-    router.signal(libc::SIGTERM);
-    let status = router.wait_exit();
-    let (out, err) = router.output();
-    assert!(status.success(), "exit {}: {}", status, err);
+    let (out, err) = router.terminate();
     // One handler: Click prints its value alone.
     assert_eq!(out, format!("{}\n", FRAMES));
     for dev in ["d0", "d1"] {

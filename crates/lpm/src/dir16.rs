@@ -10,7 +10,7 @@
 //! level; the replaced chunk is freed through the epoch collector.
 
 use crate::key::NONE;
-use crate::key::{Key, PrefixHasher, PrefixMap, ShortChange};
+use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::HugeSlice;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
@@ -1203,11 +1203,7 @@ impl Dir16 {
     /// Every route, sorted by address then length.
     pub fn routes(&self) -> Vec<(u32, u8, u32)> {
         let w = self.lock();
-        let mut v: Vec<(u32, u8, u32)> = w
-            .short
-            .iter()
-            .enumerate()
-            .flat_map(|(l, m)| m.iter().map(move |(&k, &nh)| (k, l as u8, nh)))
+        let mut v: Vec<(u32, u8, u32)> = per_length_routes(&w.short)
             .chain(w.chunks.iter().flatten().copied())
             .collect();
         v.sort_unstable();
@@ -1270,6 +1266,18 @@ impl Dir16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each `(address, next hop)` probe answers the same through a batch lookup of all
+    /// of them and through a single lookup.
+    fn assert_probes(t: &Dir16, probes: &[(u32, u32)]) {
+        let keys: Vec<u32> = probes.iter().map(|p| p.0).collect();
+        let mut out = vec![0u32; keys.len()];
+        t.lookup_batch(&keys, &mut out);
+        for (&(a, want), &got) in probes.iter().zip(&out) {
+            assert_eq!(got, want, "batch {:08x}", a);
+            assert_eq!(t.lookup(a), want, "single {:08x}", a);
+        }
+    }
 
     /// A dictionary of a table with 16-bit values knowing `hops` (next hop, index);
     /// other hops have no index.
@@ -1447,14 +1455,8 @@ mod tests {
             (0x1e02_a000, NONE),
             (0x1e01_2c00, NONE),
         ]);
-        let keys: Vec<u32> = probes.iter().map(|p| p.0).collect();
         for t in [&grown, &built] {
-            let mut out = vec![0u32; keys.len()];
-            t.lookup_batch(&keys, &mut out);
-            for (&(a, want), &got) in probes.iter().zip(&out) {
-                assert_eq!(got, want, "batch {:08x}", a);
-                assert_eq!(t.lookup(a), want, "single {:08x}", a);
-            }
+            assert_probes(t, &probes);
         }
     }
 
@@ -1489,7 +1491,6 @@ mod tests {
             (at(32_999, 255), hop(32_999)),
             (at(33_000, 0), NONE),
         ];
-        let keys: Vec<u32> = probes.iter().map(|p| p.0).collect();
         for t in [&grown, &built] {
             let (e127, e128) = (
                 t.top[0x147f].load(Ordering::Relaxed),
@@ -1503,12 +1504,7 @@ mod tests {
             // SAFETY: both link live chunks with kids; slots 0 and 9 are below 256.
             let (narrow_kid, wide_kid) = unsafe { (kid_link(ptr_of(e127), 0), kid_link(ptr_of(e128), 9)) };
             assert_eq!((width_of(narrow_kid), width_of(wide_kid)), (1, 2));
-            let mut out = vec![0u32; keys.len()];
-            t.lookup_batch(&keys, &mut out);
-            for (&(a, want), &got) in probes.iter().zip(&out) {
-                assert_eq!(got, want, "batch {:08x}", a);
-                assert_eq!(t.lookup(a), want, "single {:08x}", a);
-            }
+            assert_probes(t, &probes);
         }
     }
 

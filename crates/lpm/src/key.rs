@@ -88,6 +88,14 @@ impl Hasher for PrefixHasher {
 
 pub type PrefixMap<K> = std::collections::HashMap<K, u32, BuildHasherDefault<PrefixHasher>>;
 
+/// The routes of per-length maps (map `l` holds the prefixes of length `l`), as
+/// `(prefix, length, next hop)`.
+pub(crate) fn per_length_routes<K: Copy>(maps: &[PrefixMap<K>]) -> impl Iterator<Item = (K, u8, u32)> + '_ {
+    maps.iter()
+        .enumerate()
+        .flat_map(|(l, m)| m.iter().map(move |(&k, &nh)| (k, l as u8, nh)))
+}
+
 /// How a change of a prefix no longer than the first level (`len` >= 1) rewrites the
 /// first-level slots it spans. Each slot records the length and value of the longest
 /// such prefix covering it; the two structures keep those per slot and apply this rule.

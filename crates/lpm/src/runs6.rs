@@ -14,7 +14,7 @@
 //! for that slot, or into the first level. Replaced nodes go through the epoch collector.
 
 use crate::key::NONE;
-use crate::key::{Key, PrefixHasher, PrefixMap, ShortChange};
+use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::HugeSlice;
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
@@ -955,12 +955,7 @@ impl Runs6 {
     /// Every route, sorted by address then length.
     pub fn routes(&self) -> Vec<(u128, u8, u32)> {
         let w = self.lock();
-        let mut v: Vec<(u128, u8, u32)> = w
-            .routes
-            .iter()
-            .enumerate()
-            .flat_map(|(l, m)| m.iter().map(move |(&k, &nh)| (k, l as u8, nh)))
-            .collect();
+        let mut v: Vec<(u128, u8, u32)> = per_length_routes(&w.routes).collect();
         v.sort_unstable();
         v
     }

@@ -255,14 +255,6 @@ impl DeviceTable {
             .clear();
     }
 
-    /// The interfaces whose kernel IPv4 forwarding the table holds off, sorted.
-    pub fn kernel_forwarding_off(&self) -> Vec<String> {
-        let held = self.kernel_forwarding.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v: Vec<String> = held.iter().map(|g| g.interface().to_string()).collect();
-        v.sort();
-        v
-    }
-
     fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Device>> {
         self.devices.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -44,6 +44,9 @@ pub fn record_dir() -> PathBuf {
         .join("kernel-forwarding")
 }
 
+/// The value brickroute sets the flag to while it runs.
+const OFF: &str = "0";
+
 /// The first line of a record file.
 const RECORD_HEADER: &str = "brickroute kernel-forwarding record 1";
 
@@ -191,7 +194,6 @@ impl std::error::Error for ForwardingError {}
 pub struct KernelForwardingOff {
     interface: String,
     original: String,
-    set: String,
     record_path: PathBuf,
     /// The record, open and `flock`ed for as long as the flag is held off.
     record: Option<File>,
@@ -204,6 +206,14 @@ pub struct Taken {
     pub guard: Option<KernelForwardingOff>,
     /// The line to tell the user, if anything changed or is held by another run.
     pub notice: Option<String>,
+}
+
+impl Taken {
+    /// Nothing changed and nothing to tell.
+    const NOTHING: Taken = Taken {
+        guard: None,
+        notice: None,
+    };
 }
 
 impl KernelForwardingOff {
@@ -220,24 +230,16 @@ impl KernelForwardingOff {
         let flag_path = ipv4_flag_path(interface);
         let current = match std::fs::read_to_string(&flag_path) {
             Ok(s) => s.trim().to_string(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Taken {
-                    guard: None,
-                    notice: None,
-                })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Taken::NOTHING),
             Err(e) => return Err(err(format!("read {}", flag_path.display()), e)),
         };
         let netns = netns_id().map_err(|e| err("identify the network namespace".into(), e))?;
         let ifindex = ifindex(interface).map_err(|e| err("find the interface".into(), e))?;
         let path = record_path(dir, &netns, interface);
-        if current == "0" && !path.exists() {
+        if current == OFF && !path.exists() {
             // Off, and not by a killed run: nothing to do (and nothing that needs the
             // privileges writing a record would).
-            return Ok(Taken {
-                guard: None,
-                notice: None,
-            });
+            return Ok(Taken::NOTHING);
         }
         std::fs::create_dir_all(dir).map_err(|e| err(format!("create {}", dir.display()), e))?;
         let mut file = OpenOptions::new()
@@ -278,20 +280,17 @@ impl KernelForwardingOff {
         let original = left_behind
             .as_ref()
             .map_or(current.clone(), |r| r.original.clone());
-        if original == "0" {
+        if original == OFF {
             // Nothing to turn off and nothing to restore later.
             let _ = std::fs::remove_file(&path);
-            return Ok(Taken {
-                guard: None,
-                notice: None,
-            });
+            return Ok(Taken::NOTHING);
         }
         let record = Record {
             interface: interface.to_string(),
             ifindex,
             netns,
             original: original.clone(),
-            set: "0".to_string(),
+            set: OFF.to_string(),
             pid: std::process::id(),
         };
         // The record first: a run killed between the two writes leaves a record whose
@@ -306,8 +305,8 @@ impl KernelForwardingOff {
             let _ = std::fs::remove_file(&path);
             return Err(err(format!("write {}", path.display()), e));
         }
-        if current != "0" {
-            if let Err(e) = std::fs::write(&flag_path, "0\n") {
+        if current != OFF {
+            if let Err(e) = std::fs::write(&flag_path, format!("{}\n", OFF)) {
                 let _ = std::fs::remove_file(&path);
                 return Err(err(format!("write {}", flag_path.display()), e));
             }
@@ -335,17 +334,11 @@ impl KernelForwardingOff {
             guard: Some(KernelForwardingOff {
                 interface: interface.to_string(),
                 original,
-                set: "0".to_string(),
                 record_path: path,
                 record: Some(file),
             }),
             notice: Some(notice),
         })
-    }
-
-    /// The interface whose flag is held off.
-    pub fn interface(&self) -> &str {
-        &self.interface
     }
 
     /// Puts the original value back (done on drop). Returns what to tell the user when
@@ -367,7 +360,7 @@ impl KernelForwardingOff {
                 self.record_path.display()
             ))
             }
-            Ok(now) if now.trim() != self.set => Some(format!(
+            Ok(now) if now.trim() != OFF => Some(format!(
                 "brickroute: {}: {} was changed to {} while brickroute ran; left so (it was {})",
                 self.interface,
                 name,
