@@ -377,12 +377,9 @@ impl<'a> Outputs<'a> {
     pub fn push_each(&mut self, batch: &mut PacketBatch, ports: &[u32]) {
         // Marked once for the batch: a store per packet is not hoisted out of the loop.
         self.dirty = true;
-        let outs: &mut [PacketBatch] = self.ports;
-        for (p, &q) in batch.drain().zip(ports) {
-            if let Some(b) = outs.get_mut(q as usize) {
-                push_into_batch(b, p);
-            }
-        }
+        batch.distribute(self.ports, |i, _| {
+            ports.get(i).map_or(usize::MAX, |&q| q as usize)
+        });
     }
 
     /// The port `input` passes to whole when no other port got a packet: the caller
@@ -502,14 +499,11 @@ impl Outputs<'_> {
             return;
         }
         self.dirty = true;
-        let outs: &mut [PacketBatch] = self.ports;
-        for (p, &v) in batch.drain().zip(verdicts.iter()) {
-            if v != DROP {
-                if let Some(b) = outs.get_mut(v as usize) {
-                    push_into_batch(b, p);
-                }
-            }
-        }
+        // (`batch.len() <= N`: every packet has a verdict.)
+        batch.distribute(self.ports, |i, _| match verdicts[i % N] {
+            DROP => usize::MAX,
+            v => usize::from(v),
+        });
     }
 }
 
