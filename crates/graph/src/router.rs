@@ -392,6 +392,16 @@ impl GraphInstance {
 
     /// Runs every live source once, pushing what it emits through the graph.
     pub fn run_sources(&mut self) -> RunResult {
+        self.run_sources_with(None)
+    }
+
+    /// [`Self::run_sources`] for a pass that began at TSC reading `now`, which the
+    /// elements' timers then use instead of reading the counter again.
+    pub fn run_sources_at(&mut self, now: u64) -> RunResult {
+        self.run_sources_with(Some(now))
+    }
+
+    fn run_sources_with(&mut self, now: Option<u64>) -> RunResult {
         // Borrow the fields apart instead of cloning the Arc: a clone per pass is an
         // atomic write to a cache line every worker shares.
         let GraphInstance {
@@ -403,7 +413,10 @@ impl GraphInstance {
             worker,
             scratch,
         } = self;
-        let mut cx = Context::new(*worker, stop);
+        let mut cx = match now {
+            Some(t) => Context::at(*worker, stop, t),
+            None => Context::new(*worker, stop),
+        };
         let mut packets = 0;
         for (si, &idx) in sources.iter().enumerate() {
             if done[si] {

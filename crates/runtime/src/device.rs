@@ -631,7 +631,7 @@ impl Drop for ToDevice {
 }
 
 impl Element for ToDevice {
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, cx: &mut Context<'_>) {
         if self.buf.is_empty() && batch.len() >= self.burst {
             // At least one whole group: hand the batch to the port as it is, without
             // moving packets (a port takes any number of groups in one call).
@@ -646,7 +646,7 @@ impl Element for ToDevice {
         if !self.timer_live {
             self.flush();
         } else if !self.buf.is_empty() && self.since.is_none() {
-            self.since = Some(crate::tsc::rdtsc());
+            self.since = Some(cx.now_tsc());
         }
     }
 
@@ -661,7 +661,7 @@ impl Element for ToDevice {
             return TaskStatus::Done;
         }
         if let Some(t) = self.since {
-            if crate::tsc::rdtsc().wrapping_sub(t) >= self.flush_ticks {
+            if cx.now_tsc().wrapping_sub(t) >= self.flush_ticks {
                 self.flush();
             }
         }

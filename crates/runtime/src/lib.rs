@@ -281,7 +281,7 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration) -> WorkerS
     loop {
         let stopping = stop.is_requested();
         let t0 = tsc::rdtsc();
-        let r = g.run_sources();
+        let r = g.run_sources_at(t0);
         let t1 = tsc::rdtsc();
         let cycles = t1.wrapping_sub(t0);
         st.iterations += 1;
