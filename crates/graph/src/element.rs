@@ -349,7 +349,7 @@ impl<'a> Outputs<'a> {
 
     /// Emits every packet of `batch` on `port`, in order; `batch` is empty afterwards
     /// as far as the element is concerned (it must not touch it again).
-    #[inline]
+    #[inline(always)]
     pub fn push_batch(&mut self, port: usize, batch: &mut PacketBatch) {
         match self.ports.get_mut(port) {
             Some(b) => {
