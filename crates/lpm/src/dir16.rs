@@ -774,6 +774,9 @@ pub struct Dir16 {
     writer: Mutex<Writer>,
     /// Bytes of live heap chunks (outside the arena).
     heap_bytes: AtomicUsize,
+    /// Bytes of retired heap chunks whose deferred free has not run yet (readers pinned
+    /// before they were unlinked may still read them).
+    pending_free: Arc<AtomicUsize>,
     /// The narrow values of the chunks are 8-bit (see [`ChunkPtr`]), fixed when the table
     /// is made: so the batch path picks its loop once per call.
     byte_values: bool,
@@ -844,6 +847,7 @@ impl Dir16 {
                 dict,
             }),
             heap_bytes,
+            pending_free: Arc::new(AtomicUsize::new(0)),
             byte_values,
         }
     }
@@ -861,7 +865,13 @@ impl Dir16 {
     /// Next hop for `key`, or NONE.
     #[inline]
     pub fn lookup(&self, key: u32) -> u32 {
-        let _guard = epoch::pin();
+        self.lookup_in(&epoch::pin(), key)
+    }
+
+    /// [`Self::lookup`] under the caller's pin of the default collector (`_guard` is the
+    /// proof that chunks loaded from the first level stay allocated).
+    #[inline]
+    pub fn lookup_in(&self, _guard: &Guard, key: u32) -> u32 {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
             // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
@@ -893,8 +903,14 @@ impl Dir16 {
     /// Looks up `keys` 32 at a time: first every first-level entry of a group is loaded
     /// and its chunk prefetched, then every chunk is read, so cache misses overlap.
     pub fn lookup_batch(&self, keys: &[u32], out: &mut [u32]) {
+        self.lookup_batch_in(&epoch::pin(), keys, out)
+    }
+
+    /// [`Self::lookup_batch`] under the caller's pin of the default collector (see
+    /// [`Self::lookup_in`]).
+    #[inline]
+    pub fn lookup_batch_in(&self, _guard: &Guard, keys: &[u32], out: &mut [u32]) {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
-        let _guard = epoch::pin();
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
             // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
@@ -1106,10 +1122,18 @@ impl Dir16 {
             let size = unsafe { heap_bytes(link) };
             // Counted as gone now (the free follows after the grace period).
             self.heap_bytes.fetch_sub(size, Ordering::Relaxed);
+            self.pending_free.fetch_add(size, Ordering::Relaxed);
+            let pending = self.pending_free.clone();
             // SAFETY: the chunk was unlinked (the store that replaced it happened before
             // this call), so only readers pinned before now can hold it; the collector
-            // runs the closure after all of them unpinned. Each chunk is retired once.
-            unsafe { guard.defer_unchecked(move || free_heap(link)) };
+            // runs the closure after all of them unpinned (or repinned). Each chunk is
+            // retired once.
+            unsafe {
+                guard.defer_unchecked(move || {
+                    free_heap(link);
+                    pending.fetch_sub(size, Ordering::Relaxed);
+                })
+            };
         }
     }
 
@@ -1266,6 +1290,47 @@ impl Dir16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ip(a: u8, b: u8, c: u8, d: u8) -> u32 {
+        u32::from_be_bytes([a, b, c, d])
+    }
+
+    /// A reader holding a guard across an update sees the new answer at once, and the
+    /// chunk the update replaced is freed only once that reader has repinned.
+    #[test]
+    fn replaced_chunks_are_freed_only_after_a_held_guard_repins() {
+        let t = Dir16::new();
+        t.insert(ip(10, 1, 2, 0), 24, 1);
+        let mut guard = crate::pin();
+        let mut out = [0u32; 3];
+        let keys = [ip(10, 1, 2, 9), ip(10, 1, 3, 9), ip(10, 1, 4, 9)];
+        t.lookup_batch_in(&guard.0, &keys, &mut out);
+        assert_eq!(out, [1, NONE, NONE]);
+        // Replaces the chunk of 10.1/16 (three runs: slots 0..=1, 2, 3..=255; a 36-byte
+        // header and three byte values, 40 bytes in whole words).
+        t.insert(ip(10, 1, 3, 0), 24, 2);
+        assert_eq!(t.pending_free.load(Ordering::Relaxed), 40);
+        t.lookup_batch_in(&guard.0, &keys, &mut out);
+        assert_eq!(out, [1, 2, NONE]);
+        assert_eq!(t.lookup_in(&guard.0, ip(10, 1, 3, 200)), 2);
+        // However often the collector runs, the held guard keeps the old chunk.
+        for _ in 0..1000 {
+            epoch::pin().flush();
+        }
+        assert_eq!(t.pending_free.load(Ordering::Relaxed), 40);
+        // A reader that repins lets it go (other tests' threads pin too, so the epoch
+        // may need a few rounds to advance).
+        let mut rounds = 0;
+        while t.pending_free.load(Ordering::Relaxed) != 0 {
+            rounds += 1;
+            assert!(rounds < 1_000_000, "the replaced chunk was never freed");
+            guard.repin();
+            epoch::pin().flush();
+            std::thread::yield_now();
+        }
+        t.lookup_batch_in(&guard.0, &keys, &mut out);
+        assert_eq!(out, [1, 2, NONE]);
+    }
 
     /// Each `(address, next hop)` probe answers the same through a batch lookup of all
     /// of them and through a single lookup.

@@ -511,7 +511,13 @@ impl Runs6 {
     /// Next hop for `key`, or NONE.
     #[inline]
     pub fn lookup(&self, key: u128) -> u32 {
-        let _guard = epoch::pin();
+        self.lookup_in(&epoch::pin(), key)
+    }
+
+    /// [`Self::lookup`] under the caller's pin of the default collector (`_guard` is the
+    /// proof that nodes loaded from the first level stay allocated).
+    #[inline]
+    pub fn lookup_in(&self, _guard: &Guard, key: u128) -> u32 {
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
             // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
@@ -547,8 +553,14 @@ impl Runs6 {
     /// Looks up `keys` 32 at a time, level by level over the group, prefetching each
     /// level's nodes for the whole group before reading them.
     pub fn lookup_batch(&self, keys: &[u128], out: &mut [u32]) {
+        self.lookup_batch_in(&epoch::pin(), keys, out)
+    }
+
+    /// [`Self::lookup_batch`] under the caller's pin of the default collector (see
+    /// [`Self::lookup_in`]).
+    #[inline]
+    pub fn lookup_batch_in(&self, _guard: &Guard, keys: &[u128], out: &mut [u32]) {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
-        let _guard = epoch::pin();
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
             // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).

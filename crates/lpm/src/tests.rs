@@ -430,22 +430,37 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
     }
     let probes = Arc::new(probes);
     let done = Arc::new(AtomicBool::new(false));
+    // Reader 0 pins per call; reader 1 holds one `ReadGuard` across many rounds (and so
+    // across many updates, whose replaced chunks must stay readable until it repins).
     let readers: Vec<_> = (0..2)
-        .map(|_| {
+        .map(|reader| {
             let (t, probes, done) = (t.clone(), probes.clone(), done.clone());
             std::thread::spawn(move || {
                 let addrs: Vec<u32> = probes.iter().map(|p| p.0).collect();
                 let mut out = vec![0u32; addrs.len()];
                 let mut rounds = 0u64;
+                let mut guard = pin();
                 while !done.load(Ordering::Acquire) || rounds < 100 {
                     for &(a, want) in probes.iter() {
-                        assert_eq!(t.lookup(a), Some(want), "lookup {:08x}", a);
+                        let got = if reader == 0 {
+                            t.lookup(a)
+                        } else {
+                            t.lookup_in(&guard, a)
+                        };
+                        assert_eq!(got, Some(want), "lookup {:08x}", a);
                     }
-                    t.lookup_batch(&addrs, &mut out);
+                    if reader == 0 {
+                        t.lookup_batch(&addrs, &mut out);
+                    } else {
+                        t.lookup_batch_in(&guard, &addrs, &mut out);
+                    }
                     for (&o, &(a, want)) in out.iter().zip(probes.iter()) {
                         assert_eq!(o, want, "batch lookup {:08x}", a);
                     }
                     rounds += 1;
+                    if rounds.is_multiple_of(64) {
+                        guard.repin();
+                    }
                 }
                 rounds
             })
@@ -696,13 +711,23 @@ fn ipv6_readers_never_see_wrong_answers_for_unchanged_prefixes() {
             let addrs: Vec<u128> = probes.iter().map(|p| p.0).collect();
             let mut out = vec![0u32; addrs.len()];
             let mut rounds = 0u64;
+            let mut guard = pin();
             while !done.load(Ordering::Acquire) || rounds < 100 {
-                t.lookup_batch(&addrs, &mut out);
+                // Odd rounds through the held guard (repinned every 64 rounds), even
+                // rounds pinning per call.
+                if rounds.is_multiple_of(2) {
+                    t.lookup_batch(&addrs, &mut out);
+                } else {
+                    t.lookup_batch_in(&guard, &addrs, &mut out);
+                }
                 for (&o, &(a, want)) in out.iter().zip(probes.iter()) {
                     assert_eq!(o, want, "batch lookup {:x}", a);
-                    assert_eq!(t.lookup(a), Some(want), "lookup {:x}", a);
+                    assert_eq!(t.lookup_in(&guard, a), Some(want), "lookup {:x}", a);
                 }
                 rounds += 1;
+                if rounds.is_multiple_of(64) {
+                    guard.repin();
+                }
             }
             rounds
         })
