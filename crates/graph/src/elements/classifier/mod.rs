@@ -106,8 +106,10 @@ impl Element for ClassifierElement {
             let base = test.base;
             let test = test.native();
             return match self.mode {
-                Mode::Bytes => out.route_each(batch, |p| if test.eval_on(p.data()) { yes } else { no }),
-                Mode::Ip => out.route_each(batch, |p| {
+                Mode::Bytes => {
+                    route_mostly_zero(out, batch, |p| if test.eval_on(p.data()) { yes } else { no })
+                }
+                Mode::Ip => route_mostly_zero(out, batch, |p| {
                     let v = ip_view(p);
                     let region = match base {
                         program::Base::Data => v.data,
@@ -132,6 +134,36 @@ impl Element for ClassifierElement {
                 verdict(prog.run(&v))
             }),
             Mode::Ip => out.route_each(batch, |p| verdict(prog.run(&ip_view(p)))),
+        }
+    }
+}
+
+/// [`Outputs::route_each`] for a decision that sends nearly every packet to output 0
+/// (a router's IP path): the batch is scanned only until a packet goes elsewhere, with
+/// no per-packet verdict kept, and passes on whole when none does. From the first
+/// packet that does not go to output 0 the rest is routed packet by packet, which
+/// evaluates that packet's decision a second time: `verdict` must not change packets.
+#[inline(always)]
+fn route_mostly_zero(out: &mut Outputs<'_>, batch: &mut PacketBatch, mut verdict: impl FnMut(&Packet) -> u8) {
+    match batch.iter().position(|p| verdict(p) != 0) {
+        None => out.push_batch(0, batch),
+        Some(first) => route_from(out, batch, first, verdict),
+    }
+}
+
+/// The rest of [`route_mostly_zero`]: packets before `first` go to output 0.
+#[cold]
+#[inline(never)]
+fn route_from(
+    out: &mut Outputs<'_>,
+    batch: &mut PacketBatch,
+    first: usize,
+    mut verdict: impl FnMut(&Packet) -> u8,
+) {
+    for (i, p) in batch.drain().enumerate() {
+        let v = if i < first { 0 } else { verdict(&p) };
+        if v != crate::element::DROP {
+            out.push(v as usize, p);
         }
     }
 }
