@@ -229,24 +229,46 @@ impl Shared {
     }
 
     /// Called once per batch before the batch is counted.
+    #[inline(always)]
     fn tick(&self, now: u64) {
         if now != self.epoch.load(Ordering::Relaxed) {
-            // Another worker holding the lock is rolling the epoch already.
-            if let Ok(mut st) = self.rate.try_lock() {
-                self.roll(&mut st, now);
-            }
+            self.new_epoch(now);
         }
     }
 
+    /// The first batch of an epoch: closes the epochs before it (once a millisecond,
+    /// out of line so the per-batch path keeps a small frame).
+    #[cold]
+    #[inline(never)]
+    fn new_epoch(&self, now: u64) {
+        // Another worker holding the lock is rolling the epoch already.
+        if let Ok(mut st) = self.rate.try_lock() {
+            self.roll(&mut st, now);
+        }
+    }
+
+    /// Counts a batch; true when a COUNT_CALL or BYTE_COUNT_CALL fires.
+    #[inline(always)]
     fn add(&self, now: u64, worker: usize, packets: u64, bytes: u64) -> bool {
         self.tick(now);
         match self.slots.get(worker) {
             Some(slot) => slot.add_own(packets, bytes),
-            None => {
-                self.spill.packets.fetch_add(packets, Ordering::Relaxed);
-                self.spill.bytes.fetch_add(bytes, Ordering::Relaxed);
-            }
+            None => self.add_spill(packets, bytes),
         }
+        self.trigger_totals.is_some() && self.add_triggered(packets, bytes)
+    }
+
+    /// Counts of an instance without a slot of its own (see `spill`).
+    #[cold]
+    #[inline(never)]
+    fn add_spill(&self, packets: u64, bytes: u64) {
+        self.spill.packets.fetch_add(packets, Ordering::Relaxed);
+        self.spill.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The router-wide totals a trigger needs, only kept when one is configured.
+    #[inline(never)]
+    fn add_triggered(&self, packets: u64, bytes: u64) -> bool {
         let Some([total_c, total_b]) = &self.trigger_totals else {
             return false;
         };

@@ -106,21 +106,14 @@ impl Element for ClassifierElement {
             let base = test.base;
             let test = test.native();
             return match self.mode {
-                Mode::Bytes => {
-                    route_mostly_zero(out, batch, |p| if test.eval_on(p.data()) { yes } else { no })
-                }
-                Mode::Ip => route_mostly_zero(out, batch, |p| {
+                Mode::Bytes => route_single_bytes(out, batch, yes, no, test),
+                Mode::Ip => route_single(out, batch, yes, no, |p| {
                     let v = ip_view(p);
-                    let region = match base {
+                    test.eval_on(match base {
                         program::Base::Data => v.data,
                         program::Base::Net => v.net,
                         program::Base::Transp => v.transp,
-                    };
-                    if test.eval_on(region) {
-                        yes
-                    } else {
-                        no
-                    }
+                    })
                 }),
             };
         }
@@ -138,14 +131,52 @@ impl Element for ClassifierElement {
     }
 }
 
-/// [`Outputs::route_each`] for a decision that sends nearly every packet to output 0
-/// (a router's IP path): the batch is scanned only until a packet goes elsewhere, with
-/// no per-packet verdict kept, and passes on whole when none does. From the first
-/// packet that does not go to output 0 the rest is routed packet by packet, which
-/// evaluates that packet's decision a second time: `verdict` must not change packets.
+/// [`route_single`] for a `Classifier` test on the data: a function of its own, so
+/// its loop keeps the test's offset, mask and value in registers.
+#[inline(never)]
+fn route_single_bytes(
+    out: &mut Outputs<'_>,
+    batch: &mut PacketBatch,
+    yes: u8,
+    no: u8,
+    test: program::NativeTest,
+) {
+    route_single(out, batch, yes, no, |p| test.eval_on(p.data()))
+}
+
+/// Routes by one test: `yes` for the packets that match, `no` for the others. The
+/// usual single test sends one answer to output 0 (`12/0800, -`): the batch is then
+/// scanned for the other answer only.
 #[inline(always)]
-fn route_mostly_zero(out: &mut Outputs<'_>, batch: &mut PacketBatch, mut verdict: impl FnMut(&Packet) -> u8) {
-    match batch.iter().position(|p| verdict(p) != 0) {
+fn route_single(
+    out: &mut Outputs<'_>,
+    batch: &mut PacketBatch,
+    yes: u8,
+    no: u8,
+    matches: impl Fn(&Packet) -> bool + Copy,
+) {
+    let verdict = |p: &Packet| if matches(p) { yes } else { no };
+    match (yes, no) {
+        (0, 0) => out.push_batch(0, batch),
+        (0, _) => route_mostly_zero(out, batch, matches, verdict),
+        (_, 0) => route_mostly_zero(out, batch, |p| !matches(p), verdict),
+        _ => out.route_each(batch, |p| verdict(p)),
+    }
+}
+
+/// [`Outputs::route_each`] for a decision that sends nearly every packet to output 0
+/// (a router's IP path): the batch is scanned with `to_zero` only until a packet goes
+/// elsewhere, with no per-packet verdict kept, and passes on whole when none does.
+/// From the first packet that does not go to output 0, the rest is routed packet by
+/// packet by `verdict` (which must agree with `to_zero`).
+#[inline(always)]
+fn route_mostly_zero(
+    out: &mut Outputs<'_>,
+    batch: &mut PacketBatch,
+    to_zero: impl Fn(&Packet) -> bool,
+    verdict: impl Fn(&Packet) -> u8,
+) {
+    match batch.iter().position(|p| !to_zero(p)) {
         None => out.push_batch(0, batch),
         Some(first) => route_from(out, batch, first, verdict),
     }
@@ -154,12 +185,7 @@ fn route_mostly_zero(out: &mut Outputs<'_>, batch: &mut PacketBatch, mut verdict
 /// The rest of [`route_mostly_zero`]: packets before `first` go to output 0.
 #[cold]
 #[inline(never)]
-fn route_from(
-    out: &mut Outputs<'_>,
-    batch: &mut PacketBatch,
-    first: usize,
-    mut verdict: impl FnMut(&Packet) -> u8,
-) {
+fn route_from(out: &mut Outputs<'_>, batch: &mut PacketBatch, first: usize, verdict: impl Fn(&Packet) -> u8) {
     for (i, p) in batch.drain().enumerate() {
         let v = if i < first { 0 } else { verdict(&p) };
         if v != crate::element::DROP {

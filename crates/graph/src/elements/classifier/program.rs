@@ -112,7 +112,7 @@ impl Test {
     #[inline(always)]
     pub fn native(&self) -> NativeTest {
         NativeTest {
-            offset: self.offset as usize,
+            offset: self.offset,
             mask_ne: u32::from_ne_bytes(self.mask.to_be_bytes()),
             value_ne: u32::from_ne_bytes(self.value.to_be_bytes()),
             test: *self,
@@ -132,7 +132,9 @@ impl Test {
 /// A [`Test`] that compares the word as it lies in memory (see [`Test::native`]).
 #[derive(Clone, Copy, Debug)]
 pub struct NativeTest {
-    offset: usize,
+    /// Kept as 32 bits: the word's end, `offset + 4` in `usize`, cannot wrap, so the
+    /// per-packet range check is one compare.
+    offset: u32,
     mask_ne: u32,
     value_ne: u32,
     test: Test,
@@ -142,10 +144,19 @@ impl NativeTest {
     /// The same answer as [`Test::eval_on`].
     #[inline(always)]
     pub fn eval_on(&self, region: &[u8]) -> bool {
-        match region.get(self.offset..self.offset.wrapping_add(4)) {
+        let off = self.offset as usize;
+        match region.get(off..off + 4) {
             Some(b) => u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) & self.mask_ne == self.value_ne,
-            None => self.test.eval_on(region),
+            None => self.eval_short(region),
         }
+    }
+
+    /// A region too short for the whole word: out of line, so a loop over packets
+    /// keeps only the compare.
+    #[cold]
+    #[inline(never)]
+    fn eval_short(&self, region: &[u8]) -> bool {
+        self.test.eval_on(region)
     }
 }
 

@@ -241,6 +241,12 @@ fn single_test_batches_keep_order_per_output() {
         assert_eq!(firsts(&out[0]), want0);
         assert_eq!(firsts(&out[1]), want1);
     }
+    // The match going to output 1 and the rest to output 0.
+    let mut h = Harness::new(&ClassifierClass, "!12/0800, -", 1, 2);
+    let input = [arp_tagged(1), v4(2), arp_tagged(3), Vec::new(), v4(4)];
+    let out = h.push(0, input.iter().map(|b| Packet::from_slice(b)).collect());
+    assert_eq!(firsts(&out[0]), vec![arp_tagged(1), arp_tagged(3), Vec::new()]);
+    assert_eq!(firsts(&out[1]), vec![v4(2), v4(4)]);
     // One pattern, one output: the packets that do not match are dropped, the rest
     // keep their order; a frame too short for the test does not match.
     let mut h = Harness::new(&ClassifierClass, "12/0800", 1, 1);

@@ -97,8 +97,10 @@ fn click_ttl_checksum(old: u16) -> u16 {
 fn decrement_word(w: u32) -> u32 {
     #[cfg(target_endian = "big")]
     compile_error!("decrement_word assumes a little-endian word");
-    let bump = ((w >= 0xFFFE_0000) as u32) << 16;
-    w.wrapping_add(0xFFFF).wrapping_add(bump)
+    // `w >= 0xFFFE_0000` as the carry out of 32 bits of `w + 0x2_0000`: an add and a
+    // shift instead of a compare and a flag.
+    let carry = ((w as u64 + 0x2_0000) >> 32) as u32;
+    w.wrapping_add(0xFFFF).wrapping_add(carry << 16)
 }
 
 /// What happens to one packet.
@@ -135,54 +137,45 @@ fn decrement<const MULTICAST: bool>(p: &mut Packet) -> Verdict {
 impl DecIPTTL {
     /// Decrements every packet in place while all go to output 0, then passes the
     /// batch on whole: the common case costs no per-packet verdict. From the first
-    /// packet that does not forward, the rest of the batch is routed packet by packet.
+    /// packet that does not forward, the rest of the batch is routed packet by packet
+    /// (that packet is still as it came: only a forwarded packet is changed).
     #[inline(always)]
     fn run<const MULTICAST: bool>(&mut self, batch: &mut PacketBatch, out: &mut Outputs<'_>) {
-        let mut stop = None;
-        for (i, p) in batch.iter_mut().enumerate() {
-            let v = decrement::<MULTICAST>(p);
-            if v != Verdict::Forward {
-                stop = Some((i, v));
-                break;
-            }
-        }
-        match stop {
+        match batch
+            .iter_mut()
+            .position(|p| decrement::<MULTICAST>(p) != Verdict::Forward)
+        {
             None => out.push_batch(0, batch),
-            Some((i, v)) => self.route_from(batch, i, v, out, decrement::<MULTICAST>),
+            Some(first) => self.route_from(batch, first, out, decrement::<MULTICAST>),
         }
     }
 
     /// The slow path of [`DecIPTTL::run`]: packets before `first` were forwarded
-    /// (decremented already), packet `first` got `verdict`, the rest are still to do.
+    /// (decremented already), the rest are still to do.
     #[cold]
     #[inline(never)]
     fn route_from(
         &mut self,
         batch: &mut PacketBatch,
         first: usize,
-        verdict: Verdict,
         out: &mut Outputs<'_>,
         decrement: fn(&mut Packet) -> Verdict,
     ) {
         let mut drops = 0;
-        let mut pkts = batch.drain();
-        for p in pkts.by_ref().take(first) {
-            out.push(0, p);
-        }
-        let mut send = |p: Packet, v: Verdict| match v {
-            Verdict::Forward => out.push(0, p),
-            Verdict::Expired => {
-                drops += 1;
-                out.push(1, p);
+        for (i, mut p) in batch.drain().enumerate() {
+            let v = if i < first {
+                Verdict::Forward
+            } else {
+                decrement(&mut p)
+            };
+            match v {
+                Verdict::Forward => out.push(0, p),
+                Verdict::Expired => {
+                    drops += 1;
+                    out.push(1, p);
+                }
+                Verdict::Unparseable => drop(p),
             }
-            Verdict::Unparseable => drop(p),
-        };
-        if let Some(p) = pkts.next() {
-            send(p, verdict);
-        }
-        for mut p in pkts {
-            let v = decrement(&mut p);
-            send(p, v);
         }
         if drops > 0 {
             self.drops.fetch_add(drops, Ordering::Relaxed);
