@@ -63,7 +63,12 @@ impl ElementSpec for ClassifierSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(ClassifierElement {
             program: self.program.clone(),
-            single: self.program.single_test(),
+            single: self.program.single_test().map(|(test, yes, no)| SingleTest {
+                test: test.native(),
+                base: test.base,
+                yes: verdict_of(yes),
+                no: verdict_of(no),
+            }),
             mode: self.mode,
         })
     }
@@ -78,8 +83,18 @@ impl ElementSpec for ClassifierSpec {
 struct ClassifierElement {
     program: Arc<Program>,
     /// The program as one test, when it is that simple.
-    single: Option<(program::Test, Target, Target)>,
+    single: Option<SingleTest>,
     mode: Mode,
+}
+
+/// A program that is one test, prepared once per worker for the per-packet loop.
+#[derive(Clone, Copy)]
+struct SingleTest {
+    test: program::NativeTest,
+    base: program::Base,
+    /// The verdicts for a match and a mismatch.
+    yes: u8,
+    no: u8,
 }
 
 impl Element for ClassifierElement {
@@ -101,12 +116,10 @@ impl Element for ClassifierElement {
             }
             return;
         }
-        if let Some((test, yes, no)) = self.single {
-            let (yes, no) = (verdict_of(yes), verdict_of(no));
-            let base = test.base;
-            let test = test.native();
+        if let Some(single) = &self.single {
+            let SingleTest { test, base, yes, no } = *single;
             return match self.mode {
-                Mode::Bytes => route_single_bytes(out, batch, yes, no, test),
+                Mode::Bytes => route_single_bytes(out, batch, *single),
                 Mode::Ip => route_single(out, batch, yes, no, |p| {
                     let v = ip_view(p);
                     test.eval_on(match base {
@@ -134,14 +147,9 @@ impl Element for ClassifierElement {
 /// [`route_single`] for a `Classifier` test on the data: a function of its own, so
 /// its loop keeps the test's offset, mask and value in registers.
 #[inline(never)]
-fn route_single_bytes(
-    out: &mut Outputs<'_>,
-    batch: &mut PacketBatch,
-    yes: u8,
-    no: u8,
-    test: program::NativeTest,
-) {
-    route_single(out, batch, yes, no, |p| test.eval_on(p.data()))
+fn route_single_bytes(out: &mut Outputs<'_>, batch: &mut PacketBatch, single: SingleTest) {
+    let SingleTest { test, yes, no, .. } = single;
+    route_single(out, batch, yes, no, move |p| test.eval_on(p.data()))
 }
 
 /// Routes by one test: `yes` for the packets that match, `no` for the others. The

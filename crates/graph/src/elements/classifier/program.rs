@@ -147,17 +147,18 @@ impl NativeTest {
         let off = self.offset as usize;
         match region.get(off..off + 4) {
             Some(b) => u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) & self.mask_ne == self.value_ne,
-            None => self.eval_short(region),
+            None => eval_short(self.test, region),
         }
     }
+}
 
-    /// A region too short for the whole word: out of line, so a loop over packets
-    /// keeps only the compare.
-    #[cold]
-    #[inline(never)]
-    fn eval_short(&self, region: &[u8]) -> bool {
-        self.test.eval_on(region)
-    }
+/// [`NativeTest::eval_on`] for a region too short for the whole word: out of line, so
+/// a loop over packets keeps only the compare. The test comes by value: a reference
+/// would let the call change it, and a loop could no longer keep it in registers.
+#[cold]
+#[inline(never)]
+fn eval_short(test: Test, region: &[u8]) -> bool {
+    test.eval_on(region)
 }
 
 /// A pattern as a boolean expression over word tests.
