@@ -1,10 +1,10 @@
 //! `Counter([COUNT_CALL, BYTE_COUNT_CALL])`: counts packets and bytes and measures their
 //! rates, as Click's `Counter`.
 //!
-//! Counts are router-wide: every worker's instance adds its packets and bytes into its
-//! own cache line of the spec's counters once per batch, with a plain load and store
-//! (no locked instruction: only that worker writes the line), and the read handlers
-//! report the sum. A reset never writes a worker's line: it records the totals it
+//! Counts are router-wide: every worker's instance adds its packets and bytes into a
+//! cache line of its own, registered with the spec, once per batch, with a plain load
+//! and store (no locked instruction: only that instance writes the line), and the read
+//! handlers report the sum. A reset never writes a worker's line: it records the totals it
 //! clears, which readers subtract, so a worker's store cannot undo it. Epochs are read from the
 //! TSC, not the system clock: the clock is read once per batch. Rates use Click's rate estimator (an
 //! exponentially weighted moving average over 1 ms epochs, alpha 1/16, 10 bits of
@@ -140,11 +140,9 @@ impl Slot {
 }
 
 struct Shared {
-    /// One slot per worker, written by that worker's instance alone.
-    slots: Box<[Slot]>,
-    /// Counts of instances for workers beyond `slots` (more workers than the
-    /// configuration was built for), added atomically since they share it.
-    spill: Slot,
+    /// Every instance's slot, for the readers: each instance (one per worker) has its
+    /// own and is the only one to write it.
+    slots: Mutex<Vec<Arc<Slot>>>,
     /// Packets and bytes at the last reset: the handlers report the totals minus these.
     reset_base: [AtomicU64; 2],
     /// Router-wide running totals, kept only for COUNT_CALL / BYTE_COUNT_CALL: a
@@ -165,8 +163,7 @@ impl Shared {
     fn new(workers: usize, count_call: Option<Trigger>, byte_count_call: Option<Trigger>) -> Shared {
         let triggered = count_call.is_some() || byte_count_call.is_some();
         Shared {
-            slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
-            spill: Slot::default(),
+            slots: Mutex::new(Vec::with_capacity(workers)),
             reset_base: [AtomicU64::new(0), AtomicU64::new(0)],
             trigger_totals: triggered.then(|| [AtomicU64::new(0), AtomicU64::new(0)]),
             epoch: AtomicU64::new(0),
@@ -187,11 +184,20 @@ impl Shared {
         ((ticks as u128 * self.epochs_per_tick as u128) >> 64) as u64
     }
 
+    /// A slot for a new instance, counted by the readers from now on.
+    fn new_slot(&self) -> Arc<Slot> {
+        let slot = Arc::new(Slot::default());
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.push(slot.clone());
+        slot
+    }
+
     /// Packets and bytes counted since the element was built (not since a reset).
     fn raw_totals(&self) -> (u64, u64) {
         self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .chain(std::iter::once(&self.spill))
             .fold((0u64, 0u64), |(c, b), s| {
                 (
                     c.wrapping_add(s.packets.load(Ordering::Relaxed)),
@@ -249,21 +255,10 @@ impl Shared {
 
     /// Counts a batch; true when a COUNT_CALL or BYTE_COUNT_CALL fires.
     #[inline(always)]
-    fn add(&self, now: u64, worker: usize, packets: u64, bytes: u64) -> bool {
+    fn add(&self, now: u64, slot: &Slot, packets: u64, bytes: u64) -> bool {
         self.tick(now);
-        match self.slots.get(worker) {
-            Some(slot) => slot.add_own(packets, bytes),
-            None => self.add_spill(packets, bytes),
-        }
+        slot.add_own(packets, bytes);
         self.trigger_totals.is_some() && self.add_triggered(packets, bytes)
-    }
-
-    /// Counts of an instance without a slot of its own (see `spill`).
-    #[cold]
-    #[inline(never)]
-    fn add_spill(&self, packets: u64, bytes: u64) {
-        self.spill.packets.fetch_add(packets, Ordering::Relaxed);
-        self.spill.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// The router-wide totals a trigger needs, only kept when one is configured.
@@ -389,10 +384,10 @@ struct CounterSpec {
 }
 
 impl ElementSpec for CounterSpec {
-    fn instantiate(&self, w: WorkerInfo) -> Box<dyn Element> {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(Counter {
             shared: self.shared.clone(),
-            worker: w.index,
+            slot: self.shared.new_slot(),
         })
     }
 
@@ -439,8 +434,8 @@ impl ElementSpec for CounterSpec {
 
 struct Counter {
     shared: Arc<Shared>,
-    /// This instance's worker: its slot in the shared counters.
-    worker: usize,
+    /// This instance's slot in the shared counters.
+    slot: Arc<Slot>,
 }
 
 impl Element for Counter {
@@ -450,7 +445,7 @@ impl Element for Counter {
         }
         let bytes: u64 = batch.iter().map(|p| p.len() as u64).sum();
         let s = &self.shared;
-        if s.add(s.now_epoch(), self.worker, batch.len() as u64, bytes) {
+        if s.add(s.now_epoch(), &self.slot, batch.len() as u64, bytes) {
             cx.request_stop();
         }
         out.push_batch(0, batch);
@@ -508,16 +503,17 @@ mod tests {
 
     #[test]
     fn reset_clears_what_every_worker_counted_and_later_counts_add_up() {
-        // Two workers with slots of their own, a third beyond them (shared slot).
+        // Three worker instances (one more than the configuration was built for).
         let s = Shared::new(2, None, None);
-        s.add(0, 0, 5, 500);
-        s.add(0, 1, 2, 120);
-        s.add(0, 7, 1, 60);
+        let (w0, w1, w2) = (s.new_slot(), s.new_slot(), s.new_slot());
+        s.add(0, &w0, 5, 500);
+        s.add(0, &w1, 2, 120);
+        s.add(0, &w2, 1, 60);
         assert_eq!(s.totals(), (8, 680));
         s.reset(0);
         assert_eq!(s.totals(), (0, 0));
-        s.add(0, 1, 3, 192);
-        s.add(0, 7, 2, 128);
+        s.add(0, &w1, 3, 192);
+        s.add(0, &w2, 2, 128);
         assert_eq!(s.totals(), (5, 320));
         // The rate after the reset sees only the 5 packets counted since: closing
         // epoch 0 gives avg = (5 << 10 + 8) >> 4 = 320, i.e. 320/1024 packets per ms,
@@ -534,7 +530,7 @@ mod tests {
         };
         let s = &spec.shared;
         // 16 packets of 64 bytes in epoch 0 (1 ms).
-        s.add(0, 0, 16, 1024);
+        s.add(0, &s.new_slot(), 16, 1024);
         // Closing epoch 0: avg = (16 << 10 + 8) >> 4 = 1024 (1.0 packet/ms).
         assert_eq!(s.read_rate("rate", 1), "1000");
         assert_eq!(s.read_rate("byte_rate", 1), "64000");
