@@ -502,6 +502,32 @@ mod tests {
     }
 
     #[test]
+    fn workers_counting_at_once_lose_nothing() {
+        let spec = build(&CounterClass, "", 1, 1).unwrap();
+        let stop = StopFlag::new();
+        std::thread::scope(|scope| {
+            for w in 0..2 {
+                let spec = &spec;
+                let stop = &stop;
+                scope.spawn(move || {
+                    let info = WorkerInfo { index: w, count: 2 };
+                    let mut e = spec.instantiate(info);
+                    let mut cx = Context::new(info, stop);
+                    let mut outs = vec![PacketBatch::new()];
+                    for _ in 0..1000 {
+                        let mut b: PacketBatch = pkts(3, 10 + w).into_iter().collect();
+                        e.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
+                        outs[0].clear();
+                    }
+                });
+            }
+        });
+        // 2 x 1000 batches of 3 packets, of 10 and 11 bytes.
+        assert_eq!(spec.read_handler("count").unwrap(), "6000");
+        assert_eq!(spec.read_handler("byte_count").unwrap(), "63000");
+    }
+
+    #[test]
     fn reset_clears_what_every_worker_counted_and_later_counts_add_up() {
         // Three worker instances (one more than the configuration was built for).
         let s = Shared::new(2, None, None);
