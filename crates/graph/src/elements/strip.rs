@@ -77,13 +77,21 @@ impl Element for Strip {
             // Click's `pull`: a packet shorter than LENGTH becomes empty. Testing the
             // length first lets the compiler drop `pull`'s own clamp on the usual path.
             let n = self.n;
-            for p in batch.iter_mut() {
+            let strip = |p: &mut Packet| {
                 if p.len() >= n {
                     p.pull(n);
                 } else {
                     empty(p);
                 }
+            };
+            // Two packets a round: the out-of-line call keeps the compiler from
+            // unrolling, and the loop's own instructions are a third of the work.
+            let (pairs, rest) = batch.as_mut_slice().as_chunks_mut::<2>();
+            for [a, b] in pairs {
+                strip(a);
+                strip(b);
             }
+            rest.iter_mut().for_each(strip);
         }
         out.push_batch(0, batch);
     }
