@@ -55,6 +55,7 @@ impl ElementClass for EtherEncapClass {
                 src: AtomicEther::new(src),
                 dst: AtomicEther::new(dst),
                 ethertype: AtomicU32::new(ethertype as u32),
+                generation: AtomicU64::new(0),
             }),
         }))
     }
@@ -64,9 +65,27 @@ struct Header {
     src: AtomicEther,
     dst: AtomicEther,
     ethertype: AtomicU32,
+    /// Bumped after every handler write, so workers rebuild their copy of the header
+    /// bytes only when it changed (a compare per batch instead of three loads and the
+    /// byte assembly).
+    generation: AtomicU64,
 }
 
 impl Header {
+    /// The header bytes and the generation they are at least as new as: the
+    /// generation is read first, so a write that lands meanwhile shows up as a newer
+    /// generation on the next batch.
+    fn snapshot(&self) -> (u64, [u8; 14]) {
+        let g = self.generation.load(Ordering::Acquire);
+        (g, self.bytes())
+    }
+
+    /// Applies a handler write, then publishes it.
+    fn write(&self, f: impl FnOnce(&Header)) {
+        f(self);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
     /// The 14 header bytes: destination, source, type in network order.
     fn bytes(&self) -> [u8; 14] {
         let mut h = [0u8; 14];
@@ -83,8 +102,11 @@ struct EtherEncapSpec {
 
 impl ElementSpec for EtherEncapSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        let (generation, bytes) = self.hdr.snapshot();
         Box::new(EtherEncap {
             hdr: self.hdr.clone(),
+            bytes,
+            generation,
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
@@ -107,11 +129,11 @@ impl ElementSpec for EtherEncapSpec {
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
         let h = &self.hdr;
         match name {
-            "src" => Some(parse_value("SRC", value).map(|a| h.src.store(a))),
-            "dst" => Some(parse_value("DST", value).map(|a| h.dst.store(a))),
+            "src" => Some(parse_value("SRC", value).map(|a| h.write(|h| h.src.store(a)))),
+            "dst" => Some(parse_value("DST", value).map(|a| h.write(|h| h.dst.store(a)))),
             "ethertype" | "etht" => Some(
                 parse_value::<u16>("ETHERTYPE", value)
-                    .map(|t| h.ethertype.store(t as u32, Ordering::Relaxed)),
+                    .map(|t| h.write(|h| h.ethertype.store(t as u32, Ordering::Relaxed))),
             ),
             _ => None,
         }
@@ -120,11 +142,25 @@ impl ElementSpec for EtherEncapSpec {
 
 struct EtherEncap {
     hdr: Arc<Header>,
+    /// This worker's copy of the header bytes, as of `generation`.
+    bytes: [u8; 14],
+    generation: u64,
+}
+
+impl EtherEncap {
+    #[cold]
+    #[inline(never)]
+    fn refresh(&mut self) {
+        (self.generation, self.bytes) = self.hdr.snapshot();
+    }
 }
 
 impl Element for EtherEncap {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        let hdr = self.hdr.bytes();
+        if self.hdr.generation.load(Ordering::Acquire) != self.generation {
+            self.refresh();
+        }
+        let hdr = self.bytes;
         for p in batch.iter_mut() {
             // Click's push_mac_header: the MAC header is the new front.
             p.push_mac_header_bytes(&hdr);
@@ -268,6 +304,29 @@ mod tests {
             ]
         );
         assert_eq!(p.mac_header_offset(), Some(0));
+    }
+
+    #[test]
+    fn encap_uses_a_header_written_between_batches() {
+        let mut h = Harness::new(&EtherEncapClass, CONF, 1, 1);
+        let before = h.push_bytes(0, &[0x45]);
+        assert_eq!(&before[0][0].data()[..6], &[0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb]);
+        h.write("dst", "2:0:0:0:0:9").unwrap();
+        let after = h.push_bytes(0, &[0x45]);
+        assert_eq!(
+            after[0][0].data(),
+            &[2, 0, 0, 0, 0, 9, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x08, 0x00, 0x45]
+        );
+        h.write("etht", "0x0806").unwrap();
+        h.write("src", "0:0:0:0:0:1").unwrap();
+        let later = h.push_bytes(0, &[0x45]);
+        assert_eq!(
+            later[0][0].data(),
+            &[2, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 1, 0x08, 0x06, 0x45]
+        );
+        // A refused value changes nothing.
+        assert!(h.write("src", "nonsense").is_err());
+        assert_eq!(h.push_bytes(0, &[0x45])[0][0].data(), later[0][0].data());
     }
 
     #[test]

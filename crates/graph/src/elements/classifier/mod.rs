@@ -63,7 +63,12 @@ impl ElementSpec for ClassifierSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(ClassifierElement {
             program: self.program.clone(),
-            single: self.program.single_test(),
+            single: self.program.single_test().map(|(test, yes, no)| SingleTest {
+                test: test.native(),
+                base: test.base,
+                yes: verdict_of(yes),
+                no: verdict_of(no),
+            }),
             mode: self.mode,
         })
     }
@@ -78,8 +83,18 @@ impl ElementSpec for ClassifierSpec {
 struct ClassifierElement {
     program: Arc<Program>,
     /// The program as one test, when it is that simple.
-    single: Option<(program::Test, Target, Target)>,
+    single: Option<SingleTest>,
     mode: Mode,
+}
+
+/// A program that is one test, prepared once per worker for the per-packet loop.
+#[derive(Clone, Copy)]
+struct SingleTest {
+    test: program::NativeTest,
+    base: program::Base,
+    /// The verdicts for a match and a mismatch.
+    yes: u8,
+    no: u8,
 }
 
 impl Element for ClassifierElement {
@@ -101,24 +116,17 @@ impl Element for ClassifierElement {
             }
             return;
         }
-        if let Some((test, yes, no)) = self.single {
-            let (yes, no) = (verdict_of(yes), verdict_of(no));
-            let base = test.base;
-            let test = test.native();
+        if let Some(single) = &self.single {
+            let SingleTest { test, base, yes, no } = *single;
             return match self.mode {
-                Mode::Bytes => out.route_each(batch, |p| if test.eval_on(p.data()) { yes } else { no }),
-                Mode::Ip => out.route_each(batch, |p| {
+                Mode::Bytes => route_single_bytes(out, batch, *single),
+                Mode::Ip => route_single(out, batch, yes, no, |p| {
                     let v = ip_view(p);
-                    let region = match base {
+                    test.eval_on(match base {
                         program::Base::Data => v.data,
                         program::Base::Net => v.net,
                         program::Base::Transp => v.transp,
-                    };
-                    if test.eval_on(region) {
-                        yes
-                    } else {
-                        no
-                    }
+                    })
                 }),
             };
         }
@@ -132,6 +140,64 @@ impl Element for ClassifierElement {
                 verdict(prog.run(&v))
             }),
             Mode::Ip => out.route_each(batch, |p| verdict(prog.run(&ip_view(p)))),
+        }
+    }
+}
+
+/// [`route_single`] for a `Classifier` test on the data: a function of its own, so
+/// its loop keeps the test's offset, mask and value in registers.
+#[inline(never)]
+fn route_single_bytes(out: &mut Outputs<'_>, batch: &mut PacketBatch, single: SingleTest) {
+    let SingleTest { test, yes, no, .. } = single;
+    route_single(out, batch, yes, no, move |p| test.eval_on(p.data()))
+}
+
+/// Routes by one test: `yes` for the packets that match, `no` for the others. The
+/// usual single test sends one answer to output 0 (`12/0800, -`): the batch is then
+/// scanned for the other answer only.
+#[inline(always)]
+fn route_single(
+    out: &mut Outputs<'_>,
+    batch: &mut PacketBatch,
+    yes: u8,
+    no: u8,
+    matches: impl Fn(&Packet) -> bool + Copy,
+) {
+    let verdict = |p: &Packet| if matches(p) { yes } else { no };
+    match (yes, no) {
+        (0, 0) => out.push_batch(0, batch),
+        (0, _) => route_mostly_zero(out, batch, matches, verdict),
+        (_, 0) => route_mostly_zero(out, batch, |p| !matches(p), verdict),
+        _ => out.route_each(batch, |p| verdict(p)),
+    }
+}
+
+/// [`Outputs::route_each`] for a decision that sends nearly every packet to output 0
+/// (a router's IP path): the batch is scanned with `to_zero` only until a packet goes
+/// elsewhere, with no per-packet verdict kept, and passes on whole when none does.
+/// From the first packet that does not go to output 0, the rest is routed packet by
+/// packet by `verdict` (which must agree with `to_zero`).
+#[inline(always)]
+fn route_mostly_zero(
+    out: &mut Outputs<'_>,
+    batch: &mut PacketBatch,
+    to_zero: impl Fn(&Packet) -> bool,
+    verdict: impl Fn(&Packet) -> u8,
+) {
+    match batch.iter().position(|p| !to_zero(p)) {
+        None => out.push_batch(0, batch),
+        Some(first) => route_from(out, batch, first, verdict),
+    }
+}
+
+/// The rest of [`route_mostly_zero`]: packets before `first` go to output 0.
+#[cold]
+#[inline(never)]
+fn route_from(out: &mut Outputs<'_>, batch: &mut PacketBatch, first: usize, verdict: impl Fn(&Packet) -> u8) {
+    for (i, p) in batch.drain().enumerate() {
+        let v = if i < first { 0 } else { verdict(&p) };
+        if v != crate::element::DROP {
+            out.push(v as usize, p);
         }
     }
 }

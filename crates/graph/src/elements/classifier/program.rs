@@ -112,7 +112,7 @@ impl Test {
     #[inline(always)]
     pub fn native(&self) -> NativeTest {
         NativeTest {
-            offset: self.offset as usize,
+            offset: self.offset,
             mask_ne: u32::from_ne_bytes(self.mask.to_be_bytes()),
             value_ne: u32::from_ne_bytes(self.value.to_be_bytes()),
             test: *self,
@@ -132,7 +132,9 @@ impl Test {
 /// A [`Test`] that compares the word as it lies in memory (see [`Test::native`]).
 #[derive(Clone, Copy, Debug)]
 pub struct NativeTest {
-    offset: usize,
+    /// Kept as 32 bits: the word's end, `offset + 4` in `usize`, cannot wrap, so the
+    /// per-packet range check is one compare.
+    offset: u32,
     mask_ne: u32,
     value_ne: u32,
     test: Test,
@@ -142,11 +144,21 @@ impl NativeTest {
     /// The same answer as [`Test::eval_on`].
     #[inline(always)]
     pub fn eval_on(&self, region: &[u8]) -> bool {
-        match region.get(self.offset..self.offset.wrapping_add(4)) {
+        let off = self.offset as usize;
+        match region.get(off..off + 4) {
             Some(b) => u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) & self.mask_ne == self.value_ne,
-            None => self.test.eval_on(region),
+            None => eval_short(self.test, region),
         }
     }
+}
+
+/// [`NativeTest::eval_on`] for a region too short for the whole word: out of line, so
+/// a loop over packets keeps only the compare. The test comes by value: a reference
+/// would let the call change it, and a loop could no longer keep it in registers.
+#[cold]
+#[inline(never)]
+fn eval_short(test: Test, region: &[u8]) -> bool {
+    test.eval_on(region)
 }
 
 /// A pattern as a boolean expression over word tests.

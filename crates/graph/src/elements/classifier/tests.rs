@@ -212,6 +212,63 @@ fn classifier_offsets_relative_to_data_start() {
 }
 
 #[test]
+fn single_test_batches_keep_order_per_output() {
+    // The router's `Classifier(12/0800, -)` with IP and ARP frames interleaved: IP
+    // first, ARP first, ARP last, and all IP; each output keeps arrival order.
+    let v4 = |tag: u8| ether(0x0800, &[0x45, tag]);
+    let arp_tagged = |tag: u8| ether(0x0806, &[0, 1, tag]);
+    let firsts = |v: &Vec<Packet>| v.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>();
+    for (input, want0, want1) in [
+        (
+            vec![v4(1), arp_tagged(2), v4(3), v4(4), arp_tagged(5)],
+            vec![v4(1), v4(3), v4(4)],
+            vec![arp_tagged(2), arp_tagged(5)],
+        ),
+        (
+            vec![arp_tagged(1), v4(2), v4(3)],
+            vec![v4(2), v4(3)],
+            vec![arp_tagged(1)],
+        ),
+        (
+            vec![v4(1), v4(2), arp_tagged(3)],
+            vec![v4(1), v4(2)],
+            vec![arp_tagged(3)],
+        ),
+        (vec![v4(1), v4(2), v4(3)], vec![v4(1), v4(2), v4(3)], vec![]),
+    ] {
+        let mut h = Harness::new(&ClassifierClass, "12/0800, -", 1, 2);
+        let out = h.push(0, input.iter().map(|b| Packet::from_slice(b)).collect());
+        assert_eq!(firsts(&out[0]), want0);
+        assert_eq!(firsts(&out[1]), want1);
+    }
+    // The match going to output 1 and the rest to output 0.
+    let mut h = Harness::new(&ClassifierClass, "!12/0800, -", 1, 2);
+    let input = [arp_tagged(1), v4(2), arp_tagged(3), Vec::new(), v4(4)];
+    let out = h.push(0, input.iter().map(|b| Packet::from_slice(b)).collect());
+    assert_eq!(firsts(&out[0]), vec![arp_tagged(1), arp_tagged(3), Vec::new()]);
+    assert_eq!(firsts(&out[1]), vec![v4(2), v4(4)]);
+    // One pattern, one output: the packets that do not match are dropped, the rest
+    // keep their order; a frame too short for the test does not match.
+    let mut h = Harness::new(&ClassifierClass, "12/0800", 1, 1);
+    let out = h.push(
+        0,
+        vec![
+            Packet::from_slice(&v4(1)),
+            Packet::from_slice(&arp_tagged(2)),
+            Packet::from_slice(&[0u8; 13]),
+            Packet::from_slice(&v4(3)),
+        ],
+    );
+    assert_eq!(firsts(&out[0]), vec![v4(1), v4(3)]);
+    // IP mode, single test: the same with IPClassifier on the network header.
+    let mut h = Harness::new(&IPClassifierClass, "udp, -", 1, 2);
+    let (u, t) = (udp_pkt(1, 2), tcp_pkt(1, 2, 0x02));
+    let out = h.push(0, vec![u.clone(), t.clone(), u.clone()]);
+    assert_eq!(firsts(&out[0]), vec![u.data().to_vec(), u.data().to_vec()]);
+    assert_eq!(firsts(&out[1]), vec![t.data().to_vec()]);
+}
+
+#[test]
 fn classifier_errors() {
     let c = &ClassifierClass;
     assert_eq!(

@@ -82,38 +82,107 @@ fn click_ttl_checksum(old: u16) -> u16 {
     !((sum + (sum >> 16)) as u16)
 }
 
-/// [`click_ttl_checksum`] on the checksum's two bytes as they lie in the header, in
-/// either byte order: one's-complement addition commutes with swapping the bytes of
-/// both operands, and 0xFEFF swapped is 0xFFFE. Saves the two byte swaps per packet.
+/// The header's bytes 8..12 (TTL, protocol, checksum) as one native-order word, with
+/// the TTL decremented and [`click_ttl_checksum`] applied to the checksum. The TTL
+/// must be at least 2.
+///
+/// In native (little-endian) order the checksum field `c` is the high half of the word
+/// and Click's update comes out as `c + 1`, except `c = 0xFFFE` gives 0 and `c = 0xFFFF`
+/// gives 1 (one's-complement addition commutes with swapping the bytes of both
+/// operands; Click folds one end-around carry). That is `c + 1 + (c >= 0xFFFE)` in 16
+/// bits: `w - 1 + (1 << 16)` plus one more `1 << 16` when `w >= 0xFFFE_0000`, whose
+/// carry out of the word is the 16-bit wrap. The TTL is the low byte and at least 2:
+/// no borrow reaches the protocol.
 #[inline(always)]
-fn click_ttl_checksum_bytes(field: [u8; 2]) -> [u8; 2] {
-    // 0xFEFF as its bytes would lie in the header, read in native order.
-    let add = u16::from_ne_bytes(0xFEFFu16.to_be_bytes());
-    let sum = (!u16::from_ne_bytes(field) as u32) + add as u32;
-    (!((sum + (sum >> 16)) as u16)).to_ne_bytes()
+fn decrement_word(w: u32) -> u32 {
+    #[cfg(target_endian = "big")]
+    compile_error!("decrement_word assumes a little-endian word");
+    // `w >= 0xFFFE_0000` as the carry out of 32 bits of `w + 0x2_0000`: an add and a
+    // shift instead of a compare and a flag.
+    let carry = ((w as u64 + 0x2_0000) >> 32) as u32;
+    w.wrapping_add(0xFFFF).wrapping_add(carry << 16)
 }
 
+/// What happens to one packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Verdict {
+    /// Output 0 (TTL decremented, or a multicast packet left alone).
     Forward,
+    /// TTL 0 or 1: output 1, unchanged.
     Expired,
+    /// No IPv4 network header (Click asserts one): dropped.
     Unparseable,
 }
 
+/// Decrements one packet's TTL. `MULTICAST` is a constant at each call site, so the
+/// usual configuration's loop carries no multicast test.
 #[inline(always)]
-fn decrement(p: &mut Packet, multicast: bool) -> Verdict {
+fn decrement<const MULTICAST: bool>(p: &mut Packet) -> Verdict {
     // The fixed header's fields by position: one length check, no per-field checks.
     let Some(h) = p.network_header_mut().and_then(|nh| nh.first_chunk_mut::<20>()) else {
         return Verdict::Unparseable;
     };
-    if !multicast && h[16] & 0xf0 == 0xe0 {
+    if !MULTICAST && h[16] & 0xf0 == 0xe0 {
         return Verdict::Forward;
     }
-    if h[8] <= 1 {
+    // TTL, protocol and checksum as one word: one load, one store. (The chunk of a
+    // 20-byte array at 8 always exists; the check compiles away.)
+    let field: &mut [u8; 4] = h.split_at_mut(8).1.first_chunk_mut::<4>().expect("20 > 12");
+    let w = u32::from_ne_bytes(*field);
+    if (w as u8) <= 1 {
         return Verdict::Expired;
     }
-    h[8] -= 1;
-    [h[10], h[11]] = click_ttl_checksum_bytes([h[10], h[11]]);
+    *field = decrement_word(w).to_ne_bytes();
     Verdict::Forward
+}
+
+impl DecIPTTL {
+    /// Decrements every packet in place while all go to output 0, then passes the
+    /// batch on whole: the common case costs no per-packet verdict. From the first
+    /// packet that does not forward, the rest of the batch is routed packet by packet
+    /// (that packet is still as it came: only a forwarded packet is changed).
+    #[inline(always)]
+    fn run<const MULTICAST: bool>(&mut self, batch: &mut PacketBatch, out: &mut Outputs<'_>) {
+        match batch
+            .iter_mut()
+            .position(|p| decrement::<MULTICAST>(p) != Verdict::Forward)
+        {
+            None => out.push_batch(0, batch),
+            Some(first) => self.route_from(batch, first, out, decrement::<MULTICAST>),
+        }
+    }
+
+    /// The slow path of [`DecIPTTL::run`]: packets before `first` were forwarded
+    /// (decremented already), the rest are still to do.
+    #[cold]
+    #[inline(never)]
+    fn route_from(
+        &mut self,
+        batch: &mut PacketBatch,
+        first: usize,
+        out: &mut Outputs<'_>,
+        decrement: fn(&mut Packet) -> Verdict,
+    ) {
+        let mut drops = 0;
+        for (i, mut p) in batch.drain().enumerate() {
+            let v = if i < first {
+                Verdict::Forward
+            } else {
+                decrement(&mut p)
+            };
+            match v {
+                Verdict::Forward => out.push(0, p),
+                Verdict::Expired => {
+                    drops += 1;
+                    out.push(1, p);
+                }
+                Verdict::Unparseable => drop(p),
+            }
+        }
+        if drops > 0 {
+            self.drops.fetch_add(drops, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Element for DecIPTTL {
@@ -122,19 +191,10 @@ impl Element for DecIPTTL {
             out.push_batch(0, batch);
             return;
         }
-        let mut drops = 0;
-        let multicast = self.multicast;
-        out.route_each(batch, |p| match decrement(p, multicast) {
-            Verdict::Forward => 0,
-            Verdict::Expired => {
-                drops += 1;
-                1
-            }
-            // No IPv4 network header (Click asserts one): dropped.
-            Verdict::Unparseable => crate::element::DROP,
-        });
-        if drops > 0 {
-            self.drops.fetch_add(drops, Ordering::Relaxed);
+        if self.multicast {
+            self.run::<true>(batch, out)
+        } else {
+            self.run::<false>(batch, out)
         }
     }
 }
@@ -181,14 +241,16 @@ mod tests {
         assert_eq!(click_ttl_checksum(0x0100), 0x0200);
         // old 0x1234: sum = 0xedcb + 0xfeff = 0x1ecca; + 1 = 0x1eccb -> 0xeccb; new 0x1334.
         assert_eq!(click_ttl_checksum(0x1234), 0x1334);
-        // The in-place form agrees on every checksum value.
+        // The in-place form agrees on every checksum value, and leaves the protocol
+        // alone and the TTL one lower, for the lowest and highest TTL it sees.
         for c in 0..=u16::MAX {
-            assert_eq!(
-                click_ttl_checksum_bytes(c.to_be_bytes()),
-                click_ttl_checksum(c).to_be_bytes(),
-                "{:#06x}",
-                c
-            );
+            for (ttl, proto) in [(2u8, 0xffu8), (255, 0), (64, 17)] {
+                let [c0, c1] = c.to_be_bytes();
+                let w = decrement_word(u32::from_ne_bytes([ttl, proto, c0, c1]));
+                let [t, p, n0, n1] = w.to_ne_bytes();
+                assert_eq!((t, p), (ttl - 1, proto), "{:#06x}", c);
+                assert_eq!(u16::from_be_bytes([n0, n1]), click_ttl_checksum(c), "{:#06x}", c);
+            }
         }
     }
 
@@ -238,6 +300,88 @@ mod tests {
         e.write("active", "true").unwrap();
         assert_eq!(e.push(0, vec![ip_packet(&u)])[0][0].data()[8], 8);
         assert_eq!(e.write("active", "maybe"), Err("expected boolean".to_string()));
+    }
+
+    /// `h` with TTL `ttl` and checksum field `c`, as written (no recompute).
+    fn with_ttl_and_checksum(h: &[u8], ttl: u8, c: [u8; 2]) -> Vec<u8> {
+        let mut b = h.to_vec();
+        b[8] = ttl;
+        b[10..12].copy_from_slice(&c);
+        b
+    }
+
+    #[test]
+    fn checksum_field_0000_and_ffff_in_packets() {
+        // Hand-worked with Click's formula (see click_checksum_corner_cases): 0x0000 and
+        // 0xffff both become 0x0100; 0xfffe becomes 0x00ff; 0x00ff becomes 0x01ff.
+        let h = ip_header(0, 20, 0, 0, 9, 17, [1, 1, 1, 1], [2, 2, 2, 2]);
+        for (old, new) in [
+            ([0x00, 0x00], [0x01, 0x00]),
+            ([0xff, 0xff], [0x01, 0x00]),
+            ([0xff, 0xfe], [0x00, 0xff]),
+            ([0x00, 0xff], [0x01, 0xff]),
+        ] {
+            let mut e = Harness::new(&DecIPTTLClass, "", 1, 2);
+            let out = e.push(0, vec![ip_packet(&with_ttl_and_checksum(&h, 9, old))]);
+            assert_eq!(
+                out[0][0].data(),
+                &with_ttl_and_checksum(&h, 8, new)[..],
+                "{:02x?}",
+                old
+            );
+        }
+    }
+
+    #[test]
+    fn ttl_two_becomes_one_and_255_becomes_254() {
+        for (ttl, proto) in [(2u8, 0xffu8), (255, 6)] {
+            let h = ip_header(0, 20, 7, 0, ttl, proto, [9, 9, 9, 9], [8, 8, 8, 8]);
+            let mut e = Harness::new(&DecIPTTLClass, "", 1, 2);
+            let out = e.push(0, vec![ip_packet(&h)]);
+            let got = out[0][0].data();
+            assert_eq!((got[8], got[9]), (ttl - 1, proto));
+            // The updated checksum verifies: the header sums to 0xffff.
+            assert_eq!(cksum(got), 0, "TTL {}", ttl);
+        }
+    }
+
+    #[test]
+    fn mixed_batches_keep_order_per_output_and_count_drops() {
+        let fwd = |id: u16, ttl: u8| ip_header(0, 20, id, 0, ttl, 17, [1, 1, 1, 1], [2, 2, 2, 2]);
+        let dec = |h: &[u8]| {
+            let mut w = h.to_vec();
+            w[8] -= 1;
+            w[10] = 0;
+            w[11] = 0;
+            let c = cksum(&w);
+            w[10..12].copy_from_slice(&c.to_be_bytes());
+            w
+        };
+        let (a, b, c) = (fwd(1, 64), fwd(2, 2), fwd(3, 30));
+        let (x1, x0) = (fwd(4, 1), fwd(5, 0));
+        let mut short = Packet::from_slice(&[0x45; 10]);
+        short.set_network_header(0, 20);
+        // Expiry in the middle, at the start and at the end; an unparseable packet
+        // between forwarded ones.
+        let mut e = Harness::new(&DecIPTTLClass, "", 1, 2);
+        let out = e.push(
+            0,
+            vec![ip_packet(&a), ip_packet(&x1), ip_packet(&b), short, ip_packet(&c)],
+        );
+        let data = |v: &Vec<Packet>| v.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>();
+        assert_eq!(data(&out[0]), vec![dec(&a), dec(&b), dec(&c)]);
+        assert_eq!(data(&out[1]), vec![x1.clone()]);
+        assert_eq!(e.read("drops"), "1");
+        let out = e.push(0, vec![ip_packet(&x0), ip_packet(&a), ip_packet(&x1)]);
+        assert_eq!(data(&out[0]), vec![dec(&a)]);
+        assert_eq!(data(&out[1]), vec![x0, x1]);
+        assert_eq!(e.read("drops"), "3");
+        // MULTICAST false: a multicast packet after an expired one is left alone.
+        let m = ip_header(0, 20, 6, 0, 1, 17, [1, 1, 1, 1], [239, 1, 2, 3]);
+        let mut e = Harness::new(&DecIPTTLClass, "MULTICAST false", 1, 2);
+        let out = e.push(0, vec![ip_packet(&fwd(7, 0)), ip_packet(&m), ip_packet(&a)]);
+        assert_eq!(data(&out[0]), vec![m, dec(&a)]);
+        assert_eq!(out[1].len(), 1);
     }
 
     #[test]

@@ -268,17 +268,12 @@ impl IPFragmenter {
     }
 }
 
-impl Element for IPFragmenter {
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        // Most batches hold only packets that fit the MTU: they move on whole.
-        let mtu = self.cfg.mtu;
-        if batch
-            .iter()
-            .all(|p| p.network_header().is_some_and(|nh| nh.len() <= mtu))
-        {
-            out.push_batch(0, batch);
-            return;
-        }
+impl IPFragmenter {
+    /// A batch in which some packet does not fit the MTU (or has no network header):
+    /// packet by packet. Out of line, so the usual call keeps a small frame.
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, batch: &mut PacketBatch, out: &mut Outputs<'_>) {
         let mut nfrags = 0u64;
         for p in batch.drain() {
             match self.handle(p, out, &mut nfrags) {
@@ -295,6 +290,22 @@ impl Element for IPFragmenter {
         }
         if nfrags > 0 {
             self.fragments.fetch_add(nfrags, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Element for IPFragmenter {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        // Most batches hold only packets that fit the MTU: they move on whole. The
+        // longest network part decides, found without a branch per packet (a packet
+        // without a network header counts as too long: the slow path drops it).
+        let longest = batch.iter().fold(0usize, |m, p| {
+            m.max(p.network_header().map_or(usize::MAX, <[u8]>::len))
+        });
+        if longest <= self.cfg.mtu {
+            out.push_batch(0, batch);
+        } else {
+            self.push_slow(batch, out);
         }
     }
 }
@@ -346,6 +357,51 @@ mod tests {
         let out = e.push(0, vec![ip_packet(&b, 0)]);
         assert_eq!(out[0][0].data(), &b[..]);
         assert_eq!(e.read("fragments"), "0");
+    }
+
+    #[test]
+    fn batches_mixing_small_big_and_headerless_packets() {
+        let h = ip_header(0, 0, 3, 0, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let hdf = ip_header(0, 0, 4, 0x4000, 64, 17, [10, 0, 0, 1], [10, 0, 0, 2]);
+        let small = packet(&h, 30);
+        // Network part exactly the MTU (100): passes; one byte more with DF: output 1.
+        let exact = packet(&h, 80);
+        let df = packet(&hdf, 81);
+        // 20 + 96 bytes, no DF: (100 - 20) & ~7 = 80 data bytes, then 16.
+        let big = packet(&h, 96);
+        let headerless = Packet::from_slice(&small);
+        let mut e = Harness::new(&IPFragmenterClass, "100", 1, 2);
+        let out = e.push(
+            0,
+            vec![
+                ip_packet(&small, 0),
+                ip_packet(&df, 0),
+                ip_packet(&exact, 0),
+                headerless,
+                ip_packet(&big, 0),
+                ip_packet(&small, 0),
+            ],
+        );
+        let data = |v: &Vec<Packet>| v.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>();
+        assert_eq!(
+            data(&out[0]),
+            vec![
+                small.clone(),
+                exact.clone(),
+                frag(&h, 0x2000, &big[20..100]),
+                frag(&h, 10, &big[100..]),
+                small.clone(),
+            ]
+        );
+        assert_eq!(data(&out[1]), vec![df]);
+        assert_eq!(
+            (e.read("drops").as_str(), e.read("fragments").as_str()),
+            ("1", "2")
+        );
+        // All within the MTU, the largest exactly at it: the batch passes whole.
+        let out = e.push(0, vec![ip_packet(&exact, 0), ip_packet(&small, 0)]);
+        assert_eq!(data(&out[0]), vec![exact, small]);
+        assert!(out[1].is_empty());
     }
 
     #[test]
