@@ -337,21 +337,21 @@ impl Packet {
         // a store reloads it (the compiler cannot tell the frame from the packet slot).
         let f: &mut Frame = &mut self.frame;
         let h = f.head as usize - N;
+        debug_assert!(f.head <= f.cap);
+        // SAFETY: `N <= head` (made so above) and `head <= cap` (a frame's invariant), so
+        // bytes h..h + N lie inside the buffer; `&mut self` makes the access exclusive.
+        // (Through `get_mut` the compiler kept a range check that cannot fail: 3
+        // instructions in EtherEncap's per-packet loop.)
+        let dst = unsafe { &mut *(f.buf_ptr().add(h) as *mut [u8; N]) };
         // A fixed-size array store (an inlined move), not a `memcpy` call.
-        if let Some(dst) = f
-            .buf_mut()
-            .get_mut(h..h + N)
-            .and_then(|d| <&mut [u8; N]>::try_from(d).ok())
-        {
-            match (hdr.first_chunk::<8>(), hdr.last_chunk::<8>()) {
-                // An Ethernet header (8 < N <= 16) as two overlapping 8-byte stores,
-                // where the compiler splits an array move into one store per field.
-                (Some(lo), Some(hi)) if N <= 16 => {
-                    dst[..8].copy_from_slice(lo);
-                    dst[N - 8..].copy_from_slice(hi);
-                }
-                _ => *dst = *hdr,
+        match (hdr.first_chunk::<8>(), hdr.last_chunk::<8>()) {
+            // An Ethernet header (8 < N <= 16) as two overlapping 8-byte stores,
+            // where the compiler splits an array move into one store per field.
+            (Some(lo), Some(hi)) if N <= 16 => {
+                dst[..8].copy_from_slice(lo);
+                dst[N - 8..].copy_from_slice(hi);
             }
+            _ => *dst = *hdr,
         }
         f.head = h as u32;
         f.len += N as u32;
@@ -533,6 +533,25 @@ impl Packet {
         self.slice_from_mut(self.frame.net)
     }
 
+    /// The first `N` bytes of the network header, if it is set and that many bytes of
+    /// data follow its start: one comparison (an unset header, stored as a negative
+    /// offset, reads as an offset past any buffer), where `network_header_mut` and a
+    /// `first_chunk_mut` take three. For per-packet loops that edit a fixed header.
+    #[inline(always)]
+    pub fn network_header_chunk_mut<const N: usize>(&mut self) -> Option<&mut [u8; N]> {
+        let f: &mut Frame = &mut self.frame;
+        // `NO_HEADER` (and any offset before the buffer) is negative: as u32 it is at
+        // least 2^31, past `head + len`, which stays below the buffer's u32 capacity.
+        let start = f.net as u32 as u64;
+        let end = u64::from(f.head) + u64::from(f.len);
+        if start + N as u64 > end {
+            return None;
+        }
+        // SAFETY: start + N <= head + len <= cap, so the N bytes lie inside the buffer;
+        // `&mut self` makes the access exclusive.
+        Some(unsafe { &mut *(f.buf_ptr().add(start as usize) as *mut [u8; N]) })
+    }
+
     /// Bytes from the transport header to the end of the data.
     #[inline]
     pub fn transport_header(&self) -> Option<&[u8]> {
@@ -603,6 +622,25 @@ mod tests {
         assert_eq!(&p.data()[DEFAULT_HEADROOM + 10..], &[7; 20]);
         assert_eq!(p.network_header_offset(), Some((DEFAULT_HEADROOM + 10) as isize));
         assert_eq!(p.network_header_length(), 20);
+    }
+
+    #[test]
+    fn network_header_chunk_needs_a_set_header_with_enough_data_after_it() {
+        let mut p = Packet::from_slice(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        assert!(p.network_header_chunk_mut::<1>().is_none(), "no header set");
+        p.set_network_header(2, 4);
+        let h = p.network_header_chunk_mut::<6>().expect("6 bytes from offset 2");
+        assert_eq!(h, &[2, 3, 4, 5, 6, 7]);
+        h[0] = 0xee;
+        assert_eq!(p.data()[2], 0xee);
+        assert!(p.network_header_chunk_mut::<7>().is_none(), "one byte short");
+        // The header may start before the data (after a pull): still by position.
+        p.pull(4);
+        assert_eq!(p.network_header_chunk_mut::<6>().map(|h| h[1]), Some(3));
+        // A take that leaves fewer bytes after the header start.
+        p.take(2);
+        assert!(p.network_header_chunk_mut::<6>().is_none());
+        assert_eq!(p.network_header_chunk_mut::<4>().map(|h| h[3]), Some(5));
     }
 
     #[test]

@@ -179,8 +179,13 @@ impl Shared {
     }
 
     fn now_epoch(&self) -> u64 {
+        self.epoch_at(tsc::rdtsc())
+    }
+
+    /// The rate epoch at TSC reading `now` (the pass's: `Context::now_tsc`).
+    fn epoch_at(&self, now: u64) -> u64 {
         // Saturating: a core whose TSC lags the one that took `start_tsc` reads epoch 0.
-        let ticks = tsc::rdtsc().saturating_sub(self.start_tsc);
+        let ticks = now.saturating_sub(self.start_tsc);
         ((ticks as u128 * self.epochs_per_tick as u128) >> 64) as u64
     }
 
@@ -445,7 +450,7 @@ impl Element for Counter {
         }
         let bytes: u64 = batch.iter().map(|p| p.len() as u64).sum();
         let s = &self.shared;
-        if s.add(s.now_epoch(), &self.slot, batch.len() as u64, bytes) {
+        if s.add(s.epoch_at(cx.now_tsc()), &self.slot, batch.len() as u64, bytes) {
             cx.request_stop();
         }
         out.push_batch(0, batch);

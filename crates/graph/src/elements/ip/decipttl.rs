@@ -119,7 +119,7 @@ enum Verdict {
 #[inline(always)]
 fn decrement<const MULTICAST: bool>(p: &mut Packet) -> Verdict {
     // The fixed header's fields by position: one length check, no per-field checks.
-    let Some(h) = p.network_header_mut().and_then(|nh| nh.first_chunk_mut::<20>()) else {
+    let Some(h) = p.network_header_chunk_mut::<20>() else {
         return Verdict::Unparseable;
     };
     if !MULTICAST && h[16] & 0xf0 == 0xe0 {
