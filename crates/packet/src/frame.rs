@@ -24,6 +24,7 @@ const NO_HEADER: i32 = -1;
 /// frames are recycled through [`crate::pool`]) or a chunk of a [`ChunkPool`]'s
 /// region, e.g. an AF_XDP UMEM (`home` is that pool, which the frame returns to and
 /// which is never given to the global allocator).
+#[repr(align(64))]
 pub struct Frame {
     buf: NonNull<u8>,
     cap: u32,
