@@ -199,6 +199,22 @@ unsafe fn kid_link(p: ChunkPtr, j: usize) -> u64 {
     *p.sub(KID_HDR + 1 + rank)
 }
 
+/// Prefetches the kid area of the chunk `link` names, if it has kids: the line of its
+/// kid bitmap and the line of its kid rank word (the words in front of the header,
+/// which pass 1 did not prefetch), so the slow path's read of the kid link waits for
+/// one miss less.
+///
+/// (Loading the kid link here and prefetching the kid as well ran no faster: those
+/// loads stall this pass as the slow path would.)
+#[inline(always)]
+fn prefetch_kid_area(link: u64) {
+    if link & KIDS != 0 {
+        let p = ptr_of(link) as usize;
+        prefetch(p.wrapping_sub(8 * KID_HDR));
+        prefetch(p.wrapping_sub(8));
+    }
+}
+
 #[inline(always)]
 fn prefetch(p: usize) {
     #[cfg(target_arch = "x86_64")]
@@ -1004,6 +1020,21 @@ impl Dir16 {
             // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a kid
             // mark the entry read is meaningless, and the answer is redone below).
             let v = unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed);
+            // A kid mark (about 0.6 % of table queries): start fetching the kid area now,
+            // so its misses overlap the other keys' work instead of coming first in the
+            // slow loop below. (The branch is mispredicted for those keys; that cost
+            // less than the misses it starts early, see `docs/LPM.md`.)
+            let marked = if BYTES {
+                x == usize::from(BYTE_MARK)
+            } else {
+                x >= usize::from(KID_MARK)
+            };
+            if marked {
+                // SAFETY: `i < len`; the first-level index is below `2^16`.
+                let k = unsafe { *keys.get_unchecked(i) };
+                let e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
+                prefetch_kid_area(e);
+            }
             // (Index 0, NONE, holds the default route: no extra step for it here.)
             // SAFETY: as for `keys`.
             unsafe { *out.get_unchecked_mut(i) = v };
