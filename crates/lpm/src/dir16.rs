@@ -1000,8 +1000,9 @@ impl Dir16 {
                 x >= usize::from(KID_MARK)
             };
             if marked {
-                // SAFETY: `i < len`; the first-level index is below `2^16`.
+                // SAFETY: `i < len`, the length of `keys`.
                 let k = unsafe { *keys.get_unchecked(i) };
+                // SAFETY: `k >> 16` is below `2^16`, the first level's length.
                 let e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
                 prefetch_kid_area(e);
                 slow |= 1 << i;
