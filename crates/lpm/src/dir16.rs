@@ -199,6 +199,22 @@ unsafe fn kid_link(p: ChunkPtr, j: usize) -> u64 {
     *p.sub(KID_HDR + 1 + rank)
 }
 
+/// Prefetches the kid area of the chunk `link` names, if it has kids: the line of its
+/// kid bitmap and the line of its kid rank word (the words in front of the header,
+/// which pass 1 did not prefetch), so the slow path's read of the kid link waits for
+/// one miss less.
+///
+/// (Loading the kid link here and prefetching the kid as well ran no faster: those
+/// loads stall this pass as the slow path would.)
+#[inline(always)]
+fn prefetch_kid_area(link: u64) {
+    if link & KIDS != 0 {
+        let p = ptr_of(link) as usize;
+        prefetch(p.wrapping_sub(8 * KID_HDR));
+        prefetch(p.wrapping_sub(8));
+    }
+}
+
 #[inline(always)]
 fn prefetch(p: usize) {
     #[cfg(target_arch = "x86_64")]
@@ -223,34 +239,6 @@ const FRONT: [u64; FRONT_WORDS] = [
     0x0001_0101 | (BYTE_MARK as u64) << 32 | (KID_MARK as u64) << 32,
 ];
 const FRONT_WORDS: usize = 5;
-
-/// The answer a batch writes for a key it must redo: the dictionary entries of the kid
-/// marks (and every other index not handed out) hold it. It is a valid next hop too, so
-/// keys that really have it are redone as well (and get it again).
-const SENTINEL: u32 = NONE - 1;
-
-/// Bit i: `out[i]` is [`SENTINEL`] (`out` holds at most 32 answers).
-#[inline(always)]
-fn sentinel_marks(out: &[u32]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if let Ok(out) = <&[u32; 32]>::try_from(out) {
-        // SAFETY: SSE2 is part of x86-64; the eight unaligned loads read the 128 bytes of
-        // `out`.
-        unsafe {
-            use std::arch::x86_64::*;
-            let v = out.as_ptr() as *const __m128i;
-            let s = _mm_set1_epi32(SENTINEL as i32);
-            let m = |k: usize| _mm_cmpeq_epi32(_mm_loadu_si128(v.add(k)), s);
-            // Signed saturation keeps the all-ones and all-zeros lanes as they are.
-            let lo = _mm_packs_epi16(_mm_packs_epi32(m(0), m(1)), _mm_packs_epi32(m(2), m(3)));
-            let hi = _mm_packs_epi16(_mm_packs_epi32(m(4), m(5)), _mm_packs_epi32(m(6), m(7)));
-            return (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16);
-        }
-    }
-    out.iter()
-        .enumerate()
-        .fold(0, |m, (i, &x)| m | (u32::from(x == SENTINEL) << i))
-}
 
 /// Calls `f(i)` for each `i` in `0..len`; for a whole group of 32, four calls per loop
 /// step (the loop overhead was a fifth of the batch's second pass).
@@ -828,14 +816,9 @@ impl Dir16 {
             top: HugeSlice::new(TOP, |_| AtomicU64::new(none)),
             arena: None,
             default: AtomicU32::new(NONE),
-            // Entries never handed out (the marks among them) hold the sentinel.
-            dict: HugeSlice::new(DICT, |i| {
-                AtomicU32::new(if i == usize::from(BYTE_MARK) || i >= INDICES {
-                    SENTINEL
-                } else {
-                    NONE
-                })
-            }),
+            // (The entries of the marks are read by the batch path for keys it redoes,
+            // and never answered.)
+            dict: HugeSlice::new(DICT, |_| AtomicU32::new(NONE)),
             writer: Mutex::new(Writer {
                 short: (0..=TOP_BITS).map(|_| PrefixMap::default()).collect(),
                 chunks: vec![Vec::new(); TOP],
@@ -983,6 +966,7 @@ impl Dir16 {
             ptrs[i & 31].write(chunk);
         });
         let dict: &[AtomicU32] = &self.dict;
+        let mut slow = 0u32;
         for_each_key(len, |i| {
             // SAFETY: the first pass wrote `ptrs[..len]`.
             let p = unsafe { ptrs[i & 31].assume_init() };
@@ -1001,17 +985,34 @@ impl Dir16 {
                     slot_index(p, j)
                 }
             };
-            // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a kid
-            // mark the entry read is meaningless, and the answer is redone below).
+            // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a mark
+            // the entry read is meaningless, and the answer is redone below).
             let v = unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed);
+            // A mark (a kid slot, about 0.6 % of table queries, or a fronted chunk): the
+            // key is redone below. Start fetching the kid area now, so its misses overlap
+            // the other keys' work instead of coming first in the slow loop, and note the
+            // key in a mask that this branch alone sets, so the loop's own branch does
+            // not wait for the group's last load. (This branch is mispredicted for those
+            // keys; that cost less than what it saves, see `docs/LPM.md`.)
+            let marked = if BYTES {
+                x == usize::from(BYTE_MARK)
+            } else {
+                x >= usize::from(KID_MARK)
+            };
+            if marked {
+                // SAFETY: `i < len`, the length of `keys`.
+                let k = unsafe { *keys.get_unchecked(i) };
+                // SAFETY: `k >> 16` is below `2^16`, the first level's length.
+                let e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
+                prefetch_kid_area(e);
+                slow |= 1 << i;
+            }
             // (Index 0, NONE, holds the default route: no extra step for it here.)
             // SAFETY: as for `keys`.
             unsafe { *out.get_unchecked_mut(i) = v };
         });
-        // Keys on a kid slot or a chunk with wider values (rare; their marks index
-        // dictionary entries holding `SENTINEL`), redone from the first level, with any
-        // whose answer really is `SENTINEL`.
-        let mut slow = sentinel_marks(out);
+        // Keys on a kid slot or a chunk with wider values (rare), redone from the first
+        // level.
         while slow != 0 {
             let i = slow.trailing_zeros() as usize;
             slow &= slow - 1;
@@ -1574,21 +1575,65 @@ mod tests {
     }
 
     #[test]
-    fn sentinel_marks_are_the_answers_equal_to_the_sentinel() {
-        let mut out = [0u32; 32];
-        out[1] = NONE;
-        out[2] = SENTINEL - 1;
-        for i in [0, 5, 17, 31] {
-            out[i] = SENTINEL;
+    fn full_groups_with_many_kid_and_fronted_keys_answer_each_key() {
+        // 10.1/16: /24 runs with kids at slots 2 (a /25), 7 (a /30 over the cover) and
+        // 255 (a /32); 10.21/16: /24s whose next hops have indices past 254, so in a
+        // table with byte values that chunk is behind a front.
+        let routes: Vec<(u32, u8, u32)> = [
+            (ip(10, 1, 0, 0), 16, 1),
+            (ip(10, 1, 2, 0), 24, 2),
+            (ip(10, 1, 2, 128), 25, 3),
+            (ip(10, 1, 7, 0), 30, 4),
+            (ip(10, 1, 255, 255), 32, 5),
+        ]
+        .into_iter()
+        .chain((0..300u32).map(|x| (ip(10, 20 + (x / 256) as u8, (x % 256) as u8, 0), 24, 1000 + x)))
+        .collect();
+        let probes: [(u32, u32); 10] = [
+            (ip(10, 1, 2, 200), 3),
+            (ip(10, 1, 2, 5), 2),
+            (ip(10, 1, 7, 2), 4),
+            (ip(10, 1, 7, 9), 1),
+            (ip(10, 1, 255, 255), 5),
+            (ip(10, 1, 255, 254), 1),
+            (ip(10, 21, 0, 9), 1256),
+            (ip(10, 21, 43, 1), 1299),
+            (ip(10, 20, 17, 3), 1017),
+            (ip(11, 0, 0, 1), NONE),
+        ];
+        // Runs of kid and fronted keys, at both ends of the group.
+        let order = [
+            0, 2, 4, 6, 1, 3, 5, 7, 8, 9, 0, 0, 2, 2, 4, 4, 6, 7, 6, 7, 1, 9, 8, 3, 5, 0, 2, 4, 6, 7, 2, 4,
+        ];
+        let keys: Vec<u32> = order.iter().map(|&o| probes[o].0).collect();
+        let want: Vec<u32> = order.iter().map(|&o| probes[o].1).collect();
+        let byte_table = Dir16::new();
+        let wide_table = Dir16::with_values(false);
+        for t in [&byte_table, &wide_table] {
+            for &(a, l, nh) in &routes {
+                t.insert(a, l, nh);
+            }
         }
-        assert_eq!(sentinel_marks(&out), 1 | (1 << 5) | (1 << 17) | (1 << 31));
-        assert_eq!(sentinel_marks(&out[..6]), 1 | (1 << 5));
-        assert_eq!(sentinel_marks(&[NONE; 32]), 0);
+        for t in [&byte_table, &wide_table, &Dir16::build(&routes)] {
+            let mut out = vec![0u32; 32];
+            t.lookup_batch(&keys, &mut out);
+            assert_eq!(out, want);
+            // And in a shorter group.
+            t.lookup_batch(&keys[..7], &mut out[..7]);
+            assert_eq!(out[..7], want[..7]);
+        }
+        // The byte table's 10.21/16 is fronted; the bulk-built one has 16-bit values.
+        let fronted = byte_table.top[ip(10, 21, 0, 0) as usize >> 16].load(Ordering::Relaxed);
+        assert_ne!(fronted & FRONTED, 0);
+        assert!(!Dir16::build(&routes).byte_values);
     }
 
     #[test]
-    fn keys_whose_next_hop_is_the_sentinel_get_it() {
-        // The sentinel as an ordinary next hop, as the default route and under a kid.
+    fn keys_whose_next_hop_is_the_largest_get_it() {
+        // The largest next hop (`u32::MAX - 1`, which earlier versions used as the
+        // batch's redo marker) as an ordinary next hop, as the default route and under
+        // a kid.
+        const SENTINEL: u32 = u32::MAX - 1;
         let t = Dir16::new();
         t.insert(0x0a01_0100, 24, SENTINEL);
         t.insert(0x0a01_0204, 30, SENTINEL);
