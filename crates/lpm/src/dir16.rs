@@ -950,8 +950,9 @@ impl Dir16 {
         // (A local slice: the `Acquire` loads would otherwise make the compiler reload
         // the first level's address for every key.)
         let top: &[AtomicU64] = &self.top;
-        // No branch depends on a loaded entry in these two passes: a mispredicted branch
-        // on an entry still in flight would squash the loads issued after it.
+        // No branch depends on a loaded entry in the first pass, and only the rare mark
+        // test in the second: a mispredicted branch on an entry still in flight would
+        // squash the loads issued after it.
         for_each_key(len, |i| {
             // SAFETY: `i < len`, the length of `keys`.
             let k = unsafe { *keys.get_unchecked(i) };
