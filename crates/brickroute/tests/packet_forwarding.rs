@@ -180,6 +180,11 @@ impl Testbed {
             && self.dut.link_details("d1").contains("promiscuity 1")
     }
 
+    /// Both ports are open and the kernel's forwarding is off on both.
+    fn open_with_forwarding_off(&self) -> bool {
+        self.ports_open() && self.flag("d0") == "0" && self.flag("d1") == "0"
+    }
+
     /// Sends FRAMES UDP frames gen -> 198.19.0.2 (sequence number in the IP ID and the
     /// payload) and returns how many copies of each sequence number reached the sink.
     fn send_and_count(&self) -> BTreeMap<u8, usize> {
@@ -230,9 +235,7 @@ fn each_once(n: usize) -> BTreeMap<u8, usize> {
 fn af_packet_turns_kernel_forwarding_off_while_running_and_restores_it_on_sigterm() {
     let t = Testbed::new();
     let mut router = Router::start(&t, &[], CONFIG);
-    router.wait_until("d0 and d1 open, forwarding off", || {
-        t.ports_open() && t.flag("d0") == "0" && t.flag("d1") == "0"
-    });
+    router.wait_until("d0 and d1 open, forwarding off", || t.open_with_forwarding_off());
     let record = std::fs::read_to_string(t.record("d0")).expect("record of d0 while running");
     assert!(record.contains("\noriginal 1\nset 0\n"), "{}", record);
     assert!(
@@ -268,9 +271,7 @@ fn af_packet_turns_kernel_forwarding_off_while_running_and_restores_it_on_sigter
 fn after_sigkill_the_next_run_restores_the_recorded_original() {
     let t = Testbed::new();
     let mut killed = Router::start(&t, &[], CONFIG);
-    killed.wait_until("forwarding off", || {
-        t.ports_open() && t.flag("d0") == "0" && t.flag("d1") == "0"
-    });
+    killed.wait_until("forwarding off", || t.open_with_forwarding_off());
     killed.signal(libc::SIGKILL);
     killed.wait_exit();
     // Nothing restored the flags; the records remember the original.

@@ -342,7 +342,7 @@ impl<'a> Outputs<'a> {
     #[inline]
     pub fn push(&mut self, port: usize, p: Packet) {
         if let Some(b) = self.ports.get_mut(port) {
-            push_into_batch(b, p);
+            b.push(p);
             self.dirty = true;
         }
     }
@@ -416,22 +416,6 @@ impl<'a> Outputs<'a> {
             None => input.clear(),
         }
     }
-}
-
-/// Appends `p` to an output batch, keeping the rare growing call out of line so a
-/// dispatch loop's body makes no call.
-#[inline(always)]
-fn push_into_batch(b: &mut PacketBatch, p: Packet) {
-    if let Err(p) = b.push_within_capacity(p) {
-        grow_and_push(b, p);
-    }
-}
-
-/// The rare push into a full output batch, out of line.
-#[cold]
-#[inline(never)]
-fn grow_and_push(b: &mut PacketBatch, p: Packet) {
-    b.push(p);
 }
 
 /// A per-packet decision for [`Outputs::route_each`]: the output a packet takes, or

@@ -47,26 +47,26 @@ impl PacketBatch {
         self.pkts.is_empty()
     }
 
-    #[inline]
+    /// Appends `p`, growing out of line only when the batch is full, so a dispatch
+    /// loop pushing packet by packet keeps the growing call out of its body.
+    #[inline(always)]
     pub fn push(&mut self, p: Packet) {
-        self.pkts.push(p);
+        let len = self.pkts.len();
+        if len < self.pkts.capacity() {
+            // SAFETY: `len < capacity`, so slot `len` is allocated and unused; writing it
+            // and counting it moves `p` into the batch.
+            unsafe {
+                self.pkts.as_mut_ptr().add(len).write(p);
+                self.pkts.set_len(len + 1);
+            }
+        } else {
+            self.push_growing(p);
+        }
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<Packet> {
         self.pkts.pop()
-    }
-
-    /// Appends `p` when the batch has room for it without growing; gives it back
-    /// otherwise. Lets a dispatch loop keep the growing call out of its body.
-    #[inline(always)]
-    pub fn push_within_capacity(&mut self, p: Packet) -> Result<(), Packet> {
-        if self.pkts.len() < self.pkts.capacity() {
-            self.pkts.push(p);
-            Ok(())
-        } else {
-            Err(p)
-        }
     }
 
     /// Removes all packets, in order.
@@ -133,25 +133,9 @@ impl PacketBatch {
             // SAFETY: `i < n`, and packet `i` has not been read out yet (see above).
             let mut p = unsafe { std::ptr::read(src.add(i)) };
             match outs.get_mut(port(i, &mut p)) {
-                Some(b) => b.push_fast(p),
+                Some(b) => b.push(p),
                 None => drop(p),
             }
-        }
-    }
-
-    /// Appends `p`, growing out of line only when the batch is full.
-    #[inline(always)]
-    fn push_fast(&mut self, p: Packet) {
-        let len = self.pkts.len();
-        if len < self.pkts.capacity() {
-            // SAFETY: `len < capacity`, so slot `len` is allocated and unused; writing it
-            // and counting it moves `p` into the batch.
-            unsafe {
-                self.pkts.as_mut_ptr().add(len).write(p);
-                self.pkts.set_len(len + 1);
-            }
-        } else {
-            self.push_growing(p);
         }
     }
 

@@ -137,48 +137,19 @@ fn decrement<const MULTICAST: bool>(p: &mut Packet) -> Verdict {
 }
 
 impl DecIPTTL {
-    /// Decrements every packet in place while all go to output 0, then passes the
-    /// batch on whole: the common case costs no per-packet verdict. From the first
-    /// packet that does not forward, the rest of the batch is routed packet by packet
-    /// (that packet is still as it came: only a forwarded packet is changed).
+    /// Decrements every packet in place; `route_each` passes the batch on whole when
+    /// all of them forward (only a forwarded packet is changed).
     #[inline(always)]
     fn run<const MULTICAST: bool>(&mut self, batch: &mut PacketBatch, out: &mut Outputs<'_>) {
-        match batch
-            .iter_mut()
-            .position(|p| decrement::<MULTICAST>(p) != Verdict::Forward)
-        {
-            None => out.push_batch(0, batch),
-            Some(first) => self.route_from(batch, first, out, decrement::<MULTICAST>),
-        }
-    }
-
-    /// The slow path of [`DecIPTTL::run`]: packets before `first` were forwarded
-    /// (decremented already), the rest are still to do.
-    #[cold]
-    #[inline(never)]
-    fn route_from(
-        &mut self,
-        batch: &mut PacketBatch,
-        first: usize,
-        out: &mut Outputs<'_>,
-        decrement: fn(&mut Packet) -> Verdict,
-    ) {
         let mut drops = 0;
-        for (i, mut p) in batch.drain().enumerate() {
-            let v = if i < first {
-                Verdict::Forward
-            } else {
-                decrement(&mut p)
-            };
-            match v {
-                Verdict::Forward => out.push(0, p),
-                Verdict::Expired => {
-                    drops += 1;
-                    out.push(1, p);
-                }
-                Verdict::Unparseable => drop(p),
+        out.route_each(batch, |p| match decrement::<MULTICAST>(p) {
+            Verdict::Forward => 0,
+            Verdict::Expired => {
+                drops += 1;
+                1
             }
-        }
+            Verdict::Unparseable => DROP,
+        });
         if drops > 0 {
             self.drops.fetch_add(drops, Ordering::Relaxed);
         }
