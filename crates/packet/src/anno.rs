@@ -89,8 +89,10 @@ impl std::fmt::Display for Timestamp {
     }
 }
 
-/// All annotations of one packet.
+/// All annotations of one packet. (`repr(C)`: the user area comes first, and its
+/// first bytes share the frame's first cache line; see `frame::HOT_ANNO_BYTES`.)
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct Anno {
     /// Click's user annotation area, with Click's layout (see the offsets above).
     pub user: [u8; ANNO_SIZE],

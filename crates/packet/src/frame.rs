@@ -18,15 +18,31 @@ pub const FRAME_SIZE: usize = DEFAULT_HEADROOM + FRAME_DATA;
 
 const NO_HEADER: i32 = -1;
 
+/// Bytes of the user annotation area that lie in a frame's first cache line, with the
+/// buffer pointer and the offsets (Click's destination address annotation among them).
+pub const HOT_ANNO_BYTES: usize = 32;
+
+/// The top bit of [`Frame`]'s `cap`: annotations past the first [`HOT_ANNO_BYTES`] user
+/// bytes may differ from their defaults. Only [`Packet::anno_mut`] (and copies of whole
+/// annotations) can change them; while the bit is clear, recycling a frame leaves its
+/// second cache line untouched, which on the route path saves a line per packet that
+/// the next receive would otherwise fetch only to clear it.
+const COLD_ANNO_SET: u32 = 1 << 31;
+
+// The first line holds the offsets and the first HOT_ANNO_BYTES of the user area.
+const _: () = assert!(std::mem::offset_of!(Frame, anno) + HOT_ANNO_BYTES == 64);
+const _: () = assert!(std::mem::offset_of!(Anno, user) == 0);
+
 /// The storage behind a [`Packet`]: a buffer and the packet's offsets in it.
 ///
 /// The buffer is either a heap allocation the frame owns (`home` is `None`; such
 /// frames are recycled through [`crate::pool`]) or a chunk of a [`ChunkPool`]'s
 /// region, e.g. an AF_XDP UMEM (`home` is that pool, which the frame returns to and
 /// which is never given to the global allocator).
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub struct Frame {
     buf: NonNull<u8>,
+    /// The buffer's size, and [`COLD_ANNO_SET`] in the top bit.
     cap: u32,
     head: u32,
     len: u32,
@@ -54,7 +70,7 @@ impl Drop for Frame {
             drop(unsafe {
                 Box::from_raw(std::ptr::slice_from_raw_parts_mut(
                     self.buf.as_ptr(),
-                    self.cap as usize,
+                    self.capacity(),
                 ))
             });
         }
@@ -67,7 +83,7 @@ impl Frame {
     }
 
     pub(crate) fn with_capacity(cap: usize) -> Box<Frame> {
-        let cap = cap.min(u32::MAX as usize);
+        let cap = cap.min((COLD_ANNO_SET - 1) as usize);
         let raw = Box::into_raw(vec![0u8; cap].into_boxed_slice()) as *mut u8;
         // A boxed slice's pointer is never null (dangling but non-null when empty).
         Frame::empty(NonNull::new(raw).unwrap_or(NonNull::dangling()), cap as u32, None)
@@ -84,6 +100,7 @@ impl Frame {
 
     /// A frame over `buf` holding no packet yet.
     fn empty(buf: NonNull<u8>, cap: u32, home: Option<Arc<ChunkPool>>) -> Box<Frame> {
+        debug_assert!(cap & COLD_ANNO_SET == 0, "buffers are smaller than 2 GiB");
         Box::new(Frame {
             buf,
             cap,
@@ -102,14 +119,14 @@ impl Frame {
     pub(crate) fn buf(&self) -> &[u8] {
         // SAFETY: `buf` is valid for `cap` bytes while the frame lives (an owned heap
         // buffer, or a chunk lent to this frame alone; see `in_chunk`).
-        unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.cap as usize) }
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.capacity()) }
     }
 
     /// The whole buffer, writable.
     #[inline(always)]
     pub(crate) fn buf_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `buf`; `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr(), self.cap as usize) }
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr(), self.capacity()) }
     }
 
     /// Start of the buffer.
@@ -133,7 +150,24 @@ impl Frame {
         self.mac = if mac_at_start { headroom as i32 } else { NO_HEADER };
         self.net = NO_HEADER;
         self.trans = NO_HEADER;
-        self.anno = Anno::default();
+        if self.cap & COLD_ANNO_SET == 0 {
+            self.anno.user[..HOT_ANNO_BYTES].fill(0);
+        } else {
+            self.anno = Anno::default();
+            self.cap &= !COLD_ANNO_SET;
+        }
+    }
+
+    /// The buffer's size in bytes.
+    #[inline(always)]
+    pub(crate) fn capacity(&self) -> usize {
+        (self.cap & !COLD_ANNO_SET) as usize
+    }
+
+    /// Gives this frame `src`'s annotations.
+    fn copy_anno_from(&mut self, src: &Frame) {
+        self.anno = src.anno;
+        self.cap = (self.cap & !COLD_ANNO_SET) | (src.cap & COLD_ANNO_SET);
     }
 
     /// A heap frame of the standard size, the kind the per-thread pools keep. Chunk
@@ -141,7 +175,7 @@ impl Frame {
     /// the fast path needs no look at `home`.
     #[inline]
     pub(crate) fn is_standard(&self) -> bool {
-        self.cap as usize == FRAME_SIZE
+        self.capacity() == FRAME_SIZE
     }
 }
 
@@ -274,7 +308,7 @@ impl Packet {
     pub fn data(&self) -> &[u8] {
         let h = self.frame.head as usize;
         let l = self.frame.len as usize;
-        debug_assert!(h + l <= self.frame.cap as usize);
+        debug_assert!(h + l <= self.frame.capacity());
         // SAFETY: every method that moves `head` or `len` keeps head + len within the
         // buffer (push/put grow it first, pull/take clamp), so the range is in bounds.
         // This accessor runs several times per packet per element: no bounds check.
@@ -285,7 +319,7 @@ impl Packet {
     pub fn data_mut(&mut self) -> &mut [u8] {
         let h = self.frame.head as usize;
         let l = self.frame.len as usize;
-        debug_assert!(h + l <= self.frame.cap as usize);
+        debug_assert!(h + l <= self.frame.capacity());
         // SAFETY: as in `data`: head + len never exceeds the buffer.
         unsafe { self.frame.buf_mut().get_unchecked_mut(h..h + l) }
     }
@@ -302,7 +336,7 @@ impl Packet {
 
     #[inline]
     pub fn tailroom(&self) -> usize {
-        self.frame.cap as usize - self.frame.head as usize - self.frame.len as usize
+        self.frame.capacity() - self.frame.head as usize - self.frame.len as usize
     }
 
     #[inline]
@@ -310,9 +344,31 @@ impl Packet {
         &self.frame.anno
     }
 
+    /// The annotations, writable. Marks all of them as possibly changed, so the next
+    /// receive into this frame clears them all: a writer of the first
+    /// [`HOT_ANNO_BYTES`] user bytes on a per-packet path uses
+    /// [`Packet::set_user_anno`] instead.
     #[inline]
     pub fn anno_mut(&mut self) -> &mut Anno {
+        self.frame.cap |= COLD_ANNO_SET;
         &mut self.frame.anno
+    }
+
+    /// Writes `bytes` into the user annotation area at `offset` (panics past its end,
+    /// as indexing `anno_mut().user` does).
+    #[inline]
+    pub fn set_user_anno(&mut self, offset: usize, bytes: &[u8]) {
+        let end = offset + bytes.len();
+        if end > HOT_ANNO_BYTES {
+            self.frame.cap |= COLD_ANNO_SET;
+        }
+        self.frame.anno.user[offset..end].copy_from_slice(bytes);
+    }
+
+    /// Sets Click's destination IP address annotation.
+    #[inline]
+    pub fn set_dst_ip_anno(&mut self, addr: [u8; 4]) {
+        self.set_user_anno(crate::anno::DST_IP_ANNO_OFFSET, &addr);
     }
 
     /// Prepends `n` bytes (Click's `push`); their contents are unspecified. Moves the data
@@ -338,7 +394,7 @@ impl Packet {
         // a store reloads it (the compiler cannot tell the frame from the packet slot).
         let f: &mut Frame = &mut self.frame;
         let h = f.head as usize - N;
-        debug_assert!(f.head <= f.cap);
+        debug_assert!(f.head as usize <= f.capacity());
         // SAFETY: `N <= head` (made so above) and `head <= cap` (a frame's invariant), so
         // bytes h..h + N lie inside the buffer; `&mut self` makes the access exclusive.
         // (Through `get_mut` the compiler kept a range check that cannot fail: 3
@@ -410,7 +466,7 @@ impl Packet {
         nf.mac = adj(self.frame.mac);
         nf.net = adj(self.frame.net);
         nf.trans = adj(self.frame.trans);
-        nf.anno = self.frame.anno;
+        nf.copy_anno_from(&self.frame);
         // SAFETY: the old frame is taken out exactly once and replaced immediately.
         let old = unsafe { ManuallyDrop::take(&mut self.frame) };
         self.frame = ManuallyDrop::new(nf);
@@ -426,7 +482,7 @@ impl Packet {
     fn abs(&self, rel: isize) -> i32 {
         let a = self.frame.head as isize + rel;
         // `max`/`min` rather than `clamp`, which is not always inlined (it can panic).
-        a.max(0).min(self.frame.cap as usize as isize) as i32
+        a.max(0).min(self.frame.capacity() as isize) as i32
     }
 
     /// Offset of the MAC header from the start of the data (negative if it lies before).
@@ -499,7 +555,7 @@ impl Packet {
         }
         let end = (self.frame.head + self.frame.len) as usize;
         let a = (abs as usize).min(end);
-        debug_assert!(end <= self.frame.cap as usize);
+        debug_assert!(end <= self.frame.capacity());
         // SAFETY: head + len never exceeds the buffer (see `data`), and a <= end. Header
         // accessors run in every element's per-packet loop: no bounds check.
         Some(unsafe { self.frame.buf().get_unchecked(a..end) })
@@ -512,7 +568,7 @@ impl Packet {
         }
         let end = (self.frame.head + self.frame.len) as usize;
         let a = (abs as usize).min(end);
-        debug_assert!(end <= self.frame.cap as usize);
+        debug_assert!(end <= self.frame.capacity());
         // SAFETY: as in `slice_from`.
         Some(unsafe { self.frame.buf_mut().get_unchecked_mut(a..end) })
     }
@@ -574,7 +630,7 @@ impl Clone for Packet {
     /// A deep copy into a fresh frame from the pool: headroom, data, header pointers and
     /// annotations are all preserved.
     fn clone(&self) -> Packet {
-        let mut f = pool::take(self.frame.cap as usize);
+        let mut f = pool::take(self.frame.capacity());
         let end = (self.frame.head + self.frame.len) as usize;
         f.buf_mut()[..end].copy_from_slice(&self.frame.buf()[..end]);
         f.head = self.frame.head;
@@ -582,7 +638,7 @@ impl Clone for Packet {
         f.mac = self.frame.mac;
         f.net = self.frame.net;
         f.trans = self.frame.trans;
-        f.anno = self.frame.anno;
+        f.copy_anno_from(&self.frame);
         Packet::from_frame(f)
     }
 }
@@ -596,6 +652,68 @@ impl std::fmt::Debug for Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::anno::PacketType;
+    use crate::Timestamp;
+
+    /// A packet whose frame is the one `p` had: the thread's pool hands back the frame
+    /// it got last.
+    fn reuse(p: Packet) -> Packet {
+        let frame: *const Frame = p.frame();
+        drop(p);
+        let q = Packet::alloc(60);
+        assert!(
+            std::ptr::eq(q.frame(), frame),
+            "the pool reuses the frame just freed"
+        );
+        q
+    }
+
+    #[test]
+    fn a_reused_frame_has_every_annotation_cleared() {
+        // Written through the per-packet accessors: the first line only.
+        let mut p = Packet::alloc(60);
+        p.set_dst_ip_anno([10, 0, 0, 1]);
+        p.set_user_anno(HOT_ANNO_BYTES - 4, &[1, 2, 3, 4]);
+        let q = reuse(p);
+        assert_eq!(q.anno().user, [0; crate::anno::ANNO_SIZE]);
+
+        // A user byte past the first line, through the same accessor.
+        let mut p = q;
+        p.set_user_anno(HOT_ANNO_BYTES, &[7]);
+        p.set_user_anno(44, &[1, 2, 3, 4]);
+        let q = reuse(p);
+        assert_eq!(q.anno().user, [0; crate::anno::ANNO_SIZE]);
+
+        // Everything else, through anno_mut.
+        let mut p = q;
+        let a = p.anno_mut();
+        a.timestamp = Timestamp::new(5, 6);
+        a.packet_type = PacketType::OtherHost;
+        a.input_port = 3;
+        a.input_queue = 2;
+        a.rss_hash = 0xdead_beef;
+        a.user[47] = 9;
+        let q = reuse(p);
+        let a = q.anno();
+        assert_eq!(a.timestamp, Timestamp::ZERO);
+        assert_eq!(a.packet_type, PacketType::Host);
+        assert_eq!((a.input_port, a.input_queue, a.rss_hash), (0, 0, 0));
+        assert_eq!(a.user, [0; crate::anno::ANNO_SIZE]);
+    }
+
+    #[test]
+    fn copies_keep_annotations_past_the_first_line() {
+        let mut p = Packet::from_slice(&[1, 2, 3]);
+        p.anno_mut().timestamp = Timestamp::new(7, 8);
+        p.set_user_anno(40, &[5]);
+        let c = p.clone();
+        assert_eq!(c.anno().timestamp, Timestamp::new(7, 8));
+        assert_eq!(c.anno().user[40], 5);
+        // A copy's cold annotations are cleared when its frame is reused, too.
+        let q = reuse(c);
+        assert_eq!(q.anno().timestamp, Timestamp::ZERO);
+        assert_eq!(q.anno().user[40], 0);
+    }
 
     #[test]
     fn push_pull_put_take() {

@@ -654,7 +654,7 @@ impl Element for IpLookup {
             let hop = hops.get(*v as usize).map_or(0, |x| x.load(Ordering::Relaxed));
             let gw = (hop >> 32) as u32;
             if gw != 0 {
-                p.anno_mut().set_dst_ip(gw.to_be_bytes());
+                p.set_dst_ip_anno(gw.to_be_bytes());
             }
             *v = hop as u32;
         }

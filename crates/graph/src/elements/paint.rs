@@ -90,7 +90,7 @@ impl Element for Paint {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let color = self.color.load(Ordering::Relaxed);
         for p in batch.iter_mut() {
-            p.anno_mut().set_u8_at(self.anno, color);
+            p.set_user_anno(self.anno, &[color]);
         }
         out.push_batch(0, batch);
     }

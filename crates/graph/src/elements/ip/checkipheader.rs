@@ -240,7 +240,7 @@ impl Config {
         if plen > len {
             p.take(plen - len);
         }
-        p.anno_mut().set_dst_ip(dst);
+        p.set_dst_ip_anno(dst);
         Ok(())
     }
 }

@@ -78,7 +78,7 @@ impl Element for GetIPAddressSpec {
         for p in batch.iter_mut() {
             // Too-short packets keep their annotation (Click would read past the data).
             if let Some(a) = self.address(p) {
-                p.anno_mut().user[self.anno..self.anno + 4].copy_from_slice(&a);
+                p.set_user_anno(self.anno, &a);
             }
         }
         out.push_batch(0, batch);

@@ -71,7 +71,7 @@ impl Element for SetIPAddress {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let a = self.addr.load(Ordering::Relaxed).to_ne_bytes();
         for p in batch.iter_mut() {
-            p.anno_mut().user[self.anno..self.anno + 4].copy_from_slice(&a);
+            p.set_user_anno(self.anno, &a);
         }
         out.push_batch(0, batch);
     }
