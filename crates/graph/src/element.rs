@@ -377,9 +377,7 @@ impl<'a> Outputs<'a> {
     pub fn push_each(&mut self, batch: &mut PacketBatch, ports: &[u32]) {
         // Marked once for the batch: a store per packet is not hoisted out of the loop.
         self.dirty = true;
-        batch.distribute(self.ports, |i, _| {
-            ports.get(i).map_or(usize::MAX, |&q| q as usize)
-        });
+        batch.distribute_to(self.ports, ports);
     }
 
     /// The port `input` passes to whole when no other port got a packet: the caller
