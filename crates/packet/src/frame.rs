@@ -19,15 +19,9 @@ pub const FRAME_SIZE: usize = DEFAULT_HEADROOM + FRAME_DATA;
 const NO_HEADER: i32 = -1;
 
 /// Bytes of the user annotation area that lie in a frame's first cache line, with the
-/// buffer pointer and the offsets (Click's destination address annotation among them).
-pub const HOT_ANNO_BYTES: usize = 32;
-
-/// The top bit of [`Frame`]'s `cap`: annotations past the first [`HOT_ANNO_BYTES`] user
-/// bytes may differ from their defaults. Only [`Packet::anno_mut`] (and copies of whole
-/// annotations) can change them; while the bit is clear, recycling a frame leaves its
-/// second cache line untouched, which on the route path saves a line per packet that
-/// the next receive would otherwise fetch only to clear it.
-const COLD_ANNO_SET: u32 = 1 << 31;
+/// buffer pointer and the offsets (Click's destination address, paint, ICMP parameter,
+/// fix-source and VLAN annotations among them).
+pub const HOT_ANNO_BYTES: usize = 24;
 
 // The first line holds the offsets and the first HOT_ANNO_BYTES of the user area.
 const _: () = assert!(std::mem::offset_of!(Frame, anno) + HOT_ANNO_BYTES == 64);
@@ -42,13 +36,18 @@ const _: () = assert!(std::mem::offset_of!(Anno, user) == 0);
 #[repr(C, align(64))]
 pub struct Frame {
     buf: NonNull<u8>,
-    /// The buffer's size, and [`COLD_ANNO_SET`] in the top bit.
     cap: u32,
     head: u32,
     len: u32,
     mac: i32,
     net: i32,
     trans: i32,
+    /// Annotations past the first [`HOT_ANNO_BYTES`] user bytes may differ from their
+    /// defaults. Only [`Packet::anno_mut`] (and copies of whole annotations) can change
+    /// them; while this is false, a reset leaves the frame's second cache line
+    /// untouched, which on the forwarding and route paths saves a line per packet that
+    /// the next receive would otherwise fetch only to clear it.
+    cold_anno: bool,
     pub(crate) anno: Anno,
     /// The chunk pool whose region holds the buffer; `None` for a heap buffer.
     pub(crate) home: Option<Arc<ChunkPool>>,
@@ -83,7 +82,7 @@ impl Frame {
     }
 
     pub(crate) fn with_capacity(cap: usize) -> Box<Frame> {
-        let cap = cap.min((COLD_ANNO_SET - 1) as usize);
+        let cap = cap.min(u32::MAX as usize);
         let raw = Box::into_raw(vec![0u8; cap].into_boxed_slice()) as *mut u8;
         // A boxed slice's pointer is never null (dangling but non-null when empty).
         Frame::empty(NonNull::new(raw).unwrap_or(NonNull::dangling()), cap as u32, None)
@@ -100,7 +99,6 @@ impl Frame {
 
     /// A frame over `buf` holding no packet yet.
     fn empty(buf: NonNull<u8>, cap: u32, home: Option<Arc<ChunkPool>>) -> Box<Frame> {
-        debug_assert!(cap & COLD_ANNO_SET == 0, "buffers are smaller than 2 GiB");
         Box::new(Frame {
             buf,
             cap,
@@ -109,6 +107,7 @@ impl Frame {
             mac: NO_HEADER,
             net: NO_HEADER,
             trans: NO_HEADER,
+            cold_anno: false,
             anno: Anno::default(),
             home,
         })
@@ -150,24 +149,24 @@ impl Frame {
         self.mac = if mac_at_start { headroom as i32 } else { NO_HEADER };
         self.net = NO_HEADER;
         self.trans = NO_HEADER;
-        if self.cap & COLD_ANNO_SET == 0 {
-            self.anno.user[..HOT_ANNO_BYTES].fill(0);
-        } else {
+        if self.cold_anno {
             self.anno = Anno::default();
-            self.cap &= !COLD_ANNO_SET;
+            self.cold_anno = false;
+        } else {
+            self.anno.user[..HOT_ANNO_BYTES].fill(0);
         }
     }
 
     /// The buffer's size in bytes.
     #[inline(always)]
     pub(crate) fn capacity(&self) -> usize {
-        (self.cap & !COLD_ANNO_SET) as usize
+        self.cap as usize
     }
 
     /// Gives this frame `src`'s annotations.
     fn copy_anno_from(&mut self, src: &Frame) {
         self.anno = src.anno;
-        self.cap = (self.cap & !COLD_ANNO_SET) | (src.cap & COLD_ANNO_SET);
+        self.cold_anno = src.cold_anno;
     }
 
     /// A heap frame of the standard size, the kind the per-thread pools keep. Chunk
@@ -350,7 +349,7 @@ impl Packet {
     /// [`Packet::set_user_anno`] instead.
     #[inline]
     pub fn anno_mut(&mut self) -> &mut Anno {
-        self.frame.cap |= COLD_ANNO_SET;
+        self.frame.cold_anno = true;
         &mut self.frame.anno
     }
 
@@ -360,7 +359,7 @@ impl Packet {
     pub fn set_user_anno(&mut self, offset: usize, bytes: &[u8]) {
         let end = offset + bytes.len();
         if end > HOT_ANNO_BYTES {
-            self.frame.cap |= COLD_ANNO_SET;
+            self.frame.cold_anno = true;
         }
         self.frame.anno.user[offset..end].copy_from_slice(bytes);
     }
