@@ -199,9 +199,7 @@ impl Port for MemPort {
         }
         rx.state.cursor.store(cursor, Ordering::Relaxed);
         rx.state.delivered.store(delivered + n as u64, Ordering::Relaxed);
-        let c = &self.counters[queue];
-        c.rx_packets.fetch_add(n as u64, Ordering::Relaxed);
-        c.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters[queue].count_rx(n, bytes);
         n
     }
 

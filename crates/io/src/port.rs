@@ -91,8 +91,11 @@ impl<T> Deref for CachePadded<T> {
     }
 }
 
-/// One queue's counters. Each side has one writer (the worker that owns the queue);
-/// the counters are updated once per burst, never per packet.
+/// One queue's counters, updated once per burst, never per packet. The receive side
+/// has one writer: a receive queue is polled by one worker only (queue q by worker q,
+/// or by worker `q mod workers` for a `FromDevice` with `QUEUE q`), so it adds with a
+/// plain load and store. The transmit side may have several (a `ToDevice` with `QUEUE
+/// q` transmits on queue q from every worker), so it adds with locked instructions.
 #[derive(Debug, Default)]
 pub(crate) struct QueueCounters {
     pub rx_packets: AtomicU64,
@@ -106,8 +109,13 @@ impl QueueCounters {
     #[inline]
     pub fn count_rx(&self, n: usize, bytes: u64) {
         if n > 0 {
-            self.rx_packets.fetch_add(n as u64, Ordering::Relaxed);
-            self.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
+            // The only writer (see above): no locked add (about 8 cycles each here).
+            let (p, b) = (&self.rx_packets, &self.rx_bytes);
+            p.store(
+                p.load(Ordering::Relaxed).wrapping_add(n as u64),
+                Ordering::Relaxed,
+            );
+            b.store(b.load(Ordering::Relaxed).wrapping_add(bytes), Ordering::Relaxed);
         }
     }
 

@@ -278,9 +278,11 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration) -> WorkerS
     let mut idle_since: Option<u64> = None;
     let (mut fds, mut pollfds) = (Vec::new(), Vec::new());
     let start = Instant::now();
+    // One TSC read a pass: a pass ends where the next begins, so the loop's own
+    // bookkeeping is counted with the next pass instead of with none.
+    let mut t0 = tsc::rdtsc();
     loop {
         let stopping = stop.is_requested();
-        let t0 = tsc::rdtsc();
         let r = g.run_sources_at(t0);
         let t1 = tsc::rdtsc();
         let cycles = t1.wrapping_sub(t0);
@@ -308,8 +310,12 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration) -> WorkerS
                     st.idle_sleeps += 1;
                 }
                 idle_since = None;
+                // Whatever the wait took is no pass's.
+                t0 = tsc::rdtsc();
+                continue;
             }
         }
+        t0 = t1;
     }
     // Anything still buffered leaves when the graph's elements drop, on this thread.
     drop(g);
