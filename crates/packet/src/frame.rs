@@ -26,6 +26,8 @@ pub const HOT_ANNO_BYTES: usize = 24;
 // The first line holds the offsets and the first HOT_ANNO_BYTES of the user area.
 const _: () = assert!(std::mem::offset_of!(Frame, anno) + HOT_ANNO_BYTES == 64);
 const _: () = assert!(std::mem::offset_of!(Anno, user) == 0);
+// And the whole header is two lines.
+const _: () = assert!(std::mem::size_of::<Frame>() == 128);
 
 /// The storage behind a [`Packet`]: a buffer and the packet's offsets in it.
 ///
