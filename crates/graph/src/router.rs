@@ -199,6 +199,7 @@ impl RouterSpec {
         let sources: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].elem.is_source()).collect();
         GraphInstance {
             done: vec![false; sources.len()],
+            wake_at: vec![0; sources.len()],
             live: sources.len(),
             sources,
             nodes,
@@ -374,6 +375,9 @@ pub struct GraphInstance {
     nodes: Vec<Node>,
     sources: Vec<usize>,
     done: Vec<bool>,
+    /// Per source, the TSC reading before which a busy pass may skip it (see
+    /// [`TaskStatus::IdleUntil`]); 0 for a source to run in every pass.
+    wake_at: Vec<u64>,
     live: usize,
     stop: Arc<StopFlag>,
     worker: WorkerInfo,
@@ -408,6 +412,7 @@ impl GraphInstance {
             nodes,
             sources,
             done,
+            wake_at,
             live,
             stop,
             worker,
@@ -417,9 +422,16 @@ impl GraphInstance {
             Some(t) => Context::at(*worker, stop, t),
             None => Context::new(*worker, stop),
         };
+        // Sources that said they have nothing to do yet are skipped only in a timed pass
+        // that is not the one seeing a stop request, once another source moved packets.
+        // (`u64::MAX`: none is skipped.)
+        let skip_before = match now {
+            Some(t) if !stop.is_requested() => t,
+            _ => u64::MAX,
+        };
         let mut packets = 0;
         for (si, &idx) in sources.iter().enumerate() {
-            if done[si] {
+            if done[si] || (packets > 0 && skip_before < wake_at[si]) {
                 continue;
             }
             let node = &mut nodes[idx];
@@ -433,6 +445,10 @@ impl GraphInstance {
                 }
             }
             nodes[idx].busy = false;
+            wake_at[si] = match status {
+                TaskStatus::IdleUntil(t) => t,
+                _ => 0,
+            };
             if status == TaskStatus::Done {
                 done[si] = true;
                 *live -= 1;
@@ -681,6 +697,39 @@ mod tests {
         }
     }
 
+    /// A source with nothing to emit that counts its runs and asks not to be run again
+    /// for 500 TSC ticks.
+    struct WaiterClass(Arc<std::sync::atomic::AtomicUsize>);
+    struct Waiter(Arc<std::sync::atomic::AtomicUsize>);
+    impl ElementClass for WaiterClass {
+        fn name(&self) -> &'static str {
+            "Waiter"
+        }
+        fn port_count(&self) -> PortCount {
+            PortCount::parse("0/1")
+        }
+        fn build(&self, _: &mut Args, _: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+            Ok(Arc::new(WaiterClass(self.0.clone())))
+        }
+    }
+    impl ElementSpec for WaiterClass {
+        fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+            Box::new(Waiter(self.0.clone()))
+        }
+    }
+    impl Element for Waiter {
+        fn push(&mut self, _: usize, b: &mut PacketBatch, _: &mut Outputs<'_>, _: &mut Context<'_>) {
+            b.clear();
+        }
+        fn is_source(&self) -> bool {
+            true
+        }
+        fn run(&mut self, _: &mut Outputs<'_>, cx: &mut Context<'_>) -> TaskStatus {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            TaskStatus::IdleUntil(cx.now_tsc() + 500)
+        }
+    }
+
     fn lm(line: u32) -> Landmark {
         Landmark {
             file: Arc::from("t.click"),
@@ -838,6 +887,54 @@ mod tests {
         assert_eq!(r.read_handler("zz.count").unwrap_err(), "no element 'zz'");
         r.write_handler("odd.reset_counts", "").unwrap();
         assert_eq!(r.read_handler("odd.count").unwrap(), "0");
+    }
+
+    #[test]
+    fn a_source_idle_until_a_time_is_skipped_only_in_busy_passes_before_it() {
+        let runs: Arc<std::sync::atomic::AtomicUsize> = Default::default();
+        let graph = |n: usize| {
+            let flat = FlatConfig {
+                elements: vec![
+                    el("s", "TestSource", &n.to_string(), 1),
+                    el("w", "Waiter", "", 2),
+                    el("d", "Discard", "", 3),
+                    el("d2", "Discard", "", 4),
+                ],
+                connections: vec![conn(0, 0, 2, 0), conn(1, 0, 3, 0)],
+                ..Default::default()
+            };
+            let mut reg = registry(Default::default());
+            reg.add(Arc::new(WaiterClass(runs.clone())));
+            RouterSpec::build(&flat, &reg, Path::new("."), 1).unwrap()
+        };
+        let runs_now = || runs.load(std::sync::atomic::Ordering::Relaxed);
+        let r = graph(12);
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        // TSC 100: both run; the waiter has nothing to do before 600.
+        assert_eq!(g.run_sources_at(100).packets, 4);
+        assert_eq!(runs_now(), 1);
+        // 200: the source is busy, the waiter's time has not come: skipped.
+        assert_eq!(g.run_sources_at(200).packets, 4);
+        assert_eq!(runs_now(), 1);
+        // 600: its time: run (next: 1100). The source emits its last packets.
+        assert_eq!(g.run_sources_at(600).packets, 4);
+        assert_eq!(runs_now(), 2);
+        // 700: nothing moved, so the waiter runs although its time has not come.
+        assert_eq!(g.run_sources_at(700).packets, 0);
+        assert_eq!(runs_now(), 3);
+
+        // A pass that sees a stop request runs every source; so does an untimed pass.
+        runs.store(0, std::sync::atomic::Ordering::Relaxed);
+        let r = graph(100);
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        g.run_sources_at(100);
+        g.run_sources_at(200);
+        assert_eq!(runs_now(), 1);
+        g.run_sources();
+        assert_eq!(runs_now(), 2);
+        r.stop_flag().request();
+        assert_eq!(g.run_sources_at(300).packets, 4);
+        assert_eq!(runs_now(), 3);
     }
 
     #[test]

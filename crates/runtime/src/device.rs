@@ -21,7 +21,8 @@
 //! transmits on queue q from every worker.
 //!
 //! No packet is left unsent. A `ToDevice` is also a source whose `run` flushes a
-//! partial group on timeout (returning `Idle`), and flushes everything and finishes
+//! partial group on timeout (returning `IdleUntil` the next deadline, so a busy worker
+//! need not poll it before then), and flushes everything and finishes
 //! (`Done`) when the router is stopping or when no `FromDevice` on its worker can feed
 //! it any more. After that its `push` transmits at once, partial groups included, since
 //! no timer would flush them. Whatever is still buffered when the worker drops its
@@ -660,12 +661,18 @@ impl Element for ToDevice {
             self.timer_live = false;
             return TaskStatus::Done;
         }
-        if let Some(t) = self.since {
-            if cx.now_tsc().wrapping_sub(t) >= self.flush_ticks {
+        // Until the partial group's deadline nothing is due here; a group started later
+        // (by a push) has a later deadline than now + the timeout.
+        let now = cx.now_tsc();
+        let deadline = match self.since {
+            Some(t) if now.wrapping_sub(t) >= self.flush_ticks => {
                 self.flush();
+                now
             }
-        }
-        TaskStatus::Idle
+            Some(t) => t,
+            None => now,
+        };
+        TaskStatus::IdleUntil(deadline.saturating_add(self.flush_ticks))
     }
 
     fn idle_wait(&mut self) -> IdleWait {
@@ -1013,7 +1020,7 @@ mod tests {
         h.push(0, pkts(2, 60));
         assert_eq!(tx.stats(0).tx_packets, 10);
         let (st, _) = h.run();
-        assert_eq!(st, TaskStatus::Idle);
+        assert!(matches!(st, TaskStatus::IdleUntil(_)), "{:?}", st);
         assert_eq!(tx.stats(0).tx_packets, 12);
         assert_eq!(tx.stats(0).tx_bytes, 720);
         // A whole group passes straight through.
@@ -1028,7 +1035,13 @@ mod tests {
         );
         h2.push(0, pkts(3, 60));
         let (st, _) = h2.run();
-        assert_eq!(st, TaskStatus::Idle);
+        // Nothing is due before the partial group's deadline, 10 s away.
+        let TaskStatus::IdleUntil(deadline) = st else {
+            panic!("{:?}", st)
+        };
+        let ten_s = 10.0 * crate::tsc::tsc_hz();
+        let ahead = deadline.saturating_sub(crate::tsc::rdtsc()) as f64;
+        assert!(ahead > 0.9 * ten_s && ahead <= ten_s, "{} ticks ahead", ahead);
         assert_eq!(tx.stats(0).tx_packets, 16);
         drop(h2);
         assert_eq!(tx.stats(0).tx_packets, 19);
