@@ -115,8 +115,9 @@ impl PacketBatch {
     /// Moves every packet to the batch `port(i, &mut packet)` names in `outs` (packet
     /// `i` in order, appended), or drops it when that is not an index of `outs`; the
     /// batch is empty afterwards. The per-packet loop of an element that splits its
-    /// input (a route lookup, a classifier): one load, one store and a length update
-    /// per packet, where a `drain` and `push` per packet cost twice that.
+    /// input (a route lookup, a classifier): each output's room is made once for the
+    /// whole batch, so a packet costs a load, a compare and two stores, where a `drain`
+    /// and `push` per packet cost twice that.
     #[inline]
     pub fn distribute(
         &mut self,
@@ -124,6 +125,9 @@ impl PacketBatch {
         mut port: impl FnMut(usize, &mut Packet) -> usize,
     ) {
         let n = self.pkts.len();
+        for o in outs.iter_mut() {
+            o.pkts.reserve(n);
+        }
         let src = self.pkts.as_ptr();
         // SAFETY: the length is zeroed first, so each of the `n` packets below is read
         // out exactly once and owned by the read (a panic in `port` would leak the
@@ -133,35 +137,6 @@ impl PacketBatch {
             // SAFETY: `i < n`, and packet `i` has not been read out yet (see above).
             let mut p = unsafe { std::ptr::read(src.add(i)) };
             match outs.get_mut(port(i, &mut p)) {
-                Some(b) => b.push(p),
-                None => drop(p),
-            }
-        }
-    }
-
-    /// [`PacketBatch::distribute`] with the ports given as a slice, `ports[i]` for
-    /// packet `i` (a missing entry drops the packet). Each output's room is made once
-    /// for the whole batch, so the per-packet loop writes without a capacity check:
-    /// a load of the port, a compare and two stores a packet (a route lookup's split).
-    #[inline]
-    pub fn distribute_to(&mut self, outs: &mut [PacketBatch], ports: &[u32]) {
-        let n = self.pkts.len();
-        if ports.len() < n {
-            // Packets past the end of `ports` have no output.
-            self.pkts.truncate(ports.len());
-            return self.distribute_to(outs, ports);
-        }
-        for o in outs.iter_mut() {
-            o.pkts.reserve(n);
-        }
-        let src = self.pkts.as_ptr();
-        // SAFETY: as in `distribute`: the length is zeroed first, so each of the `n`
-        // packets below is read out exactly once and owned by the read.
-        unsafe { self.pkts.set_len(0) };
-        for (i, &q) in ports[..n].iter().enumerate() {
-            // SAFETY: `i < n`, and packet `i` has not been read out yet.
-            let p = unsafe { std::ptr::read(src.add(i)) };
-            match outs.get_mut(q as usize) {
                 Some(b) => {
                     let len = b.pkts.len();
                     // SAFETY: every output was given room for `n` more packets above
@@ -174,6 +149,15 @@ impl PacketBatch {
                 None => drop(p),
             }
         }
+    }
+
+    /// [`PacketBatch::distribute`] with the ports given as a slice, `ports[i]` for
+    /// packet `i` (a packet without an entry is dropped).
+    #[inline]
+    pub fn distribute_to(&mut self, outs: &mut [PacketBatch], ports: &[u32]) {
+        self.pkts.truncate(ports.len());
+        let ports = &ports[..self.pkts.len()];
+        self.distribute(outs, |i, _| ports[i] as usize);
     }
 
     #[cold]
