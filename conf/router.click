@@ -9,7 +9,8 @@
 //   if3        198.19.0.0/16    198.19.0.1      576       $OUT3
 //
 // Every IPv4 packet is checked (CheckIPHeader: bad version, length, checksum or
-// source address are dropped and counted), looked up by destination, has its TTL
+// source address are dropped and counted; it also sets the destination address
+// annotation, so no GetIPAddress(16) follows it), looked up by destination, has its TTL
 // decremented (TTL expiry answered with ICMP time exceeded), is fragmented to the
 // link MTU (DF set: ICMP fragmentation needed, carrying the link MTU for path-MTU
 // discovery, RFC 1191), and gets a new Ethernet header.
@@ -44,7 +45,7 @@ rt :: RadixIPLookup(10.0.0.1/32 0, 198.18.0.1/32 0, 198.19.0.1/32 0,
                     10.0.0.0/8 1, 198.18.0.0/16 2, 198.19.0.0/16 3);
 
 src -> c;
-c[0] -> Strip(14) -> chk -> GetIPAddress(16) -> rt;
+c[0] -> Strip(14) -> chk -> rt;
 c[1] -> nonip :: Counter -> Discard;
 
 rt[0] -> tohost :: Counter -> Discard;

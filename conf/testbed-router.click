@@ -42,7 +42,8 @@ c1[0] -> Strip(14) -> chk;
 c0[1] -> nonip;
 c1[1] -> nonip;
 nonip -> Discard;
-chk -> GetIPAddress(16) -> rt;
+// CheckIPHeader sets the destination address annotation the lookup reads.
+chk -> rt;
 
 rt[0] -> tohost :: Counter -> Discard;
 rt[1] -> out0 :: OutInterface(d0, 198.18.0.2, 02:b7:00:00:00:02, 02:b7:00:00:00:01) -> rt;
