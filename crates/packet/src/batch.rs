@@ -1,6 +1,6 @@
 //! Batches of packets: the unit elements process.
 
-use crate::Packet;
+use crate::{split, Packet};
 
 /// Default batch size (RouteBricks' k_p).
 pub const DEFAULT_BATCH: usize = 32;
@@ -114,10 +114,9 @@ impl PacketBatch {
 
     /// Moves every packet to the batch `port(i, &mut packet)` names in `outs` (packet
     /// `i` in order, appended), or drops it when that is not an index of `outs`; the
-    /// batch is empty afterwards. The per-packet loop of an element that splits its
-    /// input (a route lookup, a classifier): each output's room is made once for the
-    /// whole batch, so a packet costs a load, a compare and two stores, where a `drain`
-    /// and `push` per packet cost twice that.
+    /// batch is empty afterwards. The split of an element with several outputs (a
+    /// route lookup, a classifier): the ports of up to 64 packets are taken first, then
+    /// moved port by port (see [`crate::split`]).
     #[inline]
     pub fn distribute(
         &mut self,
@@ -125,29 +124,24 @@ impl PacketBatch {
         mut port: impl FnMut(usize, &mut Packet) -> usize,
     ) {
         let n = self.pkts.len();
-        for o in outs.iter_mut() {
-            o.pkts.reserve(n);
-        }
-        let src = self.pkts.as_ptr();
-        // SAFETY: the length is zeroed first, so each of the `n` packets below is read
-        // out exactly once and owned by the read (a panic in `port` would leak the
+        let src = self.pkts.as_mut_ptr();
+        // SAFETY: the length is zeroed first, so the packets below are owned by this
+        // call: each is handed to `split_chunk` once (a panic in `port` would leak the
         // rest, never drop one twice); the storage stays allocated (capacity kept).
         unsafe { self.pkts.set_len(0) };
-        for i in 0..n {
-            // SAFETY: `i < n`, and packet `i` has not been read out yet (see above).
-            let mut p = unsafe { std::ptr::read(src.add(i)) };
-            match outs.get_mut(port(i, &mut p)) {
-                Some(b) => {
-                    let len = b.pkts.len();
-                    // SAFETY: every output was given room for `n` more packets above
-                    // and gets at most `n`, so slot `len` is allocated and unused.
-                    unsafe {
-                        b.pkts.as_mut_ptr().add(len).write(p);
-                        b.pkts.set_len(len + 1);
-                    }
-                }
-                None => drop(p),
+        let mut ports = [0u32; split::CHUNK];
+        let mut start = 0;
+        while start < n {
+            let len = (n - start).min(split::CHUNK);
+            for (j, slot) in ports[..len].iter_mut().enumerate() {
+                // SAFETY: packet `start + j` (below `n`) has not been moved out yet.
+                let p = unsafe { &mut *src.add(start + j) };
+                *slot = u32::try_from(port(start + j, p)).unwrap_or(u32::MAX);
             }
+            // SAFETY: packets `start..start + len` are still here and owned by this
+            // call; `split_chunk` moves each out once and they are not touched again.
+            unsafe { split::split_chunk(src.add(start), &ports[..len], outs) };
+            start += len;
         }
     }
 
@@ -156,8 +150,14 @@ impl PacketBatch {
     #[inline]
     pub fn distribute_to(&mut self, outs: &mut [PacketBatch], ports: &[u32]) {
         self.pkts.truncate(ports.len());
-        let ports = &ports[..self.pkts.len()];
-        self.distribute(outs, |i, _| ports[i] as usize);
+        let n = self.pkts.len();
+        let src = self.pkts.as_ptr();
+        // SAFETY: as in `distribute`: the packets are owned by this call from here on.
+        unsafe { self.pkts.set_len(0) };
+        for (c, chunk) in ports[..n].chunks(split::CHUNK).enumerate() {
+            // SAFETY: the chunk's packets are still here, each handed over once.
+            unsafe { split::split_chunk(src.add(c * split::CHUNK), chunk, outs) };
+        }
     }
 
     #[cold]
@@ -264,6 +264,74 @@ mod tests {
         assert_eq!(outs[0].len(), MAX_BATCH + 3);
         let tail: Vec<u8> = outs[0].iter().skip(MAX_BATCH).map(|p| p.data()[0]).collect();
         assert_eq!(tail, vec![1, 2, 3]);
+    }
+
+    /// Packet i holds the bytes of i (big-endian u16), to check order and identity.
+    fn numbered(n: usize) -> PacketBatch {
+        (0..n)
+            .map(|i| Packet::from_slice(&(i as u16).to_be_bytes()))
+            .collect()
+    }
+
+    fn numbers(b: &PacketBatch) -> Vec<usize> {
+        b.iter()
+            .map(|p| usize::from(u16::from_be_bytes([p.data()[0], p.data()[1]])))
+            .collect()
+    }
+
+    #[test]
+    fn splits_of_every_shape_match_a_packet_by_packet_reference() {
+        // Batch sizes around the 64-packet mask width and the four-port compare groups,
+        // one to six outputs, ports drawn so that some name no output.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for n in [0usize, 1, 3, 4, 5, 31, 32, 33, 63, 64, 65, 127, 128, 200, 300] {
+            for nouts in 1..=6usize {
+                let ports: Vec<u32> = (0..n).map(|_| (next() % (nouts as u64 + 2)) as u32).collect();
+                let mut want = vec![Vec::new(); nouts];
+                for (i, &p) in ports.iter().enumerate() {
+                    if let Some(w) = want.get_mut(p as usize) {
+                        w.push(i);
+                    }
+                }
+                let mut outs: Vec<PacketBatch> = (0..nouts).map(|_| PacketBatch::new()).collect();
+                let mut b = numbered(n);
+                b.distribute_to(&mut outs, &ports);
+                assert!(b.is_empty());
+                let got: Vec<Vec<usize>> = outs.iter().map(numbers).collect();
+                assert_eq!(got, want, "distribute_to, {} packets, {} outputs", n, nouts);
+
+                let mut outs: Vec<PacketBatch> = (0..nouts).map(|_| PacketBatch::new()).collect();
+                let mut b = numbered(n);
+                b.distribute(&mut outs, |i, _| ports[i] as usize);
+                let got: Vec<Vec<usize>> = outs.iter().map(numbers).collect();
+                assert_eq!(got, want, "distribute, {} packets, {} outputs", n, nouts);
+            }
+        }
+    }
+
+    #[test]
+    fn a_split_to_one_output_and_to_no_output_frees_or_keeps_every_frame() {
+        crate::pool::prefill(256);
+        let before = crate::pool::stats();
+        let mut outs = [PacketBatch::new(), PacketBatch::new()];
+        let mut b = numbered(100);
+        b.distribute_to(&mut outs, &[1; 100]);
+        assert_eq!(numbers(&outs[1]), (0..100).collect::<Vec<_>>());
+        assert!(outs[0].is_empty());
+        // Ports past the outputs (and u32::MAX, a lookup's "no route"): all dropped.
+        let mut b = numbered(70);
+        let ports: Vec<u32> = (0..70).map(|i| if i % 2 == 0 { 2 } else { u32::MAX }).collect();
+        b.distribute_to(&mut outs, &ports);
+        assert_eq!(outs[0].len() + outs[1].len(), 100);
+        outs[1].clear();
+        let after = crate::pool::stats();
+        assert_eq!(after.recycled - before.recycled, 170);
     }
 
     #[test]

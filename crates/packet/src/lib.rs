@@ -14,6 +14,7 @@ pub mod checksum;
 pub mod chunk;
 pub mod frame;
 pub mod pool;
+mod split;
 pub mod views;
 
 pub use anno::{Anno, Timestamp};
