@@ -544,22 +544,23 @@ fn push_into(
             push_reentrant(nodes, idx, port, batch, cx);
             return;
         }
-        node.busy = true;
+        // (Not `busy` during the element's own push: an element reaches no other
+        // element, so nothing can push into this one before it returns.)
         let mut outs = Outputs::for_input(&mut node.outs, batch);
         node.elem.push(port, batch, &mut outs, cx);
         // The usual case: the whole input passed to one port, or nothing came out.
         if let Some(q) = outs.only_pass() {
-            node.busy = false;
             (idx, port) = node.dest[q];
             continue;
         }
         if outs.nothing_out() {
             // An element must consume its input; whatever it left is dropped.
             batch.clear();
-            node.busy = false;
             return;
         }
         outs.settle(batch);
+        // Its output batches hold packets until they are dispatched below.
+        node.busy = true;
         // `batch` is empty now: it carries every non-empty output but the last on.
         let mut last = None;
         for q in 0..nodes[idx].outs.len() {

@@ -220,12 +220,11 @@ impl Port for MemPort {
             return 0;
         };
         let n = batch.len();
-        let bytes: usize = batch.iter().map(|p| p.len()).sum();
-        batch.clear();
+        let bytes = batch.clear_counting_bytes();
         // fetch_add, not load+store: a shared transmit queue (ToDevice with an explicit
         // QUEUE on several workers) still counts exactly.
         c.tx_packets.fetch_add(n as u64, Ordering::Relaxed);
-        c.tx_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        c.tx_bytes.fetch_add(bytes, Ordering::Relaxed);
         n
     }
 

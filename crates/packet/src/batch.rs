@@ -176,6 +176,16 @@ impl PacketBatch {
         crate::pool::recycle_all(&mut self.pkts);
     }
 
+    /// [`PacketBatch::clear`] that also returns the packets' total length in bytes,
+    /// summed in the pass that recycles them (a port's transmit counters).
+    #[inline]
+    pub fn clear_counting_bytes(&mut self) -> u64 {
+        if self.pkts.is_empty() {
+            return 0;
+        }
+        crate::pool::recycle_all(&mut self.pkts)
+    }
+
     pub fn truncate(&mut self, n: usize) {
         self.pkts.truncate(n);
     }
@@ -332,6 +342,17 @@ mod tests {
         outs[1].clear();
         let after = crate::pool::stats();
         assert_eq!(after.recycled - before.recycled, 170);
+    }
+
+    #[test]
+    fn clearing_with_a_byte_count_sums_the_lengths_and_recycles_the_frames() {
+        crate::pool::prefill(8);
+        let before = crate::pool::stats();
+        let mut b: PacketBatch = [3usize, 60, 1].iter().map(|&n| Packet::zeroed(n)).collect();
+        assert_eq!(b.clear_counting_bytes(), 64);
+        assert!(b.is_empty());
+        assert_eq!(crate::pool::stats().recycled - before.recycled, 3);
+        assert_eq!(b.clear_counting_bytes(), 0);
     }
 
     #[test]

@@ -98,15 +98,23 @@ pub(crate) fn take_into(out: &mut Vec<Packet>, n: usize, headroom: usize, len: u
     }
 }
 
-/// Returns every packet of `pkts` to the current thread's pool, borrowing it once.
+/// Returns every packet of `pkts` to the current thread's pool, borrowing it once;
+/// returns their total length in bytes (counted in the pass that checks their frames,
+/// for a port's transmit counters; callers that ignore it get no sum).
 #[inline]
-pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
+pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) -> u64 {
+    let mut bytes = 0u64;
+    let mut standard = true;
+    for p in pkts.iter() {
+        bytes += p.len() as u64;
+        standard &= p.has_standard_frame();
+    }
     let done = POOL.try_with(|p| {
         let Ok(mut p) = p.try_borrow_mut() else {
             return false;
         };
         p.stats.recycled += pkts.len() as u64;
-        if p.free.len() + pkts.len() <= MAX_FREE_FRAMES && pkts.iter().all(Packet::has_standard_frame) {
+        if standard && p.free.len() + pkts.len() <= MAX_FREE_FRAMES {
             p.free.extend(pkts.drain(..).map(Packet::into_frame));
         } else {
             recycle_mixed(&mut p.free, pkts);
@@ -117,6 +125,7 @@ pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) {
         // Dropping each packet returns chunk frames to their pools.
         pkts.clear();
     }
+    bytes
 }
 
 /// [`recycle_all`] for a batch that holds frames other than standard heap frames, or
