@@ -251,17 +251,21 @@ pub struct IpLookupSpec {
 
 impl IpLookupSpec {
     fn new(flavor: Flavor, noutputs: usize) -> IpLookupSpec {
+        let direct = direct_ports(noutputs);
         IpLookupSpec {
             flavor,
             noutputs,
             lpm: Arc::new(Ipv4Lpm::new()),
-            hops: (0..MAX_HOPS).map(|_| AtomicU64::new(0)).collect(),
+            // The first indices are the output ports themselves (see `acquire_hop`).
+            hops: (0..MAX_HOPS)
+                .map(|h| AtomicU64::new(if h < direct { h as u64 } else { 0 }))
+                .collect(),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
                 free: Vec::new(),
                 index: HashMap::new(),
                 hop_ids: HashMap::new(),
-                hop_refs: Vec::new(),
+                hop_refs: vec![0; direct],
                 hop_free: VecDeque::new(),
                 seq: 0,
             }),
@@ -273,7 +277,15 @@ impl IpLookupSpec {
         self.ctl.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The next-hop index of `(gw, port)`. A route without a gateway (the usual kind)
+    /// has its output port as index, so a worker needs no table read to route it; the
+    /// other pairs get indices past the ports.
     fn acquire_hop(&self, ctl: &mut Control, gw: u32, port: i32) -> Result<u32, CmdError> {
+        if gw == 0 && port >= 0 && (port as usize) < direct_ports(self.noutputs) {
+            // Counted, never freed: the index always means this port.
+            ctl.hop_refs[port as usize] += 1;
+            return Ok(port as u32);
+        }
         if let Some(&h) = ctl.hop_ids.get(&(gw, port)) {
             ctl.hop_refs[h as usize] += 1;
             return Ok(h);
@@ -298,7 +310,7 @@ impl IpLookupSpec {
     fn release_hop(&self, ctl: &mut Control, h: u32) {
         let r = &mut ctl.hop_refs[h as usize];
         *r -= 1;
-        if *r == 0 {
+        if *r == 0 && h as usize >= direct_ports(self.noutputs) {
             let v = self.hops[h as usize].load(Ordering::Relaxed);
             ctl.hop_ids.remove(&((v >> 32) as u32, v as u32 as i32));
             ctl.hop_free.push_back(h);
@@ -554,6 +566,7 @@ impl ElementSpec for IpLookupSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(IpLookup {
             flavor: self.flavor,
+            direct: direct_ports(self.noutputs) as u32,
             lpm: self.lpm.clone(),
             hops: self.hops.clone(),
             complaints: self.complaints.clone(),
@@ -606,9 +619,17 @@ impl ElementSpec for IpLookupSpec {
     }
 }
 
+/// How many output ports are their own next-hop index (for routes without a
+/// gateway): all of them, unless an element has more outputs than half the indices.
+fn direct_ports(noutputs: usize) -> usize {
+    noutputs.min(MAX_HOPS / 2)
+}
+
 /// One worker's instance.
 struct IpLookup {
     flavor: Flavor,
+    /// Next-hop indices below this are output ports (see `IpLookupSpec::acquire_hop`).
+    direct: u32,
     lpm: Arc<Ipv4Lpm>,
     hops: Arc<[AtomicU64]>,
     complaints: Arc<AtomicU32>,
@@ -631,6 +652,7 @@ impl Element for IpLookup {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let IpLookup {
             flavor,
+            direct,
             lpm,
             hops,
             complaints,
@@ -642,21 +664,26 @@ impl Element for IpLookup {
         verdicts.resize(addrs.len(), 0);
         // Ends with an acquire fence: the next-hop slots read below are up to date.
         lpm.lookup_batch(addrs, verdicts);
-        // In place first (gateway annotation; next-hop index -> output port), then one
-        // move per packet: two short loops keep their values in registers where one
-        // long loop spilled them.
-        for (p, v) in batch.iter_mut().zip(verdicts.iter_mut()) {
-            if *v == Ipv4Lpm::NO_ROUTE {
-                complain(*flavor, complaints, p.anno().dst_ip());
-                // No output has this number: `Outputs::push` drops the packet.
-                continue;
+        // Next-hop indices below `direct` are output ports already (routes without a
+        // gateway); the others (a gateway, or no route) are resolved in place.
+        let direct = *direct;
+        if verdicts.iter().fold(false, |other, &v| other | (v >= direct)) {
+            for (p, v) in batch.iter_mut().zip(verdicts.iter_mut()) {
+                if *v < direct {
+                    continue;
+                }
+                if *v == Ipv4Lpm::NO_ROUTE {
+                    complain(*flavor, complaints, p.anno().dst_ip());
+                    // No output has this number: `Outputs::push_each` drops the packet.
+                    continue;
+                }
+                let hop = hops.get(*v as usize).map_or(0, |x| x.load(Ordering::Relaxed));
+                let gw = (hop >> 32) as u32;
+                if gw != 0 {
+                    p.set_dst_ip_anno(gw.to_be_bytes());
+                }
+                *v = hop as u32;
             }
-            let hop = hops.get(*v as usize).map_or(0, |x| x.load(Ordering::Relaxed));
-            let gw = (hop >> 32) as u32;
-            if gw != 0 {
-                p.set_dst_ip_anno(gw.to_be_bytes());
-            }
-            *v = hop as u32;
         }
         out.push_each(batch, verdicts);
     }

@@ -371,3 +371,36 @@ fn route_syntax() {
         Some((0x0102_0304, -1))
     );
 }
+
+#[test]
+fn a_route_keeps_routing_right_as_its_gateway_comes_and_goes() {
+    // Routes without a gateway take their output port as next-hop index, the others
+    // an index of their own: a route moved between the two kinds, and another route
+    // sharing the pair, must keep sending packets to the right port and annotation.
+    let mut h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 1, 11.0.0.0/8 10.9.9.9 1", 1, 3);
+    let send = |h: &mut Harness| {
+        h.push(
+            0,
+            vec![
+                pkt([10, 1, 1, 1], [10, 1, 1, 1]),
+                pkt([11, 1, 1, 1], [11, 1, 1, 1]),
+            ],
+        )
+    };
+    let out = send(&mut h);
+    assert_eq!(annos(&out[1]), vec![[10, 1, 1, 1], [10, 9, 9, 9]]);
+    h.write("set", "10.0.0.0/8 10.9.9.9 2").unwrap();
+    let out = send(&mut h);
+    assert_eq!(annos(&out[2]), vec![[10, 9, 9, 9]]);
+    assert_eq!(annos(&out[1]), vec![[10, 9, 9, 9]]);
+    h.write("remove", "11.0.0.0/8").unwrap();
+    h.write("set", "10.0.0.0/8 0").unwrap();
+    let out = send(&mut h);
+    assert_eq!(annos(&out[0]), vec![[10, 1, 1, 1]]);
+    assert!(out[1].is_empty() && out[2].is_empty());
+    // The freed gateway index now serves a new pair.
+    h.write("add", "11.0.0.0/8 10.7.7.7 2").unwrap();
+    let out = send(&mut h);
+    assert_eq!(annos(&out[0]), vec![[10, 1, 1, 1]]);
+    assert_eq!(annos(&out[2]), vec![[10, 7, 7, 7]]);
+}
