@@ -422,6 +422,10 @@ mod tests {
         fix_ip_cksum(&mut v);
         cases.push(v);
         let mut v = good.clone();
+        v[3] = 19; // IP length shorter than the header
+        fix_ip_cksum(&mut v);
+        cases.push(v);
+        let mut v = good.clone();
         v[0] = 0x46; // 24-byte header but IP length 20
         v[3] = 20;
         v.truncate(24);
@@ -436,11 +440,11 @@ mod tests {
             assert_eq!(bad[0].data(), &c[..]);
             assert_eq!(bad[0].network_header_offset(), None);
         }
-        assert_eq!(h.read("drops"), "6");
+        assert_eq!(h.read("drops"), "7");
         assert_eq!(
             h.read("drop_details"),
             "1\ttiny packet\n1\tbad IP version\n1\tbad IP header length\n\
-             2\tbad IP length\n1\tbad IP checksum\n0\tbad source address\n"
+             3\tbad IP length\n1\tbad IP checksum\n0\tbad source address\n"
         );
     }
 
