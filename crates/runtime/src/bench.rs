@@ -25,7 +25,7 @@
 //! control plane uses at run time, so the install time it reports is meaningful.
 
 use crate::device::{register, DeviceTable};
-use crate::{RunStats, Runtime};
+use crate::{tsc, RunStats, Runtime};
 use graph::args::{split_args, split_words, FromArg, Ipv4Prefix};
 use graph::lang::FlatConfig;
 use graph::registry::Registry;
@@ -69,6 +69,9 @@ pub struct PipelineOptions {
     pub pin: bool,
     /// Seed of the traffic and route generator.
     pub seed: u64,
+    /// Time every element call and report where the cycles went
+    /// ([`PipelineReport::elements`]).
+    pub profile: bool,
 }
 
 impl Default for PipelineOptions {
@@ -87,6 +90,7 @@ impl Default for PipelineOptions {
             tx_burst: crate::device::DEFAULT_TX_BURST,
             pin: true,
             seed: 1,
+            profile: false,
         }
     }
 }
@@ -131,6 +135,27 @@ pub struct PipelineReport {
     /// Time to install the `routes` random routes, seconds.
     pub route_install_seconds: f64,
     pub workers: Vec<WorkerReport>,
+    /// With `profile`: every element that was called, summed over the workers, the
+    /// dearest first; empty otherwise.
+    pub elements: Vec<ElementReport>,
+    /// With `profile`: TSC cycles of one call's timing (two counter reads back to
+    /// back, the least of many), included in each call's cycles.
+    pub timer_cycles: f64,
+}
+
+/// One element's calls in a profiled run (see [`PipelineOptions::profile`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElementReport {
+    pub name: String,
+    pub class: String,
+    pub calls: u64,
+    /// Packets handed to its `push` calls.
+    pub packets: u64,
+    /// TSC cycles inside its own calls (not the elements downstream), per call.
+    pub cycles_per_call: f64,
+    /// The same cycles over all packets the run received: the element's share of the
+    /// run's cycles a packet (with the timing's own cost in it).
+    pub cycles_per_packet: f64,
 }
 
 fn num(x: f64, decimals: usize) -> String {
@@ -173,8 +198,32 @@ impl PipelineReport {
                 )
             })
             .collect();
+        let elements: Vec<String> = self
+            .elements
+            .iter()
+            .map(|e| {
+                format!(
+                    "{{\"name\":{},\"class\":{},\"calls\":{},\"packets\":{},\"cycles_per_call\":{},\"cycles_per_packet\":{}}}",
+                    json_string(&e.name),
+                    json_string(&e.class),
+                    e.calls,
+                    e.packets,
+                    num(e.cycles_per_call, 1),
+                    num(e.cycles_per_packet, 2)
+                )
+            })
+            .collect();
+        let profile = if self.elements.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ",\"timer_cycles\":{},\"elements\":[{}]",
+                num(self.timer_cycles, 1),
+                elements.join(",")
+            )
+        };
         format!(
-            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{},\"workers\":[{}]}}",
+            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{},\"workers\":[{}]{}}}",
             json_string(&self.app),
             self.size,
             self.threads,
@@ -189,7 +238,8 @@ impl PipelineReport {
             num(self.empty_poll_share, 4),
             num(self.tsc_ghz, 3),
             num(self.route_install_seconds, 6),
-            workers.join(",")
+            workers.join(","),
+            profile
         )
     }
 }
@@ -548,11 +598,61 @@ pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<Pipeli
     };
 
     let rx_ports = &ports[..nrx];
-    let runtime = Runtime::new(threads).pin(opts.pin);
+    let runtime = Runtime::new(threads).pin(opts.pin).profile(opts.profile);
     let stats = runtime.run_until(&spec, opts.seconds.map(Duration::from_secs_f64), || {
         packets.is_some() && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
     });
-    Ok(report(opts, threads, &stats, &ports, route_install_seconds))
+    let mut r = report(opts, threads, &stats, &ports, route_install_seconds);
+    if opts.profile {
+        r.elements = element_reports(&spec, &stats, r.packets);
+        r.timer_cycles = timer_cycles();
+    }
+    Ok(r)
+}
+
+/// Every called element's profile summed over the workers, the dearest first.
+fn element_reports(spec: &RouterSpec, stats: &RunStats, packets: u64) -> Vec<ElementReport> {
+    let names: Vec<&str> = spec.element_names().collect();
+    let classes: Vec<&str> = spec.element_classes().collect();
+    let mut sum = vec![graph::router::ElementProfile::default(); names.len()];
+    for w in &stats.workers {
+        for (t, p) in sum.iter_mut().zip(&w.profile) {
+            t.calls += p.calls;
+            t.packets += p.packets;
+            t.cycles += p.cycles;
+        }
+    }
+    let mut rows: Vec<ElementReport> = sum
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.calls > 0)
+        .map(|(i, p)| ElementReport {
+            name: names[i].to_string(),
+            class: classes[i].to_string(),
+            calls: p.calls,
+            packets: p.packets,
+            cycles_per_call: p.cycles as f64 / p.calls as f64,
+            cycles_per_packet: if packets == 0 {
+                0.0
+            } else {
+                p.cycles as f64 / packets as f64
+            },
+        })
+        .collect();
+    rows.sort_by(|a, b| b.cycles_per_packet.total_cmp(&a.cycles_per_packet));
+    rows
+}
+
+/// The least TSC cycles between two back-to-back counter reads, over many tries: what
+/// the profile's timing adds to each call.
+fn timer_cycles() -> f64 {
+    (0..10_000)
+        .map(|_| {
+            let a = tsc::rdtsc();
+            tsc::rdtsc().wrapping_sub(a)
+        })
+        .min()
+        .unwrap_or(0) as f64
 }
 
 /// Adds `routes` to lookup element `elem` with its `ctrl` handler in chunks, or its
@@ -624,6 +724,8 @@ fn report(
                 empty_poll_share: w.empty_poll_share(),
             })
             .collect(),
+        elements: Vec::new(),
+        timer_cycles: 0.0,
     }
 }
 
@@ -675,6 +777,36 @@ mod tests {
             assert!(j.contains("\"mpps\":") && j.contains("\"cycles_per_packet\":"));
             assert!(!j.contains('\n'));
         }
+    }
+
+    #[test]
+    fn a_profiled_run_says_which_elements_took_which_packets() {
+        let mut o = opts(2, 5_003, 64);
+        o.profile = true;
+        let r = pipeline_flat(&forward_flat(), &o).unwrap();
+        assert_eq!(r.packets, 5_003);
+        let row = |name: &str| r.elements.iter().find(|e| e.name == name).cloned();
+        let c = row("c").expect("the counter was profiled");
+        assert_eq!((c.class.as_str(), c.packets), ("Counter", 5_003));
+        // Two workers: at least one call each; every packet in some call.
+        assert!(c.calls >= 2 && c.calls <= 5_003, "{:?}", c);
+        let src = row("src").expect("the source was profiled");
+        assert_eq!((src.class.as_str(), src.packets), ("FromDevice", 0));
+        let out = row("ToDump@4").expect("the transmit group was profiled");
+        assert_eq!((out.class.as_str(), out.packets), ("ToDevice", 5_003));
+        // The full-push Queue is skipped by the graph: never called.
+        assert!(row("q").is_none());
+        assert!(r
+            .elements
+            .iter()
+            .all(|e| e.cycles_per_call > 0.0 && e.cycles_per_packet > 0.0));
+        let j = r.to_json_line();
+        assert!(j.contains("\"elements\":[{\"name\":"), "{}", j);
+        assert!(j.contains("\"class\":\"Counter\",\"calls\":"), "{}", j);
+
+        let plain = pipeline_flat(&forward_flat(), &opts(1, 1_000, 64)).unwrap();
+        assert!(plain.elements.is_empty());
+        assert!(!plain.to_json_line().contains("elements"));
     }
 
     #[test]

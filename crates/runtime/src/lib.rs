@@ -18,7 +18,7 @@ pub use graph::tsc;
 
 pub use device::{open_interface, open_interface_sharing, register, DeviceTable, Method};
 
-use graph::router::RouterSpec;
+use graph::router::{ElementProfile, RouterSpec};
 use graph::WorkerInfo;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -43,6 +43,9 @@ pub struct WorkerStats {
     pub idle_sleeps: u64,
     /// Wall-clock time from the first pass to the last.
     pub elapsed: Duration,
+    /// Each element's calls on this worker, by element index, when the run profiled
+    /// ([`Runtime::profile`]); empty otherwise.
+    pub profile: Vec<ElementProfile>,
 }
 
 impl WorkerStats {
@@ -129,6 +132,7 @@ pub struct Runtime {
     pin: bool,
     prefill: usize,
     idle_spin: Duration,
+    profile: bool,
 }
 
 impl Runtime {
@@ -139,6 +143,7 @@ impl Runtime {
             pin: true,
             prefill: 4096,
             idle_spin: IDLE_SPIN,
+            profile: false,
         }
     }
 
@@ -159,6 +164,14 @@ impl Runtime {
     /// measure the pool warming up.
     pub fn prefill(mut self, frames: usize) -> Runtime {
         self.prefill = frames;
+        self
+    }
+
+    /// Whether workers time every element call (`GraphInstance::set_profiling`):
+    /// each worker's [`WorkerStats::profile`] then says where its cycles went. The
+    /// timing itself costs two TSC reads a call.
+    pub fn profile(mut self, on: bool) -> Runtime {
+        self.profile = on;
         self
     }
 
@@ -202,6 +215,7 @@ impl Runtime {
                     let finished = &finished;
                     let prefill = self.prefill;
                     let idle_spin = self.idle_spin;
+                    let profile = self.profile;
                     std::thread::Builder::new()
                         .name(format!("worker{}", i))
                         .spawn_scoped(s, move || {
@@ -214,6 +228,7 @@ impl Runtime {
                                     count: threads,
                                 },
                                 idle_spin,
+                                profile,
                             );
                             st.core = pinned;
                             finished.fetch_add(1, Ordering::Release);
@@ -267,8 +282,9 @@ fn sleep_until_readable(fds: &[std::os::fd::RawFd], pollfds: &mut Vec<libc::poll
 }
 
 /// One worker: its own graph, polled until done or stopped.
-fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration) -> WorkerStats {
+fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration, profile: bool) -> WorkerStats {
     let mut g = spec.instantiate(w);
+    g.set_profiling(profile);
     let stop = spec.stop_flag().clone();
     let mut st = WorkerStats {
         index: w.index,
@@ -316,6 +332,9 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration) -> WorkerS
             }
         }
         t0 = t1;
+    }
+    if profile {
+        st.profile = g.profile();
     }
     // Anything still buffered leaves when the graph's elements drop, on this thread.
     drop(g);
