@@ -393,12 +393,29 @@ pub struct ElementProfile {
     pub cycles: u64,
 }
 
-impl ElementProfile {
-    fn add(&mut self, packets: usize, t0: u64) {
-        self.calls += 1;
-        self.packets += packets as u64;
-        self.cycles += crate::tsc::rdtsc().wrapping_sub(t0);
+impl std::ops::AddAssign for ElementProfile {
+    fn add_assign(&mut self, o: ElementProfile) {
+        self.calls += o.calls;
+        self.packets += o.packets;
+        self.cycles += o.cycles;
     }
+}
+
+/// Runs `call` (one element call on `packets` packets), timed into `profile` when
+/// `PROF`; without it, just the call.
+#[inline(always)]
+fn timed<const PROF: bool, R>(profile: &mut ElementProfile, packets: usize, call: impl FnOnce() -> R) -> R {
+    if !PROF {
+        return call();
+    }
+    let t0 = crate::tsc::rdtsc();
+    let r = call();
+    *profile += ElementProfile {
+        calls: 1,
+        packets: packets as u64,
+        cycles: crate::tsc::rdtsc().wrapping_sub(t0),
+    };
+    r
 }
 
 /// One worker's instance of the router graph.
@@ -493,11 +510,9 @@ impl GraphInstance {
             }
             let node = &mut nodes[idx];
             node.busy = true;
-            let t0 = if PROF { crate::tsc::rdtsc() } else { 0 };
-            let status = node.elem.run(&mut Outputs::new(&mut node.outs), &mut cx);
-            if PROF {
-                node.profile.add(0, t0);
-            }
+            let status = timed::<PROF, _>(&mut node.profile, 0, || {
+                node.elem.run(&mut Outputs::new(&mut node.outs), &mut cx)
+            });
             for q in 0..node.dest.len() {
                 let n = nodes[idx].outs[q].len();
                 if n > 0 {
@@ -614,15 +629,9 @@ fn push_into<const PROF: bool>(
         // (Not `busy` during the element's own push: an element reaches no other
         // element, so nothing can push into this one before it returns.)
         let mut outs = Outputs::for_input(&mut node.outs, batch);
-        let (n, t0) = if PROF {
-            (batch.len(), crate::tsc::rdtsc())
-        } else {
-            (0, 0)
-        };
-        node.elem.push(port, batch, &mut outs, cx);
-        if PROF {
-            node.profile.add(n, t0);
-        }
+        timed::<PROF, _>(&mut node.profile, batch.len(), || {
+            node.elem.push(port, batch, &mut outs, cx)
+        });
         // The usual case: the whole input passed to one port, or nothing came out.
         if let Some(q) = outs.only_pass() {
             (idx, port) = node.dest[q];
@@ -671,17 +680,10 @@ fn push_reentrant<const PROF: bool>(
         .spare
         .pop()
         .unwrap_or_else(|| (0..nout).map(|_| PacketBatch::new()).collect());
-    let (n, t0) = if PROF {
-        (batch.len(), crate::tsc::rdtsc())
-    } else {
-        (0, 0)
-    };
-    nodes[idx]
-        .elem
-        .push(port, batch, &mut Outputs::new(&mut outs), cx);
-    if PROF {
-        nodes[idx].profile.add(n, t0);
-    }
+    let node = &mut nodes[idx];
+    timed::<PROF, _>(&mut node.profile, batch.len(), || {
+        node.elem.push(port, batch, &mut Outputs::new(&mut outs), cx)
+    });
     batch.clear();
     for (q, b) in outs.iter_mut().enumerate() {
         if !b.is_empty() {

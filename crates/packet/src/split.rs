@@ -31,7 +31,8 @@ pub(crate) unsafe fn split_chunk(src: *const Packet, ports: &[u32], outs: &mut [
         if left == 0 {
             break;
         }
-        let mut m = mask_eq(ports, q as u32) & left;
+        // (Each packet has one port: its bit is in one mask only.)
+        let mut m = mask_eq(ports, q as u32);
         if m == 0 {
             continue;
         }
@@ -55,7 +56,7 @@ pub(crate) unsafe fn split_chunk(src: *const Packet, ports: &[u32], outs: &mut [
         let mut k = v.len();
         while m != 0 {
             let i = m.trailing_zeros() as usize;
-            // SAFETY: bit i is set in no other port's mask (cleared from `left`), so
+            // SAFETY: packet i has one port, so bit i is in no other port's mask and
             // packet i is moved once; slot k is inside the room reserved above.
             unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(k), 1) };
             k += 1;

@@ -617,9 +617,7 @@ fn element_reports(spec: &RouterSpec, stats: &RunStats, packets: u64) -> Vec<Ele
     let mut sum = vec![graph::router::ElementProfile::default(); names.len()];
     for w in &stats.workers {
         for (t, p) in sum.iter_mut().zip(&w.profile) {
-            t.calls += p.calls;
-            t.packets += p.packets;
-            t.cycles += p.cycles;
+            *t += *p;
         }
     }
     let mut rows: Vec<ElementReport> = sum
