@@ -6,7 +6,7 @@ use lpm::table::{self, RouteTable};
 use lpm::{Ipv4Lpm, Ipv6Lpm, Lpm, ReadGuard};
 use std::io::{BufRead, BufWriter, Write};
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -136,8 +136,18 @@ pub fn main(cmd: FibCommand) -> ExitCode {
     }
 }
 
+/// Loads a table file; warns on standard error (as `brickroute fib WHAT: warning: ...`)
+/// about prefixes written with host bits set, which load as their network.
+fn load_table(path: &Path, what: &str) -> Result<RouteTable, String> {
+    let t = table::load(path).map_err(|e| e.to_string())?;
+    if let Some(w) = t.host_bits_warning(&path.display().to_string()) {
+        eprintln!("brickroute fib {}: warning: {}", what, w);
+    }
+    Ok(t)
+}
+
 fn lookup(a: LookupArgs) -> Result<(), String> {
-    let t = table::load(&a.table).map_err(|e| e.to_string())?;
+    let t = load_table(&a.table, "lookup")?;
     let v4 = Ipv4Lpm::build(&t.v4);
     let v6 = Ipv6Lpm::build(&t.v6);
     let stdin = std::io::stdin().lock();
@@ -235,10 +245,11 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         return Err("--batch, --runs and --count must be at least 1".into());
     }
     let t = match &a.table {
-        Some(p) => table::load(p).map_err(|e| e.to_string())?,
+        Some(p) => load_table(p, "bench")?,
         None => RouteTable {
             v4: synth::ipv4_table(V4_PREFIXES, SEED),
             v6: synth::ipv6_table(V6_PREFIXES, SEED),
+            host_bits: Vec::new(),
         },
     };
     if t.v4.is_empty() && t.v6.is_empty() {

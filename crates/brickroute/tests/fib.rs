@@ -69,17 +69,40 @@ fn default_routes_catch_everything_else() {
 fn a_bad_table_line_is_reported_with_file_and_line() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("bad.txt");
-    std::fs::write(&path, "10.0.0.0/8 1\n# fine\n10.0.0.1/8 2\n").expect("write table");
+    std::fs::write(&path, "10.0.0.0/8 1\n# fine\n10.0.0.0/33 2\n").expect("write table");
     let out = common::brickroute(&["fib", "lookup", "--table", path.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         common::stderr(&out),
         format!(
-            "brickroute fib lookup: {}:3: 10.0.0.1/8 has host bits set after the prefix length (the network is 10.0.0.0/8)\n",
+            "brickroute fib lookup: {}:3: prefix length \"33\" is not a number from 0 to 32\n",
             path.display()
         )
     );
     assert_eq!(common::stdout(&out), "");
+}
+
+#[test]
+fn prefixes_with_host_bits_route_as_their_network_with_a_warning() {
+    let out = lookup(
+        "10.1.2.3/8 1\n10.1.0.0/16 2\n2001:db8::1/32 3\n",
+        "10.200.0.1\n10.1.9.9\n2001:db8:ffff::1\n",
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(
+        common::stdout(&out),
+        "10.200.0.1 1\n10.1.9.9 2\n2001:db8:ffff::1 3\n"
+    );
+    let err = common::stderr(&out);
+    assert!(
+        err.starts_with("brickroute fib lookup: warning: ")
+            && err.ends_with(
+                "routes.txt:1: 10.1.2.3/8 has host bits set after the prefix length; \
+                 loaded as 10.0.0.0/8 (and 1 more line like it)\n"
+            ),
+        "{}",
+        err
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Route table files: one `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed; `#` starts
 //! a comment (whole line or after the route); blank lines are skipped. Errors name the
-//! file and line: `FILE:LINE: reason`.
+//! file and line: `FILE:LINE: reason`. A prefix with host bits set after its length is
+//! loaded as its network and reported in [`RouteTable::host_bits`].
 
 use std::fmt;
 use std::net::IpAddr;
@@ -11,6 +12,40 @@ use std::path::Path;
 pub struct RouteTable {
     pub v4: Vec<(u32, u8, u32)>,
     pub v6: Vec<(u128, u8, u32)>,
+    /// Lines whose prefix had host bits set after its length (`10.1.2.3/8`); each was
+    /// loaded as its network (`10.0.0.0/8`), as DPDK's `rte_fib_add` takes it. See
+    /// [`RouteTable::host_bits_warning`].
+    pub host_bits: Vec<HostBits>,
+}
+
+/// A prefix written with host bits set after its length, and the network it was
+/// loaded as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostBits {
+    /// 1-based line number.
+    pub line: usize,
+    /// The prefix as written.
+    pub written: String,
+    /// The network loaded in its place.
+    pub network: Prefix,
+}
+
+impl RouteTable {
+    /// One line telling the user which prefixes were loaded as their network
+    /// (`FILE:LINE: ...`, naming the first and counting the others), or `None` when
+    /// every prefix was written as a network.
+    pub fn host_bits_warning(&self, origin: &str) -> Option<String> {
+        let first = self.host_bits.first()?;
+        let more = match self.host_bits.len() - 1 {
+            0 => String::new(),
+            1 => " (and 1 more line like it)".to_string(),
+            n => format!(" (and {} more lines like it)", n),
+        };
+        Some(format!(
+            "{}:{}: {} has host bits set after the prefix length; loaded as {}{}",
+            origin, first.line, first.written, first.network, more
+        ))
+    }
 }
 
 /// Why a table could not be loaded.
@@ -44,8 +79,18 @@ pub enum Prefix {
     V6(u128, u8),
 }
 
-/// Parses `ADDR/LEN`; rejects host bits set after the prefix length.
-pub fn parse_prefix(s: &str) -> Result<Prefix, String> {
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Prefix::V4(a, l) => write!(f, "{}/{}", std::net::Ipv4Addr::from(a), l),
+            Prefix::V6(a, l) => write!(f, "{}/{}", std::net::Ipv6Addr::from(a), l),
+        }
+    }
+}
+
+/// Parses `ADDR/LEN` into its network, and whether `ADDR` had host bits set after the
+/// length (they are cleared: `10.1.2.3/8` is `10.0.0.0/8`).
+pub fn parse_prefix(s: &str) -> Result<(Prefix, bool), String> {
     let (addr, len) = s
         .split_once('/')
         .ok_or_else(|| format!("expected PREFIX/LEN, found {:?}", s))?;
@@ -62,33 +107,26 @@ pub fn parse_prefix(s: &str) -> Result<Prefix, String> {
             ))
         }
     };
-    let (p, masked) = match ip {
+    Ok(match ip {
         IpAddr::V4(a) => {
             let v = u32::from(a);
             let m = crate::Key::masked(v, len);
-            (Prefix::V4(m, len), m == v)
+            (Prefix::V4(m, len), m != v)
         }
         IpAddr::V6(a) => {
             let v = u128::from(a);
             let m = crate::Key::masked(v, len);
-            (Prefix::V6(m, len), m == v)
+            (Prefix::V6(m, len), m != v)
         }
-    };
-    if !masked {
-        let net = match p {
-            Prefix::V4(m, l) => format!("{}/{}", std::net::Ipv4Addr::from(m), l),
-            Prefix::V6(m, l) => format!("{}/{}", std::net::Ipv6Addr::from(m), l),
-        };
-        return Err(format!(
-            "{} has host bits set after the prefix length (the network is {})",
-            s, net
-        ));
-    }
-    Ok(p)
+    })
 }
 
+/// A route line: the prefix's network, its next hop, and whether the prefix as written
+/// had host bits set (see [`parse_prefix`]).
+pub type RouteLine = (Prefix, u32, bool);
+
 /// Parses one line; `Ok(None)` for blank and comment lines.
-pub fn parse_line(line: &str) -> Result<Option<(Prefix, u32)>, String> {
+pub fn parse_line(line: &str) -> Result<Option<RouteLine>, String> {
     let text = line.split('#').next().unwrap_or("");
     let mut fields = text.split_whitespace();
     let Some(prefix) = fields.next() else {
@@ -103,7 +141,7 @@ pub fn parse_line(line: &str) -> Result<Option<(Prefix, u32)>, String> {
             extra
         ));
     }
-    let p = parse_prefix(prefix)?;
+    let (p, host_bits) = parse_prefix(prefix)?;
     let nh = match nh.parse::<u32>() {
         Ok(v) if v <= MAX_NEXT_HOP => v,
         _ => {
@@ -113,7 +151,7 @@ pub fn parse_line(line: &str) -> Result<Option<(Prefix, u32)>, String> {
             ))
         }
     };
-    Ok(Some((p, nh)))
+    Ok(Some((p, nh, host_bits)))
 }
 
 /// Parses a whole table; `origin` names it in errors.
@@ -126,10 +164,20 @@ pub fn parse(bytes: &[u8], origin: &str) -> Result<RouteTable, LoadError> {
             reason,
         };
         let line = std::str::from_utf8(raw).map_err(|_| err("not UTF-8 text".into()))?;
-        match parse_line(line.strip_suffix('\r').unwrap_or(line)).map_err(err)? {
-            None => {}
-            Some((Prefix::V4(a, l), nh)) => t.v4.push((a, l, nh)),
-            Some((Prefix::V6(a, l), nh)) => t.v6.push((a, l, nh)),
+        let Some((p, nh, host_bits)) = parse_line(line.strip_suffix('\r').unwrap_or(line)).map_err(err)?
+        else {
+            continue;
+        };
+        match p {
+            Prefix::V4(a, l) => t.v4.push((a, l, nh)),
+            Prefix::V6(a, l) => t.v6.push((a, l, nh)),
+        }
+        if host_bits {
+            t.host_bits.push(HostBits {
+                line: i + 1,
+                written: line.split_whitespace().next().unwrap_or_default().to_string(),
+                network: p,
+            });
         }
     }
     Ok(t)
