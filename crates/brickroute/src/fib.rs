@@ -96,6 +96,11 @@ pub struct BenchArgs {
     /// Route updates timed (each a delete or a re-add) while a reader thread looks up.
     #[arg(long, default_value_t = 20_000)]
     updates: usize,
+    /// Skip the IPv4 yardstick: by default the same queries then go through a DIR-24-8
+    /// table (the layout of DPDK's rte_lpm and rte_fib, 64 MiB), which must give the
+    /// same answers, and the ratio of the two rates is reported.
+    #[arg(long)]
+    no_baseline: bool,
     /// One JSON object per family and line.
     #[arg(long)]
     json: bool,
@@ -204,6 +209,50 @@ struct Report {
     build_seconds: f64,
     update_median_us: f64,
     update_p99_us: f64,
+    baseline: Option<BaselineFigures>,
+}
+
+/// What the yardstick measured beside ours.
+struct BaselineFigures {
+    name: &'static str,
+    lookups_per_sec: f64,
+    memory_bytes: usize,
+    build_seconds: f64,
+}
+
+/// A batch lookup: addresses in, next hops (or NONE) out.
+type BatchLookup<K> = Box<dyn Fn(&[K], &mut [u32])>;
+
+/// A structure that answers the same queries beside ours, for a ratio taken in one run.
+struct BaselineTable<K> {
+    name: &'static str,
+    /// Addresses per call (as the DPDK driver calls `rte_fib_lookup_bulk`).
+    batch: usize,
+    memory_bytes: usize,
+    build_seconds: f64,
+    lookup_batch: BatchLookup<K>,
+}
+
+/// The IPv4 yardstick, unless `--no-baseline` or a next hop does not fit its entries.
+fn dir24_8_baseline(a: &BenchArgs, routes: &[(u32, u8, u32)]) -> Option<BaselineTable<u32>> {
+    if a.no_baseline {
+        return None;
+    }
+    let start = Instant::now();
+    let Some(t) = lpm::baseline::Dir24_8::build(routes) else {
+        eprintln!(
+            "brickroute fib bench: no DIR-24-8 yardstick: its entries hold next hops up to {}",
+            lpm::baseline::Dir24_8::MAX_NEXT_HOP
+        );
+        return None;
+    };
+    Some(BaselineTable {
+        name: "dir24_8",
+        batch: 64,
+        memory_bytes: t.memory_bytes(),
+        build_seconds: start.elapsed().as_secs_f64(),
+        lookup_batch: Box::new(move |x, o| t.lookup_batch(x, o)),
+    })
 }
 
 impl Report {
@@ -211,10 +260,18 @@ impl Report {
         let ns = 1e9 / self.lookups_per_sec;
         if json {
             println!(
-                "{{\"family\":\"{}\",\"prefixes\":{},\"queries\":\"{}\",\"batch\":{},\"lookups_per_sec\":{:.0},\"ns_per_lookup\":{:.3},\"memory_bytes\":{},\"control_bytes\":{},\"build_seconds\":{:.4},\"update_median_us\":{:.3},\"update_p99_us\":{:.3}}}",
+                "{{\"family\":\"{}\",\"prefixes\":{},\"queries\":\"{}\",\"batch\":{},\"lookups_per_sec\":{:.0},\"ns_per_lookup\":{:.3},\"memory_bytes\":{},\"control_bytes\":{},\"build_seconds\":{:.4},\"update_median_us\":{:.3},\"update_p99_us\":{:.3}{}}}",
                 self.family, self.prefixes, self.queries, self.batch, self.lookups_per_sec, ns,
                 self.memory_bytes, self.control_bytes, self.build_seconds,
-                self.update_median_us, self.update_p99_us
+                self.update_median_us, self.update_p99_us,
+                match &self.baseline {
+                    Some(b) => format!(
+                        ",\"baseline\":\"{}\",\"baseline_lookups_per_sec\":{:.0},\"baseline_memory_bytes\":{},\"baseline_build_seconds\":{:.4},\"ratio_to_baseline\":{:.3}",
+                        b.name, b.lookups_per_sec, b.memory_bytes, b.build_seconds,
+                        self.lookups_per_sec / b.lookups_per_sec
+                    ),
+                    None => String::new(),
+                }
             );
         } else {
             println!(
@@ -232,6 +289,16 @@ impl Report {
                 self.lookups_per_sec / 1e6,
                 ns
             );
+            if let Some(b) = &self.baseline {
+                println!(
+                    "  the same queries through {} ({:.1} MiB, built in {:.3} s, same answers): {:.2} Mlookups/s; ours {:.2}x",
+                    if b.name == "dir24_8" { "DIR-24-8" } else { b.name },
+                    b.memory_bytes as f64 / 1048576.0,
+                    b.build_seconds,
+                    b.lookups_per_sec / 1e6,
+                    self.lookups_per_sec / b.lookups_per_sec
+                );
+            }
             println!(
                 "  updates while lookups run: median {:.2} us, p99 {:.2} us",
                 self.update_median_us, self.update_p99_us
@@ -264,29 +331,41 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         Queries::Table => "table",
     };
     if !t.v4.is_empty() {
-        bench_family::<Ipv4Lpm>("ipv4", &t.v4, name, &a, || {
-            synth::ipv4_queries(&t.v4, a.count, kind, 12345)
-        })
+        bench_family::<Ipv4Lpm>(
+            "ipv4",
+            &t.v4,
+            name,
+            &a,
+            || synth::ipv4_queries(&t.v4, a.count, kind, 12345),
+            || dir24_8_baseline(&a, &t.v4),
+        )?
         .print(a.json);
     }
     if !t.v6.is_empty() {
-        bench_family::<Ipv6Lpm>("ipv6", &t.v6, name, &a, || {
-            synth::ipv6_queries(&t.v6, a.count / 2, kind, 12345)
-        })
+        bench_family::<Ipv6Lpm>(
+            "ipv6",
+            &t.v6,
+            name,
+            &a,
+            || synth::ipv6_queries(&t.v6, a.count / 2, kind, 12345),
+            || None,
+        )?
         .print(a.json);
     }
     Ok(())
 }
 
-/// One family's figures: build `routes`, look up the queries `make_queries` gives,
-/// then time updates while a second thread looks up.
+/// One family's figures: build `routes`, look up the queries `make_queries` gives, then
+/// the same queries through the yardstick `make_baseline` gives (which must answer each
+/// as ours does), then time updates while a second thread looks up.
 fn bench_family<T: Lpm>(
     family: &'static str,
     routes: &[(T::Key, u8, u32)],
     queries: &'static str,
     a: &BenchArgs,
     make_queries: impl FnOnce() -> Vec<T::Key>,
-) -> Report {
+    make_baseline: impl FnOnce() -> Option<BaselineTable<T::Key>>,
+) -> Result<Report, String> {
     let start = Instant::now();
     let lpm = Arc::new(T::build(routes));
     let build_seconds = start.elapsed().as_secs_f64();
@@ -294,7 +373,27 @@ fn bench_family<T: Lpm>(
     let memory_bytes = lpm.memory_bytes();
     let control_bytes = lpm.control_bytes();
     let q = make_queries();
-    let lps = measure(&q, a.batch, a.runs, |g, x, o| lpm.lookup_batch_in(g, x, o));
+    let (lps, answers) = measure(&q, a.batch, a.runs, |g, x, o| lpm.lookup_batch_in(g, x, o));
+    // Built after ours is measured, so its 64 MiB take no cache from our runs.
+    let baseline = match make_baseline() {
+        None => None,
+        Some(b) => {
+            let (rate, theirs) = measure(&q, b.batch, a.runs, |_, x, o| (b.lookup_batch)(x, o));
+            if let Some(j) = (0..q.len()).find(|&j| theirs[j] != answers[j]) {
+                return Err(format!(
+                    "the {} yardstick answers query {} ({:?}) with {}, ours with {}",
+                    b.name, j, q[j], theirs[j], answers[j]
+                ));
+            }
+            Some(BaselineFigures {
+                name: b.name,
+                lookups_per_sec: rate,
+                memory_bytes: b.memory_bytes,
+                build_seconds: b.build_seconds,
+            })
+        }
+    };
+    drop(answers);
     let reader = {
         let lpm = lpm.clone();
         move |g: &ReadGuard, x: &[T::Key], o: &mut [u32]| lpm.lookup_batch_in(g, x, o)
@@ -305,7 +404,7 @@ fn bench_family<T: Lpm>(
             None => lpm.remove(p, l),
         };
     });
-    Report {
+    Ok(Report {
         family,
         prefixes: lpm.len(),
         queries,
@@ -316,14 +415,20 @@ fn bench_family<T: Lpm>(
         build_seconds,
         update_median_us: median,
         update_p99_us: p99,
-    }
+        baseline,
+    })
 }
 
-/// Median lookups/s over `runs` passes over `q` in batches of `batch`.
-fn measure<K: Copy>(q: &[K], batch: usize, runs: usize, f: impl Fn(&ReadGuard, &[K], &mut [u32])) -> f64 {
+/// Median lookups/s over `runs` passes over `q` in batches of `batch` (after one untimed
+/// pass that warms caches and page tables), and the answers.
+fn measure<K: Copy>(
+    q: &[K],
+    batch: usize,
+    runs: usize,
+    f: impl Fn(&ReadGuard, &[K], &mut [u32]),
+) -> (f64, Vec<u32>) {
     let mut out = vec![0u32; q.len()];
     let mut reader = Reader::new();
-    // One untimed pass warms caches and the page tables.
     for (x, o) in q.chunks(batch).zip(out.chunks_mut(batch)) {
         f(reader.batch(x.len()), x, o);
     }
@@ -336,9 +441,8 @@ fn measure<K: Copy>(q: &[K], batch: usize, runs: usize, f: impl Fn(&ReadGuard, &
             q.len() as f64 / start.elapsed().as_secs_f64()
         })
         .collect();
-    std::hint::black_box(&out);
     rates.sort_by(|a, b| a.total_cmp(b));
-    rates[rates.len() / 2]
+    (rates[rates.len() / 2], out)
 }
 
 /// Times `n` updates — deletes and re-adds of table prefixes spread over the table —

@@ -141,7 +141,7 @@ fn bench_prints_one_json_line_per_family() {
     assert_eq!(lines.len(), 2, "{}", text);
     assert!(lines[0].starts_with("{\"family\":\"ipv4\",\"prefixes\":6,\"queries\":\"table\","));
     assert!(lines[1].starts_with("{\"family\":\"ipv6\",\"prefixes\":4,\"queries\":\"table\","));
-    for l in lines {
+    for l in &lines {
         for key in [
             "\"lookups_per_sec\":",
             "\"ns_per_lookup\":",
@@ -152,6 +152,68 @@ fn bench_prints_one_json_line_per_family() {
             assert!(l.contains(key), "{} lacks {}", l, key);
         }
     }
+    // IPv4 is also measured through the DIR-24-8 yardstick (64 MiB of tbl24 and one
+    // tbl8 group for 10.1.2.0/24's longer prefixes); IPv6 has none.
+    assert!(
+        lines[0].contains(",\"baseline\":\"dir24_8\",\"baseline_lookups_per_sec\":")
+            && lines[0].contains(&format!(",\"baseline_memory_bytes\":{},", (64 << 20) + 256 * 4))
+            && lines[0].contains(",\"ratio_to_baseline\":"),
+        "{}",
+        lines[0]
+    );
+    assert!(!lines[1].contains("baseline"), "{}", lines[1]);
+}
+
+#[test]
+fn bench_reports_the_yardstick_in_text_and_can_skip_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("routes.txt");
+    std::fs::write(&path, "10.0.0.0/8 1\n10.1.2.128/25 2\n").expect("write table");
+    let table = path.to_str().expect("utf-8");
+    let args = [
+        "fib",
+        "bench",
+        "--table",
+        table,
+        "--count",
+        "2048",
+        "--runs",
+        "1",
+        "--updates",
+        "10",
+    ];
+    let out = common::brickroute(&args);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = common::stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  the same queries through DIR-24-8 (64.0 MiB, built in "))
+        .unwrap_or_else(|| panic!("no yardstick line in {}", text));
+    assert!(
+        line.contains(" s, same answers): ") && line.contains(" Mlookups/s; ours "),
+        "{}",
+        line
+    );
+    let out = common::brickroute(&[&args[..], &["--no-baseline", "--json"]].concat());
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(
+        !common::stdout(&out).contains("baseline"),
+        "{}",
+        common::stdout(&out)
+    );
+    // Next hops past 31 bits do not fit its entries: measured without it, and said so.
+    std::fs::write(&path, "10.0.0.0/8 3000000000\n").expect("write table");
+    let out = common::brickroute(&[&args[..], &["--json"]].concat());
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(
+        !common::stdout(&out).contains("baseline"),
+        "{}",
+        common::stdout(&out)
+    );
+    assert_eq!(
+        common::stderr(&out),
+        "brickroute fib bench: no DIR-24-8 yardstick: its entries hold next hops up to 2147483646\n"
+    );
 }
 
 #[test]

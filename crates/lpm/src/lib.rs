@@ -85,6 +85,7 @@
 //! writer stored before calling `insert` (typically the slot of a next-hop table that the
 //! new next-hop index names) is visible to a reader once a lookup returned that next hop.
 
+pub mod baseline;
 mod dir16;
 mod key;
 mod mem;

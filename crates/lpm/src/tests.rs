@@ -1123,3 +1123,58 @@ proptest! {
         check6(&inserted, &maps, &probes);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// The DIR-24-8 yardstick answers as the linear-scan reference does, singly and in
+    /// batches, around every prefix and at random addresses.
+    #[test]
+    fn dir24_8_baseline_matches_reference(
+        routes in proptest::collection::vec((addr_strategy(), len_strategy(), 0u32..1000), 0..120),
+        probes in proptest::collection::vec(addr_strategy(), 64),
+    ) {
+        let t = baseline::Dir24_8::build(&routes).expect("small next hops");
+        let mut r = NaiveLpm::new();
+        for &(a, l, n) in &routes {
+            r.insert(a, l, n);
+        }
+        let mut addrs = probes.clone();
+        for &(a, l, _) in &routes {
+            let first = a.masked(l);
+            let last = first | !u32::MAX.checked_shl(32 - u32::from(l)).unwrap_or(0);
+            addrs.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
+        }
+        let mut out = vec![0u32; addrs.len()];
+        t.lookup_batch(&addrs, &mut out);
+        for (&a, &o) in addrs.iter().zip(&out) {
+            let want = r.lookup(a);
+            prop_assert_eq!(t.lookup(a), want, "lookup {:#x}", a);
+            prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE), "batch {:#x}", a);
+        }
+    }
+}
+
+#[test]
+fn dir24_8_baseline_fills_groups_from_their_cover_and_keeps_the_last_duplicate() {
+    let t = baseline::Dir24_8::build(&[
+        (ip(10, 1, 2, 128), 25, 7),
+        (ip(10, 0, 0, 0), 8, 1),
+        (ip(10, 1, 2, 200), 32, 9),
+        (ip(10, 1, 2, 3), 24, 3),
+        (ip(10, 1, 2, 0), 24, 4),
+        (0, 0, baseline::Dir24_8::MAX_NEXT_HOP),
+    ])
+    .expect("next hops fit");
+    assert_eq!(t.lookup(ip(10, 1, 2, 1)), Some(4), "the later /24 counts");
+    assert_eq!(t.lookup(ip(10, 1, 2, 130)), Some(7));
+    assert_eq!(t.lookup(ip(10, 1, 2, 200)), Some(9));
+    assert_eq!(t.lookup(ip(10, 1, 3, 1)), Some(1));
+    assert_eq!(t.lookup(ip(11, 0, 0, 0)), Some(baseline::Dir24_8::MAX_NEXT_HOP));
+    let empty = baseline::Dir24_8::build(&[]).expect("no routes");
+    let mut out = [0u32; 2];
+    empty.lookup_batch(&[1, 2], &mut out);
+    assert_eq!(out, [Ipv4Lpm::NO_ROUTE; 2]);
+    assert_eq!(empty.memory_bytes(), 64 << 20);
+    assert!(baseline::Dir24_8::build(&[(0, 0, baseline::Dir24_8::MAX_NEXT_HOP + 1)]).is_none());
+}
