@@ -44,13 +44,13 @@ const KIDS: u64 = 2;
 /// Entries of the next-hop dictionary. Index 0 stands for NONE and holds the default
 /// route's next hop (NONE without one), so the batch path needs no extra step for it.
 const DICT: usize = 1 << 16;
-/// Dictionary indices handed out are below this; a 16-bit value of `KID_MARK` (the only
-/// one with the top bit set) marks a slot that has a kid, so the batch path finds the
-/// keys to redo from the value it read, and the keys of a chunk with kids that land in
-/// a slot without one (most of them) take the fast path. The dictionary keeps all
-/// `2^16` entries so that any 16-bit value indexes it.
-const INDICES: usize = 1 << 15;
-const KID_MARK: u16 = 1 << 15;
+/// Dictionary indices handed out are below this; the 16-bit value `KID_MARK` (the one
+/// value above them) marks a slot that has a kid, so the batch path finds the keys to
+/// redo from the value it read, and the keys of a chunk with kids that land in a slot
+/// without one (most of them) take the fast path. The dictionary keeps all `2^16`
+/// entries so that any 16-bit value indexes it.
+const INDICES: usize = KID_MARK as usize;
+const KID_MARK: u16 = u16::MAX;
 /// The kid mark of 8-bit values. Index 255 is never handed out, so an 8-bit chunk can
 /// hold indices 0..=254.
 const BYTE_MARK: u8 = 0xff;
@@ -86,7 +86,7 @@ const KID_HDR: usize = 5;
 /// distinct next hops (the 1M table has 250): its 8-bit values take 1.4 MiB less than
 /// 16-bit ones, and on this machine the size of the chunks decides lookup speed. A
 /// chunk whose values are wider than the table's (a next hop whose index is past 254 in
-/// a table with byte values, or one without an index when more than 32,767 are live)
+/// a table with byte values, or one without an index when more than 65,533 are live)
 /// starts with [`FRONT`], a one-run chunk the batch path reads as a kid mark in either
 /// width, so it sends its keys to the slow path; the chunk proper follows at
 /// `p + FRONT_WORDS` words (the link has [`FRONTED`] and the width of its values).
@@ -228,7 +228,7 @@ fn prefetch(p: usize) {
 
 /// The words in front of a chunk whose values are wider than the table's: a one-run
 /// chunk (bitmap: slot 255 ends the only run; rank bytes 1, 1, 1, 0) whose value, read
-/// as a byte, is [`BYTE_MARK`] and, read as a u16, has the top bit of [`KID_MARK`], so
+/// as a byte, is [`BYTE_MARK`] and, read as a u16, is [`KID_MARK`], so
 /// its keys are marked for the slow path like keys on a kid slot, with no check of
 /// their own in the batch path.
 const FRONT: [u64; FRONT_WORDS] = [
@@ -998,7 +998,7 @@ impl Dir16 {
             let marked = if BYTES {
                 x == usize::from(BYTE_MARK)
             } else {
-                x >= usize::from(KID_MARK)
+                x == usize::from(KID_MARK)
             };
             if marked {
                 // SAFETY: `i < len`, the length of `keys`.
@@ -1529,17 +1529,17 @@ mod tests {
 
     #[test]
     fn wide_chunks_with_narrow_and_wide_kids_answer_batches() {
-        // 33,000 /24s under 20.0.0.0/8 with distinct next hops use up the 32,767
-        // dictionary indices, so the /16s holding the later ones (20.127, 20.128) are
-        // wide (20.127.255.0/24 is the 32,768th). Under 20.127.0.0/24 (whose hop has an
-        // index) a /32 to a hop with an index: a narrow kid; under 20.128.9.0/24 a /25 to
-        // a new hop: a wide kid.
+        // 66,000 /24s from 20.0.0.0 with distinct next hops use up the 65,533 dictionary
+        // indices (1..=65,534 but 255), so the /16s holding the later ones (20.255, 21.0)
+        // are wide (20.255.253.0/24 is the 65,534th). Under 20.255.0.0/24 (whose hop has
+        // an index) a /32 to a hop with an index: a narrow kid; under 21.0.9.0/24 a /25
+        // to a new hop: a wide kid.
         let hop = |i: u32| 1_000_000 + i;
-        let mut routes: Vec<(u32, u8, u32)> = (0..33_000)
+        let mut routes: Vec<(u32, u8, u32)> = (0..66_000)
             .map(|i| (0x1400_0000 + (i << 8), 24, hop(i)))
             .collect();
-        routes.push((0x147f_0007, 32, hop(0)));
-        routes.push((0x1480_0900, 25, 2));
+        routes.push((0x14ff_0007, 32, hop(0)));
+        routes.push((0x1500_0900, 25, 2));
         let grown = Dir16::new();
         for &(a, l, nh) in &routes {
             grown.insert(a, l, nh);
@@ -1548,26 +1548,31 @@ mod tests {
         let at = |i: u32, host: u32| 0x1400_0000 + (i << 8) + host;
         let probes = [
             (at(3, 3), hop(3)),
-            (at(32_766, 1), hop(32_766)),
-            (at(32_767, 1), hop(32_767)),
-            (0x147f_0007, hop(0)),
-            (0x147f_0008, hop(32_512)),
-            (0x1480_0507, hop(32_773)),
-            (0x1480_0901, 2),
-            (0x1480_09c8, hop(32_777)),
-            (at(32_999, 255), hop(32_999)),
-            (at(33_000, 0), NONE),
+            (at(65_532, 1), hop(65_532)),
+            (at(65_533, 1), hop(65_533)),
+            (0x14ff_0007, hop(0)),
+            (0x14ff_0008, hop(65_280)),
+            (0x1500_0507, hop(65_541)),
+            (0x1500_0901, 2),
+            (0x1500_09c8, hop(65_545)),
+            (at(65_999, 255), hop(65_999)),
+            (at(66_000, 0), NONE),
         ];
+        assert_eq!(built.top[0x1480].load(Ordering::Relaxed) & FRONTED, 0);
         for t in [&grown, &built] {
             let (e127, e128) = (
-                t.top[0x147f].load(Ordering::Relaxed),
-                t.top[0x1480].load(Ordering::Relaxed),
+                t.top[0x14ff].load(Ordering::Relaxed),
+                t.top[0x1500].load(Ordering::Relaxed),
             );
             assert_eq!(
                 (e127 & (FRONTED | KIDS), e128 & (FRONTED | KIDS)),
                 (FRONTED | KIDS, FRONTED | KIDS)
             );
             assert_eq!((width_of(e127), width_of(e128)), (2, 2));
+            // Hops past the 32,768th still have 16-bit indices: 20.128's chunk holds
+            // 16-bit values (behind a front only in the table with byte values).
+            let e = t.top[0x1480].load(Ordering::Relaxed);
+            assert_eq!(width_of(e), 1);
             // SAFETY: both link live chunks with kids; slots 0 and 9 are below 256.
             let (narrow_kid, wide_kid) = unsafe { (kid_link(ptr_of(e127), 0), kid_link(ptr_of(e128), 9)) };
             assert_eq!((width_of(narrow_kid), width_of(wide_kid)), (1, 2));

@@ -40,7 +40,7 @@
 //! **one** `Release` store into the first level. A change to a prefix of at most 16 bits
 //! rebuilds the chunk of each /16 it is the longest cover of, each with one store. A
 //! next hop gets a dictionary index when its first route arrives (the dictionary entry
-//! is stored before any chunk using it is published); with more than 32,767 distinct
+//! is stored before any chunk using it is published); with more than 65,533 distinct
 //! next hops, chunks holding one without an index store 32-bit values instead.
 //!
 //! IPv6: the writer keeps per node the routes ending in its stride and its child
