@@ -54,6 +54,10 @@ const KID_MARK: u16 = u16::MAX;
 /// The kid mark of 8-bit values. Index 255 is never handed out, so an 8-bit chunk can
 /// hold indices 0..=254.
 const BYTE_MARK: u8 = 0xff;
+/// The kid mark of a table of 32-bit next hops ([`Dir16::narrow`] 2). It is also a
+/// valid next hop: a slot holding that hop sends its keys to the slow path too, which
+/// answers them right (it finds no kid there).
+const WORD_MARK: u32 = u32::MAX - 1;
 /// Bits of a link above the address: how many cache lines the chunk's header and
 /// values span beyond the first (0..=3), for prefetching.
 const LINES_SHIFT: u32 = 56;
@@ -135,6 +139,15 @@ unsafe fn slot_byte(p: ChunkPtr, j: usize) -> usize {
     usize::from(*(p as *const u8).add(VALS_AT + slot_rank(p, j)))
 }
 
+/// The 32-bit value (a next hop, or NONE) of slot `j` of the chunk or kid at `p`.
+///
+/// # Safety
+/// `p` is a live chunk with 32-bit values and `j < 256`.
+#[inline(always)]
+unsafe fn slot_word(p: ChunkPtr, j: usize) -> u32 {
+    *((p as *const u8).add(VALS_AT) as *const u32).add(slot_rank(p, j))
+}
+
 /// log2 of the bytes of a value of the chunk `link` names.
 #[inline(always)]
 fn width_of(link: u64) -> u32 {
@@ -162,7 +175,7 @@ unsafe fn link_value(link: u64, j: usize, dict: &[AtomicU32]) -> u32 {
     let index = match width_of(link) {
         0 => slot_byte(p, j),
         1 => slot_index(p, j),
-        _ => return *((p as *const u8).add(VALS_AT) as *const u32).add(slot_rank(p, j)),
+        _ => return slot_word(p, j),
     };
     dict.get_unchecked(index).load(Ordering::Relaxed)
 }
@@ -369,8 +382,9 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
             }
         }
     }
-    let narrow = if dict.byte_values { 0 } else { 1 };
+    let narrow = dict.narrow;
     let width = match (hops, largest) {
+        _ if narrow == 2 => 2,
         (true, _) => 2,
         (false, 0..=254) => narrow,
         _ => 1,
@@ -398,6 +412,7 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
             (0, false) => bytes[at] = index[r] as u8,
             (1, true) => bytes[at..at + 2].copy_from_slice(&KID_MARK.to_le_bytes()),
             (1, false) => bytes[at..at + 2].copy_from_slice(&index[r].to_le_bytes()),
+            (_, true) if narrow == 2 => bytes[at..at + 4].copy_from_slice(&WORD_MARK.to_le_bytes()),
             _ => bytes[at..at + 4].copy_from_slice(&v.to_le_bytes()),
         }
     }
@@ -644,17 +659,18 @@ struct Dict {
     /// Indices free for reuse: readers that might still read the old next hop through
     /// them have unpinned.
     free: Arc<Mutex<Vec<u16>>>,
-    /// The table's narrow values are 8-bit (fixed when the table is made).
-    byte_values: bool,
+    /// log2 of the bytes of the table's narrow values (fixed when the table is made):
+    /// see [`Dir16::narrow`].
+    narrow: u32,
 }
 
 impl Dict {
-    fn new(byte_values: bool) -> Dict {
+    fn new(narrow: u32) -> Dict {
         Dict {
             map: fast_map(),
             next: 1,
             free: Arc::new(Mutex::new(Vec::new())),
-            byte_values,
+            narrow,
         }
     }
 
@@ -765,9 +781,12 @@ pub struct Dir16 {
     /// Bytes of retired heap chunks whose deferred free has not run yet (readers pinned
     /// before they were unlinked may still read them).
     pending_free: Arc<AtomicUsize>,
-    /// The narrow values of the chunks are 8-bit (see [`ChunkPtr`]), fixed when the table
-    /// is made: so the batch path picks its loop once per call.
-    byte_values: bool,
+    /// log2 of the bytes of the chunks' narrow values, fixed when the table is made (so
+    /// the batch path picks its loop once per call): 0, 8-bit dictionary indices (a
+    /// table built with at most 254 next hops, or made empty); 1, 16-bit indices (at
+    /// most 65,533); 2, the 32-bit next hops themselves (more), kid slots holding
+    /// [`WORD_MARK`].
+    narrow: u32,
 }
 
 // SAFETY: the chunk pointers inside `top` are owned by the table; chunks are immutable
@@ -804,13 +823,13 @@ impl Default for Dir16 {
 
 impl Dir16 {
     pub fn new() -> Dir16 {
-        Dir16::with_values(true)
+        Dir16::with_values(0)
     }
 
-    /// An empty table whose narrow values are 8-bit (`byte_values`) or 16-bit.
-    fn with_values(byte_values: bool) -> Dir16 {
+    /// An empty table whose narrow values are `1 << narrow` bytes (see [`Self::narrow`]).
+    fn with_values(narrow: u32) -> Dir16 {
         let heap_bytes = AtomicUsize::new(0);
-        let dict = Dict::new(byte_values);
+        let dict = Dict::new(narrow);
         let none = uniform_chunk(NONE, &dict, &heap_bytes);
         Dir16 {
             top: HugeSlice::new(TOP, |_| AtomicU64::new(none)),
@@ -831,7 +850,7 @@ impl Dir16 {
             }),
             heap_bytes,
             pending_free: Arc::new(AtomicUsize::new(0)),
-            byte_values,
+            narrow,
         }
     }
 
@@ -919,28 +938,36 @@ impl Dir16 {
         let mut ks = keys.chunks_exact(CHUNK);
         let mut os = out.chunks_exact_mut(CHUNK);
         // Whole groups have a length the compiler knows, so it unrolls their loops.
-        if self.byte_values {
-            for (k, o) in (&mut ks).zip(&mut os) {
-                self.lookup_group::<true>(k, o, dflt);
+        match self.narrow {
+            0 => {
+                for (k, o) in (&mut ks).zip(&mut os) {
+                    self.lookup_group::<0>(k, o, dflt);
+                }
             }
-        } else {
-            for (k, o) in (&mut ks).zip(&mut os) {
-                self.lookup_group::<false>(k, o, dflt);
+            1 => {
+                for (k, o) in (&mut ks).zip(&mut os) {
+                    self.lookup_group::<1>(k, o, dflt);
+                }
+            }
+            _ => {
+                for (k, o) in (&mut ks).zip(&mut os) {
+                    self.lookup_group::<2>(k, o, dflt);
+                }
             }
         }
         if !ks.remainder().is_empty() {
             let (k, o) = (ks.remainder(), os.into_remainder());
-            if self.byte_values {
-                self.lookup_group::<true>(k, o, dflt);
-            } else {
-                self.lookup_group::<false>(k, o, dflt);
+            match self.narrow {
+                0 => self.lookup_group::<0>(k, o, dflt),
+                1 => self.lookup_group::<1>(k, o, dflt),
+                _ => self.lookup_group::<2>(k, o, dflt),
             }
         }
     }
 
-    /// One group of up to 32 keys, in a table with 8-bit (`BYTES`) or 16-bit values.
+    /// One group of up to 32 keys, in a table whose narrow values are `1 << W` bytes.
     #[inline(always)]
-    fn lookup_group<const BYTES: bool>(&self, keys: &[u32], out: &mut [u32], dflt: u32) {
+    fn lookup_group<const W: u32>(&self, keys: &[u32], out: &mut [u32], dflt: u32) {
         let len = keys.len().min(32);
         let keys = &keys[..len];
         let out = &mut out[..len];
@@ -980,25 +1007,30 @@ impl Dir16 {
             // one with wider values starts with a front that reads as a mark in either
             // width), and the slot index is below 256.
             let x = unsafe {
-                if BYTES {
-                    slot_byte(p, j)
-                } else {
-                    slot_index(p, j)
+                match W {
+                    0 => slot_byte(p, j),
+                    1 => slot_index(p, j),
+                    _ => slot_word(p, j) as usize,
                 }
             };
             // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a mark
             // the entry read is meaningless, and the answer is redone below).
-            let v = unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed);
+            let v = if W == 2 {
+                // (No dictionary entry 0 to hold the default route here.)
+                or_default(x as u32, dflt)
+            } else {
+                unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed)
+            };
             // A mark (a kid slot, about 0.6 % of table queries, or a fronted chunk): the
             // key is redone below. Start fetching the kid area now, so its misses overlap
             // the other keys' work instead of coming first in the slow loop, and note the
             // key in a mask that this branch alone sets, so the loop's own branch does
             // not wait for the group's last load. (This branch is mispredicted for those
             // keys; that cost less than what it saves, see `docs/LPM.md`.)
-            let marked = if BYTES {
-                x == usize::from(BYTE_MARK)
-            } else {
-                x == usize::from(KID_MARK)
+            let marked = match W {
+                0 => x == usize::from(BYTE_MARK),
+                1 => x == usize::from(KID_MARK),
+                _ => x as u32 == WORD_MARK,
             };
             if marked {
                 // SAFETY: `i < len`, the length of `keys`.
@@ -1145,12 +1177,18 @@ impl Dir16 {
         let mut v: Vec<(u32, u8, u32)> = routes.iter().map(|&(k, l, nh)| (k.masked(l), l, nh)).collect();
         // Stable: equal prefixes keep input order, and the last one is kept below.
         v.sort_by_key(|r| (r.0, r.1));
-        // 8-bit values when every next hop gets an index below 255.
+        // 8-bit values when every next hop gets an index below 255, 16-bit ones when
+        // every one gets an index, else the next hops themselves.
         let mut hops: FastMap<u32, ()> = fast_map();
         for r in &v {
             hops.insert(r.2, ());
         }
-        let mut t = Dir16::with_values(hops.len() < usize::from(BYTE_MARK));
+        let narrow = match hops.len() {
+            n if n < usize::from(BYTE_MARK) => 0,
+            n if n <= INDICES - 2 => 1,
+            _ => 2,
+        };
+        let mut t = Dir16::with_values(narrow);
         // (Field by field: the writer record is borrowed while the others are set.)
         let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
         for (i, &(k, l, nh)) in v.iter().enumerate() {
@@ -1349,7 +1387,7 @@ mod tests {
     /// A dictionary of a table with 16-bit values knowing `hops` (next hop, index);
     /// other hops have no index.
     fn dict_with(hops: &[(u32, u16)]) -> Dict {
-        let mut d = Dict::new(false);
+        let mut d = Dict::new(1);
         for &(nh, i) in hops {
             d.map.insert(nh, (Some(i), 1));
         }
@@ -1400,7 +1438,7 @@ mod tests {
         // As above in a table with byte values: runs [0, 1] mark, [2, 99] 7 (index 1),
         // [100] mark, [101, 254] 8 (index 254), [255] mark.
         let mut dict = dict_with(&[(7, 1), (8, 254)]);
-        dict.byte_values = true;
+        dict.narrow = 0;
         let mut vals = [8u32; SLOTS];
         vals[..100].fill(7);
         let kids = [0b11, 1 << 36, 0, 1 << 63];
@@ -1431,7 +1469,7 @@ mod tests {
         }
         // An index of 255 or more: 16-bit values behind a front.
         let mut dict = dict_with(&[(7, 1), (8, 256)]);
-        dict.byte_values = true;
+        dict.narrow = 0;
         let e = encode_runs(&vals, &[0; 4], &dict);
         assert_eq!((e.fronted, e.width), (true, 1));
         assert_eq!(e.words[..FRONT_WORDS], FRONT);
@@ -1503,8 +1541,8 @@ mod tests {
             grown.insert(a, l, nh);
         }
         let built = Dir16::build(&routes);
-        assert!(grown.byte_values);
-        assert!(!built.byte_values);
+        assert_eq!(grown.narrow, 0);
+        assert_eq!(built.narrow, 1);
         let link = |t: &Dir16, c: usize| {
             let e = t.top[c].load(Ordering::Relaxed);
             (e & FRONTED != 0, width_of(e))
@@ -1558,12 +1596,14 @@ mod tests {
             (at(65_999, 255), hop(65_999)),
             (at(66_000, 0), NONE),
         ];
-        assert_eq!(built.top[0x1480].load(Ordering::Relaxed) & FRONTED, 0);
-        for t in [&grown, &built] {
-            let (e127, e128) = (
-                t.top[0x14ff].load(Ordering::Relaxed),
-                t.top[0x1500].load(Ordering::Relaxed),
-            );
+        // The same routes inserted into a table with 16-bit values.
+        let grown16 = Dir16::with_values(1);
+        for &(a, l, nh) in &routes {
+            grown16.insert(a, l, nh);
+        }
+        let link = |t: &Dir16, c: usize| t.top[c].load(Ordering::Relaxed);
+        for t in [&grown, &grown16] {
+            let (e127, e128) = (link(t, 0x14ff), link(t, 0x1500));
             assert_eq!(
                 (e127 & (FRONTED | KIDS), e128 & (FRONTED | KIDS)),
                 (FRONTED | KIDS, FRONTED | KIDS)
@@ -1571,11 +1611,26 @@ mod tests {
             assert_eq!((width_of(e127), width_of(e128)), (2, 2));
             // Hops past the 32,768th still have 16-bit indices: 20.128's chunk holds
             // 16-bit values (behind a front only in the table with byte values).
-            let e = t.top[0x1480].load(Ordering::Relaxed);
-            assert_eq!(width_of(e), 1);
+            assert_eq!(width_of(link(t, 0x1480)), 1);
             // SAFETY: both link live chunks with kids; slots 0 and 9 are below 256.
             let (narrow_kid, wide_kid) = unsafe { (kid_link(ptr_of(e127), 0), kid_link(ptr_of(e128), 9)) };
             assert_eq!((width_of(narrow_kid), width_of(wide_kid)), (1, 2));
+        }
+        assert_eq!(link(&grown16, 0x1480) & FRONTED, 0);
+        // Built with 66,002 next hops, the table holds the next hops themselves: no
+        // fronts, 32-bit values everywhere, kids included.
+        assert_eq!(built.narrow, 2);
+        for c in [0x1400, 0x1480, 0x14ff, 0x1500] {
+            assert_eq!(
+                (link(&built, c) & FRONTED, width_of(link(&built, c))),
+                (0, 2),
+                "{:#x}",
+                c
+            );
+        }
+        // SAFETY: 20.255's chunk has a kid at slot 0.
+        assert_eq!(width_of(unsafe { kid_link(ptr_of(link(&built, 0x14ff)), 0) }), 2);
+        for t in [&grown, &grown16, &built] {
             assert_probes(t, &probes);
         }
     }
@@ -1614,7 +1669,7 @@ mod tests {
         let keys: Vec<u32> = order.iter().map(|&o| probes[o].0).collect();
         let want: Vec<u32> = order.iter().map(|&o| probes[o].1).collect();
         let byte_table = Dir16::new();
-        let wide_table = Dir16::with_values(false);
+        let wide_table = Dir16::with_values(1);
         for t in [&byte_table, &wide_table] {
             for &(a, l, nh) in &routes {
                 t.insert(a, l, nh);
@@ -1631,7 +1686,7 @@ mod tests {
         // The byte table's 10.21/16 is fronted; the bulk-built one has 16-bit values.
         let fronted = byte_table.top[ip(10, 21, 0, 0) as usize >> 16].load(Ordering::Relaxed);
         assert_ne!(fronted & FRONTED, 0);
-        assert!(!Dir16::build(&routes).byte_values);
+        assert_eq!(Dir16::build(&routes).narrow, 1);
     }
 
     #[test]

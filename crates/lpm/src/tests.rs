@@ -1179,3 +1179,59 @@ fn dir24_8_baseline_fills_groups_from_their_cover_and_keeps_the_last_duplicate()
     assert_eq!(empty.memory_bytes(), 64 << 20);
     assert!(baseline::Dir24_8::build(&[(0, 0, baseline::Dir24_8::MAX_NEXT_HOP + 1)]).is_none());
 }
+
+#[test]
+fn tables_built_with_more_hops_than_indices_answer_batches_from_their_next_hops() {
+    // 70,000 distinct next hops: the table holds 32-bit next hops, and its kid slots a
+    // mark that is also a valid next hop (u32::MAX - 1, here a /24's). The default
+    // route, kids, the mark's own hop and updates must come out right in batches.
+    let mut routes: Vec<(u32, u8, u32)> = (0..70_000u32)
+        .map(|i| (ip(30, 0, 0, 0) + (i << 8), 24, 2_000_000 + i))
+        .collect();
+    routes.extend([
+        (ip(30, 0, 5, 128), 25, 9),
+        (ip(30, 0, 5, 200), 32, 10),
+        (ip(100, 64, 0, 0), 10, 11),
+        (ip(30, 0, 7, 0), 24, u32::MAX - 1),
+        (0, 0, 12),
+    ]);
+    let t = Ipv4Lpm::build(&routes);
+    assert_eq!(t.lookup(ip(30, 0, 7, 9)), Some(u32::MAX - 1));
+    let mut probes: Vec<u32> = vec![
+        ip(30, 0, 7, 0),
+        ip(30, 0, 7, 255),
+        ip(30, 0, 5, 1),
+        ip(30, 0, 5, 129),
+        ip(30, 0, 5, 200),
+        ip(30, 1, 17, 3),
+        ip(31, 17, 0, 0) | 0xff,
+        ip(100, 100, 1, 1),
+        ip(8, 8, 8, 8),
+        ip(255, 255, 255, 255),
+    ];
+    let mut rng = synth::Rng::new(3);
+    probes.extend((0..3000).map(|_| rng.next_u64() as u32));
+    probes.extend((0..3000).map(|_| ip(30, 0, 0, 0) + (rng.below(70_000 << 8) as u32)));
+    let check = |t: &Ipv4Lpm, routes: &[(u32, u8, u32)]| {
+        let maps = hashed(routes, 32);
+        let mut out = vec![0u32; probes.len()];
+        t.lookup_batch(&probes, &mut out);
+        for (&a, &o) in probes.iter().zip(&out) {
+            let want = hashed_lookup(&maps, a);
+            assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE), "batch {:#x}", a);
+            assert_eq!(t.lookup(a), want, "single {:#x}", a);
+        }
+    };
+    check(&t, &routes);
+    assert_eq!(t.lookup(ip(8, 8, 8, 8)), Some(12));
+    // Without the default route, addresses outside every prefix have none.
+    assert_eq!(t.remove(0, 0), Some(12));
+    routes.pop();
+    check(&t, &routes);
+    assert_eq!(t.lookup(ip(8, 8, 8, 8)), None);
+    // A new kid and a changed /24 in the table of next hops.
+    t.insert(ip(30, 0, 9, 64), 26, 13);
+    t.insert(ip(30, 0, 10, 0), 24, 14);
+    routes.extend([(ip(30, 0, 9, 64), 26, 13), (ip(30, 0, 10, 0), 24, 14)]);
+    check(&t, &routes);
+}
