@@ -40,8 +40,10 @@
 //! **one** `Release` store into the first level. A change to a prefix of at most 16 bits
 //! rebuilds the chunk of each /16 it is the longest cover of, each with one store. A
 //! next hop gets a dictionary index when its first route arrives (the dictionary entry
-//! is stored before any chunk using it is published); with more than 65,533 distinct
-//! next hops, chunks holding one without an index store 32-bit values instead.
+//! is stored before any chunk using it is published); past the indices a table holds
+//! (254 in one built with at most 254 next hops or made empty, else 65,533), chunks
+//! holding a next hop without an index store wider values instead. A table built with
+//! more than 65,533 next hops stores the next hops themselves.
 //!
 //! IPv6: the writer keeps per node the routes ending in its stride and its child
 //! slots. A change rebuilds the node whose stride holds the prefix length (and, since
