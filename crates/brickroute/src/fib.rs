@@ -209,13 +209,15 @@ struct Report {
     build_seconds: f64,
     update_median_us: f64,
     update_p99_us: f64,
-    baseline: Option<BaselineFigures>,
+    /// The yardstick, and its lookups/s.
+    baseline: Option<(Yardstick, f64)>,
 }
 
-/// What the yardstick measured beside ours.
-struct BaselineFigures {
-    name: &'static str,
-    lookups_per_sec: f64,
+/// A structure that answers the same queries beside ours, for a ratio taken in one run.
+struct Yardstick {
+    /// Its name in JSON, and in the text output.
+    key: &'static str,
+    title: &'static str,
     memory_bytes: usize,
     build_seconds: f64,
 }
@@ -223,13 +225,11 @@ struct BaselineFigures {
 /// A batch lookup: addresses in, next hops (or NONE) out.
 type BatchLookup<K> = Box<dyn Fn(&[K], &mut [u32])>;
 
-/// A structure that answers the same queries beside ours, for a ratio taken in one run.
+/// A yardstick and how to query it.
 struct BaselineTable<K> {
-    name: &'static str,
+    about: Yardstick,
     /// Addresses per call (as the DPDK driver calls `rte_fib_lookup_bulk`).
     batch: usize,
-    memory_bytes: usize,
-    build_seconds: f64,
     lookup_batch: BatchLookup<K>,
 }
 
@@ -247,10 +247,13 @@ fn dir24_8_baseline(a: &BenchArgs, routes: &[(u32, u8, u32)]) -> Option<Baseline
         return None;
     };
     Some(BaselineTable {
-        name: "dir24_8",
+        about: Yardstick {
+            key: "dir24_8",
+            title: "DIR-24-8",
+            memory_bytes: t.memory_bytes(),
+            build_seconds: start.elapsed().as_secs_f64(),
+        },
         batch: 64,
-        memory_bytes: t.memory_bytes(),
-        build_seconds: start.elapsed().as_secs_f64(),
         lookup_batch: Box::new(move |x, o| t.lookup_batch(x, o)),
     })
 }
@@ -265,10 +268,10 @@ impl Report {
                 self.memory_bytes, self.control_bytes, self.build_seconds,
                 self.update_median_us, self.update_p99_us,
                 match &self.baseline {
-                    Some(b) => format!(
+                    Some((b, rate)) => format!(
                         ",\"baseline\":\"{}\",\"baseline_lookups_per_sec\":{:.0},\"baseline_memory_bytes\":{},\"baseline_build_seconds\":{:.4},\"ratio_to_baseline\":{:.3}",
-                        b.name, b.lookups_per_sec, b.memory_bytes, b.build_seconds,
-                        self.lookups_per_sec / b.lookups_per_sec
+                        b.key, rate, b.memory_bytes, b.build_seconds,
+                        self.lookups_per_sec / rate
                     ),
                     None => String::new(),
                 }
@@ -289,14 +292,14 @@ impl Report {
                 self.lookups_per_sec / 1e6,
                 ns
             );
-            if let Some(b) = &self.baseline {
+            if let Some((b, rate)) = &self.baseline {
                 println!(
                     "  the same queries through {} ({:.1} MiB, built in {:.3} s, same answers): {:.2} Mlookups/s; ours {:.2}x",
-                    if b.name == "dir24_8" { "DIR-24-8" } else { b.name },
+                    b.title,
                     b.memory_bytes as f64 / 1048576.0,
                     b.build_seconds,
-                    b.lookups_per_sec / 1e6,
-                    self.lookups_per_sec / b.lookups_per_sec
+                    rate / 1e6,
+                    self.lookups_per_sec / rate
                 );
             }
             println!(
@@ -382,15 +385,10 @@ fn bench_family<T: Lpm>(
             if let Some(j) = (0..q.len()).find(|&j| theirs[j] != answers[j]) {
                 return Err(format!(
                     "the {} yardstick answers query {} ({:?}) with {}, ours with {}",
-                    b.name, j, q[j], theirs[j], answers[j]
+                    b.about.title, j, q[j], theirs[j], answers[j]
                 ));
             }
-            Some(BaselineFigures {
-                name: b.name,
-                lookups_per_sec: rate,
-                memory_bytes: b.memory_bytes,
-                build_seconds: b.build_seconds,
-            })
+            Some((b.about, rate))
         }
     };
     drop(answers);

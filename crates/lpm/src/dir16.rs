@@ -11,7 +11,7 @@
 
 use crate::key::NONE;
 use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
-use crate::mem::HugeSlice;
+use crate::mem::{prefetch, HugeSlice};
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
@@ -226,17 +226,6 @@ fn prefetch_kid_area(link: u64) {
         prefetch(p.wrapping_sub(8 * KID_HDR));
         prefetch(p.wrapping_sub(8));
     }
-}
-
-#[inline(always)]
-fn prefetch(p: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// The words in front of a chunk whose values are wider than the table's: a one-run

@@ -7,6 +7,19 @@ use std::ops::Deref;
 
 const HUGE_PAGE: usize = 2 << 20;
 
+/// Starts fetching the cache line holding address `p` into L1 (a hint: any address will
+/// do, none faults).
+#[inline(always)]
+pub(crate) fn prefetch(p: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// A boxed slice of `T` aligned to 2 MiB (when at least that large) and advised to the
 /// kernel as huge-page memory.
 pub struct HugeSlice<T> {

@@ -15,7 +15,7 @@
 
 use crate::key::NONE;
 use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
-use crate::mem::HugeSlice;
+use crate::mem::{prefetch, HugeSlice};
 use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
@@ -198,17 +198,6 @@ unsafe fn tree_value_word<const AVX2: bool>(p: *const u8, n: usize, slot: u32) -
         at += l;
     }
     (p.add(64 * at) as *const AtomicU64).add(pos)
-}
-
-#[inline(always)]
-fn prefetch(p: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// `v`, or the default route's next hop when `v` is NONE.
