@@ -634,6 +634,9 @@ struct Writer {
     /// Uniform chunk link to (value, first-level entries linking it).
     uniform_refs: FastMap<u64, (u32, usize)>,
     dict: Dict,
+    /// Live next hops whose dictionary index does not fit the table's narrow values (see
+    /// [`Dir16::outgrown`]).
+    misfits: usize,
 }
 
 /// The writer's side of the next-hop dictionary: chunks store 16-bit indices into
@@ -669,6 +672,17 @@ impl Dict {
             return Some(0);
         }
         self.map.get(&v).and_then(|e| e.0)
+    }
+
+    /// Whether chunks holding a next hop with dictionary index `index` store it in the
+    /// table's narrow values (else they are wider, behind a front).
+    fn fits(&self, index: Option<u16>) -> bool {
+        match (self.narrow, index) {
+            (2, _) => true,
+            (_, None) => false,
+            (0, Some(i)) => i < u16::from(BYTE_MARK),
+            _ => true,
+        }
     }
 }
 
@@ -725,6 +739,9 @@ impl Writer {
         if let Some(i) = index {
             dict[usize::from(i)].store(nh, Ordering::Release);
         }
+        if !self.dict.fits(index) {
+            self.misfits += 1;
+        }
         self.dict.map.insert(nh, (index, 1));
     }
 
@@ -740,7 +757,13 @@ impl Writer {
         if e.1 > 0 {
             return;
         }
-        if let Some((Some(i), _)) = self.dict.map.remove(&nh) {
+        let Some((index, _)) = self.dict.map.remove(&nh) else {
+            return;
+        };
+        if !self.dict.fits(index) {
+            self.misfits -= 1;
+        }
+        if let Some(i) = index {
             let free = self.dict.free.clone();
             epoch::pin().defer(move || free.lock().unwrap_or_else(|p| p.into_inner()).push(i));
         }
@@ -836,6 +859,7 @@ impl Dir16 {
                 uniform: FastMap::from_iter([(NONE, none)]),
                 uniform_refs: FastMap::from_iter([(none, (NONE, TOP))]),
                 dict,
+                misfits: 0,
             }),
             heap_bytes,
             pending_free: Arc::new(AtomicUsize::new(0)),
@@ -853,14 +877,14 @@ impl Dir16 {
         self.arena.as_ref().is_some_and(|a| a.contains(ptr_of(link)))
     }
 
-    /// Next hop for `key`, or NONE.
-    #[inline]
+    /// [`Self::lookup_in`] pinning for the call.
+    #[cfg(test)]
     pub fn lookup(&self, key: u32) -> u32 {
         self.lookup_in(&epoch::pin(), key)
     }
 
-    /// [`Self::lookup`] under the caller's pin of the default collector (`_guard` is the
-    /// proof that chunks loaded from the first level stay allocated).
+    /// Next hop for `key`, or NONE, under the caller's pin of the default collector
+    /// (`_guard` is the proof that chunks loaded from the first level stay allocated).
     #[inline]
     pub fn lookup_in(&self, _guard: &Guard, key: u32) -> u32 {
         #[cfg(target_arch = "x86_64")]
@@ -891,14 +915,15 @@ impl Dir16 {
         or_default(r, self.default.load(Ordering::Acquire))
     }
 
-    /// Looks up `keys` 32 at a time: first every first-level entry of a group is loaded
-    /// and its chunk prefetched, then every chunk is read, so cache misses overlap.
+    /// [`Self::lookup_batch_in`] pinning for the call.
+    #[cfg(test)]
     pub fn lookup_batch(&self, keys: &[u32], out: &mut [u32]) {
         self.lookup_batch_in(&epoch::pin(), keys, out)
     }
 
-    /// [`Self::lookup_batch`] under the caller's pin of the default collector (see
-    /// [`Self::lookup_in`]).
+    /// Looks up `keys` 32 at a time under the caller's pin of the default collector (see
+    /// [`Self::lookup_in`]): first every first-level entry of a group is loaded and its
+    /// chunk prefetched, then every chunk is read, so cache misses overlap.
     #[inline]
     pub fn lookup_batch_in(&self, _guard: &Guard, keys: &[u32], out: &mut [u32]) {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
@@ -1163,6 +1188,11 @@ impl Dir16 {
     /// A table built from `routes` in one pass (sorted and deduplicated here; the last
     /// of equal prefixes wins).
     pub fn build(routes: &[(u32, u8, u32)]) -> Dir16 {
+        Dir16::build_at_least(routes, 0)
+    }
+
+    /// [`Self::build`], with narrow values of at least `1 << narrow` bytes.
+    pub fn build_at_least(routes: &[(u32, u8, u32)], narrow: u32) -> Dir16 {
         let mut v: Vec<(u32, u8, u32)> = routes.iter().map(|&(k, l, nh)| (k.masked(l), l, nh)).collect();
         // Stable: equal prefixes keep input order, and the last one is kept below.
         v.sort_by_key(|r| (r.0, r.1));
@@ -1172,11 +1202,11 @@ impl Dir16 {
         for r in &v {
             hops.insert(r.2, ());
         }
-        let narrow = match hops.len() {
+        let narrow = narrow.max(match hops.len() {
             n if n < usize::from(BYTE_MARK) => 0,
             n if n <= INDICES - 2 => 1,
             _ => 2,
-        };
+        });
         let mut t = Dir16::with_values(narrow);
         // (Field by field: the writer record is borrowed while the others are set.)
         let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
@@ -1238,6 +1268,28 @@ impl Dir16 {
         t
     }
 
+    /// log2 of the bytes of the chunks' narrow values (see [`Self::narrow`]).
+    pub fn value_log2(&self) -> u32 {
+        self.narrow
+    }
+
+    /// Whether some live next hop has no dictionary index that fits the narrow values,
+    /// so the chunks holding it are wider ones behind a front, whose keys take the slow
+    /// path: a table built again from its routes at the next width answers them all at
+    /// full speed (which `growing.rs` does).
+    pub fn outgrown(&self) -> bool {
+        self.lock().misfits > 0
+    }
+
+    /// How many first-level entries link a chunk behind a front.
+    #[cfg(test)]
+    pub fn fronted_chunks(&self) -> usize {
+        self.top
+            .iter()
+            .filter(|e| e.load(Ordering::Relaxed) & FRONTED != 0)
+            .count()
+    }
+
     /// The next hop installed for exactly `key/len`.
     pub fn get(&self, key: u32, len: u8) -> Option<u32> {
         if len > 32 {
@@ -1289,6 +1341,7 @@ impl Dir16 {
         w.count = 0;
         // Every index is free once the readers of the old chunks have unpinned.
         let freed: Vec<u16> = w.dict.map.drain().filter_map(|(_, (i, _))| i).collect();
+        w.misfits = 0;
         let free = w.dict.free.clone();
         guard.defer(move || free.lock().unwrap_or_else(|p| p.into_inner()).extend(freed));
         self.retire(retired, &guard);
@@ -1552,6 +1605,41 @@ mod tests {
         for t in [&grown, &built] {
             assert_probes(t, &probes);
         }
+    }
+
+    #[test]
+    fn a_table_is_outgrown_while_a_live_hop_has_no_index_of_its_width() {
+        let t = Dir16::new();
+        // Hops 1..=254 take the byte indices 1..=254.
+        for i in 0..254u32 {
+            t.insert(0x3200_0000 + (i << 8), 24, 500 + i);
+        }
+        assert!(!t.outgrown());
+        // The 255th (index 256), on two routes: outgrown until both are gone.
+        t.insert(0x3300_0000, 24, 9_000);
+        t.insert(0x3300_0100, 24, 9_000);
+        assert!(t.outgrown());
+        t.remove(0x3300_0000, 24);
+        assert!(t.outgrown());
+        t.remove(0x3300_0100, 24);
+        assert!(!t.outgrown());
+        // Replacing a hop that fits by one that does not (hop 500's index is free again
+        // only after a grace period), then that one by a hop with a byte index.
+        t.insert(0x3200_0000, 24, 9_001);
+        assert!(t.outgrown());
+        t.insert(0x3200_0000, 24, 501);
+        assert!(!t.outgrown());
+        t.insert(0x3300_0000, 24, 9_002);
+        t.clear();
+        assert!(!t.outgrown());
+        // Tables of 32-bit next hops are never outgrown.
+        let wide = Dir16::build_at_least(&[(0x3200_0000, 24, 1)], 2);
+        assert_eq!(wide.value_log2(), 2);
+        for i in 0..70_000u32 {
+            wide.insert(0x4000_0000 + (i << 8), 24, 10_000 + i);
+        }
+        assert!(!wide.outgrown());
+        assert_eq!(wide.lookup(0x4000_0000 + (69_999 << 8)), 79_999);
     }
 
     #[test]

@@ -42,8 +42,13 @@
 //! next hop gets a dictionary index when its first route arrives (the dictionary entry
 //! is stored before any chunk using it is published); past the indices a table holds
 //! (254 in one built with at most 254 next hops or made empty, else 65,533), chunks
-//! holding a next hop without an index store wider values instead. A table built with
-//! more than 65,533 next hops stores the next hops themselves.
+//! holding a next hop without an index store wider values instead, behind a front that
+//! sends their keys down a slower path. A table built with more than 65,533 next hops
+//! stores the next hops themselves. The table sits behind one atomic pointer: an insert
+//! that leaves a live next hop without an index of the table's width builds the whole
+//! table again from its routes at the next width up (as long as a bulk build, at most
+//! twice in a table's life) and publishes it with one store, so such chunks last only
+//! for that insert.
 //!
 //! IPv6: the writer keeps per node the routes ending in its stride and its child
 //! slots. A change rebuilds the node whose stride holds the prefix length (and, since
@@ -65,7 +70,8 @@
 //! A next hop's dictionary index is handed out again only after such a grace period
 //! too. Readers never wait; the writer never waits either. Chunks and nodes made by a
 //! bulk build ([`Ipv4Lpm::build`]) are packed into one arena and are freed with the
-//! table.
+//! table. An IPv4 table replaced by a wider one is dropped the same way, after a grace
+//! period.
 //!
 //! Readers pin in one of two ways:
 //!
@@ -89,6 +95,7 @@
 
 pub mod baseline;
 mod dir16;
+mod growing;
 mod key;
 mod mem;
 pub mod reference;
@@ -97,7 +104,7 @@ pub mod synth;
 pub mod table;
 
 use crossbeam_epoch as epoch;
-use dir16::Dir16;
+use growing::GrowingDir16;
 pub use key::Key;
 use runs6::Runs6;
 
@@ -330,7 +337,7 @@ family!(
     /// See the [crate documentation](crate) for the structure and concurrency rules.
     Ipv4Lpm,
     u32,
-    Dir16,
+    GrowingDir16,
     32
 );
 

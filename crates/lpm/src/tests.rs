@@ -162,9 +162,9 @@ fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
 
 #[test]
 fn more_distinct_next_hops_than_the_dictionary_holds() {
-    // 70,000 /24s under 20.0.0.0/7, each with its own next hop: the first 65,533 hops get
-    // 16-bit dictionary indices (1..=65,534 but 255), the rest live in wide chunks with
-    // 32-bit values.
+    // 70,000 /24s under 20.0.0.0/7, each with its own next hop: more than the 65,533
+    // 16-bit dictionary indices (1..=65,534 but 255), so the built table holds 32-bit next
+    // hops, and the grown one is built again that way when its indices run out.
     let n = 70_000u32;
     let route = |i: u32| (ip(20, 0, 0, 0) + (i << 8), 24u8, 1_000_000 + i);
     let routes: Vec<(u32, u8, u32)> = (0..n).map(route).collect();
