@@ -91,7 +91,11 @@ impl Peer {
     fn open(dev: &str) -> Peer {
         // SAFETY: plain system calls; `sll` and `tv` are valid for their sizes.
         unsafe {
-            let raw = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, ETH_P_ALL_BE as i32);
+            let raw = libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                ETH_P_ALL_BE as i32,
+            );
             assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
             let fd = OwnedFd::from_raw_fd(raw);
             let mut sll: libc::sockaddr_ll = std::mem::zeroed();
@@ -505,6 +509,12 @@ fn promiscuous_while_open_restored_on_drop() {
         ns.link_details("va")
     );
     drop(port);
+    // The kernel withdraws the membership when the socket's last reference goes, which
+    // another test's child process, between its fork and its exec, may briefly hold too.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !ns.link_details("va").contains("promiscuity 0") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert!(
         ns.link_details("va").contains("promiscuity 0"),
         "{}",
