@@ -397,6 +397,59 @@ proptest! {
     }
 }
 
+fn many_hops_op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (addr_strategy(), len_strategy(), 0u32..5_000).prop_map(|(a, l, n)| Op::Insert(a, l, n)),
+        2 => (addr_strategy(), len_strategy()).prop_map(|(a, l)| Op::Remove(a, l)),
+        1 => addr_strategy().prop_map(Op::Lookup),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Enough distinct next hops that most tables outgrow their byte values on the way
+    /// and are built again with 16-bit ones, between any two operations.
+    #[test]
+    fn tables_that_outgrow_their_value_width_match_reference(
+        ops in proptest::collection::vec(many_hops_op_strategy(), 300..900),
+        probes in proptest::collection::vec(addr_strategy(), 64),
+    ) {
+        let t = Ipv4Lpm::new();
+        let mut r = NaiveLpm::new();
+        let mut installed = Vec::new();
+        for op in &ops {
+            match *op {
+                Op::Insert(a, l, n) => {
+                    prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n));
+                    installed.push(a);
+                }
+                Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
+                Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
+            }
+        }
+        prop_assert_eq!(t.routes(), r.routes());
+        let mut addrs: Vec<u32> = probes.clone();
+        for &a in &installed {
+            addrs.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xff, a ^ 0x80]);
+        }
+        let mut out = vec![0u32; addrs.len()];
+        t.lookup_batch(&addrs, &mut out);
+        for (&a, &o) in addrs.iter().zip(&out) {
+            let want = r.lookup(a);
+            prop_assert_eq!(t.lookup(a), want);
+            prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE));
+        }
+        for (a, l, _) in r.routes() {
+            prop_assert!(t.remove(a, l).is_some());
+        }
+        prop_assert!(t.is_empty());
+        for &a in &addrs {
+            prop_assert_eq!(t.lookup(a), None);
+        }
+    }
+}
+
 /// Deterministic pseudo-random numbers for the concurrency test (xorshift).
 struct Rng(u64);
 impl Rng {
