@@ -1,5 +1,5 @@
 //! The IPv4 lookup structure: a directly indexed first level of `2^16` entries (one per
-//! /16, 512 KiB, so it stays in a 1 MiB L2 cache) over *chunks*: the 256 /24 slots of a
+//! /16, 512 KiB, an L2 or L3 hit) over *chunks*: the 256 /24 slots of a
 //! /16, leaf-pushed (each slot holds the next hop of the longest prefix of at most 24
 //! bits covering it) and stored as runs of equal values, found with one POPCNT. A slot
 //! with prefixes longer than /24 under it links a *kid*: the 256 /32 slots of that /24

@@ -5,12 +5,12 @@
 //! (See `docs/LPM.md` for the measurements behind both.)
 //!
 //! **IPv4** (`dir16.rs`): a directly indexed first level of `2^16` links (one per /16,
-//! 512 KiB, so it stays in a 1 MiB L2 cache), each to a *chunk*: the 256 /24 slots of
+//! 512 KiB, an L2 or L3 hit), each to a *chunk*: the 256 /24 slots of
 //! that /16, leaf-pushed (each slot holds the next hop of the longest prefix of at most
 //! 24 bits covering it) and stored as runs of equal values: a 256-bit bitmap marks where
 //! runs end, four rank bytes give the runs after each bitmap word, and one index per
 //! run (8-bit in tables of at most 254 next hops, else 16-bit; the last run first)
-//! points into a next-hop dictionary. A lookup is one first-level load (L2), one POPCNT
+//! points into a next-hop dictionary. A lookup is one first-level load, one POPCNT
 //! over the chunk's header and one value load, with no branch on the data. A /24 with
 //! longer prefixes under it gets a *kid* (its 256 /32 slots in the same format), flagged
 //! in the link; /16s without longer prefixes link a shared one-run chunk per value. A
