@@ -184,6 +184,7 @@ mod tests {
         let t = GrowingDir16::new();
         t.insert(0x0a00_0000, 8, 7);
         t.insert(0x2800_0142, 32, 8);
+        t.insert(0, 0, 8);
         // 252 more hops: 254 in all, the most byte values index.
         for i in 0..252 {
             let (a, l, nh) = slash24(i);
@@ -198,19 +199,21 @@ mod tests {
             let (a, l, nh) = slash24(i);
             t.insert(a, l, nh);
         }
-        assert_eq!((t.value_log2(), t.fronted_chunks(), t.len()), (1, 0, 302));
+        assert_eq!((t.value_log2(), t.fronted_chunks(), t.len()), (1, 0, 303));
         let mut probes: Vec<(u32, u32)> = (0..300).map(|i| (slash24(i).0 | 0x37, slash24(i).2)).collect();
         probes.extend([
             (0x2800_0142, 8),
             (0x2800_0143, 1_001),
             (0x0a01_0203, 7),
-            (0x2801_2d00, NONE),
+            (0x2801_2d00, 8),
         ]);
         assert_answers(&t, &probes);
         // Removals go to the new table; it keeps its width.
         assert_eq!(t.remove(0x2800_0142, 32), Some(8));
         assert_eq!(t.remove(slash24(299).0, 24), Some(1_299));
-        assert_eq!((t.lookup(0x2800_0142), t.lookup(slash24(299).0)), (1_001, NONE));
+        assert_eq!((t.lookup(0x2800_0142), t.lookup(slash24(299).0)), (1_001, 8));
+        assert_eq!(t.remove(0, 0), Some(8));
+        assert_eq!(t.lookup(slash24(299).0), NONE);
         assert_eq!((t.value_log2(), t.len()), (1, 300));
     }
 
