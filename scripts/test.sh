@@ -12,5 +12,5 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace
-echo "== fuzz targets compile (run them with cargo fuzz on a nightly toolchain)"
+echo "== fuzz targets compile (scripts/fuzz.sh runs them)"
 cargo check --manifest-path fuzz/Cargo.toml --bins
