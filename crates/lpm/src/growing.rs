@@ -43,12 +43,6 @@ impl Drop for GrowingDir16 {
     }
 }
 
-impl Default for GrowingDir16 {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl GrowingDir16 {
     pub fn new() -> Self {
         Self::from_table(Dir16::new())

@@ -351,49 +351,59 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Runs `ops` on an empty table and the naive reference side by side, then compares them
+/// around every prefix ever installed and at `probes`, singly and in a batch, and
+/// removes every route again. With `memory_back`, the emptied table must take no more
+/// memory than a new one (not so for a table built again wider on the way, whose
+/// arena stays).
+fn replay_against_reference(ops: &[Op], probes: &[u32], memory_back: bool) -> Result<(), TestCaseError> {
+    let t = Ipv4Lpm::new();
+    let mut r = NaiveLpm::new();
+    let mut installed = Vec::new();
+    for op in ops {
+        match *op {
+            Op::Insert(a, l, n) => {
+                prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n));
+                installed.push(a);
+            }
+            Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
+            Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
+        }
+    }
+    prop_assert_eq!(t.routes(), r.routes());
+    prop_assert_eq!(t.len(), r.len());
+    let mut addrs: Vec<u32> = probes.to_vec();
+    for &a in &installed {
+        addrs.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xff, a ^ 0x80]);
+    }
+    let mut out = vec![0u32; addrs.len()];
+    t.lookup_batch(&addrs, &mut out);
+    for (&a, &o) in addrs.iter().zip(&out) {
+        let want = r.lookup(a);
+        prop_assert_eq!(t.lookup(a), want);
+        prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE));
+    }
+    // Removing everything leaves an empty table (and, unless rebuilt, no nodes).
+    for (a, l, _) in r.routes() {
+        prop_assert!(t.remove(a, l).is_some());
+    }
+    prop_assert!(t.is_empty());
+    if memory_back {
+        prop_assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
+    }
+    for &a in &addrs {
+        prop_assert_eq!(t.lookup(a), None);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn matches_reference(ops in proptest::collection::vec(op_strategy(), 1..200),
                          probes in proptest::collection::vec(addr_strategy(), 64)) {
-        let t = Ipv4Lpm::new();
-        let mut r = NaiveLpm::new();
-        let mut installed = Vec::new();
-        for op in &ops {
-            match *op {
-                Op::Insert(a, l, n) => {
-                    prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n));
-                    installed.push(a);
-                }
-                Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
-                Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
-            }
-        }
-        prop_assert_eq!(t.routes(), r.routes());
-        prop_assert_eq!(t.len(), r.len());
-        // Probe around every prefix ever installed and at random addresses, singly and
-        // in a batch.
-        let mut addrs: Vec<u32> = probes.clone();
-        for &a in &installed {
-            addrs.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xff, a ^ 0x80]);
-        }
-        let mut out = vec![0u32; addrs.len()];
-        t.lookup_batch(&addrs, &mut out);
-        for (&a, &o) in addrs.iter().zip(&out) {
-            let want = r.lookup(a);
-            prop_assert_eq!(t.lookup(a), want);
-            prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE));
-        }
-        // Removing everything leaves an empty table and no nodes.
-        for (a, l, _) in r.routes() {
-            prop_assert!(t.remove(a, l).is_some());
-        }
-        prop_assert!(t.is_empty());
-        prop_assert_eq!(t.memory_bytes(), Ipv4Lpm::new().memory_bytes());
-        for &a in &addrs {
-            prop_assert_eq!(t.lookup(a), None);
-        }
+        replay_against_reference(&ops, &probes, true)?;
     }
 }
 
@@ -415,38 +425,7 @@ proptest! {
         ops in proptest::collection::vec(many_hops_op_strategy(), 300..900),
         probes in proptest::collection::vec(addr_strategy(), 64),
     ) {
-        let t = Ipv4Lpm::new();
-        let mut r = NaiveLpm::new();
-        let mut installed = Vec::new();
-        for op in &ops {
-            match *op {
-                Op::Insert(a, l, n) => {
-                    prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n));
-                    installed.push(a);
-                }
-                Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
-                Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
-            }
-        }
-        prop_assert_eq!(t.routes(), r.routes());
-        let mut addrs: Vec<u32> = probes.clone();
-        for &a in &installed {
-            addrs.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xff, a ^ 0x80]);
-        }
-        let mut out = vec![0u32; addrs.len()];
-        t.lookup_batch(&addrs, &mut out);
-        for (&a, &o) in addrs.iter().zip(&out) {
-            let want = r.lookup(a);
-            prop_assert_eq!(t.lookup(a), want);
-            prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE));
-        }
-        for (a, l, _) in r.routes() {
-            prop_assert!(t.remove(a, l).is_some());
-        }
-        prop_assert!(t.is_empty());
-        for &a in &addrs {
-            prop_assert_eq!(t.lookup(a), None);
-        }
+        replay_against_reference(&ops, &probes, false)?;
     }
 }
 
