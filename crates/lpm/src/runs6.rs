@@ -211,23 +211,28 @@ fn or_default(v: u32, dflt: u32) -> u32 {
 }
 
 /// The words of a node over `stride` bits holding `runs` (`(first slot, value)`, first
-/// slot 0, ascending), and its link flags ([`DIRECT`] or 0).
-fn encode(runs: &[(u32, u64)], stride: u32) -> (Vec<u64>, u64) {
+/// slot 0, ascending), into `words` (cleared first); returns its link flags ([`DIRECT`]
+/// or 0).
+fn encode(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>) -> u64 {
+    words.clear();
     let n = runs.len();
     if is_direct(n, stride) {
-        let mut words = vec![0u64; DIRECT_SLOTS];
+        words.resize(DIRECT_SLOTS, 0);
         for (i, r) in runs.iter().enumerate() {
             let end = runs.get(i + 1).map_or(DIRECT_SLOTS, |x| x.0 as usize);
             words[r.0 as usize..end].fill(r.1);
         }
-        return (words, DIRECT);
+        return DIRECT;
     }
-    let mut bytes = vec![0u8; node_bytes(n)];
+    words.resize(node_bytes(n) / 8, 0);
     let keys = |i: usize| if i < n { stored_key(runs[i].0) } else { PAD };
+    // Keys are little-endian 16-bit lanes at even byte offsets, so a key never
+    // straddles two words.
+    let mut put_key = |byte: usize, key: u16| words[byte / 8] |= u64::from(key) << (8 * (byte % 8));
     if n <= FLAT {
         let k = (n - 1).div_ceil(8) * 8;
         for i in 0..k {
-            bytes[2 * i..2 * i + 2].copy_from_slice(&keys(i + 1).to_le_bytes());
+            put_key(2 * i, keys(i + 1));
         }
     } else {
         let (lines, height) = tree_shape(n);
@@ -237,22 +242,17 @@ fn encode(runs: &[(u32, u64)], stride: u32) -> (Vec<u64>, u64) {
             let step = span / FAN;
             for j in 0..l {
                 for i in 1..FAN {
-                    let off = 64 * (at + j) + 2 * (i - 1);
-                    bytes[off..off + 2].copy_from_slice(&keys(j * span + i * step).to_le_bytes());
+                    put_key(64 * (at + j) + 2 * (i - 1), keys(j * span + i * step));
                 }
             }
             at += l;
         }
     }
-    let v = values_at(n);
-    for (i, r) in runs.iter().enumerate() {
-        bytes[v + 8 * i..v + 8 * i + 8].copy_from_slice(&r.1.to_le_bytes());
+    let v = values_at(n) / 8;
+    for (w, r) in words[v..v + n].iter_mut().zip(runs) {
+        *w = r.1;
     }
-    let words = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect();
-    (words, 0)
+    0
 }
 
 /// A link to a node of `n` runs at byte address `addr`, with flags `flags`.
@@ -300,69 +300,96 @@ unsafe fn free_node(link: u64) {
     dealloc((link & PTR) as *mut u8, layout(link_bytes(link)));
 }
 
-/// The runs of a node's slots, leaf-pushed: `cover` everywhere, painted over by `own`
-/// (routes ending in the node's stride, sorted by address then length), with each kid
-/// slot holding its child's link.
+/// The runs of a node's slots, leaf-pushed, into `runs` (cleared first): `cover`
+/// everywhere, painted over by `own` (routes ending in the node's stride, sorted by
+/// address then length), with each kid slot (`kids`, ascending) holding its child's
+/// link. `stack` is scratch space.
+///
+/// Within a node a route's address is its base plus its slot, so `own` is sorted by
+/// (slot, length) too; merging it with the kids (a kid after every route starting at
+/// its slot) visits every interval after each interval containing it, with no sort.
 fn runs_of(
     depth: u32,
     stride: u32,
     cover: u32,
     own: &[(u128, u8, u32)],
-    kids: &[(u32, u64)],
-) -> Vec<(u32, u64)> {
-    // (start, end, order, value): in (start, order) order an interval comes after every
-    // interval containing it.
-    let mut items: Vec<(u32, u32, u8, u64)> = own
-        .iter()
-        .map(|&(a, l, nh)| {
-            let s = slot_of(a, depth, stride);
-            (s, s + (1 << (depth + stride - u32::from(l))), l, leaf(nh))
-        })
-        .chain(kids.iter().map(|&(s, link)| (s, s + 1, u8::MAX, link)))
-        .collect();
-    items.sort_unstable_by_key(|i| (i.0, i.2));
-    let mut runs: Vec<(u32, u64)> = Vec::new();
+    kids: impl Iterator<Item = (u32, u64)>,
+    runs: &mut Vec<(u32, u64)>,
+    stack: &mut Vec<(u32, u64)>,
+) {
+    runs.clear();
+    stack.clear();
     let push = |runs: &mut Vec<(u32, u64)>, start: u32, v: u64| {
         if runs.last().map(|r| r.1) != Some(v) {
             runs.push((start, v));
         }
     };
     let end = 1u32 << stride;
-    let mut stack: Vec<(u32, u64)> = vec![(end, leaf(cover))];
+    stack.push((end, leaf(cover)));
     let mut cur = 0;
-    for (s, e, _, v) in items {
+    let mut own = own.iter().map(|&(a, l, nh)| {
+        let s = slot_of(a, depth, stride);
+        (s, s + (1 << (depth + stride - u32::from(l))), leaf(nh))
+    });
+    let mut kids = kids.map(|(s, link)| (s, s + 1, link));
+    let (mut next_own, mut next_kid) = (own.next(), kids.next());
+    loop {
+        let (s, e, v) = match (next_own, next_kid) {
+            (Some(o), Some(k)) if o.0 <= k.0 => {
+                next_own = own.next();
+                o
+            }
+            (_, Some(k)) => {
+                next_kid = kids.next();
+                k
+            }
+            (Some(o), None) => {
+                next_own = own.next();
+                o
+            }
+            (None, None) => break,
+        };
         while let Some(&(top_end, top_v)) = stack.last() {
             if top_end > s {
                 break;
             }
             if cur < top_end {
-                push(&mut runs, cur, top_v);
+                push(runs, cur, top_v);
                 cur = top_end;
             }
             stack.pop();
         }
         let top_v = stack.last().map_or(leaf(cover), |t| t.1);
         if cur < s {
-            push(&mut runs, cur, top_v);
+            push(runs, cur, top_v);
             cur = s;
         }
         stack.push((e, v));
     }
     while let Some((top_end, top_v)) = stack.pop() {
         if cur < top_end {
-            push(&mut runs, cur, top_v);
+            push(runs, cur, top_v);
             cur = top_end;
         }
     }
-    runs
+}
+
+/// Buffers the writer reuses from node to node (an update of a short prefix rebuilds
+/// hundreds of nodes).
+#[derive(Default)]
+struct Scratch {
+    runs: Vec<(u32, u64)>,
+    stack: Vec<(u32, u64)>,
+    words: Vec<u64>,
 }
 
 /// The writer's record of one node.
 struct NodeRec {
     /// Routes ending in this node's stride, sorted by address then length.
     own: Vec<(u128, u8, u32)>,
-    /// Slots holding a child node, ascending.
-    kids: Vec<u32>,
+    /// Slots holding a child node, ascending, each with the child's current link (0
+    /// until the child is first encoded), so that encoding this node looks no child up.
+    kids: Vec<(u32, u64)>,
     /// Routes longer than this node's depth inside its range (own and below); the node
     /// exists while this is positive.
     deep: usize,
@@ -409,6 +436,7 @@ struct Writer {
     /// Nodes by (level, base address).
     nodes: FastMap<(u8, u128), NodeRec>,
     count: usize,
+    scratch: Scratch,
 }
 
 /// The IPv6 table.
@@ -480,6 +508,7 @@ impl Runs6 {
                 top_val: vec![NONE; TOP],
                 nodes: FastMap::default(),
                 count: 0,
+                scratch: Scratch::default(),
             }),
             heap_bytes: AtomicUsize::new(0),
         }
@@ -725,8 +754,8 @@ impl Runs6 {
                         if let Some((pl, pb)) = parent(level, base) {
                             let slot = slot_of(base, DEPTHS[pl], STRIDES[pl]);
                             let p = w.nodes.get_mut(&(pl as u8, pb)).expect("parent made first");
-                            if let Err(at) = p.kids.binary_search(&slot) {
-                                p.kids.insert(at, slot);
+                            if let Err(at) = p.kids.binary_search_by_key(&slot, |k| k.0) {
+                                p.kids.insert(at, (slot, 0));
                             }
                             dirty.push((pl, pb));
                         }
@@ -760,9 +789,9 @@ impl Runs6 {
             let last = first + (1 << (d + s - u32::from(len))) - 1;
             let kids: Vec<u32> = {
                 let k = &rec.kids;
-                let lo = k.partition_point(|&x| x < first);
-                let hi = k.partition_point(|&x| x <= last);
-                k[lo..hi].to_vec()
+                let lo = k.partition_point(|x| x.0 < first);
+                let hi = k.partition_point(|x| x.0 <= last);
+                k[lo..hi].iter().map(|k| k.0).collect()
             };
             if !kids.is_empty() {
                 // (Prefixes of at most 16 bits are not pushed into nodes.)
@@ -784,7 +813,7 @@ impl Runs6 {
                     Some((pl, pb)) => {
                         if let Some(p) = w.nodes.get_mut(&(pl as u8, pb)) {
                             let slot = slot_of(base, DEPTHS[pl], STRIDES[pl]);
-                            if let Ok(at) = p.kids.binary_search(&slot) {
+                            if let Ok(at) = p.kids.binary_search_by_key(&slot, |k| k.0) {
                                 p.kids.remove(at);
                             }
                             dirty.push((pl, pb));
@@ -812,9 +841,8 @@ impl Runs6 {
             let Some(rec) = w.nodes.get(&(level as u8, base)) else {
                 continue; // deleted
             };
-            let runs = node_runs(&w.nodes, level, base, rec);
-            let (words, flags) = encode(&runs, STRIDES[level]);
-            let link = place_heap(&words, runs.len(), flags, &self.heap_bytes);
+            let (n, flags) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
+            let link = place_heap(&w.scratch.words, n, flags, &self.heap_bytes);
             let rec = w.nodes.get_mut(&(level as u8, base)).expect("node present");
             let old = std::mem::replace(&mut rec.link, link);
             if old != 0 {
@@ -822,9 +850,11 @@ impl Runs6 {
             }
             match parent(level, base) {
                 None => self.top[slot_of(base, 0, TOP_BITS) as usize].store(link, Ordering::Release),
-                Some(p) if dirty_set.contains(&p) => {}
                 Some((pl, pb)) => {
-                    let plink = w.nodes.get(&(pl as u8, pb)).expect("parent of a node").link;
+                    let plink = set_kid_link(&mut w.nodes, level, base, link);
+                    if dirty_set.contains(&(pl, pb)) {
+                        continue; // linked when the parent is encoded, later in the loop
+                    }
                     // SAFETY: the parent is live (this writer holds the lock and only it
                     // retires nodes) and links this node at this slot: a kid slot is a
                     // run of its own, so the run's value word is the link to replace.
@@ -885,8 +915,8 @@ impl Runs6 {
                     rec.own.push((k, l, nh));
                 } else {
                     let slot = slot_of(k, DEPTHS[level], STRIDES[level]);
-                    if rec.kids.last() != Some(&slot) {
-                        rec.kids.push(slot);
+                    if rec.kids.last().map(|k| k.0) != Some(slot) {
+                        rec.kids.push((slot, 0));
                     }
                 }
             }
@@ -904,21 +934,24 @@ impl Runs6 {
         let mut fixups: Vec<usize> = Vec::new();
         for &(level, base) in keys.iter().rev() {
             let rec = &w.nodes[&(level as u8, base)];
-            let runs = node_runs(&w.nodes, level, base, rec);
+            let (n, flags) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
+            let node = &w.scratch.words;
             let at = words.len();
-            let (node, flags) = encode(&runs, STRIDES[level]);
             let (v, count) = if flags & DIRECT != 0 {
                 (0, DIRECT_SLOTS)
             } else {
-                (values_at(runs.len()) / 8, runs.len())
+                (values_at(n) / 8, n)
             };
             for (i, &x) in node[v..v + count].iter().enumerate() {
                 if x & LEAF == 0 {
                     fixups.push(at + v + i);
                 }
             }
-            words.extend_from_slice(&node);
-            let link = tag(at as u64 * 8, runs.len(), flags);
+            words.extend_from_slice(node);
+            let link = tag(at as u64 * 8, n, flags);
+            if level > 0 {
+                set_kid_link(&mut w.nodes, level, base, link);
+            }
             w.nodes.get_mut(&(level as u8, base)).expect("listed node").link = link;
         }
         if !words.is_empty() {
@@ -932,6 +965,9 @@ impl Runs6 {
             t.arena = Some(arena);
             for rec in w.nodes.values_mut() {
                 rec.link += base;
+                for kid in &mut rec.kids {
+                    kid.1 += base;
+                }
             }
         }
         for i in 0..TOP {
@@ -1000,7 +1036,7 @@ impl Runs6 {
         let nodes: usize = w
             .nodes
             .values()
-            .map(|r| 96 + r.own.capacity() * 32 + r.kids.capacity() * 4)
+            .map(|r| 96 + r.own.capacity() * 32 + r.kids.capacity() * 16)
             .sum::<usize>()
             + w.nodes.capacity() * 24;
         maps + nodes + TOP * 5
@@ -1135,7 +1171,7 @@ fn push_cover(
     rec.cover = change.set_val;
     dirty.push((level, base));
     let (d, s) = (DEPTHS[level], STRIDES[level]);
-    let kids: Vec<u32> = rec.kids.clone();
+    let kids: Vec<u32> = rec.kids.iter().map(|k| k.0).collect();
     for slot in kids {
         let kb = base | (u128::from(slot) << (128 - d - s));
         // A kid under one of this node's own routes has that route as its cover, which
@@ -1144,23 +1180,47 @@ fn push_cover(
     }
 }
 
-/// The runs of node `(level, base)` from its record and its children's current links.
-fn node_runs(
+/// Records `link` as the current link of node `(level, base)` (level > 0) in its
+/// parent's record; returns the parent's link.
+fn set_kid_link(nodes: &mut FastMap<(u8, u128), NodeRec>, level: usize, base: u128, link: u64) -> u64 {
+    let pl = level - 1;
+    let slot = slot_of(base, DEPTHS[pl], STRIDES[pl]);
+    let p = nodes
+        .get_mut(&(pl as u8, base.masked(DEPTHS[pl] as u8)))
+        .expect("parent of a node");
+    let at = p
+        .kids
+        .binary_search_by_key(&slot, |k| k.0)
+        .expect("a node is its parent's kid");
+    p.kids[at].1 = link;
+    p.link
+}
+
+/// Encodes node `(level, base)` from its record and its children's current links into
+/// `scratch.words`; returns its number of runs and its link flags.
+fn encode_node(
     nodes: &FastMap<(u8, u128), NodeRec>,
     level: usize,
     base: u128,
     rec: &NodeRec,
-) -> Vec<(u32, u64)> {
+    scratch: &mut Scratch,
+) -> (usize, u64) {
     let (d, s) = (DEPTHS[level], STRIDES[level]);
-    let kids: Vec<(u32, u64)> = rec
-        .kids
-        .iter()
-        .map(|&slot| {
-            let kb = base | (u128::from(slot) << (128 - d - s));
-            (slot, nodes[&(level as u8 + 1, kb)].link)
-        })
-        .collect();
-    runs_of(d, s, rec.cover, &rec.own, &kids)
+    debug_assert!(rec.kids.iter().all(|&(slot, link)| {
+        let kb = base | (u128::from(slot) << (128 - d - s));
+        nodes[&(level as u8 + 1, kb)].link == link
+    }));
+    runs_of(
+        d,
+        s,
+        rec.cover,
+        &rec.own,
+        rec.kids.iter().copied(),
+        &mut scratch.runs,
+        &mut scratch.stack,
+    );
+    let flags = encode(&scratch.runs, s, &mut scratch.words);
+    (scratch.runs.len(), flags)
 }
 
 #[cfg(test)]
