@@ -465,7 +465,16 @@ pub fn pipeline(opts: &PipelineOptions) -> Result<PipelineReport, String> {
         Some(t) => (t.clone(), format!("<{}>", opts.app)),
         None => {
             let path = opts.conf_dir.join(format!("{}.click", opts.app));
-            let t = std::fs::read_to_string(&path).map_err(|e| format!("{}: {}", path.display(), e))?;
+            let t = std::fs::read_to_string(&path).map_err(|e| {
+                // The shipped configurations live in the checkout's conf/; the default
+                // is relative, so a run from elsewhere needs the directory named.
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (run from the brickroute checkout or name the configurations' directory with --conf-dir)"
+                } else {
+                    ""
+                };
+                format!("{}: {}{}", path.display(), e, hint)
+            })?;
             (t, path.display().to_string())
         }
     };
@@ -865,9 +874,9 @@ mod tests {
             conf_dir: PathBuf::from("/nonexistent"),
             ..opts(1, 1, 64)
         };
-        assert!(pipeline(&o)
-            .unwrap_err()
-            .starts_with("/nonexistent/nosuchapp.click: "));
+        let e = pipeline(&o).unwrap_err();
+        assert!(e.starts_with("/nonexistent/nosuchapp.click: "), "{e}");
+        assert!(e.ends_with("--conf-dir)"), "{e}");
     }
 
     #[test]
