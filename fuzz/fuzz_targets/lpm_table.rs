@@ -1,7 +1,8 @@
 //! Route table files (`lpm::table::parse`) from arbitrary bytes: parsing never panics,
 //! and a table that parses builds into lookup structures that agree with a per-length
-//! hash reference at every route's first and last address (IPv4 also when the routes
-//! are inserted one by one, and through batch lookups).
+//! hash reference at every route's first and last address, also when the routes are
+//! inserted one by one and after every other one is removed again (and, for IPv4,
+//! through batch lookups).
 
 #![no_main]
 
@@ -33,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     for &(a, l, nh) in &t.v4 {
         grown4.insert(a, l, nh);
     }
-    let r4 = reference(&t.v4, 32);
+    let mut r4 = reference(&t.v4, 32);
     let mut probes = Vec::new();
     for &(a, l, _) in &t.v4 {
         let last = a | !u32::MAX.checked_shl(32 - u32::from(l)).unwrap_or(0);
@@ -51,11 +52,34 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let v6 = Ipv6Lpm::build(&t.v6);
-    let r6 = reference(&t.v6, 128);
+    let grown6 = Ipv6Lpm::new();
+    for &(a, l, nh) in &t.v6 {
+        grown6.insert(a, l, nh);
+    }
+    let mut r6 = reference(&t.v6, 128);
+    let mut probes6 = Vec::new();
     for &(a, l, _) in &t.v6 {
         let last = a | !u128::MAX.checked_shl(128 - u32::from(l)).unwrap_or(0);
         for x in [a, last] {
             assert_eq!(v6.lookup(x), best(&r6, x));
+            assert_eq!(grown6.lookup(x), best(&r6, x));
+            probes6.push(x);
         }
+    }
+    // Every other route removed again (the delete path, which for IPv6 rebuilds the
+    // nodes below a prefix that inherited it): the rest still answer as the reference.
+    for &(a, l, _) in t.v4.iter().step_by(2) {
+        grown4.remove(a, l);
+        r4[l as usize].remove(&a.masked(l));
+    }
+    for &(a, l, _) in t.v6.iter().step_by(2) {
+        grown6.remove(a, l);
+        r6[l as usize].remove(&a.masked(l));
+    }
+    for &x in &probes {
+        assert_eq!(grown4.lookup(x), best(&r4, x));
+    }
+    for &x in &probes6 {
+        assert_eq!(grown6.lookup(x), best(&r6, x));
     }
 });
