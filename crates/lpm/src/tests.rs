@@ -584,6 +584,73 @@ fn ipv6_nesting_beyond_64_bits_and_host_routes() {
     assert_eq!(t.memory_bytes(), Ipv6Lpm::new().memory_bytes());
 }
 
+/// A change of the prefix a node inherits is stored into the node's inherited runs in
+/// place; a more-specific with the inherited next hop, whose run the encoding merged
+/// with the inherited ones, must keep its own next hop when the cover changes.
+#[test]
+fn ipv6_cover_changes_leave_more_specifics_with_the_same_next_hop_alone() {
+    let routes = [
+        (ip6("2001:db8::"), 32, 1),
+        // Same next hop as its cover: one run with the inherited slots around it.
+        (ip6("2001:db8:1::"), 48, 1),
+        (ip6("2001:db8:2::"), 48, 7),
+        // Under a /48 of the /32's node: a node two levels below the /32.
+        (ip6("2001:db8:2:5::"), 64, 8),
+        (ip6("2001:db9::"), 32, 4),
+        (ip6("2001:db9:1::"), 48, 5),
+    ];
+    let answers = |t: &Ipv6Lpm| {
+        let addrs = [
+            ip6("2001:db8::1"),
+            ip6("2001:db8:1::1"),
+            ip6("2001:db8:2::1"),
+            ip6("2001:db8:2:5::1"),
+            ip6("2001:db8:3::1"),
+            ip6("2001:db8:ffff::1"),
+            ip6("2001:db9::1"),
+            ip6("2001:db9:1::1"),
+        ];
+        let single: Vec<Option<u32>> = addrs.iter().map(|&a| t.lookup(a)).collect();
+        let mut out = [0u32; 8];
+        t.lookup_batch(&addrs, &mut out);
+        let batch: Vec<Option<u32>> = out
+            .iter()
+            .map(|&v| (v != Ipv6Lpm::NO_ROUTE).then_some(v))
+            .collect();
+        assert_eq!(single, batch);
+        single
+    };
+    for t in [Ipv6Lpm::build(&routes), {
+        let t = Ipv6Lpm::new();
+        for &(a, l, nh) in &routes {
+            t.insert(a, l, nh);
+        }
+        t
+    }] {
+        let s = Some;
+        assert_eq!(answers(&t), [s(1), s(1), s(7), s(8), s(1), s(1), s(4), s(5)]);
+        // The /32 changes next hop: its node's inherited slots follow, the /48s do not.
+        assert_eq!(t.insert(ip6("2001:db8::"), 32, 2), Some(1));
+        assert_eq!(answers(&t), [s(2), s(1), s(7), s(8), s(2), s(2), s(4), s(5)]);
+        // A shorter prefix over both /32s changes nothing under them...
+        t.insert(ip6("2001:db8::"), 31, 9);
+        assert_eq!(answers(&t), [s(2), s(1), s(7), s(8), s(2), s(2), s(4), s(5)]);
+        // ...until a /32 goes: its slots then inherit the /31, the /48 with the old
+        // next hop keeps it.
+        assert_eq!(t.remove(ip6("2001:db8::"), 32), Some(2));
+        assert_eq!(answers(&t), [s(9), s(1), s(7), s(8), s(9), s(9), s(4), s(5)]);
+        assert_eq!(t.remove(ip6("2001:db8::"), 31), Some(9));
+        assert_eq!(answers(&t), [None, s(1), s(7), s(8), None, None, s(4), s(5)]);
+        // The cover comes back with the /48's own next hop, then changes again.
+        t.insert(ip6("2001:db8::"), 32, 1);
+        assert_eq!(answers(&t), [s(1), s(1), s(7), s(8), s(1), s(1), s(4), s(5)]);
+        t.insert(ip6("2001:db8::"), 32, 3);
+        assert_eq!(answers(&t), [s(3), s(1), s(7), s(8), s(3), s(3), s(4), s(5)]);
+        assert_eq!(t.insert(ip6("2001:db9::"), 32, 6), Some(4));
+        assert_eq!(answers(&t), [s(3), s(1), s(7), s(8), s(3), s(3), s(6), s(5)]);
+    }
+}
+
 #[test]
 fn bulk_build_keeps_the_last_of_duplicates_and_ignores_host_bits() {
     let t = Ipv4Lpm::build(&[
