@@ -979,10 +979,10 @@ impl Runs6 {
             let link = tag(at as u64 * 8, n, flags);
             let rec = w.nodes.get_mut(&(level as u8, base)).expect("listed node");
             note_cover_words(rec, &w.scratch, flags, patchable);
+            rec.link = link;
             if level > 0 {
                 set_kid_link(&mut w.nodes, level, base, link);
             }
-            w.nodes.get_mut(&(level as u8, base)).expect("listed node").link = link;
         }
         if !words.is_empty() {
             let mut arena = HugeSlice::new(words.len(), |i| AtomicU64::new(words[i]));
