@@ -9,12 +9,9 @@
 //! trie's three or four. See `docs/LPM.md` for the measurements.
 //!
 //! Updates rebuild the node whose stride holds the prefix length from the writer's
-//! record and publish it with one `Release` store: into the parent node's value word
-//! for that slot, or into the first level. Because leaves are pushed, each node below
-//! it whose inherited value changes changes too: its inherited value words are
-//! rewritten in place (or, where a run mixes the inherited value with an own route of
-//! the same next hop, the node is rebuilt). Replaced nodes go through the epoch
-//! collector.
+//! record (and, because leaves are pushed, each node below it whose inherited value
+//! changes) and publish each with one `Release` store: into the parent node's value word
+//! for that slot, or into the first level. Replaced nodes go through the epoch collector.
 
 use crate::key::NONE;
 use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
@@ -306,14 +303,11 @@ unsafe fn free_node(link: u64) {
 /// The runs of a node's slots, leaf-pushed, into `runs` (cleared first): `cover`
 /// everywhere, painted over by `own` (routes ending in the node's stride, sorted by
 /// address then length), with each kid slot (`kids`, ascending) holding its child's
-/// link. `stack` is scratch space. The indices of the runs that hold the cover, and
-/// only the cover, go into `cover_runs`; returns false when some run merges the cover
-/// with an own route of the same next hop (its words then cannot be told apart).
+/// link. `stack` is scratch space.
 ///
 /// Within a node a route's address is its base plus its slot, so `own` is sorted by
 /// (slot, length) too; merging it with the kids (a kid after every route starting at
 /// its slot) visits every interval after each interval containing it, with no sort.
-#[allow(clippy::too_many_arguments)]
 fn runs_of(
     depth: u32,
     stride: u32,
@@ -321,27 +315,16 @@ fn runs_of(
     own: &[(u128, u8, u32)],
     kids: impl Iterator<Item = (u32, u64)>,
     runs: &mut Vec<(u32, u64)>,
-    cover_runs: &mut Vec<u32>,
     stack: &mut Vec<(u32, u64)>,
-) -> bool {
+) {
     runs.clear();
-    cover_runs.clear();
     stack.clear();
-    // Whether the last run holds the cover, and whether some run mixes the two.
-    let (mut last_cover, mut mixed) = (false, false);
-    let mut push = |runs: &mut Vec<(u32, u64)>, start: u32, v: u64, is_cover: bool| {
-        if runs.last().map(|r| r.1) == Some(v) {
-            mixed |= last_cover != is_cover;
-            return;
+    let push = |runs: &mut Vec<(u32, u64)>, start: u32, v: u64| {
+        if runs.last().map(|r| r.1) != Some(v) {
+            runs.push((start, v));
         }
-        if is_cover {
-            cover_runs.push(runs.len() as u32);
-        }
-        last_cover = is_cover;
-        runs.push((start, v));
     };
     let end = 1u32 << stride;
-    // The stack's bottom entry is the cover.
     stack.push((end, leaf(cover)));
     let mut cur = 0;
     let mut own = own.iter().map(|&(a, l, nh)| {
@@ -371,25 +354,24 @@ fn runs_of(
                 break;
             }
             if cur < top_end {
-                push(runs, cur, top_v, stack.len() == 1);
+                push(runs, cur, top_v);
                 cur = top_end;
             }
             stack.pop();
         }
+        let top_v = stack.last().map_or(leaf(cover), |t| t.1);
         if cur < s {
-            let top_v = stack.last().map_or(leaf(cover), |t| t.1);
-            push(runs, cur, top_v, stack.len() <= 1);
+            push(runs, cur, top_v);
             cur = s;
         }
         stack.push((e, v));
     }
     while let Some((top_end, top_v)) = stack.pop() {
         if cur < top_end {
-            push(runs, cur, top_v, stack.is_empty());
+            push(runs, cur, top_v);
             cur = top_end;
         }
     }
-    !mixed
 }
 
 /// Buffers the writer reuses from node to node (an update of a short prefix rebuilds
@@ -397,7 +379,6 @@ fn runs_of(
 #[derive(Default)]
 struct Scratch {
     runs: Vec<(u32, u64)>,
-    cover_runs: Vec<u32>,
     stack: Vec<(u32, u64)>,
     words: Vec<u64>,
 }
@@ -418,12 +399,6 @@ struct NodeRec {
     cover: u32,
     /// The published node (0 before the first build).
     link: u64,
-    /// Where the published node holds its cover, as ranges (first word, words) of its
-    /// value words, when no run there also holds an own route (`patchable`): a change
-    /// of the cover is then stored into those words in place instead of rebuilding
-    /// the node, which keeps an update of a /19-/32 over a busy region cheap.
-    cover_words: Vec<(u32, u32)>,
-    patchable: bool,
 }
 
 impl NodeRec {
@@ -435,8 +410,6 @@ impl NodeRec {
             cover_len: 0,
             cover: NONE,
             link: 0,
-            cover_words: Vec::new(),
-            patchable: false,
         }
     }
 }
@@ -868,10 +841,9 @@ impl Runs6 {
             let Some(rec) = w.nodes.get(&(level as u8, base)) else {
                 continue; // deleted
             };
-            let (n, flags, patchable) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
+            let (n, flags) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
             let link = place_heap(&w.scratch.words, n, flags, &self.heap_bytes);
             let rec = w.nodes.get_mut(&(level as u8, base)).expect("node present");
-            note_cover_words(rec, &w.scratch, flags, patchable);
             let old = std::mem::replace(&mut rec.link, link);
             if old != 0 {
                 retired.push(old);
@@ -962,7 +934,7 @@ impl Runs6 {
         let mut fixups: Vec<usize> = Vec::new();
         for &(level, base) in keys.iter().rev() {
             let rec = &w.nodes[&(level as u8, base)];
-            let (n, flags, patchable) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
+            let (n, flags) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
             let node = &w.scratch.words;
             let at = words.len();
             let (v, count) = if flags & DIRECT != 0 {
@@ -977,9 +949,7 @@ impl Runs6 {
             }
             words.extend_from_slice(node);
             let link = tag(at as u64 * 8, n, flags);
-            let rec = w.nodes.get_mut(&(level as u8, base)).expect("listed node");
-            note_cover_words(rec, &w.scratch, flags, patchable);
-            rec.link = link;
+            w.nodes.get_mut(&(level as u8, base)).expect("listed node").link = link;
             if level > 0 {
                 set_kid_link(&mut w.nodes, level, base, link);
             }
@@ -1066,7 +1036,7 @@ impl Runs6 {
         let nodes: usize = w
             .nodes
             .values()
-            .map(|r| 104 + r.own.capacity() * 32 + r.kids.capacity() * 16 + r.cover_words.capacity() * 8)
+            .map(|r| 96 + r.own.capacity() * 32 + r.kids.capacity() * 16)
             .sum::<usize>()
             + w.nodes.capacity() * 24;
         maps + nodes + TOP * 5
@@ -1182,9 +1152,8 @@ fn cover_for(w: &Writer, level: usize, base: u128) -> (u8, u32) {
 }
 
 /// Applies a change of the prefix covering node `(level, base)` to the node's cover
-/// when the node's cover is that prefix's (see [`ShortChange::owns`]) — in place when
-/// the node's cover words are known, else by marking it dirty — and then to its
-/// children.
+/// when the node's cover is that prefix's (see [`ShortChange::owns`]), marking it dirty,
+/// and then to its children.
 fn push_cover(
     w: &mut Writer,
     level: usize,
@@ -1200,16 +1169,9 @@ fn push_cover(
     }
     rec.cover_len = change.set_len;
     rec.cover = change.set_val;
-    let kids: Vec<u32> = rec.kids.iter().map(|k| k.0).collect();
-    if rec.patchable && rec.link != 0 {
-        // Each of the node's addresses that inherits the cover flips with one store.
-        patch_cover(rec.link, &rec.cover_words, change.set_val);
-        #[cfg(debug_assertions)]
-        check_patched(&w.nodes, level, base);
-    } else {
-        dirty.push((level, base));
-    }
+    dirty.push((level, base));
     let (d, s) = (DEPTHS[level], STRIDES[level]);
+    let kids: Vec<u32> = rec.kids.iter().map(|k| k.0).collect();
     for slot in kids {
         let kb = base | (u128::from(slot) << (128 - d - s));
         // A kid under one of this node's own routes has that route as its cover, which
@@ -1235,99 +1197,30 @@ fn set_kid_link(nodes: &mut FastMap<(u8, u128), NodeRec>, level: usize, base: u1
 }
 
 /// Encodes node `(level, base)` from its record and its children's current links into
-/// `scratch.words`; returns its number of runs, its link flags and whether its cover
-/// words (`scratch.cover_runs`, as run indices) can be patched in place.
+/// `scratch.words`; returns its number of runs and its link flags.
 fn encode_node(
     nodes: &FastMap<(u8, u128), NodeRec>,
     level: usize,
     base: u128,
     rec: &NodeRec,
     scratch: &mut Scratch,
-) -> (usize, u64, bool) {
+) -> (usize, u64) {
     let (d, s) = (DEPTHS[level], STRIDES[level]);
     debug_assert!(rec.kids.iter().all(|&(slot, link)| {
         let kb = base | (u128::from(slot) << (128 - d - s));
         nodes[&(level as u8 + 1, kb)].link == link
     }));
-    let Scratch {
-        runs,
-        cover_runs,
-        stack,
-        words,
-    } = scratch;
-    let patchable = runs_of(
+    runs_of(
         d,
         s,
         rec.cover,
         &rec.own,
         rec.kids.iter().copied(),
-        runs,
-        cover_runs,
-        stack,
+        &mut scratch.runs,
+        &mut scratch.stack,
     );
-    let flags = encode(runs, s, words);
-    (runs.len(), flags, patchable)
-}
-
-/// Records in `rec` where the node just encoded from `scratch` (with link `flags`)
-/// holds its cover.
-fn note_cover_words(rec: &mut NodeRec, scratch: &Scratch, flags: u64, patchable: bool) {
-    let (runs, out) = (&scratch.runs, &mut rec.cover_words);
-    out.clear();
-    rec.patchable = patchable;
-    if !patchable {
-        return;
-    }
-    if flags & DIRECT != 0 {
-        for &i in &scratch.cover_runs {
-            let i = i as usize;
-            let end = runs.get(i + 1).map_or(DIRECT_SLOTS as u32, |r| r.0);
-            out.push((runs[i].0, end - runs[i].0));
-        }
-    } else {
-        let v = (values_at(runs.len()) / 8) as u32;
-        out.extend(scratch.cover_runs.iter().map(|&i| (v + i, 1)));
-    }
-}
-
-/// Test builds: the patched node `(level, base)` answers as one encoded afresh from its
-/// record would, at both ends of every fresh run and at a spread of other slots.
-#[cfg(debug_assertions)]
-fn check_patched(nodes: &FastMap<(u8, u128), NodeRec>, level: usize, base: u128) {
-    let rec = &nodes[&(level as u8, base)];
-    let mut scratch = Scratch::default();
-    encode_node(nodes, level, base, rec, &mut scratch);
-    let runs = &scratch.runs;
-    let end = 1u32 << STRIDES[level];
-    let mut slots: Vec<(u32, u64)> = Vec::new();
-    for (i, r) in runs.iter().enumerate() {
-        let next = runs.get(i + 1).map_or(end, |x| x.0);
-        slots.push((r.0, r.1));
-        slots.push((next - 1, r.1));
-    }
-    for k in 0..251u32 {
-        let slot = k.wrapping_mul(0x9e37_79b9) >> (32 - STRIDES[level]);
-        let at = runs.partition_point(|r| r.0 <= slot) - 1;
-        slots.push((slot, runs[at].1));
-    }
-    for (slot, want) in slots {
-        // SAFETY: the node is live (writer lock) and the slot is below 2^stride.
-        let got = unsafe { &*value_word::<false>(rec.link, slot) }.load(Ordering::Relaxed);
-        assert_eq!(got, want, "patched node ({level}, {base:x}) at slot {slot}");
-    }
-}
-
-/// Stores `leaf(v)` into the cover words of the published node `link`.
-fn patch_cover(link: u64, words: &[(u32, u32)], v: u32) {
-    let p = (link & PTR) as *const AtomicU64;
-    for &(at, n) in words {
-        for k in at..at + n {
-            // SAFETY: the node is live (the writer holds the lock and only it retires
-            // nodes), and its cover words were recorded when it was encoded, so they
-            // are inside it; readers load these words atomically.
-            unsafe { &*p.add(k as usize) }.store(leaf(v), Ordering::Release);
-        }
-    }
+    let flags = encode(&scratch.runs, s, &mut scratch.words);
+    (scratch.runs.len(), flags)
 }
 
 #[cfg(test)]

@@ -584,9 +584,9 @@ fn ipv6_nesting_beyond_64_bits_and_host_routes() {
     assert_eq!(t.memory_bytes(), Ipv6Lpm::new().memory_bytes());
 }
 
-/// A change of the prefix a node inherits is stored into the node's inherited runs in
-/// place; a more-specific with the inherited next hop, whose run the encoding merged
-/// with the inherited ones, must keep its own next hop when the cover changes.
+/// A change of the prefix a node inherits reaches the node's inherited slots; a
+/// more-specific with the inherited next hop, whose run the encoding merges with the
+/// inherited ones, must keep its own next hop when the cover changes.
 #[test]
 fn ipv6_cover_changes_leave_more_specifics_with_the_same_next_hop_alone() {
     let routes = [
@@ -790,6 +790,49 @@ proptest! {
             prop_assert_eq!(o, r.lookup(a).unwrap_or(Ipv4Lpm::NO_ROUTE), "address {:08x}", a);
         }
     }
+}
+
+/// A change becomes visible at once: while a /20's next hop counts up, a reader that
+/// sees the new value at an address in a node below the /20 (which inherits it) must
+/// then see it, or a later one, at an address the /20's own node answers.
+#[test]
+fn ipv6_a_change_below_and_at_its_prefix_appears_at_once() {
+    let t = Arc::new(Ipv6Lpm::new());
+    // 2001::/20: the node of 2001::/16's bits 16..24 holds it.
+    t.insert(ip6("2001::"), 20, 1);
+    // Nodes below the /20 that inherit it: one for bits 32..48 (holding a /48) and one
+    // for bits 48..64 (holding a /56), with no route between them and the /20.
+    t.insert(ip6("2001:db8:1::"), 48, 500_000);
+    t.insert(ip6("2001:db9:5:100::"), 56, 600_000);
+    let below = [ip6("2001:db8:2::1"), ip6("2001:db9:5:200::1")];
+    // In the /20 but outside 2001:d00::/24, which has a node of its own below.
+    let own = ip6("2001:e00::1");
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (t, done) = (t.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut rounds = 0u64;
+            while !done.load(Ordering::Acquire) || rounds < 1000 {
+                for &b in &below {
+                    let seen_below = t.lookup(b).expect("covered by the /20");
+                    let seen_own = t.lookup(own).expect("covered by the /20");
+                    assert!(
+                        seen_own >= seen_below,
+                        "saw {seen_below} below the /20, then {seen_own} at the /20's own node"
+                    );
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    for nh in 2..20_000u32 {
+        t.insert(ip6("2001::"), 20, nh);
+    }
+    done.store(true, Ordering::Release);
+    assert!(reader.join().expect("reader panicked") >= 1000);
+    assert_eq!(t.lookup(own), Some(19_999));
+    assert_eq!(t.lookup(below[0]), Some(19_999));
 }
 
 #[test]
