@@ -397,11 +397,11 @@ fn bench_family<T: Lpm>(
                     b.about.title, j, q[j], theirs.out[j], ours.out[j]
                 ));
             }
-            let rate = median(&theirs.rates);
-            Some((b.about, rate, median(&ours.rates) / rate))
+            let rate = theirs.spread().1;
+            Some((b.about, rate, ours.spread().1 / rate))
         }
     };
-    let (lps, lps_min, lps_max) = (median(&ours.rates), min_of(&ours.rates), max_of(&ours.rates));
+    let (lps_min, lps, lps_max) = ours.spread();
     drop(ours);
     let reader = {
         let lpm = lpm.clone();
@@ -431,7 +431,7 @@ fn bench_family<T: Lpm>(
 }
 
 /// Passes of one structure over the queries: the answers of the last pass, and the
-/// lookups/s of each timed one.
+/// lookups/s of the timed ones, slowest first.
 struct Passes {
     out: Vec<u32>,
     reader: Reader,
@@ -459,21 +459,14 @@ impl Passes {
                 self.rates.push(q.len() as f64 / start.elapsed().as_secs_f64());
             }
         }
+        self.rates.sort_by(|a, b| a.total_cmp(b));
     }
-}
 
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn min_of(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-fn max_of(v: &[f64]) -> f64 {
-    v.iter().copied().fold(0.0, f64::max)
+    /// The slowest, the median and the fastest timed pass (`run` leaves them sorted).
+    fn spread(&self) -> (f64, f64, f64) {
+        let r = &self.rates;
+        (r[0], r[r.len() / 2], r[r.len() - 1])
+    }
 }
 
 /// Times `n` updates — deletes and re-adds of table prefixes spread over the table —
