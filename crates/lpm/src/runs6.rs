@@ -4,14 +4,19 @@
 //! values (the leaf-pushed next hop, or a link to the child node of one slot): a sorted
 //! array of the slots where runs start, compared 8 at a time with SSE2, then one 64-bit
 //! value per run. A /48 query walks the /16 entry, two small stride-8 nodes (few, so
-//! they stay cached) and one stride-16 node for bits 32..48 (a BGP /32 holds a handful
-//! of runs there, so the node is one or two lines): one cold access instead of the
-//! trie's three or four. See `docs/LPM.md` for the measurements.
+//! they stay cached) and one stride-16 node for bits 32..48 (most BGP /32s hold a
+//! handful of runs there, so the node is one or two lines): one cold access instead of
+//! the trie's three or four. A node of more runs than one key line holds is stored
+//! direct (stride 8) or *split* (stride 16: a direct node over the slot's high byte
+//! whose values link stride-8 sub-nodes), so every read of a lookup is one line
+//! fetched a pass ahead. See `docs/LPM.md` for the measurements.
 //!
 //! Updates rebuild the node whose stride holds the prefix length from the writer's
 //! record (and, because leaves are pushed, each node below it whose inherited value
 //! changes) and publish each with one `Release` store: into the parent node's value word
-//! for that slot, or into the first level. Replaced nodes go through the epoch collector.
+//! for that slot, or into the first level; a change under one high byte of a split node
+//! rebuilds that sub-node alone and stores its link into the node's top. Replaced nodes
+//! go through the epoch collector.
 
 use crate::key::NONE;
 use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
@@ -36,13 +41,23 @@ const LEAF: u64 = 1;
 /// A link with this bit set names a *direct* node: one value per slot, no keys (stride-8
 /// nodes of more than [`FLAT`] runs, 2 KiB).
 const DIRECT: u64 = 2;
+/// A link with this bit set (and [`DIRECT`]) names a *split* node: a stride-16 node of
+/// more than [`FLAT`] runs stored as a direct node over its slots' high byte (the
+/// *top*, 2 KiB) whose values are [`SUB`] links to stride-8 sub-nodes over the low byte
+/// where the 256 slots of that high byte hold more than one run, and the value itself
+/// where they hold one. The sub-nodes follow the top in the node's block; the link's
+/// run field holds the block's lines minus one. A lookup reads the top's value, then
+/// (in a pass of its own, after a prefetch) the sub-node's: every read has its line
+/// fetched a pass ahead, where a key tree over the node's runs read two to four lines
+/// one after another (a BGP /32 with thousands of /48s under it).
+const SPLIT: u64 = 4;
+/// A value with this bit set is a link to a sub-node of a split node (see [`SPLIT`]).
+const SUB: u64 = 8;
 const PTR: u64 = ((1u64 << 48) - 1) & !63;
 const RUNS_SHIFT: u32 = 48;
 /// Runs of a node whose keys fit one 64-byte line (32 stored keys: the first run
 /// always starts at slot 0 and is not stored).
 const FLAT: usize = 33;
-/// Fan-out of a key line in a multi-line node.
-const FAN: usize = 33;
 /// Stored key of a padding lane: never below a query slot.
 const PAD: u16 = 0x7fff;
 
@@ -75,33 +90,10 @@ fn stored_key(slot: u32) -> u16 {
     ((slot - 1) as u16) ^ 0x8000
 }
 
-/// Key lines of a multi-line node with `n` runs, per level from the top (levels
-/// beyond the node's height are 0), and the height.
-fn tree_shape(n: usize) -> ([usize; 4], usize) {
-    let height = if n <= FAN * FAN {
-        2
-    } else if n <= FAN * FAN * FAN {
-        3
-    } else {
-        4
-    };
-    let mut lines = [0usize; 4];
-    let mut span = FAN.pow(height as u32);
-    for l in lines.iter_mut().take(height) {
-        *l = n.div_ceil(span);
-        span /= FAN;
-    }
-    (lines, height)
-}
-
-/// Byte offset of the values of a node with `n` runs.
+/// Byte offset of the values of a keyed node with `n` (at most [`FLAT`]) runs.
 #[inline(always)]
 fn values_at(n: usize) -> usize {
-    if n <= FLAT {
-        (n - 1).div_ceil(8) * 16
-    } else {
-        tree_shape(n).0.iter().sum::<usize>() * 64
-    }
+    (n - 1).div_ceil(8) * 16
 }
 
 /// Bytes allocated for a node with `n` runs: whole lines, at least one (a search reads
@@ -111,8 +103,8 @@ fn node_bytes(n: usize) -> usize {
 }
 
 /// Whether a node of `n` runs over `stride` bits is stored direct (one value per slot):
-/// stride-8 nodes too large for one key line, which would otherwise need two dependent
-/// key lines before the value.
+/// stride-8 nodes too large for one key line. (Stride-16 ones are split, see
+/// [`SPLIT`].)
 fn is_direct(n: usize, stride: u32) -> bool {
     stride == 8 && n > FLAT
 }
@@ -174,30 +166,27 @@ unsafe fn count_le<const AVX2: bool>(p: *const u8, slot: u32, valid: usize) -> u
 unsafe fn value_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
     let p = (link & PTR) as *const u8;
     if link & DIRECT != 0 {
-        return (p as *const AtomicU64).add(slot as usize);
+        // (A split node's top is indexed by the slot's high byte: `SPLIT << 1` is 8.)
+        return (p as *const AtomicU64).add((slot >> ((link & SPLIT) << 1)) as usize);
     }
     let n = (link >> RUNS_SHIFT) as usize + 1;
-    if n <= FLAT {
-        let rank = count_le::<AVX2>(p, slot, n - 1);
-        return (p.add((n - 1).div_ceil(8) * 16) as *const AtomicU64).add(rank);
-    }
-    tree_value_word::<AVX2>(p, n, slot)
+    let rank = count_le::<AVX2>(p, slot, n - 1);
+    (p.add(values_at(n)) as *const AtomicU64).add(rank)
 }
 
-/// [`value_word`] for a node of more than [`FLAT`] runs.
+/// The word holding the value of `slot` in the node `link` names, through the sub-node
+/// when the node is split and the slot's high byte has one.
 ///
 /// # Safety
 /// As for [`value_word`].
-#[inline(never)]
-unsafe fn tree_value_word<const AVX2: bool>(p: *const u8, n: usize, slot: u32) -> *const AtomicU64 {
-    let (lines, height) = tree_shape(n);
-    let mut at = 0;
-    let mut pos = 0;
-    for &l in &lines[..height] {
-        pos = pos * FAN + count_le::<AVX2>(p.add(64 * (at + pos)), slot, 32);
-        at += l;
+#[inline(always)]
+unsafe fn final_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
+    let w = value_word::<AVX2>(link, slot);
+    let e = (*w).load(Ordering::Acquire);
+    if e & SUB != 0 {
+        return value_word::<AVX2>(e, slot & 0xff);
     }
-    (p.add(64 * at) as *const AtomicU64).add(pos)
+    w
 }
 
 /// `v`, or the default route's next hop when `v` is NONE.
@@ -211,47 +200,82 @@ fn or_default(v: u32, dflt: u32) -> u32 {
 }
 
 /// The words of a node over `stride` bits holding `runs` (`(first slot, value)`, first
-/// slot 0, ascending), into `words` (cleared first); returns its link flags ([`DIRECT`]
-/// or 0).
-fn encode(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>) -> u64 {
+/// slot 0, ascending), into `words`, and the positions of its values that are links
+/// into `links` (both cleared first). [`SUB`] links in a split node hold the sub-node's
+/// byte offset from the node's start: whoever places the node adds its address.
+/// Returns the node's link flags ([`DIRECT`], [`DIRECT`] | [`SPLIT`], or 0) and the
+/// number its link carries: its runs, or for a split node its lines.
+fn encode(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>, links: &mut Vec<usize>) -> (u64, usize) {
     words.clear();
+    links.clear();
+    if stride == 8 || runs.len() <= FLAT {
+        let flags = encode_plain(runs, stride, words, links);
+        return (flags, runs.len());
+    }
+    words.resize(DIRECT_SLOTS, 0);
+    let mut sub: Vec<(u32, u64)> = Vec::with_capacity(DIRECT_SLOTS);
+    // `r`: the run holding the high byte's first slot.
+    let mut r = 0;
+    for h in 0..DIRECT_SLOTS as u32 {
+        let lo = h << 8;
+        while runs.get(r + 1).is_some_and(|x| x.0 <= lo) {
+            r += 1;
+        }
+        sub.clear();
+        sub.push((0, runs[r].1));
+        sub.extend(
+            runs[r + 1..]
+                .iter()
+                .take_while(|x| x.0 < lo + 256)
+                .map(|x| (x.0 - lo, x.1)),
+        );
+        let v = if let [(_, v)] = sub[..] {
+            v
+        } else {
+            let at = words.len();
+            let flags = encode_plain(&sub, 8, words, links);
+            tag(at as u64 * 8, sub.len(), flags) | SUB
+        };
+        words[h as usize] = v;
+        if v & LEAF == 0 {
+            links.push(h as usize);
+        }
+    }
+    (DIRECT | SPLIT, words.len() / 8)
+}
+
+/// Appends to `words` (a whole number of lines long) a direct node, or a keyed node of
+/// at most [`FLAT`] runs, holding `runs`; notes the positions of its link values in
+/// `links`; returns its link flags.
+fn encode_plain(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>, links: &mut Vec<usize>) -> u64 {
+    let at = words.len();
     let n = runs.len();
+    let mut note = |words: &[u64], from: usize, count: usize| {
+        links.extend((from..from + count).filter(|&i| words[i] & LEAF == 0));
+    };
     if is_direct(n, stride) {
-        words.resize(DIRECT_SLOTS, 0);
+        words.resize(at + DIRECT_SLOTS, 0);
         for (i, r) in runs.iter().enumerate() {
             let end = runs.get(i + 1).map_or(DIRECT_SLOTS, |x| x.0 as usize);
-            words[r.0 as usize..end].fill(r.1);
+            words[at + r.0 as usize..at + end].fill(r.1);
         }
+        note(words, at, DIRECT_SLOTS);
         return DIRECT;
     }
-    words.resize(node_bytes(n) / 8, 0);
-    let keys = |i: usize| if i < n { stored_key(runs[i].0) } else { PAD };
+    debug_assert!(n <= FLAT);
+    words.resize(at + node_bytes(n) / 8, 0);
     // Keys are little-endian 16-bit lanes at even byte offsets, so a key never
     // straddles two words.
-    let mut put_key = |byte: usize, key: u16| words[byte / 8] |= u64::from(key) << (8 * (byte % 8));
-    if n <= FLAT {
-        let k = (n - 1).div_ceil(8) * 8;
-        for i in 0..k {
-            put_key(2 * i, keys(i + 1));
-        }
-    } else {
-        let (lines, height) = tree_shape(n);
-        let mut at = 0;
-        for (h, &l) in lines[..height].iter().enumerate() {
-            let span = FAN.pow((height - h) as u32);
-            let step = span / FAN;
-            for j in 0..l {
-                for i in 1..FAN {
-                    put_key(64 * (at + j) + 2 * (i - 1), keys(j * span + i * step));
-                }
-            }
-            at += l;
-        }
+    let node = &mut words[at..];
+    for i in 0..(n - 1).div_ceil(8) * 8 {
+        let key = if i + 1 < n { stored_key(runs[i + 1].0) } else { PAD };
+        node[i / 4] |= u64::from(key) << (16 * (i % 4));
     }
     let v = values_at(n) / 8;
-    for (w, r) in words[v..v + n].iter_mut().zip(runs) {
+    for (w, r) in node[v..v + n].iter_mut().zip(runs) {
         *w = r.1;
     }
+    note(words, at + v, n);
     0
 }
 
@@ -269,7 +293,9 @@ fn layout(bytes: usize) -> Layout {
 }
 
 /// Copies a node's words into a new line-aligned heap block; returns its link.
-fn place_heap(words: &[u64], n: usize, flags: u64, bytes: &AtomicUsize) -> u64 {
+/// (`links`: the positions of its link values, as [`encode`] gives them; its [`SUB`]
+/// links get the block's address added.)
+fn place_heap(words: &[u64], links: &[usize], n: usize, flags: u64, bytes: &AtomicUsize) -> u64 {
     let l = layout(words.len() * 8);
     // SAFETY: the layout has a non-zero size (a node is at least one line).
     let p = unsafe { alloc(l) } as *mut u64;
@@ -278,13 +304,21 @@ fn place_heap(words: &[u64], n: usize, flags: u64, bytes: &AtomicUsize) -> u64 {
     }
     // SAFETY: `p` holds `words.len()` words, freshly allocated, not overlapping `words`.
     unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), p, words.len()) };
+    for &i in links {
+        if words[i] & SUB != 0 {
+            // SAFETY: `i < words.len()`; the block is not shared yet.
+            unsafe { *p.add(i) += p as u64 };
+        }
+    }
     bytes.fetch_add(l.size(), Ordering::Relaxed);
     tag(p as u64, n, flags)
 }
 
 /// Heap bytes of the node a link names.
 fn link_bytes(link: u64) -> usize {
-    if link & DIRECT != 0 {
+    if link & SPLIT != 0 {
+        ((link >> RUNS_SHIFT) as usize + 1) * 64
+    } else if link & DIRECT != 0 {
         DIRECT_SLOTS * 8
     } else {
         node_bytes((link >> RUNS_SHIFT) as usize + 1)
@@ -381,6 +415,8 @@ struct Scratch {
     runs: Vec<(u32, u64)>,
     stack: Vec<(u32, u64)>,
     words: Vec<u64>,
+    /// Positions in `words` of the values that are links.
+    links: Vec<usize>,
 }
 
 /// The writer's record of one node.
@@ -399,6 +435,9 @@ struct NodeRec {
     cover: u32,
     /// The published node (0 before the first build).
     link: u64,
+    /// Sub-nodes of a split node placed on their own by [`Runs6::patch_sub`] (the others
+    /// live in the node's block), freed with the node or when replaced in turn.
+    subs: Vec<u64>,
 }
 
 impl NodeRec {
@@ -410,6 +449,7 @@ impl NodeRec {
             cover_len: 0,
             cover: NONE,
             link: 0,
+            subs: Vec::new(),
         }
     }
 }
@@ -479,6 +519,10 @@ impl Drop for Runs6 {
                 // heap node is the current link of exactly one record.
                 unsafe { free_node(rec.link) };
             }
+            for &sub in &rec.subs {
+                // SAFETY: as above; a sub-node placed on its own belongs to one record.
+                unsafe { free_node(sub) };
+            }
         }
     }
 }
@@ -488,6 +532,12 @@ impl Default for Runs6 {
         Self::new()
     }
 }
+
+/// A node to rebuild, `(level, base, (first slot, last slot))`: the slots its change
+/// touches ([`WHOLE`] for all), so a split node whose change lies under one high byte
+/// rebuilds one sub-node.
+type Dirty = (usize, u128, (u32, u32));
+const WHOLE: (u32, u32) = (0, u32::MAX);
 
 /// The parent of node `(level, base)`: none for level 0 (the first level links it).
 fn parent(level: usize, base: u128) -> Option<(usize, u128)> {
@@ -560,7 +610,7 @@ impl Runs6 {
         while v & LEAF == 0 {
             // SAFETY: a link names a published node, alive while the caller's guard is
             // pinned; the slot has the node level's stride.
-            v = unsafe { &*value_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }
+            v = unsafe { &*final_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }
                 .load(Ordering::Acquire);
             level += 1;
         }
@@ -712,7 +762,7 @@ impl Runs6 {
     fn apply(&self, w: &mut Writer, key: u128, len: u8, nh: Option<u32>, structural: bool) {
         let guard = epoch::pin();
         let mut retired: Vec<u64> = Vec::new();
-        let mut dirty: Vec<(usize, u128)> = Vec::new();
+        let mut dirty: Vec<Dirty> = Vec::new();
         if len == 0 {
             self.default.store(nh.unwrap_or(NONE), Ordering::Release);
             return;
@@ -750,14 +800,14 @@ impl Runs6 {
                         let rec = w.nodes.get_mut(&(level as u8, base)).expect("node just made");
                         rec.cover_len = cl;
                         rec.cover = cv;
-                        dirty.push((level, base));
+                        dirty.push((level, base, WHOLE));
                         if let Some((pl, pb)) = parent(level, base) {
                             let slot = slot_of(base, DEPTHS[pl], STRIDES[pl]);
                             let p = w.nodes.get_mut(&(pl as u8, pb)).expect("parent made first");
                             if let Err(at) = p.kids.binary_search_by_key(&slot, |k| k.0) {
                                 p.kids.insert(at, (slot, 0));
                             }
-                            dirty.push((pl, pb));
+                            dirty.push((pl, pb, (slot, slot)));
                         }
                     }
                     let rec = w.nodes.get_mut(&(level as u8, base)).expect("node on the path");
@@ -782,11 +832,11 @@ impl Runs6 {
                 }
                 (Err(_), None) => {}
             }
-            dirty.push((owner, base));
             // Leaves are pushed: children in the prefix's span may inherit it.
             let (d, s) = (DEPTHS[owner], STRIDES[owner]);
             let first = slot_of(key, d, s);
             let last = first + (1 << (d + s - u32::from(len))) - 1;
+            dirty.push((owner, base, (first, last)));
             let kids: Vec<u32> = {
                 let k = &rec.kids;
                 let lo = k.partition_point(|x| x.0 < first);
@@ -808,6 +858,7 @@ impl Runs6 {
                     if rec.link != 0 {
                         retired.push(rec.link);
                     }
+                    retired.extend(rec.subs);
                 }
                 match parent(level, base) {
                     Some((pl, pb)) => {
@@ -816,7 +867,7 @@ impl Runs6 {
                             if let Ok(at) = p.kids.binary_search_by_key(&slot, |k| k.0) {
                                 p.kids.remove(at);
                             }
-                            dirty.push((pl, pb));
+                            dirty.push((pl, pb, (slot, slot)));
                         }
                     }
                     None => {
@@ -832,22 +883,35 @@ impl Runs6 {
 
     /// Rebuilds the `dirty` nodes (children before parents) and publishes each whose
     /// parent is not rebuilt too (a rebuilt parent links its children's new nodes).
-    fn rebuild(&self, w: &mut Writer, mut dirty: Vec<(usize, u128)>, retired: &mut Vec<u64>) {
-        dirty.sort_unstable_by(|a, b| b.cmp(a));
-        dirty.dedup();
+    fn rebuild(&self, w: &mut Writer, mut dirty: Vec<Dirty>, retired: &mut Vec<u64>) {
+        // Children before parents; one entry per node, its slot ranges merged.
+        dirty.sort_unstable_by_key(|d| std::cmp::Reverse((d.0, d.1)));
+        dirty.dedup_by(|next, kept| {
+            let same = (next.0, next.1) == (kept.0, kept.1);
+            if same {
+                kept.2 = (kept.2 .0.min(next.2 .0), kept.2 .1.max(next.2 .1));
+            }
+            same
+        });
         let dirty_set: std::collections::HashSet<(usize, u128), BuildHasherDefault<PrefixHasher>> =
-            dirty.iter().copied().collect();
-        for &(level, base) in &dirty {
+            dirty.iter().map(|d| (d.0, d.1)).collect();
+        for &(level, base, (lo, hi)) in &dirty {
             let Some(rec) = w.nodes.get(&(level as u8, base)) else {
                 continue; // deleted
             };
+            if rec.link & SPLIT != 0 && lo >> 8 == hi >> 8 {
+                // The change lies under one high byte of a split node: one sub-node.
+                self.patch_sub(w, level, base, lo >> 8, retired);
+                continue;
+            }
             let (n, flags) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
-            let link = place_heap(&w.scratch.words, n, flags, &self.heap_bytes);
+            let link = place_heap(&w.scratch.words, &w.scratch.links, n, flags, &self.heap_bytes);
             let rec = w.nodes.get_mut(&(level as u8, base)).expect("node present");
             let old = std::mem::replace(&mut rec.link, link);
             if old != 0 {
                 retired.push(old);
             }
+            retired.append(&mut rec.subs);
             match parent(level, base) {
                 None => self.top[slot_of(base, 0, TOP_BITS) as usize].store(link, Ordering::Release),
                 Some((pl, pb)) => {
@@ -859,10 +923,71 @@ impl Runs6 {
                     // retires nodes) and links this node at this slot: a kid slot is a
                     // run of its own, so the run's value word is the link to replace.
                     let word =
-                        unsafe { &*value_word::<false>(plink, slot_of(base, DEPTHS[pl], STRIDES[pl])) };
+                        unsafe { &*final_word::<false>(plink, slot_of(base, DEPTHS[pl], STRIDES[pl])) };
                     debug_assert_eq!(word.load(Ordering::Relaxed), old);
                     word.store(link, Ordering::Release);
                 }
+            }
+        }
+    }
+
+    /// Rebuilds the sub-node of high byte `h` of the split node `(level, base)` from the
+    /// record and publishes it with one store into the node's top; the rest of the node
+    /// stays. A /48 change under a /32 holding thousands of routes then encodes a few
+    /// hundred slots, not the whole node.
+    fn patch_sub(&self, w: &mut Writer, level: usize, base: u128, h: u32, retired: &mut Vec<u64>) {
+        let rec = w.nodes.get_mut(&(level as u8, base)).expect("dirty node present");
+        let depth = DEPTHS[level] + 8;
+        let sub_base = base | (u128::from(h) << (128 - depth));
+        // The longest own route of at most `depth` bits covering the high byte's slots
+        // (own routes are sorted by address then length), else the node's cover.
+        let cover = (DEPTHS[level] + 1..=depth)
+            .rev()
+            .find_map(|l| {
+                let a = sub_base.masked(l as u8);
+                rec.own
+                    .binary_search_by_key(&(a, l as u8), |r| (r.0, r.1))
+                    .ok()
+                    .map(|i| rec.own[i].2)
+            })
+            .unwrap_or(rec.cover);
+        // The own routes longer than `depth` under the high byte.
+        let last = sub_base | (u128::MAX >> depth);
+        let from = rec.own.partition_point(|r| (r.0, r.1) <= (sub_base, depth as u8));
+        let to = rec.own.partition_point(|r| r.0 <= last);
+        let kids = rec
+            .kids
+            .iter()
+            .filter(|k| k.0 >> 8 == h)
+            .map(|&(s, l)| (s & 0xff, l));
+        let sc = &mut w.scratch;
+        runs_of(
+            depth,
+            8,
+            cover,
+            &rec.own[from..to],
+            kids,
+            &mut sc.runs,
+            &mut sc.stack,
+        );
+        let new = if let [(_, v)] = sc.runs[..] {
+            v
+        } else {
+            sc.words.clear();
+            sc.links.clear();
+            let flags = encode_plain(&sc.runs, 8, &mut sc.words, &mut sc.links);
+            let sub = place_heap(&sc.words, &sc.links, sc.runs.len(), flags, &self.heap_bytes);
+            rec.subs.push(sub);
+            sub | SUB
+        };
+        // SAFETY: the node is live (this writer holds the lock and only it retires
+        // nodes) and split: its top holds 256 value words.
+        let word = unsafe { &*((rec.link & PTR) as *const AtomicU64).add(h as usize) };
+        let old = word.swap(new, Ordering::AcqRel);
+        if old & SUB != 0 {
+            // (A sub-node in the node's block stays until the block goes.)
+            if let Some(i) = rec.subs.iter().position(|&x| x == old & !SUB) {
+                retired.push(rec.subs.swap_remove(i));
             }
         }
     }
@@ -935,19 +1060,16 @@ impl Runs6 {
         for &(level, base) in keys.iter().rev() {
             let rec = &w.nodes[&(level as u8, base)];
             let (n, flags) = encode_node(&w.nodes, level, base, rec, &mut w.scratch);
-            let node = &w.scratch.words;
             let at = words.len();
-            let (v, count) = if flags & DIRECT != 0 {
-                (0, DIRECT_SLOTS)
-            } else {
-                (values_at(n) / 8, n)
-            };
-            for (i, &x) in node[v..v + count].iter().enumerate() {
-                if x & LEAF == 0 {
-                    fixups.push(at + v + i);
+            words.extend_from_slice(&w.scratch.words);
+            for &i in &w.scratch.links {
+                // (Sub-node links are offsets from the node's start; the others, and
+                // these after this, from the staging block's.)
+                if words[at + i] & SUB != 0 {
+                    words[at + i] += at as u64 * 8;
                 }
+                fixups.push(at + i);
             }
-            words.extend_from_slice(node);
             let link = tag(at as u64 * 8, n, flags);
             w.nodes.get_mut(&(level as u8, base)).expect("listed node").link = link;
             if level > 0 {
@@ -1011,7 +1133,12 @@ impl Runs6 {
             slot.store(leaf(NONE), Ordering::Release);
             short.store(NONE, Ordering::Release);
         }
-        let retired: Vec<u64> = w.nodes.drain().map(|(_, r)| r.link).filter(|&l| l != 0).collect();
+        let retired: Vec<u64> = w
+            .nodes
+            .drain()
+            .flat_map(|(_, r)| std::iter::once(r.link).chain(r.subs))
+            .filter(|&l| l != 0)
+            .collect();
         w.top_len.fill(0);
         w.top_val.fill(NONE);
         for m in w.routes.iter_mut() {
@@ -1068,7 +1195,27 @@ fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
     mut links: u32,
 ) -> u32 {
     const { assert!(ND + NS <= 128) };
-    let mut rest = links;
+    let subs = read_pass::<AVX2, ND, NS, true>(keys, v, slots, links, &mut links);
+    // Keys whose value was a sub-node link of a split node: read again, from the
+    // sub-node, at the low byte of the same slot (prefetched by the pass above).
+    read_pass::<AVX2, ND, NS, false>(keys, v, slots, subs, &mut links);
+    links
+}
+
+/// One pass of [`step_level`] over the keys of `mask`: clears the bits in `links` of
+/// those whose value is a leaf; with `TOPS` (nodes that may be split), returns those
+/// whose value is a sub-node link, with their slot in the sub-node, instead of moving
+/// them to the next level.
+#[inline(always)]
+fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool>(
+    keys: &[u128],
+    v: &mut [u64; 32],
+    slots: &mut [u32; 32],
+    mask: u32,
+    links: &mut u32,
+) -> u32 {
+    let mut subs = 0u32;
+    let mut rest = mask;
     while rest != 0 {
         let i = rest.trailing_zeros() as usize;
         rest &= rest - 1;
@@ -1078,15 +1225,20 @@ fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
         let e = unsafe { &*value_word::<AVX2>(v[i & 31], slots[i & 31]) }.load(Ordering::Acquire);
         v[i & 31] = e;
         if e & LEAF != 0 {
-            links &= !(1 << i);
+            *links &= !(1 << i);
             continue;
         }
-        // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `links`.
-        let slot = slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) });
+        let slot = if TOPS && e & SUB != 0 {
+            subs |= 1 << i;
+            slots[i & 31] & 0xff
+        } else {
+            // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `mask`.
+            slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) })
+        };
         slots[i & 31] = slot;
         prefetch_node(e, slot);
     }
-    links
+    subs
 }
 
 /// For 32 first-level entries `v`: writes the answer of each leaf to `out` (the next hop,
@@ -1123,7 +1275,9 @@ unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
 #[inline(always)]
 fn prefetch_node(e: u64, slot: u32) {
     let direct = ((e & DIRECT) as usize >> 1).wrapping_neg();
-    let first = (e & PTR) as usize + ((8 * slot as usize) & !63 & direct);
+    // (A split node's top is indexed by the slot's high byte, see `value_word`.)
+    let at = (slot >> ((e & SPLIT) << 1)) as usize;
+    let first = (e & PTR) as usize + ((8 * at) & !63 & direct);
     prefetch(first);
     prefetch(first + (64 & !direct));
 }
@@ -1154,13 +1308,7 @@ fn cover_for(w: &Writer, level: usize, base: u128) -> (u8, u32) {
 /// Applies a change of the prefix covering node `(level, base)` to the node's cover
 /// when the node's cover is that prefix's (see [`ShortChange::owns`]), marking it dirty,
 /// and then to its children.
-fn push_cover(
-    w: &mut Writer,
-    level: usize,
-    base: u128,
-    change: &ShortChange,
-    dirty: &mut Vec<(usize, u128)>,
-) {
+fn push_cover(w: &mut Writer, level: usize, base: u128, change: &ShortChange, dirty: &mut Vec<Dirty>) {
     let Some(rec) = w.nodes.get_mut(&(level as u8, base)) else {
         return;
     };
@@ -1169,7 +1317,7 @@ fn push_cover(
     }
     rec.cover_len = change.set_len;
     rec.cover = change.set_val;
-    dirty.push((level, base));
+    dirty.push((level, base, WHOLE));
     let (d, s) = (DEPTHS[level], STRIDES[level]);
     let kids: Vec<u32> = rec.kids.iter().map(|k| k.0).collect();
     for slot in kids {
@@ -1197,7 +1345,8 @@ fn set_kid_link(nodes: &mut FastMap<(u8, u128), NodeRec>, level: usize, base: u1
 }
 
 /// Encodes node `(level, base)` from its record and its children's current links into
-/// `scratch.words`; returns its number of runs and its link flags.
+/// `scratch.words` (its link values' positions into `scratch.links`); returns the number
+/// its link carries (see [`encode`]) and its link flags.
 fn encode_node(
     nodes: &FastMap<(u8, u128), NodeRec>,
     level: usize,
@@ -1219,8 +1368,8 @@ fn encode_node(
         &mut scratch.runs,
         &mut scratch.stack,
     );
-    let flags = encode(&scratch.runs, s, &mut scratch.words);
-    (scratch.runs.len(), flags)
+    let (flags, n) = encode(&scratch.runs, s, &mut scratch.words, &mut scratch.links);
+    (n, flags)
 }
 
 #[cfg(test)]
@@ -1262,19 +1411,21 @@ mod tests {
         }
     }
 
-    /// A node of more than 33^3 runs (a four-level key tree): 18,000 /48s, every third,
-    /// in one /32, then half of them removed again.
+    /// A stride-16 node of 36,000 runs (18,000 /48s, every third, in one /32) is split,
+    /// and answers right before and after half of them are removed again.
     #[test]
-    fn a_node_with_a_four_level_key_tree() {
+    fn a_node_of_many_runs_is_split() {
         let base = 0x2001_0db8u128 << 96;
         let routes: Vec<(u128, u8, u32)> = (0..18_000u128)
             .map(|i| (base | (i * 3) << 80, 48, i as u32))
             .collect();
         let t = Runs6::build(&routes);
-        let runs = |t: &Runs6| (t.lock().nodes[&(2, base)].link >> RUNS_SHIFT) as usize + 1;
-        // Each /48 and the gap after it.
-        assert_eq!(runs(&t), 36_000);
-        assert_eq!(tree_shape(36_000).1, 4);
+        let link = |t: &Runs6| t.lock().nodes[&(2, base)].link;
+        // The /48s sit at every third slot of 0..54,000, under high bytes 0..=210, 80
+        // to 86 of them each: a top of 256 values, then 211 sub-nodes of over 33 runs
+        // (direct, 2 KiB each).
+        assert_eq!(link(&t) & (DIRECT | SPLIT), DIRECT | SPLIT);
+        assert_eq!(link_bytes(link(&t)), 2048 + 211 * 2048);
         let check = |t: &Runs6, live: &dyn Fn(usize) -> bool| {
             let mut probes = Vec::new();
             let mut want = Vec::new();
@@ -1297,7 +1448,6 @@ mod tests {
             assert!(t.remove(a, l).is_some());
         }
         check(&t, &|i| i % 2 == 1);
-        // A leading run of no route, then each remaining /48 and the gap after it.
-        assert_eq!(runs(&t), 18_001);
+        assert_eq!(link(&t) & (DIRECT | SPLIT), DIRECT | SPLIT);
     }
 }

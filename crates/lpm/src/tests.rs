@@ -866,6 +866,26 @@ fn ipv6_a_change_below_and_at_its_prefix_appears_at_once() {
     });
 }
 
+/// IPv6, in a split node (a /32 with hundreds of /48s): a /44's change rebuilds the
+/// one sub-node under its high byte and, below it, the node of a /48 that inherits it;
+/// one store into the split node's top shows both.
+#[test]
+fn ipv6_a_change_in_a_split_node_appears_at_once() {
+    let t = Arc::new(Ipv6Lpm::new());
+    let base = ip6("2001:db8::");
+    // /48s at every third slot of 0..600 (high bytes 0..=2): 400 runs, a split node.
+    for i in 0..200u128 {
+        t.insert(base | (i * 3) << 80, 48, 1_000_000 + i as u32);
+    }
+    t.insert(ip6("2001:db8:1230::"), 44, 1);
+    // A node for 2001:db8:1234::/48 (holding a /56) that inherits the /44.
+    t.insert(ip6("2001:db8:1234:100::"), 56, 500_000);
+    let below = vec![ip6("2001:db8:1234:200::1")];
+    a_change_appears_at_once(t, below, ip6("2001:db8:1235::1"), |t, nh| {
+        t.insert(ip6("2001:db8:1230::"), 44, nh);
+    });
+}
+
 #[test]
 fn ipv6_readers_never_see_wrong_answers_for_unchanged_prefixes() {
     let t = Arc::new(Ipv6Lpm::new());
@@ -1254,6 +1274,19 @@ fn ipv6_a_chain_of_every_length_nests_and_unwinds() {
 }
 
 /// Addresses concentrated in two /32s and one /64, so that nodes grow past one key line.
+/// `routes` bulk-built, the same inserted one by one, and a hashed reference of them.
+fn built_and_inserted6(
+    routes: &[(u128, u8, u32)],
+) -> (Ipv6Lpm, Ipv6Lpm, Vec<std::collections::HashMap<u128, u32>>) {
+    let inserted = Ipv6Lpm::new();
+    let mut maps = vec![std::collections::HashMap::new(); 129];
+    for &(a, l, nh) in routes {
+        inserted.insert(a, l, nh);
+        maps[l as usize].insert(a, nh);
+    }
+    (Ipv6Lpm::build(routes), inserted, maps)
+}
+
 fn dense6_strategy() -> impl Strategy<Value = (u128, u8)> {
     let bases = [ip6("2001:db8::"), ip6("2001:db9::"), ip6("2a00:1450:1:2::")];
     (0usize..bases.len(), any::<u128>(), 17u8..=128).prop_map(move |(b, noise, l)| {
@@ -1277,13 +1310,7 @@ proptest! {
     fn ipv6_dense_tables_match_reference(routes in proptest::collection::vec((dense6_strategy(), 0u32..4), 50..700),
                                          removals in proptest::collection::vec(any::<prop::sample::Index>(), 0..200)) {
         let routes: Vec<(u128, u8, u32)> = routes.into_iter().map(|((a, l), nh)| (a, l, nh)).collect();
-        let built = Ipv6Lpm::build(&routes);
-        let inserted = Ipv6Lpm::new();
-        let mut maps = vec![std::collections::HashMap::new(); 129];
-        for &(a, l, nh) in &routes {
-            inserted.insert(a, l, nh);
-            maps[l as usize].insert(a, nh);
-        }
+        let (built, inserted, mut maps) = built_and_inserted6(&routes);
         let probes = edges6(&routes);
         check6(&built, &maps, &probes);
         check6(&inserted, &maps, &probes);
@@ -1407,4 +1434,58 @@ fn tables_built_with_more_hops_than_indices_answer_batches_from_their_next_hops(
     t.insert(ip(30, 0, 10, 0), 24, 14);
     routes.extend([(ip(30, 0, 9, 64), 26, 13), (ip(30, 0, 10, 0), 24, 14)]);
     check(&t, &routes);
+}
+
+/// Addresses and lengths that crowd a few /32s (split nodes of hundreds of runs) with
+/// prefixes of 33 to 64 bits: covers of many high bytes, /48s, and more-specifics that
+/// hang nodes below them.
+fn crowded6_strategy() -> impl Strategy<Value = (u128, u8)> {
+    let bases = [ip6("2001:db8::"), ip6("2a00:1450::")];
+    (0usize..bases.len(), 0u128..2048, any::<u64>(), 33u8..=64).prop_map(move |(b, slot, low, l)| {
+        // Slots in the first 8 high bytes, so high bytes hold many routes each.
+        let a = bases[b] | slot << 80 | u128::from(low) << 16;
+        (a.masked(l), l)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Split nodes through interleaved inserts and removals (sub-nodes rebuilt one at a
+    /// time, or the whole node) answer as the reference does, bulk-built or not.
+    #[test]
+    fn ipv6_split_nodes_match_reference_through_updates(
+        routes in proptest::collection::vec((crowded6_strategy(), 0u32..5), 100..600),
+        ops in proptest::collection::vec((crowded6_strategy(), proptest::option::of(0u32..5)), 1..300),
+    ) {
+        let routes: Vec<(u128, u8, u32)> = routes.into_iter().map(|((a, l), nh)| (a, l, nh)).collect();
+        let (built, inserted, mut maps) = built_and_inserted6(&routes);
+        let mut all = routes.clone();
+        for &((a, l), nh) in &ops {
+            let want = match nh {
+                Some(v) => maps[l as usize].insert(a, v),
+                None => maps[l as usize].remove(&a),
+            };
+            for t in [&built, &inserted] {
+                let got = match nh {
+                    Some(v) => t.insert(a, l, v),
+                    None => t.remove(a, l),
+                };
+                prop_assert_eq!(got, want);
+            }
+            all.push((a, l, 0));
+        }
+        let probes = edges6(&all);
+        check6(&built, &maps, &probes);
+        check6(&inserted, &maps, &probes);
+        for t in [&built, &inserted] {
+            for (l, m) in maps.iter().enumerate() {
+                for &a in m.keys() {
+                    prop_assert!(t.remove(a, l as u8).is_some());
+                }
+            }
+            prop_assert!(t.is_empty());
+        }
+        prop_assert_eq!(inserted.memory_bytes(), Ipv6Lpm::new().memory_bytes());
+    }
 }
