@@ -1195,6 +1195,12 @@ fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
     mut links: u32,
 ) -> u32 {
     const { assert!(ND + NS <= 128) };
+    // Only stride-16 nodes are split: those at depth 32 and below, read by the passes
+    // that compute slots at 48 and below.
+    if ND < 48 {
+        read_pass::<AVX2, ND, NS, false>(keys, v, slots, links, &mut links);
+        return links;
+    }
     let subs = read_pass::<AVX2, ND, NS, true>(keys, v, slots, links, &mut links);
     // Keys whose value was a sub-node link of a split node: read again, from the
     // sub-node, at the low byte of the same slot (prefetched by the pass above).
@@ -1274,12 +1280,25 @@ unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
 /// runs; the top key line of a bigger one).
 #[inline(always)]
 fn prefetch_node(e: u64, slot: u32) {
-    let direct = ((e & DIRECT) as usize >> 1).wrapping_neg();
-    // (A split node's top is indexed by the slot's high byte, see `value_word`.)
-    let at = (slot >> ((e & SPLIT) << 1)) as usize;
-    let first = (e & PTR) as usize + ((8 * at) & !63 & direct);
+    let (first, second) = node_lines(e, slot);
     prefetch(first);
-    prefetch(first + (64 & !direct));
+    prefetch(second);
+}
+
+/// The two lines [`prefetch_node`] fetches: the line of the slot's value word in a
+/// direct node (twice) or of its top value in a split one (twice), the first two lines
+/// of a keyed one.
+#[inline(always)]
+fn node_lines(e: u64, slot: u32) -> (usize, usize) {
+    // The value word of a direct node's slot is word `slot >> shift`: shift 0 in a
+    // direct node, 8 in a split one (its top is indexed by the high byte), and 32 (past
+    // any slot, so line 0) in a keyed one; read from a constant by the kind bits
+    // (`e & 6` is 0, 2 or 6).
+    const SHIFTS: u64 = 32 | 8 << 24;
+    let shift = SHIFTS >> ((e & (DIRECT | SPLIT)) << 2);
+    let first = (e & PTR) as usize + (((u64::from(slot) >> (shift & 63)) << 3) as usize & !63);
+    // A keyed node's second line (a direct node's value is in one line).
+    (first, first + ((!e & DIRECT) << 5) as usize)
 }
 
 /// Whether the CPU has what the fast lookup paths use: AVX2, BMI2 and POPCNT.
@@ -1408,6 +1427,51 @@ mod tests {
             let want = reference.lookup(a).unwrap_or(NONE);
             assert_eq!(o, want, "batch {:x}", a);
             assert_eq!(t.lookup_pinned::<false>(a), want, "single {:x}", a);
+        }
+    }
+
+    /// The lines a lookup prefetches for a node hold what it reads there: the value word
+    /// of a direct node's slot, the top value of a split node's high byte, the keys and
+    /// first values of a keyed node.
+    #[test]
+    fn prefetched_lines_hold_the_words_a_lookup_reads() {
+        let base = 0x2001_0db8u128 << 96;
+        // A split node (bits 32..48: 400 /48s), a direct one (bits 16..24 of 2a00::/16:
+        // 100 /24s) and a keyed one (bits 32..48 of 2a00:1450::/32: three /48s).
+        let mut routes: Vec<(u128, u8, u32)> = (0..400u128)
+            .map(|i| (base | (i * 3) << 80, 48, i as u32))
+            .collect();
+        routes.extend((0..100u128).map(|i| (0x2a00u128 << 112 | (i * 2) << 104, 24, i as u32 % 7)));
+        let keyed = 0x2a00_1450u128 << 96;
+        routes.extend((1..4u128).map(|i| (keyed | i << 80, 48, 9)));
+        let t = Runs6::build(&routes);
+        let w = t.lock();
+        let line = |a: usize| a & !63;
+        let split = w.nodes[&(2, base)].link;
+        assert_eq!(split & (DIRECT | SPLIT), DIRECT | SPLIT);
+        let direct = w.nodes[&(0, 0x2a00u128 << 112)].link;
+        assert_eq!(direct & (DIRECT | SPLIT), DIRECT);
+        let flat = w.nodes[&(2, keyed)].link;
+        assert_eq!(flat & DIRECT, 0);
+        for slot in [0u32, 1, 7, 8, 255, 256, 1000, 4095, 65535] {
+            if slot < 256 {
+                // SAFETY: the table is live and the slot within the node's stride.
+                let word = unsafe { value_word::<false>(direct, slot) } as usize;
+                assert_eq!(
+                    node_lines(direct, slot),
+                    (line(word), line(word)),
+                    "direct slot {slot}"
+                );
+            }
+            // SAFETY: as above.
+            let top = unsafe { value_word::<false>(split, slot) } as usize;
+            assert_eq!(
+                node_lines(split, slot),
+                (line(top), line(top)),
+                "split slot {slot}"
+            );
+            let p = (flat & PTR) as usize;
+            assert_eq!(node_lines(flat, slot), (p, p + 64), "keyed slot {slot}");
         }
     }
 
