@@ -656,7 +656,8 @@ impl Runs6 {
     fn lookup_group<const AVX2: bool>(&self, keys: &[u128], out: &mut [u32], dflt: u32) {
         let len = keys.len().min(32);
         let mut v = [0u64; 32];
-        // Each linked key's slot in the node `v[i]` links (computed with its prefetch).
+        // Each linked key's slot in the node `v[i]` links (computed with its prefetch;
+        // for the first node level, read without one, taken from the key).
         let mut slots = [0u32; 32];
         let top: &[AtomicU64] = &self.top;
         let mut links = 0u32;
@@ -686,18 +687,6 @@ impl Runs6 {
             }
         }
         let linked = links;
-        // Prefetches in a loop of their own over the links only: most uniformly random
-        // addresses end at a first-level leaf and cost nothing more.
-        let mut rest = links;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            // SAFETY: `i < len` (only those bits are set).
-            let k = unsafe { *keys.get_unchecked(i) };
-            let slot = slot_at::<16, 8>(k);
-            slots[i & 31] = slot;
-            prefetch_node(v[i & 31], slot);
-        }
         // One pass per level, each with its depths as constants (shifts of a `u128` by
         // a constant are a few instructions, by a variable many).
         let mut level = 0;
@@ -1195,25 +1184,32 @@ fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
     mut links: u32,
 ) -> u32 {
     const { assert!(ND + NS <= 128) };
+    // The first node level (bits 16..24) takes its slots from the keys: its nodes, one
+    // per /16 in use, stay cached, so they are read without a pass to prefetch them.
+    if ND == 24 {
+        read_pass::<AVX2, ND, NS, false, true>(keys, v, slots, links, &mut links);
+        return links;
+    }
     // Only stride-16 nodes are split: those at depth 32 and below, read by the passes
     // that compute slots at 48 and below.
     if ND < 48 {
-        read_pass::<AVX2, ND, NS, false>(keys, v, slots, links, &mut links);
+        read_pass::<AVX2, ND, NS, false, false>(keys, v, slots, links, &mut links);
         return links;
     }
-    let subs = read_pass::<AVX2, ND, NS, true>(keys, v, slots, links, &mut links);
+    let subs = read_pass::<AVX2, ND, NS, true, false>(keys, v, slots, links, &mut links);
     // Keys whose value was a sub-node link of a split node: read again, from the
     // sub-node, at the low byte of the same slot (prefetched by the pass above).
-    read_pass::<AVX2, ND, NS, false>(keys, v, slots, subs, &mut links);
+    read_pass::<AVX2, ND, NS, false, false>(keys, v, slots, subs, &mut links);
     links
 }
 
 /// One pass of [`step_level`] over the keys of `mask`: clears the bits in `links` of
 /// those whose value is a leaf; with `TOPS` (nodes that may be split), returns those
 /// whose value is a sub-node link, with their slot in the sub-node, instead of moving
-/// them to the next level.
+/// them to the next level. With `FIRST`, the nodes are the first level's, and each
+/// key's slot in them is taken from the key (bits 16..24) instead of `slots`.
 #[inline(always)]
-fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool>(
+fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool, const FIRST: bool>(
     keys: &[u128],
     v: &mut [u64; 32],
     slots: &mut [u32; 32],
@@ -1225,10 +1221,16 @@ fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool>(
     while rest != 0 {
         let i = rest.trailing_zeros() as usize;
         rest &= rest - 1;
+        let here = if FIRST {
+            // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `mask`.
+            slot_at::<16, 8>(unsafe { *keys.get_unchecked(i) })
+        } else {
+            slots[i & 31]
+        };
         // SAFETY: `v[i]` is a link (its bit is set) to a published node, alive while the
-        // caller's guard is pinned, and `slots[i]` the key's slot at that node's level
+        // caller's guard is pinned, and `here` the key's slot at that node's level
         // (with `AVX2`, the caller runs with AVX2, BMI2 and POPCNT).
-        let e = unsafe { &*value_word::<AVX2>(v[i & 31], slots[i & 31]) }.load(Ordering::Acquire);
+        let e = unsafe { &*value_word::<AVX2>(v[i & 31], here) }.load(Ordering::Acquire);
         v[i & 31] = e;
         if e & LEAF != 0 {
             *links &= !(1 << i);
