@@ -175,18 +175,19 @@ unsafe fn value_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64
 }
 
 /// The word holding the value of `slot` in the node `link` names, through the sub-node
-/// when the node is split and the slot's high byte has one.
+/// when the node is split and the slot's high byte has one, and the value read there.
 ///
 /// # Safety
 /// As for [`value_word`].
 #[inline(always)]
-unsafe fn final_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
+unsafe fn final_word<const AVX2: bool>(link: u64, slot: u32) -> (*const AtomicU64, u64) {
     let w = value_word::<AVX2>(link, slot);
     let e = (*w).load(Ordering::Acquire);
     if e & SUB != 0 {
-        return value_word::<AVX2>(e, slot & 0xff);
+        let w = value_word::<AVX2>(e, slot & 0xff);
+        return (w, (*w).load(Ordering::Acquire));
     }
-    w
+    (w, e)
 }
 
 /// `v`, or the default route's next hop when `v` is NONE.
@@ -203,14 +204,14 @@ fn or_default(v: u32, dflt: u32) -> u32 {
 /// slot 0, ascending), into `words`, and the positions of its values that are links
 /// into `links` (both cleared first). [`SUB`] links in a split node hold the sub-node's
 /// byte offset from the node's start: whoever places the node adds its address.
-/// Returns the node's link flags ([`DIRECT`], [`DIRECT`] | [`SPLIT`], or 0) and the
-/// number its link carries: its runs, or for a split node its lines.
-fn encode(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>, links: &mut Vec<usize>) -> (u64, usize) {
+/// Returns the number its link carries (its runs, or for a split node its lines) and
+/// its link flags ([`DIRECT`], [`DIRECT`] | [`SPLIT`], or 0).
+fn encode(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>, links: &mut Vec<usize>) -> (usize, u64) {
     words.clear();
     links.clear();
     if stride == 8 || runs.len() <= FLAT {
         let flags = encode_plain(runs, stride, words, links);
-        return (flags, runs.len());
+        return (runs.len(), flags);
     }
     words.resize(DIRECT_SLOTS, 0);
     let mut sub: Vec<(u32, u64)> = Vec::with_capacity(DIRECT_SLOTS);
@@ -241,7 +242,7 @@ fn encode(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>, links: &mut Ve
             links.push(h as usize);
         }
     }
-    (DIRECT | SPLIT, words.len() / 8)
+    (words.len() / 8, DIRECT | SPLIT)
 }
 
 /// Appends to `words` (a whole number of lines long) a direct node, or a keyed node of
@@ -610,8 +611,7 @@ impl Runs6 {
         while v & LEAF == 0 {
             // SAFETY: a link names a published node, alive while the caller's guard is
             // pinned; the slot has the node level's stride.
-            v = unsafe { &*final_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }
-                .load(Ordering::Acquire);
+            v = unsafe { final_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }.1;
             level += 1;
         }
         let v = or_default((v >> 32) as u32, self.short[i].load(Ordering::Acquire));
@@ -911,10 +911,11 @@ impl Runs6 {
                     // SAFETY: the parent is live (this writer holds the lock and only it
                     // retires nodes) and links this node at this slot: a kid slot is a
                     // run of its own, so the run's value word is the link to replace.
-                    let word =
-                        unsafe { &*final_word::<false>(plink, slot_of(base, DEPTHS[pl], STRIDES[pl])) };
-                    debug_assert_eq!(word.load(Ordering::Relaxed), old);
-                    word.store(link, Ordering::Release);
+                    let (word, was) =
+                        unsafe { final_word::<false>(plink, slot_of(base, DEPTHS[pl], STRIDES[pl])) };
+                    debug_assert_eq!(was, old);
+                    // SAFETY: as above.
+                    unsafe { &*word }.store(link, Ordering::Release);
                 }
             }
         }
@@ -1278,8 +1279,8 @@ unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
 }
 
 /// Prefetches the node link `e` names for the lookup of `slot` in it: the value line of
-/// `slot` in a direct node, else the first two lines (all of a flat node of up to nine
-/// runs; the top key line of a bigger one).
+/// `slot` in a direct node, of its high byte in a split node's top, else the first two
+/// lines (the key line, and all of a keyed node of up to nine runs).
 #[inline(always)]
 fn prefetch_node(e: u64, slot: u32) {
     let (first, second) = node_lines(e, slot);
@@ -1389,8 +1390,7 @@ fn encode_node(
         &mut scratch.runs,
         &mut scratch.stack,
     );
-    let (flags, n) = encode(&scratch.runs, s, &mut scratch.words, &mut scratch.links);
-    (n, flags)
+    encode(&scratch.runs, s, &mut scratch.words, &mut scratch.links)
 }
 
 #[cfg(test)]
