@@ -164,11 +164,30 @@ unsafe fn count_le<const AVX2: bool>(p: *const u8, slot: u32, valid: usize) -> u
 /// `link` names a live node and `slot` is below `2^stride` of its level.
 #[inline(always)]
 unsafe fn value_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
-    let p = (link & PTR) as *const u8;
     if link & DIRECT != 0 {
-        // (A split node's top is indexed by the slot's high byte: `SPLIT << 1` is 8.)
-        return (p as *const AtomicU64).add((slot >> ((link & SPLIT) << 1)) as usize);
+        direct_word(link, slot)
+    } else {
+        keyed_word::<AVX2>(link, slot)
     }
+}
+
+/// The value word of `slot` in the direct (or split) node `link` names.
+///
+/// # Safety
+/// As for [`value_word`], and the node is direct.
+#[inline(always)]
+unsafe fn direct_word(link: u64, slot: u32) -> *const AtomicU64 {
+    // (A split node's top is indexed by the slot's high byte: `SPLIT << 1` is 8.)
+    ((link & PTR) as *const AtomicU64).add((slot >> ((link & SPLIT) << 1)) as usize)
+}
+
+/// The value word of the run holding `slot` in the keyed node `link` names.
+///
+/// # Safety
+/// As for [`value_word`], and the node is keyed.
+#[inline(always)]
+unsafe fn keyed_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
+    let p = (link & PTR) as *const u8;
     let n = (link >> RUNS_SHIFT) as usize + 1;
     let rank = count_le::<AVX2>(p, slot, n - 1);
     (p.add(values_at(n)) as *const AtomicU64).add(rank)
@@ -661,6 +680,7 @@ impl Runs6 {
         let mut slots = [0u32; 32];
         let top: &[AtomicU64] = &self.top;
         let mut links = 0u32;
+        let mut direct = 0u32;
         for i in 0..len {
             // SAFETY: `i < len <= keys.len()`; a 16-bit slot is below the first level's
             // length, 2^16.
@@ -668,12 +688,13 @@ impl Runs6 {
                 .load(Ordering::Acquire);
         }
         // The answers of the keys whose entry is a leaf (the others are rewritten
-        // below), and the mask of those that are links.
+        // below), and the masks of those that are links, and of those that link direct
+        // nodes.
         #[cfg(target_arch = "x86_64")]
         let done = AVX2 && len == 32 && {
             // SAFETY: `AVX2`: the caller runs on a CPU with AVX2; `out` holds at least
             // `len` = 32 answers.
-            links = unsafe { leaves_avx2(&v, out, dflt) };
+            (links, direct) = unsafe { leaves_avx2(&v, out, dflt) };
             true
         };
         #[cfg(not(target_arch = "x86_64"))]
@@ -684,24 +705,29 @@ impl Runs6 {
                 // SAFETY: `i < len <= out.len()` (the caller passes matching chunks).
                 unsafe { *out.get_unchecked_mut(i) = or_default((e >> 32) as u32, dflt) };
                 links |= (!e as u32 & 1) << i;
+                direct |= ((e & DIRECT) as u32 >> 1) << i;
             }
         }
         let linked = links;
+        let mut next = Links {
+            direct: links & direct,
+            keyed: links & !direct,
+        };
         // One pass per level, each with its depths as constants (shifts of a `u128` by
         // a constant are a few instructions, by a variable many).
         let mut level = 0;
-        while links != 0 {
+        while next.direct | next.keyed != 0 {
             let (v, s) = (&mut v, &mut slots);
-            links = match level {
-                0 => step_level::<AVX2, 24, 8>(keys, v, s, links),
-                1 => step_level::<AVX2, 32, 16>(keys, v, s, links),
-                2 => step_level::<AVX2, 48, 16>(keys, v, s, links),
-                3 => step_level::<AVX2, 64, 16>(keys, v, s, links),
-                4 => step_level::<AVX2, 80, 16>(keys, v, s, links),
-                5 => step_level::<AVX2, 96, 16>(keys, v, s, links),
-                6 => step_level::<AVX2, 112, 16>(keys, v, s, links),
+            next = match level {
+                0 => step_level::<AVX2, 24, 8>(keys, v, s, next),
+                1 => step_level::<AVX2, 32, 16>(keys, v, s, next),
+                2 => step_level::<AVX2, 48, 16>(keys, v, s, next),
+                3 => step_level::<AVX2, 64, 16>(keys, v, s, next),
+                4 => step_level::<AVX2, 80, 16>(keys, v, s, next),
+                5 => step_level::<AVX2, 96, 16>(keys, v, s, next),
+                6 => step_level::<AVX2, 112, 16>(keys, v, s, next),
                 // (Nodes at bit 112 end the address: their values are leaves.)
-                _ => step_level::<AVX2, 112, 16>(keys, v, s, links),
+                _ => step_level::<AVX2, 112, 16>(keys, v, s, next),
             };
             level += 1;
         }
@@ -1173,81 +1199,120 @@ fn slot_at<const D: u32, const S: u32>(key: u128) -> u32 {
     }
 }
 
-/// One level of a batch lookup: for each key `i` whose bit is set in `links`, reads the
-/// value of slot `slots[i]` in the node `v[i]` links, stores it in `v[i]`, and computes
-/// and prefetches the key's slot (bits `ND..ND + NS`) in the node the value links, for
-/// the next level. Returns the keys whose new value is again a link.
+/// The keys of a group whose value is a link, by the kind of node it names: the
+/// passes read direct (and split) nodes in one loop and keyed ones in another, so no
+/// branch depends on a node's kind (in the realistic table's table queries, every
+/// node level mixes the two kinds).
+#[derive(Clone, Copy, Default)]
+struct Links {
+    direct: u32,
+    keyed: u32,
+}
+
+/// One level of a batch lookup: for each key `i` of `links`, reads the value of slot
+/// `slots[i]` in the node `v[i]` links, stores it in `v[i]`, and computes and
+/// prefetches the key's slot (bits `ND..ND + NS`) in the node the value links, for the
+/// next level. Returns the keys whose new value is again a link.
 #[inline(always)]
 fn step_level<const AVX2: bool, const ND: u32, const NS: u32>(
     keys: &[u128],
     v: &mut [u64; 32],
     slots: &mut [u32; 32],
-    mut links: u32,
-) -> u32 {
+    links: Links,
+) -> Links {
     const { assert!(ND + NS <= 128) };
     // The first node level (bits 16..24) takes its slots from the keys: its nodes, one
     // per /16 in use, stay cached, so they are read without a pass to prefetch them.
     if ND == 24 {
-        read_pass::<AVX2, ND, NS, false, true>(keys, v, slots, links, &mut links);
-        return links;
+        return read_pass::<AVX2, ND, NS, false, true>(keys, v, slots, links).0;
     }
     // Only stride-16 nodes are split: those at depth 32 and below, read by the passes
     // that compute slots at 48 and below.
     if ND < 48 {
-        read_pass::<AVX2, ND, NS, false, false>(keys, v, slots, links, &mut links);
-        return links;
+        return read_pass::<AVX2, ND, NS, false, false>(keys, v, slots, links).0;
     }
-    let subs = read_pass::<AVX2, ND, NS, true, false>(keys, v, slots, links, &mut links);
+    let (next, subs) = read_pass::<AVX2, ND, NS, true, false>(keys, v, slots, links);
     // Keys whose value was a sub-node link of a split node: read again, from the
     // sub-node, at the low byte of the same slot (prefetched by the pass above).
-    read_pass::<AVX2, ND, NS, false, false>(keys, v, slots, subs, &mut links);
-    links
+    let (below, _) = read_pass::<AVX2, ND, NS, false, false>(keys, v, slots, subs);
+    Links {
+        direct: next.direct | below.direct,
+        keyed: next.keyed | below.keyed,
+    }
 }
 
-/// One pass of [`step_level`] over the keys of `mask`: clears the bits in `links` of
-/// those whose value is a leaf; with `TOPS` (nodes that may be split), returns those
-/// whose value is a sub-node link, with their slot in the sub-node, instead of moving
-/// them to the next level. With `FIRST`, the nodes are the first level's, and each
-/// key's slot in them is taken from the key (bits 16..24) instead of `slots`.
+/// One pass of [`step_level`] over the keys of `links`: returns the keys whose value is
+/// a link to a next-level node and, with `TOPS` (nodes that may be split), those whose
+/// value is a sub-node link, with their slot in the sub-node. With `FIRST`, the nodes
+/// are the first level's, and each key's slot in them is taken from the key (bits
+/// 16..24) instead of `slots`.
 #[inline(always)]
 fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool, const FIRST: bool>(
     keys: &[u128],
     v: &mut [u64; 32],
     slots: &mut [u32; 32],
-    mask: u32,
-    links: &mut u32,
-) -> u32 {
-    let mut subs = 0u32;
-    let mut rest = mask;
-    while rest != 0 {
-        let i = rest.trailing_zeros() as usize;
-        rest &= rest - 1;
-        let here = if FIRST {
-            // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `mask`.
-            slot_at::<16, 8>(unsafe { *keys.get_unchecked(i) })
-        } else {
-            slots[i & 31]
-        };
-        // SAFETY: `v[i]` is a link (its bit is set) to a published node, alive while the
-        // caller's guard is pinned, and `here` the key's slot at that node's level
-        // (with `AVX2`, the caller runs with AVX2, BMI2 and POPCNT).
-        let e = unsafe { &*value_word::<AVX2>(v[i & 31], here) }.load(Ordering::Acquire);
+    links: Links,
+) -> (Links, Links) {
+    // The keys whose value is a link, those of them whose link names a direct node,
+    // and (with `TOPS`) those whose link is a sub-node's.
+    let (mut all, mut direct, mut sub) = (0u32, 0u32, 0u32);
+    let mut settle = |i: usize, e: u64, v: &mut [u64; 32], slots: &mut [u32; 32]| {
         v[i & 31] = e;
         if e & LEAF != 0 {
-            *links &= !(1 << i);
-            continue;
+            return;
         }
-        let slot = if TOPS && e & SUB != 0 {
-            subs |= 1 << i;
-            slots[i & 31] & 0xff
+        all |= 1 << i;
+        direct |= ((e & DIRECT) as u32 >> 1) << i;
+        // SAFETY: only bits below `keys.len()` (at most 32) are ever set in the masks.
+        let below = slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) });
+        let slot = if TOPS {
+            let is_sub = (e & SUB) as u32 >> 3;
+            sub |= is_sub << i;
+            let m = is_sub.wrapping_neg();
+            (slots[i & 31] & 0xff & m) | (below & !m)
         } else {
-            // SAFETY: only bits below `keys.len()` (at most 32) are ever set in `mask`.
-            slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) })
+            below
         };
         slots[i & 31] = slot;
         prefetch_node(e, slot);
+    };
+    let here = |i: usize, slots: &[u32; 32]| {
+        if FIRST {
+            // SAFETY: as above.
+            slot_at::<16, 8>(unsafe { *keys.get_unchecked(i) })
+        } else {
+            slots[i & 31]
+        }
+    };
+    let mut rest = links.direct;
+    while rest != 0 {
+        let i = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        // SAFETY: `v[i]` links a published direct node (its bit is set), alive while
+        // the caller's guard is pinned, and the slot is the key's at that node's level.
+        let e = unsafe { &*direct_word(v[i & 31], here(i, slots)) }.load(Ordering::Acquire);
+        settle(i, e, v, slots);
     }
-    subs
+    let mut rest = links.keyed;
+    while rest != 0 {
+        let i = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        // SAFETY: as above, for a keyed node (with `AVX2`, the caller runs with AVX2,
+        // BMI2 and POPCNT).
+        let e = unsafe { &*keyed_word::<AVX2>(v[i & 31], here(i, slots)) }.load(Ordering::Acquire);
+        settle(i, e, v, slots);
+    }
+    let next = all & !sub;
+    (
+        Links {
+            direct: next & direct,
+            keyed: next & !direct,
+        },
+        Links {
+            direct: sub & direct,
+            keyed: sub & !direct,
+        },
+    )
 }
 
 /// For 32 first-level entries `v`: writes the answer of each leaf to `out` (the next hop,
@@ -1258,24 +1323,26 @@ fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool, c
 /// The CPU has AVX2; `out` holds at least 32 answers.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
+unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> (u32, u32) {
     use std::arch::x86_64::*;
     debug_assert!(out.len() >= 32);
     // The high halves of four entries into the low four 32-bit lanes.
     let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
     let none = _mm_set1_epi32(NONE as i32);
     let dflt = _mm_set1_epi32(dflt as i32);
-    let mut links = 0u32;
+    let (mut links, mut direct) = (0u32, 0u32);
     for j in 0..8 {
         let x = _mm256_loadu_si256(v.as_ptr().add(4 * j) as *const __m256i);
         // Bit 0 (LEAF) of each entry to its sign bit: a set mask bit is a leaf.
         let leaf = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(x, 63))) as u32;
         links |= (!leaf & 15) << (4 * j);
+        // Bit 1 (DIRECT) likewise.
+        direct |= (_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(x, 62))) as u32) << (4 * j);
         let hops = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(x, odd));
         let ans = _mm_blendv_epi8(hops, dflt, _mm_cmpeq_epi32(hops, none));
         _mm_storeu_si128(out.as_mut_ptr().add(4 * j) as *mut __m128i, ans);
     }
-    links
+    (links, direct)
 }
 
 /// Prefetches the node link `e` names for the lookup of `slot` in it: the value line of
