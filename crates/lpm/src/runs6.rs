@@ -687,14 +687,13 @@ impl Runs6 {
             v[i & 31] = unsafe { top.get_unchecked(slot_at::<0, 16>(*keys.get_unchecked(i)) as usize) }
                 .load(Ordering::Acquire);
         }
-        // The answers of the keys whose entry is a leaf (the others are rewritten
-        // below), and the masks of those that are links, and of those that link direct
-        // nodes.
+        // The masks of the keys whose entry is a link, and of those that link direct
+        // nodes (and, for a partial group, the answers of the others).
         #[cfg(target_arch = "x86_64")]
         let done = AVX2 && len == 32 && {
             // SAFETY: `AVX2`: the caller runs on a CPU with AVX2; `out` holds at least
             // `len` = 32 answers.
-            (links, direct) = unsafe { leaves_avx2(&v, out, dflt) };
+            (links, direct) = unsafe { link_masks_avx2(&v) };
             true
         };
         #[cfg(not(target_arch = "x86_64"))]
@@ -731,7 +730,15 @@ impl Runs6 {
             };
             level += 1;
         }
+        // Every key's value is now a leaf. A first-level leaf holds the /16's
+        // short-prefix value already; a node's NONE falls back to it, then to the
+        // default route.
         let mut rest = linked;
+        #[cfg(target_arch = "x86_64")]
+        if done {
+            // SAFETY: `AVX2`, and `out` holds 32 answers (as above).
+            rest = unsafe { answers_avx2(&v, out, dflt) } & linked;
+        }
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
@@ -1315,21 +1322,15 @@ fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool, c
     )
 }
 
-/// For 32 first-level entries `v`: writes the answer of each leaf to `out` (the next hop,
-/// or `dflt` for NONE; entries that are links get garbage, to be overwritten) and
-/// returns the mask of the links, four entries per step.
+/// For 32 first-level entries `v`: the masks of those that are links, and of those
+/// that link direct nodes, four entries per step.
 ///
 /// # Safety
-/// The CPU has AVX2; `out` holds at least 32 answers.
+/// The CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> (u32, u32) {
+unsafe fn link_masks_avx2(v: &[u64; 32]) -> (u32, u32) {
     use std::arch::x86_64::*;
-    debug_assert!(out.len() >= 32);
-    // The high halves of four entries into the low four 32-bit lanes.
-    let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
-    let none = _mm_set1_epi32(NONE as i32);
-    let dflt = _mm_set1_epi32(dflt as i32);
     let (mut links, mut direct) = (0u32, 0u32);
     for j in 0..8 {
         let x = _mm256_loadu_si256(v.as_ptr().add(4 * j) as *const __m256i);
@@ -1338,11 +1339,36 @@ unsafe fn leaves_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> (u32, u32) {
         links |= (!leaf & 15) << (4 * j);
         // Bit 1 (DIRECT) likewise.
         direct |= (_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(x, 62))) as u32) << (4 * j);
-        let hops = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(x, odd));
-        let ans = _mm_blendv_epi8(hops, dflt, _mm_cmpeq_epi32(hops, none));
-        _mm_storeu_si128(out.as_mut_ptr().add(4 * j) as *mut __m128i, ans);
     }
     (links, direct)
+}
+
+/// For 32 leaves `v`: writes each one's answer to `out` (its next hop, or `dflt` for
+/// NONE), four per step, and returns the mask of the NONEs.
+///
+/// # Safety
+/// The CPU has AVX2; `out` holds at least 32 answers.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn answers_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
+    use std::arch::x86_64::*;
+    debug_assert!(out.len() >= 32);
+    // The high halves of four entries into the low four 32-bit lanes.
+    let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+    let none = _mm_set1_epi32(NONE as i32);
+    let dflt = _mm_set1_epi32(dflt as i32);
+    let mut nones = 0u32;
+    for j in 0..8 {
+        let x = _mm256_loadu_si256(v.as_ptr().add(4 * j) as *const __m256i);
+        let hops = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(x, odd));
+        let is_none = _mm_cmpeq_epi32(hops, none);
+        nones |= (_mm_movemask_ps(_mm_castsi128_ps(is_none)) as u32) << (4 * j);
+        _mm_storeu_si128(
+            out.as_mut_ptr().add(4 * j) as *mut __m128i,
+            _mm_blendv_epi8(hops, dflt, is_none),
+        );
+    }
+    nones
 }
 
 /// Prefetches the node link `e` names for the lookup of `slot` in it: the value line of
