@@ -53,6 +53,10 @@ const DIRECT: u64 = 2;
 const SPLIT: u64 = 4;
 /// A value with this bit set is a link to a sub-node of a split node (see [`SPLIT`]).
 const SUB: u64 = 8;
+/// A link with this bit set names a keyed node of more than one line (more than six
+/// runs): a lookup prefetches its second line too. (Most keyed nodes are one line, and
+/// a second prefetch there would fetch the next node's first line for nothing.)
+const TWO_LINES: u64 = 16;
 const PTR: u64 = ((1u64 << 48) - 1) & !63;
 const RUNS_SHIFT: u32 = 48;
 /// Runs of a node whose keys fit one 64-byte line (32 stored keys: the first run
@@ -302,7 +306,12 @@ fn encode_plain(runs: &[(u32, u64)], stride: u32, words: &mut Vec<u64>, links: &
 /// A link to a node of `n` runs at byte address `addr`, with flags `flags`.
 fn tag(addr: u64, n: usize, flags: u64) -> u64 {
     debug_assert!(addr & !PTR == 0, "node address not line-aligned or above 2^48");
-    addr | (((n - 1) as u64) << RUNS_SHIFT) | flags
+    let two = if flags & DIRECT == 0 && node_bytes(n) > 64 {
+        TWO_LINES
+    } else {
+        0
+    };
+    addr | (((n - 1) as u64) << RUNS_SHIFT) | flags | two
 }
 
 fn layout(bytes: usize) -> Layout {
@@ -1393,8 +1402,8 @@ fn node_lines(e: u64, slot: u32) -> (usize, usize) {
     const SHIFTS: u64 = 32 | 8 << 24;
     let shift = SHIFTS >> ((e & (DIRECT | SPLIT)) << 2);
     let first = (e & PTR) as usize + (((u64::from(slot) >> (shift & 63)) << 3) as usize & !63);
-    // A keyed node's second line (a direct node's value is in one line).
-    (first, first + ((!e & DIRECT) << 5) as usize)
+    // A keyed node's second line, if it has one (`TWO_LINES << 2` is 64).
+    (first, first + ((e & TWO_LINES) << 2) as usize)
 }
 
 /// Whether the CPU has what the fast lookup paths use: AVX2, BMI2 and POPCNT.
@@ -1532,13 +1541,17 @@ mod tests {
     fn prefetched_lines_hold_the_words_a_lookup_reads() {
         let base = 0x2001_0db8u128 << 96;
         // A split node (bits 32..48: 400 /48s), a direct one (bits 16..24 of 2a00::/16:
-        // 100 /24s) and a keyed one (bits 32..48 of 2a00:1450::/32: three /48s).
+        // 100 /24s), a keyed one of one line (bits 32..48 of 2a00:1450::/32: three
+        // adjacent /48s to one next hop, three runs) and one of two lines (2a00:1451::/32:
+        // five /48s apart, eleven runs).
         let mut routes: Vec<(u128, u8, u32)> = (0..400u128)
             .map(|i| (base | (i * 3) << 80, 48, i as u32))
             .collect();
         routes.extend((0..100u128).map(|i| (0x2a00u128 << 112 | (i * 2) << 104, 24, i as u32 % 7)));
         let keyed = 0x2a00_1450u128 << 96;
         routes.extend((1..4u128).map(|i| (keyed | i << 80, 48, 9)));
+        let keyed2 = 0x2a00_1451u128 << 96;
+        routes.extend((1..6u128).map(|i| (keyed2 | (i * 1000) << 80, 48, 10 + i as u32)));
         let t = Runs6::build(&routes);
         let w = t.lock();
         let line = |a: usize| a & !63;
@@ -1547,7 +1560,9 @@ mod tests {
         let direct = w.nodes[&(0, 0x2a00u128 << 112)].link;
         assert_eq!(direct & (DIRECT | SPLIT), DIRECT);
         let flat = w.nodes[&(2, keyed)].link;
-        assert_eq!(flat & DIRECT, 0);
+        assert_eq!((flat & DIRECT, flat >> RUNS_SHIFT), (0, 2));
+        let flat2 = w.nodes[&(2, keyed2)].link;
+        assert_eq!((flat2 & DIRECT, flat2 >> RUNS_SHIFT), (0, 10));
         for slot in [0u32, 1, 7, 8, 255, 256, 1000, 4095, 65535] {
             if slot < 256 {
                 // SAFETY: the table is live and the slot within the node's stride.
@@ -1565,8 +1580,15 @@ mod tests {
                 (line(top), line(top)),
                 "split slot {slot}"
             );
-            let p = (flat & PTR) as usize;
-            assert_eq!(node_lines(flat, slot), (p, p + 64), "keyed slot {slot}");
+            // A keyed node: its key line, and its second line only if it has one; the
+            // value word read is in one of them.
+            for (link, second) in [(flat, 0), (flat2, 64)] {
+                let p = (link & PTR) as usize;
+                assert_eq!(node_lines(link, slot), (p, p + second), "keyed slot {slot}");
+                // SAFETY: as above.
+                let word = unsafe { value_word::<false>(link, slot) } as usize;
+                assert!(line(word) == p || line(word) == p + second, "keyed slot {slot}");
+            }
         }
     }
 
