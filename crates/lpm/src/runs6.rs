@@ -1381,8 +1381,9 @@ unsafe fn answers_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> u32 {
 }
 
 /// Prefetches the node link `e` names for the lookup of `slot` in it: the value line of
-/// `slot` in a direct node, of its high byte in a split node's top, else the first two
-/// lines (the key line, and all of a keyed node of up to nine runs).
+/// `slot` in a direct node, of its high byte in a split node's top, else the key line
+/// and, for a keyed node of more than six runs, the second line (all of a node of up
+/// to nine runs).
 #[inline(always)]
 fn prefetch_node(e: u64, slot: u32) {
     let (first, second) = node_lines(e, slot);
@@ -1391,8 +1392,8 @@ fn prefetch_node(e: u64, slot: u32) {
 }
 
 /// The two lines [`prefetch_node`] fetches: the line of the slot's value word in a
-/// direct node (twice) or of its top value in a split one (twice), the first two lines
-/// of a keyed one.
+/// direct node (twice) or of its top value in a split one (twice); a keyed node's key
+/// line, and its second line if it has one ([`TWO_LINES`]; else the key line twice).
 #[inline(always)]
 fn node_lines(e: u64, slot: u32) -> (usize, usize) {
     // The value word of a direct node's slot is word `slot >> shift`: shift 0 in a
