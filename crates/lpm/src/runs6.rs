@@ -375,7 +375,7 @@ fn runs_of(
     depth: u32,
     stride: u32,
     cover: u32,
-    own: &[(u128, u8, u32)],
+    own: impl Iterator<Item = (u32, u32, u32)>,
     kids: impl Iterator<Item = (u32, u64)>,
     runs: &mut Vec<(u32, u64)>,
     stack: &mut Vec<(u32, u64)>,
@@ -390,10 +390,7 @@ fn runs_of(
     let end = 1u32 << stride;
     stack.push((end, leaf(cover)));
     let mut cur = 0;
-    let mut own = own.iter().map(|&(a, l, nh)| {
-        let s = slot_of(a, depth, stride);
-        (s, s + (1 << (depth + stride - u32::from(l))), leaf(nh))
-    });
+    let mut own = own.map(|(s, l, nh)| (s, s + (1 << (depth + stride - l)), leaf(nh)));
     let mut kids = kids.map(|(s, link)| (s, s + 1, link));
     let (mut next_own, mut next_kid) = (own.next(), kids.next());
     loop {
@@ -448,10 +445,44 @@ struct Scratch {
     links: Vec<usize>,
 }
 
+/// A route ending in a node's stride, as the node's record keeps it: `key` is the
+/// route's bits in the stride (the slot of its first address) shifted left by 8, ORed
+/// with its length, so that ordering by `key` is ordering by address then length
+/// within the node.
+///
+/// (8 bytes, where the route as `(u128, u8, u32)` took 32: inserting into or removing
+/// from the sorted list of a /32 holding thousands of /48s moves a quarter of the
+/// bytes, and the binary searches compare one `u32`.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Own {
+    key: u32,
+    nh: u32,
+}
+
+impl Own {
+    /// The key of the route `a/len` (masked) in the node of level `level`.
+    #[inline]
+    fn key(a: u128, len: u8, level: usize) -> u32 {
+        (slot_of(a, DEPTHS[level], STRIDES[level]) << 8) | u32::from(len)
+    }
+
+    /// The route's first slot in its node's stride.
+    #[inline]
+    fn slot(self) -> u32 {
+        self.key >> 8
+    }
+
+    /// The route's (slot, length, next hop), as [`runs_of`] takes them.
+    #[inline]
+    fn parts(self) -> (u32, u32, u32) {
+        (self.slot(), self.key & 0xff, self.nh)
+    }
+}
+
 /// The writer's record of one node.
 struct NodeRec {
     /// Routes ending in this node's stride, sorted by address then length.
-    own: Vec<(u128, u8, u32)>,
+    own: Vec<Own>,
     /// Slots holding a child node, ascending, each with the child's current link (0
     /// until the child is first encoded), so that encoding this node looks no child up.
     kids: Vec<(u32, u64)>,
@@ -484,13 +515,13 @@ impl NodeRec {
 }
 
 /// The longest route of `own` (a node's routes at level `level`) covering `key`.
-fn own_cover(own: &[(u128, u8, u32)], level: usize, key: u128) -> Option<(u8, u32)> {
+fn own_cover(own: &[Own], level: usize, key: u128) -> Option<(u8, u32)> {
     let (d, s) = (DEPTHS[level], STRIDES[level]);
     (d + 1..=d + s).rev().find_map(|l| {
-        let k = key.masked(l as u8);
-        own.binary_search_by_key(&(k, l as u8), |r| (r.0, r.1))
+        let k = Own::key(key.masked(l as u8), l as u8, level);
+        own.binary_search_by_key(&k, |r| r.key)
             .ok()
-            .map(|i| (l as u8, own[i].2))
+            .map(|i| (l as u8, own[i].nh))
     })
 }
 
@@ -854,10 +885,11 @@ impl Runs6 {
             }
             let base = key.masked(DEPTHS[owner] as u8);
             let rec = w.nodes.get_mut(&(owner as u8, base)).expect("owner node");
-            let at = rec.own.binary_search_by_key(&(key, len), |r| (r.0, r.1));
+            let k = Own::key(key, len, owner);
+            let at = rec.own.binary_search_by_key(&k, |r| r.key);
             match (at, nh) {
-                (Ok(i), Some(v)) => rec.own[i].2 = v,
-                (Err(i), Some(v)) => rec.own.insert(i, (key, len, v)),
+                (Ok(i), Some(v)) => rec.own[i].nh = v,
+                (Err(i), Some(v)) => rec.own.insert(i, Own { key: k, nh: v }),
                 (Ok(i), None) => {
                     rec.own.remove(i);
                 }
@@ -924,8 +956,6 @@ impl Runs6 {
             }
             same
         });
-        let dirty_set: std::collections::HashSet<(usize, u128), BuildHasherDefault<PrefixHasher>> =
-            dirty.iter().map(|d| (d.0, d.1)).collect();
         for &(level, base, (lo, hi)) in &dirty {
             let Some(rec) = w.nodes.get(&(level as u8, base)) else {
                 continue; // deleted
@@ -947,7 +977,12 @@ impl Runs6 {
                 None => self.top[slot_of(base, 0, TOP_BITS) as usize].store(link, Ordering::Release),
                 Some((pl, pb)) => {
                     let plink = set_kid_link(&mut w.nodes, level, base, link);
-                    if dirty_set.contains(&(pl, pb)) {
+                    // (`dirty` is sorted and deduplicated: a binary search, where a hash
+                    // set of it cost an allocation and a hash per node.)
+                    let parent_dirty = dirty
+                        .binary_search_by_key(&std::cmp::Reverse((pl, pb)), |d| std::cmp::Reverse((d.0, d.1)))
+                        .is_ok();
+                    if parent_dirty {
                         continue; // linked when the parent is encoded, later in the loop
                     }
                     // SAFETY: the parent is live (this writer holds the lock and only it
@@ -976,32 +1011,28 @@ impl Runs6 {
         let cover = (DEPTHS[level] + 1..=depth)
             .rev()
             .find_map(|l| {
-                let a = sub_base.masked(l as u8);
+                let k = Own::key(sub_base.masked(l as u8), l as u8, level);
                 rec.own
-                    .binary_search_by_key(&(a, l as u8), |r| (r.0, r.1))
+                    .binary_search_by_key(&k, |r| r.key)
                     .ok()
-                    .map(|i| rec.own[i].2)
+                    .map(|i| rec.own[i].nh)
             })
             .unwrap_or(rec.cover);
-        // The own routes longer than `depth` under the high byte.
-        let last = sub_base | (u128::MAX >> depth);
-        let from = rec.own.partition_point(|r| (r.0, r.1) <= (sub_base, depth as u8));
-        let to = rec.own.partition_point(|r| r.0 <= last);
-        let kids = rec
-            .kids
-            .iter()
-            .filter(|k| k.0 >> 8 == h)
-            .map(|&(s, l)| (s & 0xff, l));
+        // The own routes longer than `depth` under the high byte (their slots' high
+        // byte is `h`), and the kid slots there; both lists are sorted by slot.
+        let from = rec
+            .own
+            .partition_point(|r| r.key <= Own::key(sub_base, depth as u8, level));
+        let to = rec.own.partition_point(|r| r.slot() >> 8 <= h);
+        let kids_from = rec.kids.partition_point(|k| k.0 >> 8 < h);
+        let kids_to = rec.kids.partition_point(|k| k.0 >> 8 <= h);
+        let kids = rec.kids[kids_from..kids_to].iter().map(|&(s, l)| (s & 0xff, l));
+        let own = rec.own[from..to].iter().map(|o| {
+            let (s, l, nh) = o.parts();
+            (s & 0xff, l, nh)
+        });
         let sc = &mut w.scratch;
-        runs_of(
-            depth,
-            8,
-            cover,
-            &rec.own[from..to],
-            kids,
-            &mut sc.runs,
-            &mut sc.stack,
-        );
+        runs_of(depth, 8, cover, own, kids, &mut sc.runs, &mut sc.stack);
         let new = if let [(_, v)] = sc.runs[..] {
             v
         } else {
@@ -1069,7 +1100,10 @@ impl Runs6 {
                 let rec = w.nodes.entry((level as u8, base)).or_insert_with(NodeRec::new);
                 rec.deep += 1;
                 if level == owner {
-                    rec.own.push((k, l, nh));
+                    rec.own.push(Own {
+                        key: Own::key(k, l, level),
+                        nh,
+                    });
                 } else {
                     let slot = slot_of(k, DEPTHS[level], STRIDES[level]);
                     if rec.kids.last().map(|k| k.0) != Some(slot) {
@@ -1195,7 +1229,7 @@ impl Runs6 {
         let nodes: usize = w
             .nodes
             .values()
-            .map(|r| 96 + r.own.capacity() * 32 + r.kids.capacity() * 16)
+            .map(|r| 96 + r.own.capacity() * std::mem::size_of::<Own>() + r.kids.capacity() * 16)
             .sum::<usize>()
             + w.nodes.capacity() * 24;
         maps + nodes + TOP * 5
@@ -1488,7 +1522,7 @@ fn encode_node(
         d,
         s,
         rec.cover,
-        &rec.own,
+        rec.own.iter().map(|o| o.parts()),
         rec.kids.iter().copied(),
         &mut scratch.runs,
         &mut scratch.stack,
