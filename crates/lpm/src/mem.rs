@@ -22,16 +22,65 @@ pub(crate) fn prefetch(p: usize) {
 
 /// A boxed slice of `T` aligned to 2 MiB (when at least that large) and advised to the
 /// kernel as huge-page memory.
+///
+/// On Linux a slice of at least 2 MiB is its own anonymous mapping, advised with
+/// `MADV_HUGEPAGE` before anything touches it, so its first writes fault in 2 MiB pages
+/// (THP set to `madvise` or `always`). Advice given after the memory is touched (as
+/// it was until session 19: `alloc_zeroed` of an over-aligned layout writes the zeroes
+/// itself) leaves it on 4 KiB pages until `khugepaged` collapses them, seconds to
+/// minutes later.
 pub struct HugeSlice<T> {
     ptr: *mut T,
     len: usize,
     layout: Layout,
+    /// Whether `ptr` is a mapping of `layout.size()` bytes of its own (else a heap block
+    /// of `layout`).
+    mapped: bool,
 }
 
 // SAFETY: `HugeSlice` owns its elements like a `Box<[T]>` does.
 unsafe impl<T: Send> Send for HugeSlice<T> {}
 // SAFETY: shared access only hands out `&[T]`.
 unsafe impl<T: Sync> Sync for HugeSlice<T> {}
+
+/// A fresh anonymous mapping of `size` bytes (a multiple of [`HUGE_PAGE`]) starting on a
+/// 2 MiB boundary and advised as huge-page memory, or null if the kernel refuses.
+#[cfg(target_os = "linux")]
+fn map_huge(size: usize) -> *mut u8 {
+    let span = size + HUGE_PAGE;
+    // SAFETY: an anonymous private mapping at an address of the kernel's choosing
+    // touches no existing memory.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            span,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    let raw = raw as usize;
+    let start = raw.next_multiple_of(HUGE_PAGE);
+    // SAFETY: both ranges lie inside the mapping just made and outside
+    // `start..start + size` (page-aligned: the mapping and HUGE_PAGE are); unmapping
+    // them leaves exactly that range. MADV_HUGEPAGE only changes how the kernel backs
+    // the range; its failure (no THP) is harmless.
+    unsafe {
+        if start > raw {
+            libc::munmap(raw as *mut libc::c_void, start - raw);
+        }
+        let tail = raw + span - (start + size);
+        if tail > 0 {
+            libc::munmap((start + size) as *mut libc::c_void, tail);
+        }
+        libc::madvise(start as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
+    }
+    start as *mut u8
+}
 
 impl<T> HugeSlice<T> {
     /// `len` elements, each `init(i)`. `T` must not need dropping (atomics, integers).
@@ -47,24 +96,34 @@ impl<T> HugeSlice<T> {
             Ok(l) => l,
             Err(_) => panic!("HugeSlice: {} bytes is too large", bytes),
         };
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) } as *mut T;
+        #[cfg(target_os = "linux")]
+        let mapped = align == HUGE_PAGE;
+        #[cfg(not(target_os = "linux"))]
+        let mapped = false;
+        let ptr = if mapped {
+            #[cfg(target_os = "linux")]
+            {
+                map_huge(layout.size()) as *mut T
+            }
+            #[cfg(not(target_os = "linux"))]
+            unreachable!()
+        } else {
+            // SAFETY: the layout has a non-zero size.
+            unsafe { alloc_zeroed(layout) as *mut T }
+        };
         if ptr.is_null() {
             handle_alloc_error(layout);
-        }
-        #[cfg(target_os = "linux")]
-        if align == HUGE_PAGE {
-            // SAFETY: the range is exactly the allocation just made; MADV_HUGEPAGE only
-            // changes how the kernel backs it. Failure (no THP) is harmless.
-            unsafe {
-                libc::madvise(ptr as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE);
-            }
         }
         for i in 0..len {
             // SAFETY: `i < len` is inside the allocation, which is suitably aligned.
             unsafe { ptr.add(i).write(init(i)) };
         }
-        HugeSlice { ptr, len, layout }
+        HugeSlice {
+            ptr,
+            len,
+            layout,
+            mapped,
+        }
     }
 
     pub fn bytes(&self) -> usize {
@@ -94,7 +153,88 @@ impl<T> Deref for HugeSlice<T> {
 
 impl<T> Drop for HugeSlice<T> {
     fn drop(&mut self) {
+        if self.mapped {
+            // SAFETY: `new` mapped exactly `layout.size()` bytes at `ptr`; elements need
+            // no drop.
+            #[cfg(target_os = "linux")]
+            unsafe {
+                libc::munmap(self.ptr as *mut libc::c_void, self.layout.size());
+            }
+            return;
+        }
         // SAFETY: allocated in `new` with exactly this layout; elements need no drop.
         unsafe { dealloc(self.ptr as *mut u8, self.layout) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_of_2_mib_or_more_is_on_2_mib_boundaries_and_holds_its_values() {
+        let len = HUGE_PAGE / 8 + 3;
+        let s = HugeSlice::new(len, |i| i as u64 * 3);
+        assert_eq!(s.as_ptr() as usize % HUGE_PAGE, 0);
+        assert_eq!(s.bytes(), 2 * HUGE_PAGE);
+        assert_eq!(s.len(), len);
+        assert!(s.iter().enumerate().all(|(i, &v)| v == i as u64 * 3));
+        let small = HugeSlice::new(100, |i| i as u32);
+        assert_eq!(small.as_ptr() as usize % 64, 0);
+        assert_eq!(small[99], 99);
+    }
+
+    /// `thp_fault_fallback` of /proc/vmstat: huge-page faults the kernel could not serve.
+    #[cfg(target_os = "linux")]
+    fn thp_fallbacks() -> u64 {
+        let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+        vmstat
+            .lines()
+            .find_map(|l| l.strip_prefix("thp_fault_fallback "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// A large slice is written through huge pages: the advice comes before the first
+    /// touch (advised after `alloc_zeroed` had written its zeroes, the slice stayed on
+    /// 4 KiB pages until `khugepaged` came by). Checked where THP is on for advised
+    /// memory, unless the kernel had no huge page to give at the time.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_large_slice_is_backed_by_huge_pages_where_the_kernel_has_them() {
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+        if !thp.contains("[madvise]") && !thp.contains("[always]") {
+            eprintln!("THP is off here ({thp:?}): nothing to check");
+            return;
+        }
+        let fallbacks = thp_fallbacks();
+        let s = HugeSlice::new(HUGE_PAGE / 8, |i| i as u64);
+        let at = s.as_ptr() as usize;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let mut inside = false;
+        let mut huge_kb = None;
+        for line in smaps.lines() {
+            let range = line.split_once(' ').and_then(|(r, _)| r.split_once('-'));
+            if let Some((Ok(lo), Ok(hi))) =
+                range.map(|(lo, hi)| (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16)))
+            {
+                inside = (lo..hi).contains(&at);
+                continue;
+            }
+            if inside {
+                if let Some(v) = line.strip_prefix("AnonHugePages:") {
+                    huge_kb = v.trim().trim_end_matches("kB").trim().parse::<u64>().ok();
+                }
+            }
+        }
+        let huge_kb = huge_kb.expect("the slice's mapping in /proc/self/smaps");
+        if huge_kb == 0 && thp_fallbacks() > fallbacks {
+            eprintln!("the kernel had no huge page to give: nothing to check");
+            return;
+        }
+        assert!(
+            huge_kb >= 2048,
+            "the slice is on 4 KiB pages ({huge_kb} kB in huge pages)"
+        );
     }
 }
