@@ -25,10 +25,9 @@ pub(crate) fn prefetch(p: usize) {
 ///
 /// On Linux a slice of at least 2 MiB is its own anonymous mapping, advised with
 /// `MADV_HUGEPAGE` before anything touches it, so its first writes fault in 2 MiB pages
-/// (THP set to `madvise` or `always`). Advice given after the memory is touched (as
-/// it was until session 19: `alloc_zeroed` of an over-aligned layout writes the zeroes
-/// itself) leaves it on 4 KiB pages until `khugepaged` collapses them, seconds to
-/// minutes later.
+/// (THP set to `madvise` or `always`). Advice given after the memory is touched (and
+/// `alloc_zeroed` of an over-aligned layout writes its zeroes itself) leaves it on
+/// 4 KiB pages until `khugepaged` collapses them, seconds to minutes later.
 pub struct HugeSlice<T> {
     ptr: *mut T,
     len: usize,
@@ -82,6 +81,12 @@ fn map_huge(size: usize) -> *mut u8 {
     start as *mut u8
 }
 
+/// Elsewhere slices are heap blocks (see [`HugeSlice::new`]): never called.
+#[cfg(not(target_os = "linux"))]
+fn map_huge(_size: usize) -> *mut u8 {
+    std::ptr::null_mut()
+}
+
 impl<T> HugeSlice<T> {
     /// `len` elements, each `init(i)`. `T` must not need dropping (atomics, integers).
     pub fn new(len: usize, mut init: impl FnMut(usize) -> T) -> HugeSlice<T> {
@@ -101,12 +106,7 @@ impl<T> HugeSlice<T> {
         #[cfg(not(target_os = "linux"))]
         let mapped = false;
         let ptr = if mapped {
-            #[cfg(target_os = "linux")]
-            {
-                map_huge(layout.size()) as *mut T
-            }
-            #[cfg(not(target_os = "linux"))]
-            unreachable!()
+            map_huge(layout.size()) as *mut T
         } else {
             // SAFETY: the layout has a non-zero size.
             unsafe { alloc_zeroed(layout) as *mut T }
