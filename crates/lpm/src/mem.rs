@@ -32,9 +32,12 @@ pub struct HugeSlice<T> {
     ptr: *mut T,
     len: usize,
     layout: Layout,
-    /// Whether `ptr` is a mapping of `layout.size()` bytes of its own (else a heap block
-    /// of `layout`).
-    mapped: bool,
+}
+
+/// Whether a slice of `layout` is a mapping of its own (see [`map_huge`]) rather than a
+/// heap block.
+fn is_mapped(layout: Layout) -> bool {
+    cfg!(target_os = "linux") && layout.align() == HUGE_PAGE
 }
 
 // SAFETY: `HugeSlice` owns its elements like a `Box<[T]>` does.
@@ -101,11 +104,7 @@ impl<T> HugeSlice<T> {
             Ok(l) => l,
             Err(_) => panic!("HugeSlice: {} bytes is too large", bytes),
         };
-        #[cfg(target_os = "linux")]
-        let mapped = align == HUGE_PAGE;
-        #[cfg(not(target_os = "linux"))]
-        let mapped = false;
-        let ptr = if mapped {
+        let ptr = if is_mapped(layout) {
             map_huge(layout.size()) as *mut T
         } else {
             // SAFETY: the layout has a non-zero size.
@@ -118,12 +117,7 @@ impl<T> HugeSlice<T> {
             // SAFETY: `i < len` is inside the allocation, which is suitably aligned.
             unsafe { ptr.add(i).write(init(i)) };
         }
-        HugeSlice {
-            ptr,
-            len,
-            layout,
-            mapped,
-        }
+        HugeSlice { ptr, len, layout }
     }
 
     pub fn bytes(&self) -> usize {
@@ -153,7 +147,7 @@ impl<T> Deref for HugeSlice<T> {
 
 impl<T> Drop for HugeSlice<T> {
     fn drop(&mut self) {
-        if self.mapped {
+        if is_mapped(self.layout) {
             // SAFETY: `new` mapped exactly `layout.size()` bytes at `ptr`; elements need
             // no drop.
             #[cfg(target_os = "linux")]

@@ -453,7 +453,7 @@ struct Scratch {
 /// (8 bytes, where the route as `(u128, u8, u32)` took 32: inserting into or removing
 /// from the sorted list of a /32 holding thousands of /48s moves a quarter of the
 /// bytes, and the binary searches compare one `u32`.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 struct Own {
     key: u32,
     nh: u32,
