@@ -628,13 +628,20 @@ fn push_into<const PROF: bool>(
         }
         // (Not `busy` during the element's own push: an element reaches no other
         // element, so nothing can push into this one before it returns.)
+        // Read before the call: when the element passes its input on to output 0, as
+        // nearly every one does, finding the next element does not wait for this one's
+        // result (the branch below is predicted), so the two calls overlap.
+        let next0 = node.dest.first().copied();
         let mut outs = Outputs::for_input(&mut node.outs, batch);
         timed::<PROF, _>(&mut node.profile, batch.len(), || {
             node.elem.push(port, batch, &mut outs, cx)
         });
         // The usual case: the whole input passed to one port, or nothing came out.
         if let Some(q) = outs.only_pass() {
-            (idx, port) = node.dest[q];
+            (idx, port) = match next0 {
+                Some(d) if q == 0 => d,
+                _ => node.dest[q],
+            };
             continue;
         }
         if outs.nothing_out() {
@@ -783,6 +790,33 @@ mod tests {
         }
     }
 
+    /// Passes each batch whole to the output its configuration names.
+    struct PassToClass;
+    struct PassTo(usize);
+    impl ElementClass for PassToClass {
+        fn name(&self) -> &'static str {
+            "PassTo"
+        }
+        fn port_count(&self) -> PortCount {
+            PortCount::parse("1/1-")
+        }
+        fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+            let k = args.required::<usize>("OUTPUT").map_err(|e| cx.error(e))?;
+            Ok(Arc::new(PassToSpec(k)))
+        }
+    }
+    struct PassToSpec(usize);
+    impl ElementSpec for PassToSpec {
+        fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+            Box::new(PassTo(self.0))
+        }
+    }
+    impl Element for PassTo {
+        fn push(&mut self, _: usize, b: &mut PacketBatch, out: &mut Outputs<'_>, _: &mut Context<'_>) {
+            out.push_batch(self.0, b);
+        }
+    }
+
     /// A source with nothing to emit that counts its runs and asks not to be run again
     /// for 500 TSC ticks.
     struct WaiterClass(Arc<std::sync::atomic::AtomicUsize>);
@@ -849,6 +883,7 @@ mod tests {
         let mut r = Registry::with_library();
         r.add(Arc::new(TestSourceClass));
         r.add(Arc::new(SplitClass(log, false)));
+        r.add(Arc::new(PassToClass));
         r
     }
 
@@ -973,6 +1008,33 @@ mod tests {
         assert_eq!(r.read_handler("zz.count").unwrap_err(), "no element 'zz'");
         r.write_handler("odd.reset_counts", "").unwrap();
         assert_eq!(r.read_handler("odd.count").unwrap(), "0");
+    }
+
+    #[test]
+    fn a_batch_passed_whole_to_a_later_output_reaches_that_outputs_element() {
+        // s -> p; p[0] -> zero; p[1] -> one; p[2] -> two, with p passing to output 1.
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "10", 1),
+                el("p", "PassTo", "1", 2),
+                el("zero", "Discard", "", 3),
+                el("one", "Discard", "", 4),
+                el("two", "Discard", "", 5),
+            ],
+            connections: vec![
+                conn(0, 0, 1, 0),
+                conn(1, 0, 2, 0),
+                conn(1, 1, 3, 0),
+                conn(1, 2, 4, 0),
+            ],
+            ..Default::default()
+        };
+        let r = build(&flat).unwrap();
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        while !g.run_sources().all_done {}
+        assert_eq!(r.read_handler("zero.count").unwrap(), "0");
+        assert_eq!(r.read_handler("one.count").unwrap(), "10");
+        assert_eq!(r.read_handler("two.count").unwrap(), "0");
     }
 
     #[test]
