@@ -46,6 +46,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Bench(_) | Command::Fib(_)) {
+        end_quietly_when_the_reader_goes();
+    }
     match cli.command {
         Command::Run(args) => run::main(args),
         Command::Bench(cmd) => bench::main(cmd),
@@ -54,5 +57,18 @@ fn main() -> ExitCode {
         Command::Sink(args) => sink::main(args),
         Command::Demo(args) => demo::main(args),
         Command::Fib(cmd) => fib::main(cmd),
+    }
+}
+
+/// Commands that only compute and report end as other Unix tools do when their reader
+/// goes away (`brickroute fib gen | head`): by SIGPIPE, where Rust's default (the
+/// signal ignored) turned the failed write into a panic in `println!` or an error
+/// message. Commands that undo what they set up on the way out (`run`, `demo`,
+/// `testbed`, `gen`, `sink`) keep the default, so a failed write cannot skip that.
+fn end_quietly_when_the_reader_goes() {
+    // SAFETY: restoring SIGPIPE's default disposition, before any thread exists,
+    // changes nothing but what a write to a closed pipe does to this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -247,3 +247,46 @@ fn gen_writes_a_table_lookup_can_load() {
     assert!(common::stdout(&out).starts_with(addr));
     assert!(!common::stdout(&out).ends_with(" -\n"));
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_fib_commands_quietly() {
+    // As `| head` does: the reader closes the pipe before the command has written.
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("routes.txt");
+    std::fs::write(&path, TABLE).expect("write table");
+    let table = path.to_str().expect("utf-8");
+    let commands: [&[&str]; 2] = [
+        &["fib", "gen", "--count", "200000"],
+        &[
+            "fib",
+            "bench",
+            "--table",
+            table,
+            "--count",
+            "4096",
+            "--runs",
+            "1",
+            "--updates",
+            "20",
+        ],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run brickroute");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?}, {err}",
+            out.status
+        );
+        assert!(err.is_empty(), "{args:?} wrote to standard error: {err}");
+    }
+}
