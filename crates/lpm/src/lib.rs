@@ -350,5 +350,26 @@ family!(
     128
 );
 
+impl Ipv4Lpm {
+    /// Applies `changes` in order: `(addr, len, Some(nh))` installs a route as
+    /// [`Self::insert`] does, `(addr, len, None)` removes one as [`Self::remove`] does.
+    ///
+    /// Many changes against the table's size (at least 1,024 and a sixteenth of its
+    /// routes) are built into a new table together with the routes it holds, which
+    /// replaces it with one store: readers see every change at once, and a million
+    /// routes load in a bulk build's time (about 0.1 s) where inserts take a few
+    /// microseconds each. Fewer are applied one by one, each visible on its own.
+    ///
+    /// # Panics
+    /// If a length or next hop is out of range (as for [`Self::insert`]), before any
+    /// change is applied.
+    pub fn apply(&self, changes: &[(u32, u8, Option<u32>)]) {
+        for &(_, len, nh) in changes {
+            Self::check(len, nh.unwrap_or(0));
+        }
+        self.inner.apply(changes)
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -429,6 +429,98 @@ proptest! {
     }
 }
 
+/// `changes` on a table holding `start`, applied by [`Ipv4Lpm::apply`] and one by one
+/// to the naive reference, compared at every changed prefix and `probes`.
+fn apply_against_reference(
+    start: &[(u32, u8, u32)],
+    changes: &[(u32, u8, Option<u32>)],
+    probes: &[u32],
+) -> Result<(), TestCaseError> {
+    let t = Ipv4Lpm::new();
+    let mut r = NaiveLpm::new();
+    for &(a, l, n) in start {
+        t.insert(a, l, n);
+        r.insert(a, l, n);
+    }
+    t.apply(changes);
+    for &(a, l, n) in changes {
+        match n {
+            Some(n) => r.insert(a, l, n),
+            None => r.remove(a, l),
+        };
+    }
+    prop_assert_eq!(t.routes(), r.routes());
+    prop_assert_eq!(t.len(), r.len());
+    let mut addrs: Vec<u32> = probes.to_vec();
+    for &(a, _, _) in changes {
+        addrs.extend([a, a.wrapping_sub(1), a | 0xff]);
+    }
+    let mut out = vec![0u32; addrs.len()];
+    t.lookup_batch(&addrs, &mut out);
+    for (&a, &o) in addrs.iter().zip(&out) {
+        prop_assert_eq!(o, r.lookup(a).unwrap_or(Ipv4Lpm::NO_ROUTE), "address {:#x}", a);
+    }
+    Ok(())
+}
+
+fn change_strategy() -> impl Strategy<Value = (u32, u8, Option<u32>)> {
+    (
+        addr_strategy(),
+        len_strategy(),
+        proptest::option::weighted(0.7, 0u32..600),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Few changes (applied one by one) and many (built into a new table), over tables
+    /// with prefixes that nest, collide and repeat within the changes, and next hops
+    /// past the byte values of a table made empty.
+    #[test]
+    fn applied_changes_match_reference(
+        start in proptest::collection::vec((addr_strategy(), len_strategy(), 0u32..600), 0..300),
+        changes in prop_oneof![
+            proptest::collection::vec(change_strategy(), 0..50),
+            proptest::collection::vec(change_strategy(), 1024..3000),
+        ],
+        probes in proptest::collection::vec(addr_strategy(), 64),
+    ) {
+        apply_against_reference(&start, &changes, &probes)?;
+    }
+}
+
+#[test]
+fn many_changes_appear_to_readers_at_once() {
+    // 4,096 /24s added in one apply: a reader that sees the first one must see the last.
+    let t = Arc::new(Ipv4Lpm::new());
+    let first = ip(10, 0, 0, 1);
+    let last = ip(10, 15, 255, 1);
+    let changes: Vec<(u32, u8, Option<u32>)> = (0..4096u32)
+        .map(|i| (ip(10, 0, 0, 0) + (i << 8), 24, Some(i + 1)))
+        .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (t, done) = (t.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut seen_first = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let mut out = [0u32; 2];
+                t.lookup_batch(&[first, last], &mut out);
+                if out[0] != Ipv4Lpm::NO_ROUTE {
+                    assert_eq!(out, [1, 4096], "the first route without the last");
+                    seen_first += 1;
+                }
+            }
+            seen_first
+        })
+    };
+    t.apply(&changes);
+    assert_eq!(t.lookup(last), Some(4096));
+    done.store(true, Ordering::Relaxed);
+    reader.join().expect("reader");
+}
+
 /// Deterministic pseudo-random numbers for the concurrency test (xorshift).
 struct Rng(u64);
 impl Rng {

@@ -17,9 +17,9 @@
 //! and aims the flows into them, so lookups walk a large table.
 //!
 //! Routes are installed through the lookup element's Click handlers after the router is
-//! built: one `ctrl` write per 8192 routes (Click's batch interface, lines of `add
-//! ADDR/LEN OUT`), falling back to one `add` write per route if the element has no
-//! `ctrl` handler. Handing the element N routes as configuration arguments would go
+//! built: one `ctrl` write of them all (Click's batch interface, lines of `add ADDR/LEN
+//! OUT`; the lookup elements build a write that large into a new table at once),
+//! falling back to one `add` write per route if the element has no `ctrl` handler. Handing the element N routes as configuration arguments would go
 //! through the configuration parser, argument splitting and a string per route before
 //! the element sees them; the handler path parses each route once and is what a
 //! control plane uses at run time, so the install time it reports is meaningful.
@@ -662,31 +662,26 @@ fn timer_cycles() -> f64 {
         .unwrap_or(0) as f64
 }
 
-/// Adds `routes` to lookup element `elem` with its `ctrl` handler in chunks, or its
+/// Adds `routes` to lookup element `elem` with one write of its `ctrl` handler, or its
 /// `add` handler one by one if it has no `ctrl`.
 fn install_routes(spec: &RouterSpec, elem: &str, routes: &[Route]) -> Result<(), String> {
+    if routes.is_empty() {
+        return Ok(());
+    }
     let ctrl = format!("{}.ctrl", elem);
     let add = format!("{}.add", elem);
-    let mut chunks = routes.chunks(8192);
-    if let Some(first) = chunks.next() {
-        let text = |c: &[Route]| c.iter().map(|r| format!("add {}\n", r)).collect::<String>();
-        match spec.write_handler(&ctrl, &text(first)) {
-            Ok(()) => {
-                for c in chunks {
-                    spec.write_handler(&ctrl, &text(c))
-                        .map_err(|e| format!("{}: {}", ctrl, e))?;
-                }
+    let text: String = routes.iter().map(|r| format!("add {}\n", r)).collect();
+    match spec.write_handler(&ctrl, &text) {
+        Ok(()) => Ok(()),
+        Err(e) if e.starts_with("no '") => {
+            for r in routes {
+                spec.write_handler(&add, &r.to_string())
+                    .map_err(|e| format!("{}: {}", add, e))?;
             }
-            Err(e) if e.starts_with("no '") => {
-                for r in routes {
-                    spec.write_handler(&add, &r.to_string())
-                        .map_err(|e| format!("{}: {}", add, e))?;
-                }
-            }
-            Err(e) => return Err(format!("{}: {}", ctrl, e)),
+            Ok(())
         }
+        Err(e) => Err(format!("{}: {}", ctrl, e)),
     }
-    Ok(())
 }
 
 fn report(

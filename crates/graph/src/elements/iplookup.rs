@@ -236,6 +236,12 @@ struct Control {
     hop_refs: Vec<u32>,
     hop_free: VecDeque<u32>,
     seq: u64,
+    /// While a `ctrl` write runs: its table changes, applied together when it ends
+    /// (`Ipv4Lpm::apply`: a large write is built into a new table at once).
+    pending: Option<Vec<(u32, u8, Option<u32>)>>,
+    /// Next-hop indices freed during a `ctrl` write: until its changes reach the table,
+    /// routes there may still use them, so they are reused only after.
+    held_hops: Vec<u32>,
 }
 
 /// The configured element, shared by every worker.
@@ -268,6 +274,8 @@ impl IpLookupSpec {
                 hop_refs: vec![0; direct],
                 hop_free: VecDeque::new(),
                 seq: 0,
+                pending: None,
+                held_hops: Vec::new(),
             }),
             complaints: Arc::new(AtomicU32::new(0)),
         }
@@ -313,7 +321,25 @@ impl IpLookupSpec {
         if *r == 0 && h as usize >= direct_ports(self.noutputs) {
             let v = self.hops[h as usize].load(Ordering::Relaxed);
             ctl.hop_ids.remove(&((v >> 32) as u32, v as u32 as i32));
-            ctl.hop_free.push_back(h);
+            if ctl.pending.is_some() {
+                ctl.held_hops.push(h);
+            } else {
+                ctl.hop_free.push_back(h);
+            }
+        }
+    }
+
+    /// Sets or removes (`None`) a route in the lookup table, or records the change for
+    /// the end of the `ctrl` write that makes it.
+    fn change_table(&self, ctl: &mut Control, addr: u32, len: u8, hop: Option<u32>) {
+        match (&mut ctl.pending, hop) {
+            (Some(p), _) => p.push((addr, len, hop)),
+            (None, Some(h)) => {
+                self.lpm.insert(addr, len, h);
+            }
+            (None, None) => {
+                self.lpm.remove(addr, len);
+            }
         }
     }
 
@@ -329,7 +355,7 @@ impl IpLookupSpec {
             }
         }
         let hop = self.acquire_hop(ctl, r.gw, r.port)?;
-        self.lpm.insert(r.addr, r.len, hop);
+        self.change_table(ctl, r.addr, r.len, Some(hop));
         ctl.seq += 1;
         let new = Slot {
             route: r,
@@ -384,7 +410,7 @@ impl IpLookupSpec {
             return Err(CmdError::NotFound(r));
         }
         ctl.index.remove(&key);
-        self.lpm.remove(r.addr, r.len);
+        self.change_table(ctl, r.addr, r.len, None);
         let old = ctl.slots[i].take().ok_or(CmdError::NotFound(r))?;
         if self.flavor == Flavor::Radix {
             ctl.free.push(i);
@@ -430,11 +456,15 @@ impl IpLookupSpec {
     }
 
     /// The `ctrl` handler: `add`/`set`/`remove` commands, one per line, all or nothing.
+    /// The table changes when the write has been checked whole: with `Ipv4Lpm::apply`,
+    /// so a large write (a full table) is built into a new table that readers see at
+    /// once, in a bulk build's time.
     fn ctrl(&self, text: &str) -> Result<(), String> {
         let mut ctl = self.lock();
         let text = uncomment(text);
         let mut log = Vec::new();
         let mut result = Ok(());
+        ctl.pending = Some(Vec::new());
         for line in text.split('\n') {
             let line = line.trim_start();
             let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
@@ -454,6 +484,10 @@ impl IpLookupSpec {
             }
         }
         if result.is_err() {
+            // None of the write's changes reaches the table; the undoing ones do: they
+            // set each prefix back to its route from before the write (under the
+            // next-hop index it has now, which may be a new one for the same pair).
+            ctl.pending = Some(Vec::new());
             while let Some((r, cmd)) = log.pop() {
                 let _ = match cmd {
                     Cmd::Remove => self.add_route(&mut ctl, r, false).map(|_| ()),
@@ -462,6 +496,10 @@ impl IpLookupSpec {
                 };
             }
         }
+        let changes = ctl.pending.take().unwrap_or_default();
+        self.lpm.apply(&changes);
+        let held = std::mem::take(&mut ctl.held_hops);
+        ctl.hop_free.extend(held);
         result
     }
 

@@ -404,3 +404,106 @@ fn a_route_keeps_routing_right_as_its_gateway_comes_and_goes() {
     assert_eq!(annos(&out[0]), vec![[10, 1, 1, 1]]);
     assert_eq!(annos(&out[2]), vec![[10, 7, 7, 7]]);
 }
+
+#[test]
+fn a_large_ctrl_write_loads_a_whole_table() {
+    // 5,000 routes in one write (built into the table at once), with a removal and a
+    // replacement of configured routes among them.
+    let mut h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 1, 11.0.0.0/8 10.9.9.9 1", 1, 3);
+    let mut text = String::from("remove 10.0.0.0/8\nset 11.0.0.0/8 2\n");
+    for i in 0..5000u32 {
+        let (gw, port) = if i % 2 == 0 { ("", 1) } else { ("10.8.8.8 ", 2) };
+        text.push_str(&format!("add 20.{}.{}.0/24 {}{}\n", i >> 8, i & 0xff, gw, port));
+    }
+    h.write("ctrl", &text).unwrap();
+    assert_eq!(h.read("table").lines().count(), 5001);
+    let out = h.push(
+        0,
+        vec![
+            pkt([10, 1, 1, 1], [10, 1, 1, 1]),
+            pkt([11, 1, 1, 1], [11, 1, 1, 1]),
+            pkt([20, 0, 0, 9], [20, 0, 0, 9]),
+            pkt([20, 19, 135, 9], [20, 19, 135, 9]),
+            pkt([20, 19, 136, 9], [20, 19, 136, 9]),
+        ],
+    );
+    // 10/8 is gone; 11/8 lost its gateway; route 4,999 (20.19.135/24) has one.
+    assert!(out[0].is_empty());
+    assert_eq!(annos(&out[1]), vec![[20, 0, 0, 9]]);
+    assert_eq!(annos(&out[2]), vec![[11, 1, 1, 1], [10, 8, 8, 8]]);
+    let out = h.push(0, vec![pkt([20, 19, 136, 9], [20, 19, 136, 9])]);
+    assert!(out.iter().all(|o| o.is_empty()), "20.19.136/24 was never added");
+}
+
+#[test]
+fn a_failed_ctrl_write_leaves_routes_on_their_gateways() {
+    // The write frees 10.9.9.9's index and gives it to a new pair before it fails; the
+    // route it removed comes back on its own gateway, also once the index is reused.
+    let mut h = Harness::new(&IpLookupClass::RADIX, "11.0.0.0/8 10.9.9.9 1", 1, 3);
+    assert_eq!(
+        h.write("ctrl", "remove 11.0.0.0/8\nadd 12.0.0.0/8 10.7.7.7 2\nfrob"),
+        Err("bad command 'frob'".to_string())
+    );
+    h.write("add", "13.0.0.0/8 10.5.5.5 2").unwrap();
+    h.write("add", "14.0.0.0/8 10.6.6.6 2").unwrap();
+    let out = h.push(
+        0,
+        vec![
+            pkt([11, 1, 1, 1], [11, 1, 1, 1]),
+            pkt([12, 1, 1, 1], [12, 1, 1, 1]),
+            pkt([13, 1, 1, 1], [13, 1, 1, 1]),
+            pkt([14, 1, 1, 1], [14, 1, 1, 1]),
+        ],
+    );
+    assert_eq!(annos(&out[1]), vec![[10, 9, 9, 9]]);
+    assert_eq!(annos(&out[2]), vec![[10, 5, 5, 5], [10, 6, 6, 6]]);
+    assert!(out[0].is_empty());
+}
+
+#[test]
+fn workers_never_see_a_route_on_another_pairs_gateway_during_ctrl_writes() {
+    // Each write removes 11/8 (freeing 10.9.9.9's next-hop index), gives a new pair an
+    // index, then puts 11/8 back. Its table changes come at the end of the write, so
+    // the freed index must not serve the new pair before then.
+    use std::sync::atomic::AtomicBool;
+    let h = Harness::new(&IpLookupClass::RADIX, "11.0.0.0/8 10.9.9.9 1", 1, 3);
+    let done = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (spec, done) = (h.spec.clone(), done.clone());
+        std::thread::spawn(move || {
+            let info = WorkerInfo { index: 1, count: 2 };
+            let mut w = spec.instantiate(info);
+            let stop = StopFlag::new();
+            let mut cx = Context::new(info, &stop);
+            let mut routed = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let mut outs: Vec<PacketBatch> = (0..3).map(|_| PacketBatch::new()).collect();
+                let mut b: PacketBatch = vec![pkt([11, 1, 1, 1], [11, 1, 1, 1])].into_iter().collect();
+                w.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
+                assert!(outs[2].is_empty(), "11.1.1.1 left on the new pair's port");
+                if let Some(p) = outs[1].iter().next() {
+                    assert_eq!(p.anno().dst_ip(), [10, 9, 9, 9]);
+                    routed += 1;
+                }
+            }
+            routed
+        })
+    };
+    let others: String = (0..500)
+        .map(|i| format!("add 30.{}.{}.0/24 1\n", i >> 8, i & 0xff))
+        .collect();
+    let undo: String = (0..500)
+        .map(|i| format!("remove 30.{}.{}.0/24\n", i >> 8, i & 0xff))
+        .collect();
+    for round in 0..50 {
+        let gw = format!("10.7.7.{}", round + 1);
+        h.write(
+            "ctrl",
+            &format!("remove 11.0.0.0/8\nadd 12.0.0.0/8 {gw} 2\n{others}add 11.0.0.0/8 10.9.9.9 1\n"),
+        )
+        .unwrap();
+        h.write("ctrl", &format!("remove 12.0.0.0/8\n{undo}")).unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    assert!(worker.join().expect("worker") > 0);
+}
