@@ -6,10 +6,16 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-fn lookup(table: &str, input: &str) -> std::process::Output {
+/// `text` as a route table file in a fresh directory (removed when the guard drops).
+fn table_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("routes.txt");
-    std::fs::write(&path, table).expect("write table");
+    std::fs::write(&path, text).expect("write table");
+    (dir, path)
+}
+
+fn lookup(table: &str, input: &str) -> std::process::Output {
+    let (_dir, path) = table_file(table);
     let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
         .args(["fib", "lookup", "--table"])
         .arg(&path)
@@ -117,9 +123,7 @@ fn a_bad_address_on_stdin_names_its_line() {
 
 #[test]
 fn bench_prints_one_json_line_per_family() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("routes.txt");
-    std::fs::write(&path, TABLE).expect("write table");
+    let (_dir, path) = table_file(TABLE);
     let out = common::brickroute(&[
         "fib",
         "bench",
@@ -168,9 +172,7 @@ fn bench_prints_one_json_line_per_family() {
 
 #[test]
 fn bench_reports_the_yardstick_in_text_and_can_skip_it() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("routes.txt");
-    std::fs::write(&path, "10.0.0.0/8 1\n10.1.2.128/25 2\n").expect("write table");
+    let (_dir, path) = table_file("10.0.0.0/8 1\n10.1.2.128/25 2\n");
     let table = path.to_str().expect("utf-8");
     let args = [
         "fib",
@@ -252,9 +254,7 @@ fn gen_writes_a_table_lookup_can_load() {
 fn a_reader_that_goes_away_ends_fib_commands_quietly() {
     // As `| head` does: the reader closes the pipe before the command has written.
     use std::os::unix::process::ExitStatusExt;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("routes.txt");
-    std::fs::write(&path, TABLE).expect("write table");
+    let (_dir, path) = table_file(TABLE);
     let table = path.to_str().expect("utf-8");
     let commands: [&[&str]; 2] = [
         &["fib", "gen", "--count", "200000"],

@@ -629,6 +629,15 @@ struct Sub {
 const _: () = assert!(std::mem::size_of::<Sub>() == 8);
 
 impl Sub {
+    /// The entry of route `key/len -> nh` (`key` a full address in the list's /16).
+    fn new(key: u32, len: u8, nh: u32) -> Sub {
+        Sub {
+            low: key as u16,
+            len,
+            nh,
+        }
+    }
+
     fn key(&self) -> (u16, u8) {
         (self.low, self.len)
     }
@@ -1141,14 +1150,7 @@ impl Dir16 {
             match find(list, key as u16, len) {
                 Ok(i) => Some(std::mem::replace(&mut list[i].nh, nh)),
                 Err(i) => {
-                    list.insert(
-                        i,
-                        Sub {
-                            low: key as u16,
-                            len,
-                            nh,
-                        },
-                    );
+                    list.insert(i, Sub::new(key, len, nh));
                     None
                 }
             }
@@ -1284,11 +1286,7 @@ impl Dir16 {
             w.count += 1;
             w.acquire_hop(nh, &t.dict);
             if u32::from(l) > TOP_BITS {
-                w.chunks[(k >> TOP_BITS) as usize].push(Sub {
-                    low: k as u16,
-                    len: l,
-                    nh,
-                });
+                w.chunks[(k >> TOP_BITS) as usize].push(Sub::new(k, l, nh));
                 continue;
             }
             w.short[l as usize].insert(k, nh);
@@ -1513,13 +1511,8 @@ mod tests {
     fn find_agrees_with_a_binary_search_on_even_and_uneven_lists() {
         // Lists of every shape the guess can miss by: empty, one route, routes packed
         // at either end of the /16 or spread over it, each prefix with several lengths.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rand = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::tests::Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rand = move || u64::from(rng.next());
         for case in 0..400 {
             let n = [0, 1, 2, 3, 17, 256, 1000][case % 7];
             let span = [1u64, 16, 256, 4096, 65536][case / 7 % 5];

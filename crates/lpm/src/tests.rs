@@ -521,10 +521,10 @@ fn many_changes_appear_to_readers_at_once() {
     reader.join().expect("reader");
 }
 
-/// Deterministic pseudo-random numbers for the concurrency test (xorshift).
-struct Rng(u64);
+/// Deterministic pseudo-random numbers for the tests (xorshift).
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u32 {
+    pub(crate) fn next(&mut self) -> u32 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
