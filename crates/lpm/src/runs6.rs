@@ -97,7 +97,8 @@ fn stored_key(slot: u32) -> u16 {
 /// Byte offset of the values of a keyed node with `n` (at most [`FLAT`]) runs.
 #[inline(always)]
 fn values_at(n: usize) -> usize {
-    (n - 1).div_ceil(8) * 16
+    // `(n - 1).div_ceil(8) * 16`, from the `2 * (n - 1)` a lookup has for its BZHI.
+    (2 * (n - 1) + 14) & !15
 }
 
 /// Bytes allocated for a node with `n` runs: whole lines, at least one (a search reads
@@ -169,20 +170,27 @@ unsafe fn count_le<const AVX2: bool>(p: *const u8, slot: u32, valid: usize) -> u
 #[inline(always)]
 unsafe fn value_word<const AVX2: bool>(link: u64, slot: u32) -> *const AtomicU64 {
     if link & DIRECT != 0 {
-        direct_word(link, slot)
+        direct_word::<true>(link, slot)
     } else {
         keyed_word::<AVX2>(link, slot)
     }
 }
 
-/// The value word of `slot` in the direct (or split) node `link` names.
+/// The value word of `slot` in the direct (or, with `MAY_SPLIT`, split) node `link`
+/// names. (Only stride-16 nodes are split; a caller reading stride-8 nodes saves the
+/// shift.)
 ///
 /// # Safety
-/// As for [`value_word`], and the node is direct.
+/// As for [`value_word`], and the node is direct, or split and `MAY_SPLIT`.
 #[inline(always)]
-unsafe fn direct_word(link: u64, slot: u32) -> *const AtomicU64 {
-    // (A split node's top is indexed by the slot's high byte: `SPLIT << 1` is 8.)
-    ((link & PTR) as *const AtomicU64).add((slot >> ((link & SPLIT) << 1)) as usize)
+unsafe fn direct_word<const MAY_SPLIT: bool>(link: u64, slot: u32) -> *const AtomicU64 {
+    let base = (link & PTR) as *const AtomicU64;
+    if MAY_SPLIT {
+        // (A split node's top is indexed by the slot's high byte: `SPLIT << 1` is 8.)
+        base.add((slot >> ((link & SPLIT) << 1)) as usize)
+    } else {
+        base.add(slot as usize)
+    }
 }
 
 /// The value word of the run holding `slot` in the keyed node `link` names.
@@ -655,7 +663,7 @@ impl Runs6 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,bmi2,popcnt")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
     unsafe fn lookup_avx2(&self, key: u128) -> u32 {
         self.lookup_pinned::<true>(key)
     }
@@ -698,7 +706,7 @@ impl Runs6 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,bmi2,popcnt")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
     unsafe fn lookup_batch_avx2(&self, keys: &[u128], out: &mut [u32]) {
         self.lookup_batch_pinned::<true>(keys, out)
     }
@@ -1305,21 +1313,26 @@ fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool, c
 ) -> (Links, Links) {
     // The keys whose value is a link, those of them whose link names a direct node,
     // and (with `TOPS`) those whose link is a sub-node's.
-    let (mut all, mut direct, mut sub) = (0u32, 0u32, 0u32);
+    // (`direct` and `sub` gather each key's flag bit where it stands in the value,
+    // shifted by the key's index, and are shifted down once after the pass: one
+    // instruction a key less than moving the bit down first.)
+    let (mut all, mut direct, mut sub) = (0u32, 0u64, 0u64);
     let mut settle = |i: usize, e: u64, v: &mut [u64; 32], slots: &mut [u32; 32]| {
         v[i & 31] = e;
         if e & LEAF != 0 {
             return;
         }
         all |= 1 << i;
-        direct |= ((e & DIRECT) as u32 >> 1) << i;
+        direct |= (e & DIRECT) << i;
         // SAFETY: only bits below `keys.len()` (at most 32) are ever set in the masks.
         let below = slot_at::<ND, NS>(unsafe { *keys.get_unchecked(i) });
         let slot = if TOPS {
-            let is_sub = (e & SUB) as u32 >> 3;
-            sub |= is_sub << i;
-            let m = is_sub.wrapping_neg();
-            (slots[i & 31] & 0xff & m) | (below & !m)
+            sub |= (e & SUB) << i;
+            if e & SUB != 0 {
+                slots[i & 31] & 0xff
+            } else {
+                below
+            }
         } else {
             below
         };
@@ -1340,7 +1353,9 @@ fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool, c
         rest &= rest - 1;
         // SAFETY: `v[i]` links a published direct node (its bit is set), alive while
         // the caller's guard is pinned, and the slot is the key's at that node's level.
-        let e = unsafe { &*direct_word(v[i & 31], here(i, slots)) }.load(Ordering::Acquire);
+        // (Only a pass with `TOPS` reads stride-16 nodes, the only ones that can be
+        // split.)
+        let e = unsafe { &*direct_word::<TOPS>(v[i & 31], here(i, slots)) }.load(Ordering::Acquire);
         settle(i, e, v, slots);
     }
     let mut rest = links.keyed;
@@ -1352,6 +1367,7 @@ fn read_pass<const AVX2: bool, const ND: u32, const NS: u32, const TOPS: bool, c
         let e = unsafe { &*keyed_word::<AVX2>(v[i & 31], here(i, slots)) }.load(Ordering::Acquire);
         settle(i, e, v, slots);
     }
+    let (direct, sub) = ((direct >> 1) as u32, (sub >> 3) as u32);
     let next = all & !sub;
     (
         Links {
@@ -1441,11 +1457,12 @@ fn node_lines(e: u64, slot: u32) -> (usize, usize) {
     (first, first + ((e & TWO_LINES) << 2) as usize)
 }
 
-/// Whether the CPU has what the fast lookup paths use: AVX2, BMI2 and POPCNT.
+/// Whether the CPU has what the fast lookup paths use: AVX2, BMI1, BMI2 and POPCNT.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
         && std::arch::is_x86_feature_detected!("bmi2")
         && std::arch::is_x86_feature_detected!("popcnt")
 }
