@@ -6,6 +6,10 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+/// The options of a `fib bench` small enough for a test: few queries, one timed run,
+/// few updates.
+const QUICK_BENCH: &[&str] = &["--count", "4096", "--runs", "1", "--updates", "20"];
+
 /// `text` as a route table file in a fresh directory (removed when the guard drops).
 fn table_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -124,21 +128,9 @@ fn a_bad_address_on_stdin_names_its_line() {
 #[test]
 fn bench_prints_one_json_line_per_family() {
     let (_dir, path) = table_file(TABLE);
-    let out = common::brickroute(&[
-        "fib",
-        "bench",
-        "--table",
-        path.to_str().expect("utf-8"),
-        "--queries",
-        "table",
-        "--json",
-        "--count",
-        "4096",
-        "--runs",
-        "1",
-        "--updates",
-        "20",
-    ]);
+    let table = path.to_str().expect("utf-8");
+    let args = ["fib", "bench", "--table", table, "--queries", "table", "--json"];
+    let out = common::brickroute(&[&args[..], QUICK_BENCH].concat());
     assert!(out.status.success(), "{}", common::stderr(&out));
     let text = common::stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -256,21 +248,8 @@ fn a_reader_that_goes_away_ends_fib_commands_quietly() {
     use std::os::unix::process::ExitStatusExt;
     let (_dir, path) = table_file(TABLE);
     let table = path.to_str().expect("utf-8");
-    let commands: [&[&str]; 2] = [
-        &["fib", "gen", "--count", "200000"],
-        &[
-            "fib",
-            "bench",
-            "--table",
-            table,
-            "--count",
-            "4096",
-            "--runs",
-            "1",
-            "--updates",
-            "20",
-        ],
-    ];
+    let bench = [&["fib", "bench", "--table", table][..], QUICK_BENCH].concat();
+    let commands: [&[&str]; 2] = [&["fib", "gen", "--count", "200000"], &bench];
     for args in commands {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
             .args(args)
