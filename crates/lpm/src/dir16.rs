@@ -9,6 +9,7 @@
 //! (about 18 on a BGP table) and published with one `Release` store into the first
 //! level; the replaced chunk is freed through the epoch collector.
 
+use crate::first::FirstLevel;
 use crate::key::NONE;
 use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::{prefetch, HugeSlice};
@@ -846,7 +847,9 @@ fn uniform_chunk(v: u32, dict: &Dict, bytes: &AtomicUsize) -> u64 {
 
 /// The IPv4 table.
 pub struct Dir16 {
-    top: HugeSlice<AtomicU64>,
+    /// One link per /16, behind one pointer (see `first.rs`): a change of a prefix
+    /// shorter than /16 publishes a changed copy.
+    top: FirstLevel<HugeSlice<AtomicU64>>,
     /// The chunks of a bulk build, packed in one huge-page block. Chunks in it are never
     /// freed one by one: when an update replaces one, its words stay (counted in
     /// `memory_bytes`) until the table is dropped.
@@ -871,7 +874,8 @@ pub struct Dir16 {
 
 // SAFETY: the chunk pointers inside `top` are owned by the table; chunks are immutable
 // once published and freed only through the epoch collector after being unlinked (or in
-// `Drop`, with exclusive access), so sharing the table between threads is sound.
+// `Drop`, with exclusive access), as is a replaced first level, so sharing the table
+// between threads is sound.
 unsafe impl Send for Dir16 {}
 // SAFETY: see `Send`; all shared mutation goes through atomics or the writer mutex.
 unsafe impl Sync for Dir16 {}
@@ -879,7 +883,7 @@ unsafe impl Sync for Dir16 {}
 impl Drop for Dir16 {
     fn drop(&mut self) {
         let w = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
-        for e in self.top.iter() {
+        for e in self.top.get_mut().iter() {
             let e = e.load(Ordering::Relaxed);
             let arena = self.arena.as_ref().is_some_and(|a| a.contains(ptr_of(e)));
             if !arena && !w.uniform_refs.contains_key(&e) {
@@ -912,7 +916,7 @@ impl Dir16 {
         let dict = Dict::new(narrow);
         let none = uniform_chunk(NONE, &dict, &heap_bytes);
         Dir16 {
-            top: HugeSlice::new(TOP, |_| AtomicU64::new(none)),
+            top: FirstLevel::new(HugeSlice::new(TOP, |_| AtomicU64::new(none))),
             arena: None,
             default: AtomicU32::new(NONE),
             // (The entries of the marks are read by the batch path for keys it redoes,
@@ -952,15 +956,16 @@ impl Dir16 {
     }
 
     /// Next hop for `key`, or NONE, under the caller's pin of the default collector
-    /// (`_guard` is the proof that chunks loaded from the first level stay allocated).
+    /// (`guard` keeps the first level and the chunks loaded from it allocated).
     #[inline]
-    pub fn lookup_in(&self, _guard: &Guard, key: u32) -> u32 {
+    pub fn lookup_in(&self, guard: &Guard, key: u32) -> u32 {
+        let top = self.top.load(guard);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
             // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
-            return unsafe { self.lookup_popcnt(key) };
+            return unsafe { self.lookup_popcnt(top, key) };
         }
-        self.lookup_pinned(key)
+        self.lookup_pinned(top, key)
     }
 
     /// [`Self::lookup_pinned`] compiled with POPCNT and BMI2 (the x86-64 baseline lacks
@@ -968,14 +973,14 @@ impl Dir16 {
     /// shifts need no count register).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt,bmi2")]
-    unsafe fn lookup_popcnt(&self, key: u32) -> u32 {
-        self.lookup_pinned(key)
+    unsafe fn lookup_popcnt(&self, top: &[AtomicU64], key: u32) -> u32 {
+        self.lookup_pinned(top, key)
     }
 
-    /// Callers hold an epoch guard.
+    /// Callers hold an epoch guard, under which they loaded `top`.
     #[inline(always)]
-    fn lookup_pinned(&self, key: u32) -> u32 {
-        let e = self.top[(key >> TOP_BITS) as usize].load(Ordering::Acquire);
+    fn lookup_pinned(&self, top: &[AtomicU64], key: u32) -> u32 {
+        let e = top[(key >> TOP_BITS) as usize].load(Ordering::Acquire);
         // SAFETY: every first-level entry links a published chunk, which stays allocated
         // while the caller's guard is pinned (it is freed only through the epoch
         // collector after being unlinked); its kids live as long as it does.
@@ -993,27 +998,30 @@ impl Dir16 {
     /// [`Self::lookup_in`]): first every first-level entry of a group is loaded and its
     /// chunk prefetched, then every chunk is read, so cache misses overlap.
     #[inline]
-    pub fn lookup_batch_in(&self, _guard: &Guard, keys: &[u32], out: &mut [u32]) {
+    pub fn lookup_batch_in(&self, guard: &Guard, keys: &[u32], out: &mut [u32]) {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
+        // (One first level for the whole call: a change published meanwhile shows in
+        // all of its answers or in none.)
+        let top = self.top.load(guard);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
             // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
-            unsafe { self.lookup_batch_popcnt(keys, out) };
+            unsafe { self.lookup_batch_popcnt(top, keys, out) };
             return;
         }
-        self.lookup_batch_pinned(keys, out);
+        self.lookup_batch_pinned(top, keys, out);
     }
 
     /// [`Self::lookup_batch_pinned`] compiled with POPCNT and BMI2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt,bmi2")]
-    unsafe fn lookup_batch_popcnt(&self, keys: &[u32], out: &mut [u32]) {
-        self.lookup_batch_pinned(keys, out)
+    unsafe fn lookup_batch_popcnt(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
+        self.lookup_batch_pinned(top, keys, out)
     }
 
     /// Callers hold an epoch guard.
     #[inline(always)]
-    fn lookup_batch_pinned(&self, keys: &[u32], out: &mut [u32]) {
+    fn lookup_batch_pinned(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
         const CHUNK: usize = 32;
         let dflt = self.default.load(Ordering::Acquire);
         let out = &mut out[..keys.len()];
@@ -1023,42 +1031,39 @@ impl Dir16 {
         match self.narrow {
             0 => {
                 for (k, o) in (&mut ks).zip(&mut os) {
-                    self.lookup_group::<0>(k, o, dflt);
+                    self.lookup_group::<0>(top, k, o, dflt);
                 }
             }
             1 => {
                 for (k, o) in (&mut ks).zip(&mut os) {
-                    self.lookup_group::<1>(k, o, dflt);
+                    self.lookup_group::<1>(top, k, o, dflt);
                 }
             }
             _ => {
                 for (k, o) in (&mut ks).zip(&mut os) {
-                    self.lookup_group::<2>(k, o, dflt);
+                    self.lookup_group::<2>(top, k, o, dflt);
                 }
             }
         }
         if !ks.remainder().is_empty() {
             let (k, o) = (ks.remainder(), os.into_remainder());
             match self.narrow {
-                0 => self.lookup_group::<0>(k, o, dflt),
-                1 => self.lookup_group::<1>(k, o, dflt),
-                _ => self.lookup_group::<2>(k, o, dflt),
+                0 => self.lookup_group::<0>(top, k, o, dflt),
+                1 => self.lookup_group::<1>(top, k, o, dflt),
+                _ => self.lookup_group::<2>(top, k, o, dflt),
             }
         }
     }
 
     /// One group of up to 32 keys, in a table whose narrow values are `1 << W` bytes.
     #[inline(always)]
-    fn lookup_group<const W: u32>(&self, keys: &[u32], out: &mut [u32], dflt: u32) {
+    fn lookup_group<const W: u32>(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32], dflt: u32) {
         let len = keys.len().min(32);
         let keys = &keys[..len];
         let out = &mut out[..len];
         // The chunk pointer of each key (entries `..len` are written by the first pass
         // before the second reads them).
         let mut ptrs = [const { MaybeUninit::<ChunkPtr>::uninit() }; 32];
-        // (A local slice: the `Acquire` loads would otherwise make the compiler reload
-        // the first level's address for every key.)
-        let top: &[AtomicU64] = &self.top;
         // No branch depends on a loaded entry in the first pass, and only the rare mark
         // test in the second: a mispredicted branch on an entry still in flight would
         // squash the loads issued after it.
@@ -1199,31 +1204,45 @@ impl Dir16 {
             let start = (key >> TOP_BITS) as usize;
             let change = ShortChange::new(&w.short, key, len, nh, NONE, 0);
             let (set_len, set_val) = (change.set_len, change.set_val);
+            let mut changed = Vec::new();
             for i in start..start + span {
                 if change.owns(w.top_len[i]) {
                     w.top_len[i] = set_len;
                     if w.top_val[i] != set_val {
                         w.top_val[i] = set_val;
-                        self.rebuild(w, i, &mut retired);
+                        changed.push(i);
                     }
                 }
             }
+            let top = self.top.load(&guard);
+            if let [c] = changed[..] {
+                self.rebuild(w, top, c, &mut retired);
+            } else if !changed.is_empty() {
+                // Many /16s change: their chunks go into a copy of the first level,
+                // which one store publishes, so readers see all of them or none.
+                let copy = self.top.copy(&guard);
+                for c in changed {
+                    self.rebuild(w, &copy, c, &mut retired);
+                }
+                self.top.replace(copy, &guard);
+            }
         } else {
-            self.rebuild(w, (key >> TOP_BITS) as usize, &mut retired);
+            self.rebuild(w, self.top.load(&guard), (key >> TOP_BITS) as usize, &mut retired);
         }
         self.retire(retired, &guard);
     }
 
-    /// Rebuilds the chunk of /16 `c` from the writer's record and publishes it with one
-    /// store; the replaced chunk goes to `retired`.
-    fn rebuild(&self, w: &mut Writer, c: usize, retired: &mut Vec<u64>) {
+    /// Rebuilds the chunk of /16 `c` from the writer's record and links it with one
+    /// store into `top` (the published first level, or a copy to publish); the replaced
+    /// chunk goes to `retired`.
+    fn rebuild(&self, w: &mut Writer, top: &[AtomicU64], c: usize, retired: &mut Vec<u64>) {
         let new = if w.chunks[c].is_empty() {
             let v = w.top_val[c];
             w.uniform_link(v, &self.heap_bytes)
         } else {
             place_heap(&image(w.top_val[c], &w.chunks[c]), &w.dict, &self.heap_bytes)
         };
-        let old = self.top[c].swap(new, Ordering::AcqRel);
+        let old = top[c].swap(new, Ordering::AcqRel);
         w.release(old, retired);
     }
 
@@ -1278,6 +1297,7 @@ impl Dir16 {
         let mut t = Dir16::with_values(narrow);
         // (Field by field: the writer record is borrowed while the others are set.)
         let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
+        let top = t.top.get_mut();
         for (i, &(k, l, nh)) in v.iter().enumerate() {
             // Of equal prefixes (adjacent after the sort) only the last counts.
             if v.get(i + 1).is_some_and(|n| (n.0, n.1) == (k, l)) {
@@ -1313,7 +1333,7 @@ impl Dir16 {
             if w.chunks[c].is_empty() {
                 let v = w.top_val[c];
                 let link = w.uniform_link(v, &t.heap_bytes);
-                let old = t.top[c].swap(link, Ordering::Relaxed);
+                let old = top[c].swap(link, Ordering::Relaxed);
                 w.release(old, &mut retired);
             } else {
                 links.push((c, st.place(&image(w.top_val[c], &w.chunks[c]), &w.dict)));
@@ -1328,7 +1348,7 @@ impl Dir16 {
             }
             t.arena = Some(arena);
             for (c, link) in links {
-                let old = t.top[c].swap(link + base, Ordering::Relaxed);
+                let old = top[c].swap(link + base, Ordering::Relaxed);
                 w.release(old, &mut retired);
             }
         }
@@ -1349,10 +1369,17 @@ impl Dir16 {
         self.lock().misfits > 0
     }
 
+    /// The first-level entry of /16 `c`.
+    #[cfg(test)]
+    fn link(&self, c: usize) -> u64 {
+        self.top.load(&epoch::pin())[c].load(Ordering::Relaxed)
+    }
+
     /// How many first-level entries link a chunk behind a front.
     #[cfg(test)]
     pub fn fronted_chunks(&self) -> usize {
         self.top
+            .load(&epoch::pin())
             .iter()
             .filter(|e| e.load(Ordering::Relaxed) & FRONTED != 0)
             .count()
@@ -1390,18 +1417,22 @@ impl Dir16 {
         self.lock().count
     }
 
-    /// Removes every route: each first-level entry is reset with one store, the chunks
-    /// retired.
+    /// Removes every route: the default route with one store, then the others with one
+    /// store of a first level whose every entry links the no-route chunk; the chunks
+    /// are retired.
     pub fn clear(&self) {
         let mut w = self.lock();
         let guard = epoch::pin();
         self.default.store(NONE, Ordering::Release);
         self.dict[0].store(NONE, Ordering::Release);
         let mut retired = Vec::new();
-        for (i, slot) in self.top.iter().enumerate() {
-            let none = w.uniform_link(NONE, &self.heap_bytes);
-            let e = slot.swap(none, Ordering::AcqRel);
-            w.release(e, &mut retired);
+        let empty = Box::new(HugeSlice::new(TOP, |_| {
+            AtomicU64::new(w.uniform_link(NONE, &self.heap_bytes))
+        }));
+        let old = self.top.load(&guard);
+        self.top.replace(empty, &guard);
+        for (i, e) in old.iter().enumerate() {
+            w.release(e.load(Ordering::Relaxed), &mut retired);
             w.top_len[i] = 0;
             w.top_val[i] = NONE;
             w.chunks[i] = Vec::new();
@@ -1421,7 +1452,7 @@ impl Dir16 {
     /// Bytes the readers touch: the first level, the dictionary, the arena and the live
     /// heap chunks.
     pub fn lookup_bytes(&self) -> usize {
-        self.top.bytes()
+        self.top.load(&epoch::pin()).bytes()
             + self.dict.bytes()
             + self.arena.as_ref().map_or(0, |a| a.bytes())
             + self.heap_bytes.load(Ordering::Relaxed)
@@ -1687,7 +1718,7 @@ mod tests {
         assert_eq!(grown.narrow, 0);
         assert_eq!(built.narrow, 1);
         let link = |t: &Dir16, c: usize| {
-            let e = t.top[c].load(Ordering::Relaxed);
+            let e = t.link(c);
             (e & FRONTED != 0, width_of(e))
         };
         // 8-bit values where every index is below 255, 16-bit behind a front elsewhere.
@@ -1779,7 +1810,7 @@ mod tests {
         for &(a, l, nh) in &routes {
             grown16.insert(a, l, nh);
         }
-        let link = |t: &Dir16, c: usize| t.top[c].load(Ordering::Relaxed);
+        let link = |t: &Dir16, c: usize| t.link(c);
         for t in [&grown, &grown16] {
             let (e127, e128) = (link(t, 0x14ff), link(t, 0x1500));
             assert_eq!(
@@ -1862,7 +1893,7 @@ mod tests {
             assert_eq!(out[..7], want[..7]);
         }
         // The byte table's 10.21/16 is fronted; the bulk-built one has 16-bit values.
-        let fronted = byte_table.top[ip(10, 21, 0, 0) as usize >> 16].load(Ordering::Relaxed);
+        let fronted = byte_table.link(ip(10, 21, 0, 0) as usize >> 16);
         assert_ne!(fronted & FRONTED, 0);
         assert_eq!(Dir16::build(&routes).narrow, 1);
     }

@@ -95,6 +95,7 @@
 
 pub mod baseline;
 mod dir16;
+mod first;
 mod growing;
 mod key;
 mod mem;

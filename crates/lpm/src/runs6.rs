@@ -18,6 +18,7 @@
 //! rebuilds that sub-node alone and stores its link into the node's top. Replaced nodes
 //! go through the epoch collector.
 
+use crate::first::{FirstLevel, Level};
 use crate::key::NONE;
 use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::{prefetch, HugeSlice};
@@ -547,29 +548,63 @@ struct Writer {
     scratch: Scratch,
 }
 
+/// The first level: one entry per /16, and beside it the /16's short-prefix value.
+struct First {
+    top: HugeSlice<AtomicU64>,
+    /// Per /16: the next hop of the longest prefix of 1 to 16 bits covering it, or NONE.
+    /// Nodes do not hold these (their slots covered by nothing longer are NONE), so that
+    /// a change of such a prefix is a store per /16 it spans (into a copy of the first
+    /// level when it spans more than one), not a rebuild of every node below it; a
+    /// lookup that ends at NONE in a node reads this entry (a /16 without nodes has the
+    /// value in its first-level leaf).
+    short: HugeSlice<AtomicU32>,
+}
+
+impl First {
+    fn empty() -> First {
+        First {
+            top: HugeSlice::new(TOP, |_| AtomicU64::new(leaf(NONE))),
+            short: HugeSlice::new(TOP, |_| AtomicU32::new(NONE)),
+        }
+    }
+}
+
+impl Level for First {
+    fn duplicate(&self) -> First {
+        First {
+            top: self.top.duplicate(),
+            short: HugeSlice::new(TOP, |i| AtomicU32::new(self.short[i].load(Ordering::Relaxed))),
+        }
+    }
+
+    fn copy_from(&mut self, from: &First) {
+        self.top.copy_from(&from.top);
+        for (to, from) in self.short.as_mut_slice().iter_mut().zip(from.short.iter()) {
+            *to.get_mut() = from.load(Ordering::Relaxed);
+        }
+    }
+}
+
 /// The IPv6 table.
 pub struct Runs6 {
-    top: HugeSlice<AtomicU64>,
+    /// Behind one pointer (see `first.rs`): a change of a prefix shorter than /16
+    /// publishes a changed copy.
+    first: FirstLevel<First>,
     /// Nodes of a bulk build, packed in one huge-page block; never freed one by one
     /// (replaced ones stay until the table is dropped, counted in `lookup_bytes`).
     /// (Atomic words: a kid slot's value word is replaced in place when the kid is.)
     arena: Option<HugeSlice<AtomicU64>>,
     /// The default route (`/0`).
     default: AtomicU32,
-    /// Per /16: the next hop of the longest prefix of 1 to 16 bits covering it, or NONE.
-    /// Nodes do not hold these (their slots covered by nothing longer are NONE), so that
-    /// a change of such a prefix is one store per /16 it spans, not a rebuild of every
-    /// node below it; a lookup that ends at NONE in a node reads this entry (a /16
-    /// without nodes has the value in its first-level leaf).
-    short: HugeSlice<AtomicU32>,
     writer: Mutex<Writer>,
     /// Bytes of live heap nodes.
     heap_bytes: AtomicUsize,
 }
 
-// SAFETY: the node pointers inside `top` and the nodes are owned by the table; nodes are
-// immutable once published except for the atomic value words of kid slots, and freed only
-// through the epoch collector after being unlinked (or in `Drop`, with exclusive access).
+// SAFETY: the node pointers inside the first level and the nodes are owned by the table;
+// nodes are immutable once published except for the atomic value words of kid slots, and
+// freed only through the epoch collector after being unlinked (or in `Drop`, with
+// exclusive access); so is a replaced first level.
 unsafe impl Send for Runs6 {}
 // SAFETY: see `Send`; all shared mutation goes through atomics or the writer mutex.
 unsafe impl Sync for Runs6 {}
@@ -614,12 +649,10 @@ fn parent(level: usize, base: u128) -> Option<(usize, u128)> {
 
 impl Runs6 {
     pub fn new() -> Runs6 {
-        let short = HugeSlice::new(TOP, |_| AtomicU32::new(NONE));
         Runs6 {
-            top: HugeSlice::new(TOP, |_| AtomicU64::new(leaf(NONE))),
+            first: FirstLevel::new(First::empty()),
             arena: None,
             default: AtomicU32::new(NONE),
-            short,
             writer: Mutex::new(Writer {
                 routes: (0..=128).map(|_| PrefixMap::default()).collect(),
                 top_len: vec![0; TOP],
@@ -650,30 +683,31 @@ impl Runs6 {
         self.lookup_in(&epoch::pin(), key)
     }
 
-    /// [`Self::lookup`] under the caller's pin of the default collector (`_guard` is the
-    /// proof that nodes loaded from the first level stay allocated).
+    /// [`Self::lookup`] under the caller's pin of the default collector (`guard` keeps the
+    /// first level and the nodes loaded from it allocated).
     #[inline]
-    pub fn lookup_in(&self, _guard: &Guard, key: u128) -> u32 {
+    pub fn lookup_in(&self, guard: &Guard, key: u128) -> u32 {
+        let first = self.first.load(guard);
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
             // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
-            return unsafe { self.lookup_avx2(key) };
+            return unsafe { self.lookup_avx2(first, key) };
         }
-        self.lookup_pinned::<false>(key)
+        self.lookup_pinned::<false>(first, key)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
-    unsafe fn lookup_avx2(&self, key: u128) -> u32 {
-        self.lookup_pinned::<true>(key)
+    unsafe fn lookup_avx2(&self, first: &First, key: u128) -> u32 {
+        self.lookup_pinned::<true>(first, key)
     }
 
-    /// Callers hold an epoch guard (and, with `AVX2`, run on a CPU with AVX2, BMI2 and
-    /// POPCNT).
+    /// Callers hold an epoch guard, under which they loaded `first` (and, with `AVX2`,
+    /// run on a CPU with AVX2, BMI2 and POPCNT).
     #[inline(always)]
-    fn lookup_pinned<const AVX2: bool>(&self, key: u128) -> u32 {
+    fn lookup_pinned<const AVX2: bool>(&self, first: &First, key: u128) -> u32 {
         let i = slot_of(key, 0, TOP_BITS) as usize;
-        let mut v = self.top[i].load(Ordering::Acquire);
+        let mut v = first.top[i].load(Ordering::Acquire);
         let mut level = 0;
         while v & LEAF == 0 {
             // SAFETY: a link names a published node, alive while the caller's guard is
@@ -681,7 +715,7 @@ impl Runs6 {
             v = unsafe { final_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }.1;
             level += 1;
         }
-        let v = or_default((v >> 32) as u32, self.short[i].load(Ordering::Acquire));
+        let v = or_default((v >> 32) as u32, first.short[i].load(Ordering::Acquire));
         or_default(v, self.default.load(Ordering::Acquire))
     }
 
@@ -694,39 +728,42 @@ impl Runs6 {
     /// [`Self::lookup_batch`] under the caller's pin of the default collector (see
     /// [`Self::lookup_in`]).
     #[inline]
-    pub fn lookup_batch_in(&self, _guard: &Guard, keys: &[u128], out: &mut [u32]) {
+    pub fn lookup_batch_in(&self, guard: &Guard, keys: &[u128], out: &mut [u32]) {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
+        // (One first level for the whole call: a change published meanwhile shows in
+        // all of its answers or in none.)
+        let first = self.first.load(guard);
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
             // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
-            unsafe { self.lookup_batch_avx2(keys, out) };
+            unsafe { self.lookup_batch_avx2(first, keys, out) };
             return;
         }
-        self.lookup_batch_pinned::<false>(keys, out);
+        self.lookup_batch_pinned::<false>(first, keys, out);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
-    unsafe fn lookup_batch_avx2(&self, keys: &[u128], out: &mut [u32]) {
-        self.lookup_batch_pinned::<true>(keys, out)
+    unsafe fn lookup_batch_avx2(&self, first: &First, keys: &[u128], out: &mut [u32]) {
+        self.lookup_batch_pinned::<true>(first, keys, out)
     }
 
     #[inline(always)]
-    fn lookup_batch_pinned<const AVX2: bool>(&self, keys: &[u128], out: &mut [u32]) {
+    fn lookup_batch_pinned<const AVX2: bool>(&self, first: &First, keys: &[u128], out: &mut [u32]) {
         let dflt = self.default.load(Ordering::Acquire);
         for (ks, os) in keys.chunks(32).zip(out.chunks_mut(32)) {
-            self.lookup_group::<AVX2>(ks, os, dflt);
+            self.lookup_group::<AVX2>(first, ks, os, dflt);
         }
     }
 
     #[inline(always)]
-    fn lookup_group<const AVX2: bool>(&self, keys: &[u128], out: &mut [u32], dflt: u32) {
+    fn lookup_group<const AVX2: bool>(&self, first: &First, keys: &[u128], out: &mut [u32], dflt: u32) {
         let len = keys.len().min(32);
         let mut v = [0u64; 32];
         // Each linked key's slot in the node `v[i]` links (computed with its prefetch;
         // for the first node level, read without one, taken from the key).
         let mut slots = [0u32; 32];
-        let top: &[AtomicU64] = &self.top;
+        let top: &[AtomicU64] = &first.top;
         let mut links = 0u32;
         let mut direct = 0u32;
         for i in 0..len {
@@ -795,8 +832,8 @@ impl Runs6 {
                 // SAFETY: `i < len` (only those bits are set); a 16-bit slot is below
                 // the length of `short`, 2^16.
                 let k = unsafe { *keys.get_unchecked(i) };
-                nh =
-                    unsafe { self.short.get_unchecked(slot_at::<0, 16>(k) as usize) }.load(Ordering::Acquire);
+                nh = unsafe { first.short.get_unchecked(slot_at::<0, 16>(k) as usize) }
+                    .load(Ordering::Acquire);
             }
             out[i] = or_default(nh, dflt);
         }
@@ -841,19 +878,28 @@ impl Runs6 {
             let span = 1usize << (TOP_BITS - u32::from(len));
             let start = slot_of(key, 0, TOP_BITS) as usize;
             let change = ShortChange::new(&w.routes, key, len, nh, NONE, 0);
-            for i in start..start + span {
-                if change.owns(w.top_len[i]) {
-                    w.top_len[i] = change.set_len;
-                    w.top_val[i] = change.set_val;
-                    // Nodes leave the slots only short prefixes cover at NONE, and
-                    // lookups ending there read `short`: one store per /16 either way.
-                    if w.nodes.contains_key(&(0, (i as u128) << 112)) {
-                        self.short[i].store(change.set_val, Ordering::Release);
-                    } else {
-                        self.top[i].store(leaf(change.set_val), Ordering::Release);
-                        self.short[i].store(change.set_val, Ordering::Release);
-                    }
+            let owned: Vec<usize> = (start..start + span)
+                .filter(|&i| change.owns(w.top_len[i]))
+                .collect();
+            let current = self.first.load(&guard);
+            // One /16 changes in place; more change in a copy published whole, so that
+            // readers see all of them or none.
+            let copy = (owned.len() > 1).then(|| self.first.copy(&guard));
+            let first = copy.as_deref().unwrap_or(current);
+            for i in owned {
+                w.top_len[i] = change.set_len;
+                w.top_val[i] = change.set_val;
+                // Nodes leave the slots only short prefixes cover at NONE, and lookups
+                // ending there read `short`: one store per /16 either way.
+                if w.nodes.contains_key(&(0, (i as u128) << 112)) {
+                    first.short[i].store(change.set_val, Ordering::Release);
+                } else {
+                    first.top[i].store(leaf(change.set_val), Ordering::Release);
+                    first.short[i].store(change.set_val, Ordering::Release);
                 }
+            }
+            if let Some(copy) = copy {
+                self.first.replace(copy, &guard);
             }
         } else {
             let owner = owner_level(len);
@@ -943,18 +989,18 @@ impl Runs6 {
                     }
                     None => {
                         let i = slot_of(base, 0, TOP_BITS) as usize;
-                        self.top[i].store(leaf(w.top_val[i]), Ordering::Release);
+                        self.first.load(&guard).top[i].store(leaf(w.top_val[i]), Ordering::Release);
                     }
                 }
             }
         }
-        self.rebuild(w, dirty, &mut retired);
+        self.rebuild(w, dirty, &mut retired, &guard);
         self.retire(retired, &guard);
     }
 
     /// Rebuilds the `dirty` nodes (children before parents) and publishes each whose
     /// parent is not rebuilt too (a rebuilt parent links its children's new nodes).
-    fn rebuild(&self, w: &mut Writer, mut dirty: Vec<Dirty>, retired: &mut Vec<u64>) {
+    fn rebuild(&self, w: &mut Writer, mut dirty: Vec<Dirty>, retired: &mut Vec<u64>, guard: &Guard) {
         // Children before parents; one entry per node, its slot ranges merged.
         dirty.sort_unstable_by_key(|d| std::cmp::Reverse((d.0, d.1)));
         dirty.dedup_by(|next, kept| {
@@ -982,7 +1028,8 @@ impl Runs6 {
             }
             retired.append(&mut rec.subs);
             match parent(level, base) {
-                None => self.top[slot_of(base, 0, TOP_BITS) as usize].store(link, Ordering::Release),
+                None => self.first.load(guard).top[slot_of(base, 0, TOP_BITS) as usize]
+                    .store(link, Ordering::Release),
                 Some((pl, pb)) => {
                     let plink = set_kid_link(&mut w.nodes, level, base, link);
                     // (`dirty` is sorted and deduplicated: a binary search, where a hash
@@ -1166,13 +1213,14 @@ impl Runs6 {
                 }
             }
         }
+        let first = t.first.get_mut();
         for i in 0..TOP {
-            t.short[i].store(w.top_val[i], Ordering::Relaxed);
+            first.short[i].store(w.top_val[i], Ordering::Relaxed);
             let e = match w.nodes.get(&(0, (i as u128) << 112)) {
                 Some(rec) => rec.link,
                 None => leaf(w.top_val[i]),
             };
-            t.top[i].store(e, Ordering::Relaxed);
+            first.top[i].store(e, Ordering::Relaxed);
         }
         t
     }
@@ -1197,16 +1245,13 @@ impl Runs6 {
         self.lock().count
     }
 
-    /// Removes every route: each first-level entry is reset with one store, the nodes
-    /// retired.
+    /// Removes every route: the default route with one store, then the others with one
+    /// store of an empty first level; the nodes are retired.
     pub fn clear(&self) {
         let mut w = self.lock();
         let guard = epoch::pin();
         self.default.store(NONE, Ordering::Release);
-        for (slot, short) in self.top.iter().zip(self.short.iter()) {
-            slot.store(leaf(NONE), Ordering::Release);
-            short.store(NONE, Ordering::Release);
-        }
+        self.first.replace(Box::new(First::empty()), &guard);
         let retired: Vec<u64> = w
             .nodes
             .drain()
@@ -1224,8 +1269,10 @@ impl Runs6 {
 
     /// Bytes the readers touch: the first level, the arena and the live heap nodes.
     pub fn lookup_bytes(&self) -> usize {
-        self.top.bytes()
-            + self.short.bytes()
+        let guard = epoch::pin();
+        let first = self.first.load(&guard);
+        first.top.bytes()
+            + first.short.bytes()
             + self.arena.as_ref().map_or(0, |a| a.bytes())
             + self.heap_bytes.load(Ordering::Relaxed)
     }
@@ -1577,12 +1624,13 @@ mod tests {
             probes.extend([a, a.wrapping_sub(1), last, last.wrapping_add(1)]);
         }
         let mut out = vec![0u32; probes.len()];
-        let _guard = epoch::pin();
-        t.lookup_batch_pinned::<false>(&probes, &mut out);
+        let guard = epoch::pin();
+        let first = t.first.load(&guard);
+        t.lookup_batch_pinned::<false>(first, &probes, &mut out);
         for (&a, &o) in probes.iter().zip(&out) {
             let want = reference.lookup(a).unwrap_or(NONE);
             assert_eq!(o, want, "batch {:x}", a);
-            assert_eq!(t.lookup_pinned::<false>(a), want, "single {:x}", a);
+            assert_eq!(t.lookup_pinned::<false>(first, a), want, "single {:x}", a);
         }
     }
 
@@ -1672,8 +1720,8 @@ mod tests {
             for ((&a, &o), &w) in probes.iter().zip(&out).zip(&want) {
                 assert_eq!(o, w, "{:x}", a);
             }
-            let _guard = epoch::pin();
-            t.lookup_batch_pinned::<false>(&probes, &mut out);
+            let guard = epoch::pin();
+            t.lookup_batch_pinned::<false>(t.first.load(&guard), &probes, &mut out);
             assert_eq!(out, want);
         };
         check(&t, &|_| true);

@@ -884,11 +884,11 @@ proptest! {
     }
 }
 
-/// Counts a /20's next hop up from 2 to 19,999 (`set`) while a reader looks up, over
-/// and over, each address of `below` (answered below the /20's own chunk or node, by a
-/// kid or a node that inherits the /20) and then `own` (answered by the /20's own chunk
-/// or node): since a change appears at once, the second answer is never older than the
-/// first.
+/// Counts a prefix's next hop up from 2 to 19,999 (`set`) while a reader looks up, over
+/// and over, each address of `below` (for a /20: answered below its own chunk or node,
+/// by a kid or a node that inherits it; for a prefix shorter than /16: under the first
+/// /16 it spans) and then `own` (the /20's own chunk or node; the last /16 spanned):
+/// since a change appears at once, the second answer is never older than the first.
 fn a_change_appears_at_once<T: Lpm + Send + Sync + 'static>(
     t: Arc<T>,
     below: Vec<T::Key>,
@@ -905,11 +905,11 @@ fn a_change_appears_at_once<T: Lpm + Send + Sync + 'static>(
             while !done.load(Ordering::Acquire) || rounds < 1000 {
                 for &b in &below {
                     // (A pin per lookup, as `lookup` takes.)
-                    let seen_below = t.lookup_in(&pin(), b).expect("covered by the /20");
-                    let seen_own = t.lookup_in(&pin(), own).expect("covered by the /20");
+                    let seen_below = t.lookup_in(&pin(), b).expect("covered by the prefix");
+                    let seen_own = t.lookup_in(&pin(), own).expect("covered by the prefix");
                     assert!(
                         seen_own >= seen_below,
-                        "saw {seen_below} below the /20, then {seen_own} at the /20 itself"
+                        "saw next hop {seen_below} at the first address, then {seen_own} at the second"
                     );
                 }
                 rounds += 1;
@@ -975,6 +975,45 @@ fn ipv6_a_change_in_a_split_node_appears_at_once() {
     let below = vec![ip6("2001:db8:1234:200::1")];
     a_change_appears_at_once(t, below, ip6("2001:db8:1235::1"), |t, nh| {
         t.insert(ip6("2001:db8:1230::"), 44, nh);
+    });
+}
+
+/// IPv4: a /12 spans sixteen first-level entries, whose chunks (each with a /24 of its
+/// own) all change with it: its first /16 never shows a newer next hop than its last.
+#[test]
+fn ipv4_a_prefix_shorter_than_16_bits_appears_at_once() {
+    let t = Arc::new(Ipv4Lpm::new());
+    t.insert(ip(10, 0, 0, 0), 12, 1);
+    for b in 0..16 {
+        t.insert(ip(10, b, 5, 0), 24, 500_000 + u32::from(b));
+    }
+    a_change_appears_at_once(t, vec![ip(10, 0, 1, 1)], ip(10, 15, 1, 1), |t, nh| {
+        t.insert(ip(10, 0, 0, 0), 12, nh);
+    });
+}
+
+/// IPv4, the same without longer routes: the /16s link shared one-run chunks.
+#[test]
+fn ipv4_a_prefix_over_uniform_chunks_appears_at_once() {
+    let t = Arc::new(Ipv4Lpm::new());
+    t.insert(ip(10, 0, 0, 0), 12, 1);
+    a_change_appears_at_once(t, vec![ip(10, 0, 1, 1)], ip(10, 15, 1, 1), |t, nh| {
+        t.insert(ip(10, 0, 0, 0), 12, nh);
+    });
+}
+
+/// IPv6: a /12 spans sixteen first-level entries, half of them /16s with nodes (whose
+/// lookups fall back to the short-prefix value), half leaves.
+#[test]
+fn ipv6_a_prefix_shorter_than_16_bits_appears_at_once() {
+    let t = Arc::new(Ipv6Lpm::new());
+    t.insert(ip6("2000::"), 12, 1);
+    for b in (0..16u128).step_by(2) {
+        t.insert(ip6("2000:db8::") | b << 112, 32, 500_000);
+    }
+    // 2000::/16 has a node, 200f::/16 has none.
+    a_change_appears_at_once(t, vec![ip6("2000:1::1")], ip6("200f:1::1"), |t, nh| {
+        t.insert(ip6("2000::"), 12, nh);
     });
 }
 
