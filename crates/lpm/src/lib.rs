@@ -132,6 +132,19 @@ impl ReadGuard {
     }
 }
 
+/// Runs `f` once every thread pinned now (a [`ReadGuard`], or a lookup under way) has
+/// unpinned or repinned. For what a table's users hand out through its answers, such as
+/// the next-hop indices the lookup elements store as next hops: a reader that holds a
+/// `ReadGuard` from its lookup until it is done with the answer never sees such an index
+/// reused for something else, if the index is freed through this.
+pub fn defer(f: impl FnOnce() + Send + 'static) {
+    let guard = epoch::pin();
+    guard.defer(f);
+    // (Into the collector's queue now: the thread's own deferred work otherwise waits
+    // for 64 more items.)
+    guard.flush();
+}
+
 impl std::fmt::Debug for ReadGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ReadGuard")

@@ -10,7 +10,9 @@
 //!
 //! Workers share one `Arc<Ipv4Lpm>` and one lock-free next-hop table (gateway and port
 //! per next-hop index). Handler writes update both in place under a control-side mutex
-//! that the data path never takes; each batch costs one `lookup_batch`.
+//! that the data path never takes; each batch costs one pin and one `lookup_batch_in`.
+//! A freed next-hop index is reused only after every worker that may have read it is
+//! done with it (through `lpm::defer`).
 
 use crate::args::{split_words, uncomment, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
@@ -234,6 +236,7 @@ struct Control {
     index: HashMap<(u32, u8), usize>,
     hop_ids: HashMap<(u32, i32), u32>,
     hop_refs: Vec<u32>,
+    /// Next-hop indices free to reuse, oldest first.
     hop_free: VecDeque<u32>,
     seq: u64,
     /// While a `ctrl` write runs: its table changes, applied together when it ends
@@ -251,6 +254,9 @@ pub struct IpLookupSpec {
     lpm: Arc<Ipv4Lpm>,
     /// Next-hop index to `gateway << 32 | port`, read by workers without locks.
     hops: Arc<[AtomicU64]>,
+    /// Freed next-hop indices whose grace period has passed (see `free_hops`), waiting
+    /// to join `Control::hop_free`.
+    returned: Arc<Mutex<Vec<u32>>>,
     ctl: Mutex<Control>,
     complaints: Arc<AtomicU32>,
 }
@@ -266,6 +272,7 @@ impl IpLookupSpec {
             hops: (0..MAX_HOPS)
                 .map(|h| AtomicU64::new(if h < direct { h as u64 } else { 0 }))
                 .collect(),
+            returned: Arc::new(Mutex::new(Vec::new())),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
                 free: Vec::new(),
@@ -298,8 +305,8 @@ impl IpLookupSpec {
             ctl.hop_refs[h as usize] += 1;
             return Ok(h);
         }
-        // Freed next-hop slots are reused oldest first, so that a worker that read a
-        // next-hop index just before its route went away still finds the old pair.
+        ctl.hop_free
+            .extend(self.returned.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
         let h = match ctl.hop_free.pop_front() {
             Some(h) => h,
             None if ctl.hop_refs.len() < MAX_HOPS => {
@@ -324,9 +331,21 @@ impl IpLookupSpec {
             if ctl.pending.is_some() {
                 ctl.held_hops.push(h);
             } else {
-                ctl.hop_free.push_back(h);
+                self.free_hops(vec![h]);
             }
         }
+    }
+
+    /// Makes `freed` reusable once every worker that may have read one of them from the
+    /// table has finished with it: a worker holds an `lpm` pin from its lookup until it
+    /// has read the index's pair, and an index given to a new pair sooner would send
+    /// its packet to that pair's gateway and port.
+    fn free_hops(&self, freed: Vec<u32>) {
+        if freed.is_empty() {
+            return;
+        }
+        let returned = self.returned.clone();
+        lpm::defer(move || returned.lock().unwrap_or_else(|p| p.into_inner()).extend(freed));
     }
 
     /// Sets or removes (`None`) a route in the lookup table, or records the change for
@@ -499,7 +518,7 @@ impl IpLookupSpec {
         let changes = ctl.pending.take().unwrap_or_default();
         self.lpm.apply(&changes);
         let held = std::mem::take(&mut ctl.held_hops);
-        ctl.hop_free.extend(held);
+        self.free_hops(held);
         result
     }
 
@@ -700,8 +719,12 @@ impl Element for IpLookup {
         addrs.clear();
         addrs.extend(batch.iter().map(|p| u32::from_be_bytes(p.anno().dst_ip())));
         verdicts.resize(addrs.len(), 0);
-        // Ends with an acquire fence: the next-hop slots read below are up to date.
-        lpm.lookup_batch(addrs, verdicts);
+        // Held until the next-hop slots are read: an index freed meanwhile is not given
+        // to another pair before then (`IpLookupSpec::free_hops`).
+        let guard = lpm::pin();
+        // Its loads of the table are `Acquire`: the next-hop slots read below, stored
+        // before any route that uses them, are up to date.
+        lpm.lookup_batch_in(&guard, addrs, verdicts);
         // Next-hop indices below `direct` are output ports already (routes without a
         // gateway); the others (a gateway, or no route) are resolved in place.
         let direct = *direct;
@@ -723,6 +746,7 @@ impl Element for IpLookup {
                 *v = hop as u32;
             }
         }
+        drop(guard);
         out.push_each(batch, verdicts);
     }
 }
