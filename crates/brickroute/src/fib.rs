@@ -49,7 +49,9 @@ impl Reader {
 #[derive(clap::Subcommand)]
 pub enum FibCommand {
     /// Reads addresses from standard input, one per line, and prints `ADDRESS NEXTHOP`
-    /// (or `ADDRESS -` when no prefix matches) for each, in order.
+    /// (or `ADDRESS -` when no prefix matches) for each, in order. Blank lines and `#`
+    /// comments are skipped; a line that is not an address is reported on standard
+    /// error with its line number and skipped, and the exit status is then 1.
     Lookup(LookupArgs),
     /// Measures lookups/s, ns/lookup, memory, build time and update latency.
     ///
@@ -157,9 +159,11 @@ fn lookup(a: LookupArgs) -> Result<(), String> {
     let v6 = Ipv6Lpm::build(&t.v6);
     let stdin = std::io::stdin().lock();
     let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut bad = 0usize;
     for (i, line) in stdin.lines().enumerate() {
         let line = line.map_err(|e| format!("standard input: {}", e))?;
-        let text = line.trim();
+        // (`#` starts a comment, as in route files.)
+        let text = line.split('#').next().unwrap_or("").trim();
         if text.is_empty() {
             continue;
         }
@@ -167,11 +171,14 @@ fn lookup(a: LookupArgs) -> Result<(), String> {
             Ok(IpAddr::V4(x)) => v4.lookup(u32::from(x)),
             Ok(IpAddr::V6(x)) => v6.lookup(u128::from(x)),
             Err(_) => {
-                return Err(format!(
-                    "stdin:{}: {:?} is not an IPv4 or IPv6 address",
+                // Reported and skipped: the addresses after it are still answered.
+                eprintln!(
+                    "brickroute fib lookup: stdin:{}: {:?} is not an IPv4 or IPv6 address",
                     i + 1,
                     text
-                ))
+                );
+                bad += 1;
+                continue;
             }
         };
         let w = match hop {
@@ -180,7 +187,12 @@ fn lookup(a: LookupArgs) -> Result<(), String> {
         };
         w.map_err(|e| format!("standard output: {}", e))?;
     }
-    out.flush().map_err(|e| format!("standard output: {}", e))
+    out.flush().map_err(|e| format!("standard output: {}", e))?;
+    match bad {
+        0 => Ok(()),
+        1 => Err("1 line of standard input was not an address".to_string()),
+        n => Err(format!("{} lines of standard input were not addresses", n)),
+    }
 }
 
 fn gen(a: GenArgs) -> Result<(), String> {

@@ -116,12 +116,22 @@ fn prefixes_with_host_bits_route_as_their_network_with_a_warning() {
 }
 
 #[test]
-fn a_bad_address_on_stdin_names_its_line() {
-    let out = lookup(TABLE, "10.1.2.3\nnot-an-address\n");
+fn a_bad_address_on_stdin_names_its_line_and_the_others_are_answered() {
+    let out = lookup(
+        TABLE,
+        "10.1.2.3\nnot-an-address\n# a comment\n\n10.1.2.3 # the same\n10.1.2.\n",
+    );
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         common::stderr(&out),
-        "brickroute fib lookup: stdin:2: \"not-an-address\" is not an IPv4 or IPv6 address\n"
+        "brickroute fib lookup: stdin:2: \"not-an-address\" is not an IPv4 or IPv6 address\n\
+         brickroute fib lookup: stdin:6: \"10.1.2.\" is not an IPv4 or IPv6 address\n\
+         brickroute fib lookup: 2 lines of standard input were not addresses\n"
+    );
+    // (10.1.2.3 is in 10.1.2.0/24, next hop 3.)
+    assert_eq!(
+        String::from_utf8(out.stdout).expect("utf-8"),
+        "10.1.2.3 3\n10.1.2.3 3\n"
     );
 }
 
