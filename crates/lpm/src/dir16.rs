@@ -1516,6 +1516,26 @@ mod tests {
         assert_eq!(out, [1, 2, NONE]);
     }
 
+    /// A first level replaced by a changed copy (a /12 spans sixteen /16s) is written
+    /// over by a later copy only after the readers that may hold it have unpinned.
+    #[test]
+    fn a_replaced_first_level_is_not_reused_while_a_guard_holds_it() {
+        let t = Dir16::new();
+        t.insert(ip(10, 0, 0, 0), 12, 1);
+        let guard = epoch::pin();
+        let held = t.top.load(&guard);
+        let before: Vec<u64> = held.iter().map(|e| e.load(Ordering::Relaxed)).collect();
+        for nh in 2..100 {
+            t.insert(ip(10, 0, 0, 0), 12, nh);
+            // (The collector runs, as other threads' pins make it.)
+            epoch::pin().flush();
+        }
+        assert!(held.iter().map(|e| e.load(Ordering::Relaxed)).eq(before));
+        assert_eq!(t.lookup_in(&guard, ip(10, 15, 1, 1)), 99);
+        // The answers through the held copy are those from when it was loaded.
+        assert_eq!(t.lookup_pinned(held, ip(10, 15, 1, 1)), 1);
+    }
+
     /// Each `(address, next hop)` probe answers the same through a batch lookup of all
     /// of them and through a single lookup.
     fn assert_probes(t: &Dir16, probes: &[(u32, u32)]) {
