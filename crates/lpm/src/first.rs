@@ -35,9 +35,10 @@ impl<T: Level> FirstLevel<T> {
         }
     }
 
-    /// The current first level, valid while `guard` is pinned.
+    /// The current first level, valid while `guard` is pinned (and the table lives:
+    /// dropping it frees the current first level at once).
     #[inline(always)]
-    pub(crate) fn load<'g>(&self, guard: &'g Guard) -> &'g T {
+    pub(crate) fn load<'g>(&'g self, guard: &'g Guard) -> &'g T {
         // SAFETY: the pointer is never null (set by `new`, replaced only by `replace`
         // with another allocation), and a replaced value is dropped or reused only
         // after every guard pinned when it was unlinked has unpinned, `guard` among them.
