@@ -1458,7 +1458,8 @@ impl Dir16 {
             + self.heap_bytes.load(Ordering::Relaxed)
     }
 
-    /// Estimated bytes of the writer's route record.
+    /// Estimated bytes of the writer's route record, and of the replaced first level it
+    /// keeps for the next change of a prefix shorter than /16.
     pub fn control_bytes(&self) -> usize {
         let w = self.lock();
         let lists: usize = w
@@ -1467,7 +1468,7 @@ impl Dir16 {
             .map(|c| c.capacity() * std::mem::size_of::<Sub>())
             .sum();
         let maps: usize = w.short.iter().map(|m| m.capacity() * 9).sum();
-        lists + maps + TOP * (std::mem::size_of::<Vec<Sub>>() + 5)
+        lists + maps + TOP * (std::mem::size_of::<Vec<Sub>>() + 5) + self.top.spare_bytes()
     }
 }
 

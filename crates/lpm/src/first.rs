@@ -19,6 +19,8 @@ pub(crate) trait Level: Send + Sized + 'static {
     fn duplicate(&self) -> Self;
     /// Gives `self` the entries of `from`.
     fn copy_from(&mut self, from: &Self);
+    /// Bytes it takes.
+    fn bytes(&self) -> usize;
 }
 
 pub(crate) struct FirstLevel<T: Level> {
@@ -50,6 +52,13 @@ impl<T: Level> FirstLevel<T> {
         // SAFETY: `&mut self`: no reader or writer holds a reference into the table, so
         // no value is replaced or dropped while the reference lives; never null.
         unsafe { self.ptr.load(Ordering::Relaxed, epoch::unprotected()).deref_mut() }
+    }
+
+    /// Bytes of the replaced first level kept for the next copy (none until a change
+    /// has replaced one).
+    pub(crate) fn spare_bytes(&self) -> usize {
+        let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        spare.as_ref().map_or(0, |s| s.bytes())
     }
 
     /// A copy of the current first level, not yet shared, to change and then publish
@@ -112,5 +121,9 @@ impl Level for crate::mem::HugeSlice<std::sync::atomic::AtomicU64> {
         for (to, from) in self.as_mut_slice().iter_mut().zip(from.iter()) {
             *to.get_mut() = from.load(Ordering::Relaxed);
         }
+    }
+
+    fn bytes(&self) -> usize {
+        crate::mem::HugeSlice::bytes(self)
     }
 }

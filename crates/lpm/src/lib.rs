@@ -338,7 +338,9 @@ macro_rules! family {
                 self.inner.lookup_bytes()
             }
 
-            /// Estimated bytes of the writer's route record (not touched by lookups).
+            /// Estimated bytes of the writer's route record, and of the replaced first
+            /// level it keeps for the next change of a prefix shorter than /16 (none of
+            /// them touched by lookups).
             pub fn control_bytes(&self) -> usize {
                 self.inner.control_bytes()
             }

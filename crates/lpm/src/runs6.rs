@@ -577,6 +577,10 @@ impl Level for First {
         }
     }
 
+    fn bytes(&self) -> usize {
+        self.top.bytes() + self.short.bytes()
+    }
+
     fn copy_from(&mut self, from: &First) {
         self.top.copy_from(&from.top);
         for (to, from) in self.short.as_mut_slice().iter_mut().zip(from.short.iter()) {
@@ -1277,7 +1281,8 @@ impl Runs6 {
             + self.heap_bytes.load(Ordering::Relaxed)
     }
 
-    /// Estimated bytes of the writer's route record.
+    /// Estimated bytes of the writer's route record, and of the replaced first level it
+    /// keeps for the next change of a prefix shorter than /16.
     pub fn control_bytes(&self) -> usize {
         let w = self.lock();
         let maps: usize = w.routes.iter().map(|m| m.capacity() * 21).sum();
@@ -1287,7 +1292,7 @@ impl Runs6 {
             .map(|r| 96 + r.own.capacity() * std::mem::size_of::<Own>() + r.kids.capacity() * 16)
             .sum::<usize>()
             + w.nodes.capacity() * 24;
-        maps + nodes + TOP * 5
+        maps + nodes + TOP * 5 + self.first.spare_bytes()
     }
 }
 
