@@ -222,6 +222,8 @@ struct Report {
     memory_bytes: usize,
     control_bytes: usize,
     build_seconds: f64,
+    /// Updates timed (none with `--updates 0`).
+    updates: usize,
     update_median_us: f64,
     update_p99_us: f64,
     /// The yardstick, its median lookups/s, and ours over it.
@@ -319,10 +321,14 @@ impl Report {
                     ratio
                 );
             }
-            println!(
-                "  updates while lookups run: median {:.2} us, p99 {:.2} us",
-                self.update_median_us, self.update_p99_us
-            );
+            if self.updates == 0 {
+                println!("  updates while lookups run: not measured (--updates 0)");
+            } else {
+                println!(
+                    "  {} updates while lookups run: median {:.2} us, p99 {:.2} us",
+                    self.updates, self.update_median_us, self.update_p99_us
+                );
+            }
         }
     }
 }
@@ -436,6 +442,7 @@ fn bench_family<T: Lpm>(
         memory_bytes,
         control_bytes,
         build_seconds,
+        updates: a.updates,
         update_median_us: median,
         update_p99_us: p99,
         baseline,

@@ -200,6 +200,19 @@ fn bench_reports_the_yardstick_in_text_and_can_skip_it() {
         "{}",
         line
     );
+    assert!(
+        text.contains("\n  10 updates while lookups run: median "),
+        "{}",
+        text
+    );
+    let mut none = args;
+    none[9] = "0";
+    let text = common::stdout(&common::brickroute(&none));
+    assert!(
+        text.contains("\n  updates while lookups run: not measured (--updates 0)\n"),
+        "{}",
+        text
+    );
     let mut three = args;
     three[7] = "3";
     let out = common::brickroute(&[&three[..], &["--no-baseline", "--json"]].concat());
