@@ -110,20 +110,26 @@ impl<T: Level> Drop for FirstLevel<T> {
     }
 }
 
-impl Level for crate::mem::HugeSlice<std::sync::atomic::AtomicU64> {
-    fn duplicate(&self) -> Self {
-        crate::mem::HugeSlice::new(self.len(), |i| {
-            std::sync::atomic::AtomicU64::new(self[i].load(Ordering::Relaxed))
-        })
-    }
+/// A slice of atomic words is a first level (IPv4's links; IPv6's links and short-prefix
+/// values, see `runs6::First`).
+macro_rules! atomic_slice_level {
+    ($($atomic:ty),*) => {$(
+        impl Level for crate::mem::HugeSlice<$atomic> {
+            fn duplicate(&self) -> Self {
+                crate::mem::HugeSlice::new(self.len(), |i| <$atomic>::new(self[i].load(Ordering::Relaxed)))
+            }
 
-    fn copy_from(&mut self, from: &Self) {
-        for (to, from) in self.as_mut_slice().iter_mut().zip(from.iter()) {
-            *to.get_mut() = from.load(Ordering::Relaxed);
+            fn copy_from(&mut self, from: &Self) {
+                for (to, from) in self.as_mut_slice().iter_mut().zip(from.iter()) {
+                    *to.get_mut() = from.load(Ordering::Relaxed);
+                }
+            }
+
+            fn bytes(&self) -> usize {
+                crate::mem::HugeSlice::bytes(self)
+            }
         }
-    }
-
-    fn bytes(&self) -> usize {
-        crate::mem::HugeSlice::bytes(self)
-    }
+    )*};
 }
+
+atomic_slice_level!(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU32);

@@ -573,7 +573,7 @@ impl Level for First {
     fn duplicate(&self) -> First {
         First {
             top: self.top.duplicate(),
-            short: HugeSlice::new(TOP, |i| AtomicU32::new(self.short[i].load(Ordering::Relaxed))),
+            short: self.short.duplicate(),
         }
     }
 
@@ -583,9 +583,7 @@ impl Level for First {
 
     fn copy_from(&mut self, from: &First) {
         self.top.copy_from(&from.top);
-        for (to, from) in self.short.as_mut_slice().iter_mut().zip(from.short.iter()) {
-            *to.get_mut() = from.load(Ordering::Relaxed);
-        }
+        self.short.copy_from(&from.short);
     }
 }
 
