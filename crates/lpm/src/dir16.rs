@@ -333,12 +333,25 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
     let mut run_kid = [false; SLOTS];
     let mut n = 0;
     if kids.iter().all(|&w| w == 0) {
-        // (The common case, kept to the plain comparison: it is most of an update.)
-        for (s, &v) in vals.iter().enumerate() {
-            if s == 0 || v != vals[s - 1] {
-                bm[s >> 6] |= 1 << (s & 63);
-                runs[n] = v;
+        // (The common case: most of an update.) The run starts as a bitmap first, with
+        // no branch on the values, then one step per run: a branch per slot on values
+        // as good as random was mispredicted at most of the run starts.
+        for (w, word) in bm.iter_mut().enumerate() {
+            let mut m = 0u64;
+            for i in 0..64 {
+                let s = 64 * w + i;
+                // (Slot 0 compares with itself; it starts a run below.)
+                m |= u64::from(vals[s] != vals[s.saturating_sub(1)]) << i;
+            }
+            *word = m;
+        }
+        bm[0] |= 1;
+        for (w, &word) in bm.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                runs[n] = vals[64 * w + m.trailing_zeros() as usize];
                 n += 1;
+                m &= m - 1;
             }
         }
     } else {
