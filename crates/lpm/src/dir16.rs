@@ -728,6 +728,11 @@ struct Writer {
 struct Dict {
     /// Next hop to (its index, if it got one; routes using it).
     map: FastMap<u32, (Option<u16>, usize)>,
+    /// The indices of next hops below [`SMALL_HOPS`] again, 0 for none (index 0 is
+    /// NONE's, never a hop's): the encoder asks for an index once a run, and this is
+    /// one load where the map took a hash probe. The lookup elements' next hops are
+    /// small numbers (ports and gateway slots), as are most tables' in practice.
+    small: Box<[u16; SMALL_HOPS]>,
     /// Indices from here on were never handed out.
     next: usize,
     /// Indices free for reuse: readers that might still read the old next hop through
@@ -738,10 +743,14 @@ struct Dict {
     narrow: u32,
 }
 
+/// Next hops with their index in [`Dict::small`].
+const SMALL_HOPS: usize = 4096;
+
 impl Dict {
     fn new(narrow: u32) -> Dict {
         Dict {
             map: fast_map(),
+            small: Box::new([0; SMALL_HOPS]),
             next: 1,
             free: Arc::new(Mutex::new(Vec::new())),
             narrow,
@@ -753,7 +762,26 @@ impl Dict {
         if v == NONE {
             return Some(0);
         }
+        if let Some(&i) = self.small.get(v as usize) {
+            return (i != 0).then_some(i);
+        }
         self.map.get(&v).and_then(|e| e.0)
+    }
+
+    /// Records next hop `nh` with `index` and one route.
+    fn add(&mut self, nh: u32, index: Option<u16>) {
+        if let Some(slot) = self.small.get_mut(nh as usize) {
+            *slot = index.unwrap_or(0);
+        }
+        self.map.insert(nh, (index, 1));
+    }
+
+    /// Forgets next hop `nh`; returns its index, if it had one.
+    fn forget(&mut self, nh: u32) -> Option<Option<u16>> {
+        if let Some(slot) = self.small.get_mut(nh as usize) {
+            *slot = 0;
+        }
+        self.map.remove(&nh).map(|e| e.0)
     }
 
     /// Whether chunks holding a next hop with dictionary index `index` store it in the
@@ -824,7 +852,7 @@ impl Writer {
         if !self.dict.fits(index) {
             self.misfits += 1;
         }
-        self.dict.map.insert(nh, (index, 1));
+        self.dict.add(nh, index);
     }
 
     /// Counts one route less using next hop `nh`; the last one's index is freed for
@@ -839,7 +867,7 @@ impl Writer {
         if e.1 > 0 {
             return;
         }
-        let Some((index, _)) = self.dict.map.remove(&nh) else {
+        let Some(index) = self.dict.forget(nh) else {
             return;
         };
         if !self.dict.fits(index) {
@@ -1456,6 +1484,7 @@ impl Dir16 {
         w.count = 0;
         // Every index is free once the readers of the old chunks have unpinned.
         let freed: Vec<u16> = w.dict.map.drain().filter_map(|(_, (i, _))| i).collect();
+        w.dict.small.fill(0);
         w.misfits = 0;
         let free = w.dict.free.clone();
         guard.defer(move || free.lock().unwrap_or_else(|p| p.into_inner()).extend(freed));
@@ -1567,9 +1596,35 @@ mod tests {
     fn dict_with(hops: &[(u32, u16)]) -> Dict {
         let mut d = Dict::new(1);
         for &(nh, i) in hops {
-            d.map.insert(nh, (Some(i), 1));
+            d.add(nh, Some(i));
         }
         d
+    }
+
+    #[test]
+    fn small_hops_get_the_index_the_map_holds_through_their_lives() {
+        let mut d = Dict::new(1);
+        let last_small = SMALL_HOPS as u32 - 1;
+        for (nh, i) in [
+            (7, 3),
+            (0, 9),
+            (last_small, 4),
+            (SMALL_HOPS as u32, 5),
+            (1_000_000, 6),
+        ] {
+            d.add(nh, Some(i));
+            assert_eq!(d.index(nh), Some(i), "hop {}", nh);
+        }
+        assert_eq!(d.index(8), None);
+        // Forgotten, then back without an index (none was free): not the old one,
+        // which another hop may hold by then.
+        assert_eq!(d.forget(7), Some(Some(3)));
+        assert_eq!(d.index(7), None);
+        d.add(7, None);
+        assert_eq!(d.index(7), None);
+        d.add(last_small, None);
+        assert_eq!(d.index(last_small), None);
+        assert_eq!(d.index(NONE), Some(0));
     }
 
     #[test]
