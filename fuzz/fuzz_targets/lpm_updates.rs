@@ -15,7 +15,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lpm::{Ipv4Lpm, Ipv6Lpm, Key};
+use lpm::{Ipv4Lpm, Ipv6Lpm, Key, Lpm};
 use std::collections::HashMap;
 
 /// Reads the input a byte or a word at a time (zeros once it runs out).
@@ -55,10 +55,7 @@ impl<K: Key> Reference<K> {
         self.0.iter().map(HashMap::len).sum()
     }
 
-    fn routes(&self) -> Vec<(K, u8, u32)>
-    where
-        K: Ord,
-    {
+    fn routes(&self) -> Vec<(K, u8, u32)> {
         let mut v: Vec<(K, u8, u32)> = (0..self.0.len())
             .flat_map(|l| self.0[l].iter().map(move |(&a, &nh)| (a, l as u8, nh)))
             .collect();
@@ -67,80 +64,16 @@ impl<K: Key> Reference<K> {
     }
 }
 
-/// What both families' tables offer here.
-trait Table: Sized {
-    type K: Key + Ord + std::fmt::Debug;
-    const BITS: u32;
-    fn new() -> Self;
-    fn build(routes: &[(Self::K, u8, u32)]) -> Self;
-    fn insert(&self, a: Self::K, l: u8, nh: u32) -> Option<u32>;
-    fn remove(&self, a: Self::K, l: u8) -> Option<u32>;
-    fn get(&self, a: Self::K, l: u8) -> Option<u32>;
-    fn lookup(&self, a: Self::K) -> Option<u32>;
-    fn lookup_batch(&self, a: &[Self::K], out: &mut [u32]);
-    fn routes(&self) -> Vec<(Self::K, u8, u32)>;
-    fn len(&self) -> usize;
-    fn clear(&self);
-    /// An address near one of a few bases: `low` supplies the random bits, `spread`
-    /// how many of them are used.
-    fn address(base: u8, low: u64, spread: u8) -> Self::K;
-    /// The first and last address of `a/l`, and the addresses just outside it.
-    fn edges(a: Self::K, l: u8) -> [Self::K; 4];
-}
-
-macro_rules! table {
-    ($t:ty, $k:ty, $bits:expr, $address:expr) => {
-        impl Table for $t {
-            type K = $k;
-            const BITS: u32 = $bits;
-            fn new() -> Self {
-                <$t>::new()
-            }
-            fn build(routes: &[($k, u8, u32)]) -> Self {
-                <$t>::build(routes)
-            }
-            fn insert(&self, a: $k, l: u8, nh: u32) -> Option<u32> {
-                <$t>::insert(self, a, l, nh)
-            }
-            fn remove(&self, a: $k, l: u8) -> Option<u32> {
-                <$t>::remove(self, a, l)
-            }
-            fn get(&self, a: $k, l: u8) -> Option<u32> {
-                <$t>::get(self, a, l)
-            }
-            fn lookup(&self, a: $k) -> Option<u32> {
-                <$t>::lookup(self, a)
-            }
-            fn lookup_batch(&self, a: &[$k], out: &mut [u32]) {
-                <$t>::lookup_batch(self, a, out)
-            }
-            fn routes(&self) -> Vec<($k, u8, u32)> {
-                <$t>::routes(self)
-            }
-            fn len(&self) -> usize {
-                <$t>::len(self)
-            }
-            fn clear(&self) {
-                <$t>::clear(self)
-            }
-            fn address(base: u8, low: u64, spread: u8) -> $k {
-                $address(base, low, spread)
-            }
-            fn edges(a: $k, l: u8) -> [$k; 4] {
-                let first = a.masked(l);
-                let last = first | !<$k>::MAX.checked_shl($bits - u32::from(l)).unwrap_or(0);
-                [first, last, first.wrapping_sub(1), last.wrapping_add(1)]
-            }
-        }
-    };
-}
-
-table!(Ipv4Lpm, u32, 32, |base: u8, low: u64, spread: u8| {
+/// An IPv4 address near one of a few bases: `low` supplies the random bits, `spread`
+/// how many of them are used.
+fn address4(base: u8, low: u64, spread: u8) -> u32 {
     const BASES: [u32; 4] = [0x0a01_0000, 0x0a01_8000, 0xc0a8_0000, 0x0000_0000];
     let random_bits = u32::from(spread) % 33;
     BASES[usize::from(base & 3)] ^ (low as u32 & u32::MAX.checked_shr(32 - random_bits).unwrap_or(0))
-});
-table!(Ipv6Lpm, u128, 128, |base: u8, low: u64, spread: u8| {
+}
+
+/// An IPv6 address near one of a few bases, as [`address4`].
+fn address6(base: u8, low: u64, spread: u8) -> u128 {
     const BASES: [u128; 4] = [
         0x2001_0db8_0000_0000_0000_0000_0000_0000,
         0x2001_0db8_00aa_0000_0000_0000_0000_0000,
@@ -151,7 +84,17 @@ table!(Ipv6Lpm, u128, 128, |base: u8, low: u64, spread: u8| {
     // 127: prefixes of every length share nodes.
     let at = 16 + u32::from(spread) % 112;
     BASES[usize::from(base & 3)] ^ (u128::from(low) << 64 >> at)
-});
+}
+
+/// The first and last address of `a/l`, and the addresses just outside it.
+fn edges<K: Key>(a: K, l: u8) -> [K; 4] {
+    let first = a.masked(l).to_u128();
+    let last = first
+        | (u128::MAX >> (128 - K::BITS))
+            .checked_shr(u32::from(l))
+            .unwrap_or(0);
+    [first, last, first.wrapping_sub(1), last.wrapping_add(1)].map(K::from_u128)
+}
 
 /// A next hop: mostly one of a few, sometimes one of thousands (so a table of byte
 /// values outgrows them), and the largest ones.
@@ -164,18 +107,20 @@ fn next_hop(b: &mut Bytes) -> u32 {
     }
 }
 
-struct Run<T: Table> {
+struct Run<T: Lpm> {
     table: T,
-    reference: Reference<T::K>,
-    probes: Vec<T::K>,
+    reference: Reference<T::Key>,
+    probes: Vec<T::Key>,
+    address: fn(u8, u64, u8) -> T::Key,
 }
 
-impl<T: Table> Run<T> {
-    fn new() -> Self {
+impl<T: Lpm> Run<T> {
+    fn new(address: fn(u8, u64, u8) -> T::Key) -> Self {
         Run {
             table: T::new(),
-            reference: Reference::new(T::BITS as usize),
+            reference: Reference::new(<T::Key as Key>::BITS as usize),
             probes: Vec::new(),
+            address,
         }
     }
 
@@ -201,8 +146,8 @@ impl<T: Table> Run<T> {
                 return;
             }
             _ => {
-                let l = (b.byte() as u32 % (T::BITS + 1)) as u8;
-                let a = T::address(op >> 4, b.word(), b.byte()).masked(l);
+                let l = (b.byte() as u32 % (<T::Key as Key>::BITS + 1)) as u8;
+                let a = (self.address)(op >> 4, b.word(), b.byte()).masked(l);
                 if op % 16 >= 10 {
                     // Removing what may not be there.
                     assert_eq!(t.remove(a, l), r.0[usize::from(l)].remove(&a));
@@ -215,8 +160,15 @@ impl<T: Table> Run<T> {
         };
         assert_eq!(t.get(a, l), r.0[usize::from(l)].get(&a).copied());
         assert_eq!(t.len(), r.len());
-        for x in T::edges(a, l) {
-            assert_eq!(t.lookup(x), r.best(x), "{:?} after a change of {:?}/{}", x, a, l);
+        for x in edges(a, l) {
+            assert_eq!(
+                t.lookup_in(&lpm::pin(), x),
+                r.best(x),
+                "{:?} after a change of {:?}/{}",
+                x,
+                a,
+                l
+            );
             self.probes.push(x);
         }
     }
@@ -240,8 +192,8 @@ impl<T: Table> Run<T> {
 
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
-    let mut v4: Run<Ipv4Lpm> = Run::new();
-    let mut v6: Run<Ipv6Lpm> = Run::new();
+    let mut v4: Run<Ipv4Lpm> = Run::new(address4);
+    let mut v6: Run<Ipv6Lpm> = Run::new(address6);
     while !b.0.is_empty() {
         let op = b.byte();
         if b.byte() & 1 == 0 {

@@ -332,36 +332,28 @@ fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
     let mut runs = [0u32; SLOTS];
     let mut run_kid = [false; SLOTS];
     let mut n = 0;
-    if kids.iter().all(|&w| w == 0) {
-        // (The common case: most of an update.) The run starts as a bitmap first, with
-        // no branch on the values, then one step per run: a branch per slot on values
-        // as good as random was mispredicted at most of the run starts.
-        for (w, word) in bm.iter_mut().enumerate() {
-            let mut m = 0u64;
-            for i in 0..64 {
-                let s = 64 * w + i;
-                // (Slot 0 compares with itself; it starts a run below.)
-                m |= u64::from(vals[s] != vals[s.saturating_sub(1)]) << i;
-            }
-            *word = m;
+    // The run starts as a bitmap first, with no branch on the values, then one step per
+    // run: a branch per slot on values as good as random was mispredicted at most of the
+    // run starts. A slot starts a run where its value, or whether it has a kid, differs
+    // from the slot before (slot 0 compares with itself, and starts one anyway).
+    for (w, word) in bm.iter_mut().enumerate() {
+        let mut m = 0u64;
+        for i in 0..64 {
+            let s = 64 * w + i;
+            m |= u64::from(vals[s] != vals[s.saturating_sub(1)]) << i;
         }
-        bm[0] |= 1;
-        for (w, &word) in bm.iter().enumerate() {
-            let mut m = word;
-            while m != 0 {
-                runs[n] = vals[64 * w + m.trailing_zeros() as usize];
-                n += 1;
-                m &= m - 1;
-            }
-        }
-    } else {
-        for (s, &v) in vals.iter().enumerate() {
-            if s == 0 || (is_kid(s), v) != (is_kid(s - 1), vals[s - 1]) {
-                bm[s >> 6] |= 1 << (s & 63);
-                runs[n] = v;
-                run_kid[n] = is_kid(s);
-                n += 1;
-            }
+        let kids_before = kids[w] << 1 | if w == 0 { kids[0] & 1 } else { kids[w - 1] >> 63 };
+        *word = m | (kids[w] ^ kids_before);
+    }
+    bm[0] |= 1;
+    for (w, &word) in bm.iter().enumerate() {
+        let mut m = word;
+        while m != 0 {
+            let s = 64 * w + m.trailing_zeros() as usize;
+            runs[n] = vals[s];
+            run_kid[n] = is_kid(s);
+            n += 1;
+            m &= m - 1;
         }
     }
     // (Chunks of next hops need no kid runs: every key under them takes the slow path.

@@ -155,12 +155,16 @@ impl std::fmt::Debug for ReadGuard {
 /// benchmark, tests). Each method is the type's own, of the same name.
 pub trait Lpm: Send + Sync + Sized + 'static {
     type Key: Key;
+    fn new() -> Self;
     fn build(routes: &[(Self::Key, u8, u32)]) -> Self;
     fn lookup_batch(&self, addrs: &[Self::Key], out: &mut [u32]);
     fn lookup_in(&self, guard: &ReadGuard, addr: Self::Key) -> Option<u32>;
     fn lookup_batch_in(&self, guard: &ReadGuard, addrs: &[Self::Key], out: &mut [u32]);
     fn insert(&self, addr: Self::Key, len: u8, nh: u32) -> Option<u32>;
     fn remove(&self, addr: Self::Key, len: u8) -> Option<u32>;
+    fn get(&self, addr: Self::Key, len: u8) -> Option<u32>;
+    fn routes(&self) -> Vec<(Self::Key, u8, u32)>;
+    fn clear(&self);
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -173,6 +177,9 @@ macro_rules! family {
     ($(#[$doc:meta])* $name:ident, $key:ty, $inner:ty, $bits:expr) => {
         impl Lpm for $name {
             type Key = $key;
+            fn new() -> Self {
+                $name::new()
+            }
             fn build(routes: &[($key, u8, u32)]) -> Self {
                 $name::build(routes)
             }
@@ -190,6 +197,15 @@ macro_rules! family {
             }
             fn remove(&self, addr: $key, len: u8) -> Option<u32> {
                 $name::remove(self, addr, len)
+            }
+            fn get(&self, addr: $key, len: u8) -> Option<u32> {
+                $name::get(self, addr, len)
+            }
+            fn routes(&self) -> Vec<($key, u8, u32)> {
+                $name::routes(self)
+            }
+            fn clear(&self) {
+                $name::clear(self)
             }
             fn len(&self) -> usize {
                 $name::len(self)
