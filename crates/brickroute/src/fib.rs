@@ -3,7 +3,7 @@
 
 use lpm::synth::{self, Queries};
 use lpm::table::{self, RouteTable};
-use lpm::{Ipv4Lpm, Ipv6Lpm, Lpm, ReadGuard};
+use lpm::{Ipv4Lpm, Ipv6Lpm, Lpm, LpmView, ReadGuard};
 use std::io::{BufRead, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -19,30 +19,31 @@ const SEED: u64 = 1;
 /// Lookups a benchmark reader makes under one pin before it repins (64 batches of 32).
 const LOOKUPS_PER_PIN: usize = 2048;
 
-/// A reader's held pin, moved on after every [`LOOKUPS_PER_PIN`] lookups: how a thread
-/// that loops over batches uses the tables (see `lpm::ReadGuard`).
+/// A reader's held pin, moved on after every [`LOOKUPS_PER_PIN`] lookups, with a view of
+/// the table taken at each (re)pin: how a thread that loops over batches uses the tables
+/// (see `lpm::ReadGuard` and `lpm::Ipv4View`).
 struct Reader {
     guard: ReadGuard,
-    since_repin: usize,
 }
 
 impl Reader {
     fn new() -> Reader {
-        Reader {
-            guard: lpm::pin(),
-            since_repin: 0,
-        }
+        Reader { guard: lpm::pin() }
     }
 
-    /// The guard for a batch of `n` lookups.
+    /// Looks up `q` in batches of `batch`, answers into `out` (as long as `q`): as many
+    /// whole batches under one view as fit in [`LOOKUPS_PER_PIN`] lookups (one at least),
+    /// then a repin and a new view.
     #[inline]
-    fn batch(&mut self, n: usize) -> &ReadGuard {
-        self.since_repin += n;
-        if self.since_repin > LOOKUPS_PER_PIN {
-            self.since_repin = n;
+    fn pass<T: Lpm>(&mut self, lpm: &T, q: &[T::Key], batch: usize, out: &mut [u32]) {
+        let per_pin = batch * (LOOKUPS_PER_PIN / batch).max(1);
+        for (qs, os) in q.chunks(per_pin).zip(out.chunks_mut(per_pin)) {
             self.guard.repin();
+            let view = lpm.view(&self.guard);
+            for (x, o) in qs.chunks(batch).zip(os.chunks_mut(batch)) {
+                view.lookup_batch(x, o);
+            }
         }
-        &self.guard
     }
 }
 
@@ -58,7 +59,9 @@ pub enum FibCommand {
     /// Readers loop over batches the way a forwarding thread does: each holds one pin of
     /// the tables' memory reclamation (`lpm::ReadGuard`) across its batches and repins
     /// after every 2,048 lookups (64 batches of 32; a held pin delays the frees of
-    /// replaced chunks, and this keeps that delay well under a millisecond).
+    /// replaced chunks, and this keeps that delay well under a millisecond), taking a
+    /// view of the table (`lpm::Ipv4View`) at each repin and looking its batches up
+    /// through it.
     Bench(BenchArgs),
     /// Writes the realistic synthetic table `fib bench` uses without --table.
     Gen(GenArgs),
@@ -400,7 +403,9 @@ fn bench_family<T: Lpm>(
     let control_bytes = lpm.control_bytes();
     let q = make_queries();
     let mut ours = Passes::new(q.len());
-    ours.run(&q, a.batch, a.runs, |g, x, o| lpm.lookup_batch_in(g, x, o));
+    let mut reader = Reader::new();
+    ours.time(a.runs, |out| reader.pass(&*lpm, &q, a.batch, out));
+    drop(reader);
     // Built and run after ours, not pass by pass with it: its 64 MiB would evict our
     // table from the caches before each of our passes (measured: ours about 5 % slower,
     // which is not what a router sees).
@@ -408,7 +413,11 @@ fn bench_family<T: Lpm>(
         None => None,
         Some(b) => {
             let mut theirs = Passes::new(q.len());
-            theirs.run(&q, b.batch, a.runs, |_, x, o| (b.lookup_batch)(x, o));
+            theirs.time(a.runs, |out| {
+                for (x, o) in q.chunks(b.batch).zip(out.chunks_mut(b.batch)) {
+                    (b.lookup_batch)(x, o);
+                }
+            });
             if let Some(j) = (0..q.len()).find(|&j| theirs.out[j] != ours.out[j]) {
                 return Err(format!(
                     "the {} yardstick answers query {} ({:?}) with {}, ours with {}",
@@ -421,11 +430,7 @@ fn bench_family<T: Lpm>(
     };
     let (lps_min, lps, lps_max) = ours.spread();
     drop(ours);
-    let reader = {
-        let lpm = lpm.clone();
-        move |g: &ReadGuard, x: &[T::Key], o: &mut [u32]| lpm.lookup_batch_in(g, x, o)
-    };
-    let (median, p99) = updates(routes, a.updates, q.clone(), reader, |p, l, nh| {
+    let (median, p99) = updates(routes, a.updates, q.clone(), lpm.clone(), |p, l, nh| {
         match nh {
             Some(nh) => lpm.insert(p, l, nh),
             None => lpm.remove(p, l),
@@ -453,7 +458,6 @@ fn bench_family<T: Lpm>(
 /// lookups/s of the timed ones, slowest first.
 struct Passes {
     out: Vec<u32>,
-    reader: Reader,
     rates: Vec<f64>,
 }
 
@@ -461,21 +465,19 @@ impl Passes {
     fn new(n: usize) -> Passes {
         Passes {
             out: vec![0u32; n],
-            reader: Reader::new(),
             rates: Vec::new(),
         }
     }
 
-    /// One untimed pass over `q` in batches of `batch` (it warms caches and page
-    /// tables), then `runs` timed ones.
-    fn run<K: Copy>(&mut self, q: &[K], batch: usize, runs: usize, f: impl Fn(&ReadGuard, &[K], &mut [u32])) {
+    /// One untimed pass (it warms caches and page tables), then `runs` timed ones; a
+    /// pass answers every query into the slice it is given.
+    fn time(&mut self, runs: usize, mut pass: impl FnMut(&mut [u32])) {
         for timed in 0..=runs {
             let start = Instant::now();
-            for (x, o) in q.chunks(batch).zip(self.out.chunks_mut(batch)) {
-                f(self.reader.batch(x.len()), x, o);
-            }
+            pass(&mut self.out);
             if timed > 0 {
-                self.rates.push(q.len() as f64 / start.elapsed().as_secs_f64());
+                self.rates
+                    .push(self.out.len() as f64 / start.elapsed().as_secs_f64());
             }
         }
         self.rates.sort_by(|a, b| a.total_cmp(b));
@@ -492,12 +494,12 @@ impl Passes {
 /// while a reader thread runs batch lookups (repinning as [`Reader`] does, so the
 /// writer's deferred frees run as they would beside a forwarding thread); returns
 /// (median, 99th percentile) in us.
-fn updates<K: Copy + Send + 'static>(
-    routes: &[(K, u8, u32)],
+fn updates<T: Lpm>(
+    routes: &[(T::Key, u8, u32)],
     n: usize,
-    queries: Vec<K>,
-    lookup: impl Fn(&ReadGuard, &[K], &mut [u32]) + Send + 'static,
-    update: impl Fn(K, u8, Option<u32>),
+    queries: Vec<T::Key>,
+    lpm: Arc<T>,
+    update: impl Fn(T::Key, u8, Option<u32>),
 ) -> (f64, f64) {
     if n == 0 || routes.is_empty() {
         return (0.0, 0.0);
@@ -506,11 +508,11 @@ fn updates<K: Copy + Send + 'static>(
     let handle = {
         let stop = stop.clone();
         std::thread::spawn(move || {
-            let mut out = vec![0u32; 32];
+            let mut out = vec![0u32; LOOKUPS_PER_PIN];
             let mut reader = Reader::new();
             while !stop.load(Ordering::Relaxed) {
-                for x in queries.chunks(32) {
-                    lookup(reader.batch(x.len()), x, &mut out);
+                for x in queries.chunks(LOOKUPS_PER_PIN) {
+                    reader.pass(&*lpm, x, 32, &mut out[..x.len()]);
                 }
             }
         })

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench;
+mod cpu;
 mod demo;
 mod fib;
 mod gen;
@@ -45,6 +46,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let missing = cpu::missing();
+    if !missing.is_empty() {
+        eprintln!(
+            "brickroute: this CPU lacks {}, which this build assumes (the workspace builds for \
+             x86-64-v3, see .cargo/config.toml); build for any x86-64 with \
+             RUSTFLAGS=\"-C target-cpu=x86-64\" cargo build --release",
+            missing.join(", ")
+        );
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     if matches!(cli.command, Command::Bench(_) | Command::Fib(_)) {
         end_quietly_when_the_reader_goes();

@@ -938,6 +938,39 @@ impl Default for Dir16 {
     }
 }
 
+/// A [`Dir16`] with its first level loaded: a reader that looks up many batches under one
+/// pin loads the table's pointers once instead of once per batch (see `lpm::Ipv4View`).
+#[derive(Clone, Copy)]
+pub struct Dir16View<'g> {
+    table: &'g Dir16,
+    top: &'g [AtomicU64],
+}
+
+impl Dir16View<'_> {
+    /// [`Dir16::lookup_batch_in`] through this view's first level.
+    #[inline(always)]
+    pub fn lookup_batch(&self, keys: &[u32], out: &mut [u32]) {
+        assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
+        let (table, top) = (self.table, self.top);
+        // A build for a CPU with POPCNT and BMI2 (the workspace's x86-64-v3 target, see
+        // `.cargo/config.toml`) inlines the loop into its caller: no feature test and no
+        // call per batch, which in a loop over batches of 32 was on the path from one
+        // group's last loads to the next group's first (see `docs/LPM.md`).
+        #[cfg(all(target_arch = "x86_64", target_feature = "popcnt", target_feature = "bmi2"))]
+        table.lookup_batch_pinned(top, keys, out);
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "popcnt", target_feature = "bmi2")))]
+        {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
+                // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
+                unsafe { table.lookup_batch_popcnt(top, keys, out) };
+                return;
+            }
+            table.lookup_batch_pinned(top, keys, out);
+        }
+    }
+}
+
 impl Dir16 {
     pub fn new() -> Dir16 {
         Dir16::with_values(0)
@@ -1032,59 +1065,67 @@ impl Dir16 {
     /// chunk prefetched, then every chunk is read, so cache misses overlap.
     #[inline]
     pub fn lookup_batch_in(&self, guard: &Guard, keys: &[u32], out: &mut [u32]) {
-        assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
         // (One first level for the whole call: a change published meanwhile shows in
         // all of its answers or in none.)
-        let top = self.top.load(guard);
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("bmi2") {
-            // SAFETY: the CPU supports POPCNT and BMI2 (checked just above).
-            unsafe { self.lookup_batch_popcnt(top, keys, out) };
-            return;
-        }
-        self.lookup_batch_pinned(top, keys, out);
+        self.view(guard).lookup_batch(keys, out)
     }
 
-    /// [`Self::lookup_batch_pinned`] compiled with POPCNT and BMI2.
-    #[cfg(target_arch = "x86_64")]
+    /// The table with its current first level loaded, for batch lookups under `guard`.
+    #[inline]
+    pub fn view<'g>(&'g self, guard: &'g Guard) -> Dir16View<'g> {
+        Dir16View {
+            table: self,
+            top: self.top.load(guard),
+        }
+    }
+
+    /// [`Self::lookup_batch_pinned`] compiled with POPCNT and BMI2, for a build whose
+    /// target lacks them.
+    #[cfg(all(
+        target_arch = "x86_64",
+        not(all(target_feature = "popcnt", target_feature = "bmi2"))
+    ))]
     #[target_feature(enable = "popcnt,bmi2")]
     unsafe fn lookup_batch_popcnt(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
         self.lookup_batch_pinned(top, keys, out)
     }
 
-    /// Callers hold an epoch guard.
+    /// Callers hold an epoch guard. Byte values (tables of at most 254 next hops) take a
+    /// loop inlined here; wider ones a call, so that a caller into which this is
+    /// inlined holds one width's loop, not three.
     #[inline(always)]
     fn lookup_batch_pinned(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
+        if self.narrow == 0 {
+            self.lookup_groups::<0>(top, keys, out);
+        } else {
+            self.lookup_batch_wide(top, keys, out);
+        }
+    }
+
+    /// [`Self::lookup_batch_pinned`] for tables of 16- and 32-bit values.
+    #[inline(never)]
+    fn lookup_batch_wide(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
+        if self.narrow == 1 {
+            self.lookup_groups::<1>(top, keys, out);
+        } else {
+            self.lookup_groups::<2>(top, keys, out);
+        }
+    }
+
+    /// The groups of `keys` in a table whose narrow values are `1 << W` bytes.
+    #[inline(always)]
+    fn lookup_groups<const W: u32>(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
         const CHUNK: usize = 32;
         let dflt = self.default.load(Ordering::Acquire);
         let out = &mut out[..keys.len()];
         let mut ks = keys.chunks_exact(CHUNK);
         let mut os = out.chunks_exact_mut(CHUNK);
         // Whole groups have a length the compiler knows, so it unrolls their loops.
-        match self.narrow {
-            0 => {
-                for (k, o) in (&mut ks).zip(&mut os) {
-                    self.lookup_group::<0>(top, k, o, dflt);
-                }
-            }
-            1 => {
-                for (k, o) in (&mut ks).zip(&mut os) {
-                    self.lookup_group::<1>(top, k, o, dflt);
-                }
-            }
-            _ => {
-                for (k, o) in (&mut ks).zip(&mut os) {
-                    self.lookup_group::<2>(top, k, o, dflt);
-                }
-            }
+        for (k, o) in (&mut ks).zip(&mut os) {
+            self.lookup_group::<W>(top, k, o, dflt);
         }
         if !ks.remainder().is_empty() {
-            let (k, o) = (ks.remainder(), os.into_remainder());
-            match self.narrow {
-                0 => self.lookup_group::<0>(top, k, o, dflt),
-                1 => self.lookup_group::<1>(top, k, o, dflt),
-                _ => self.lookup_group::<2>(top, k, o, dflt),
-            }
+            self.lookup_group::<W>(top, ks.remainder(), os.into_remainder(), dflt);
         }
     }
 

@@ -19,7 +19,7 @@
 //! fronted chunks), so every address flips from its old answer to its new one exactly
 //! once, as for any other update.
 
-use crate::dir16::Dir16;
+use crate::dir16::{Dir16, Dir16View};
 use crate::key::Key;
 use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 use std::collections::HashMap;
@@ -101,6 +101,12 @@ impl GrowingDir16 {
     #[inline]
     pub fn lookup_batch_in(&self, guard: &Guard, keys: &[u32], out: &mut [u32]) {
         self.current(guard).lookup_batch_in(guard, keys, out)
+    }
+
+    /// The current table with its first level loaded (see `lpm::Ipv4View`).
+    #[inline]
+    pub fn view<'g>(&self, guard: &'g Guard) -> Dir16View<'g> {
+        self.current(guard).view(guard)
     }
 
     pub fn insert(&self, key: u32, len: u8, nh: u32) -> Option<u32> {

@@ -649,6 +649,30 @@ fn parent(level: usize, base: u128) -> Option<(usize, u128)> {
     level.checked_sub(1).map(|p| (p, base.masked(DEPTHS[p] as u8)))
 }
 
+/// A [`Runs6`] with its first level loaded: a reader that looks up many batches under one
+/// pin loads the table's pointers once instead of once per batch (see `lpm::Ipv6View`).
+#[derive(Clone, Copy)]
+pub struct Runs6View<'g> {
+    table: &'g Runs6,
+    first: &'g First,
+}
+
+impl Runs6View<'_> {
+    /// [`Runs6::lookup_batch_in`] through this view's first level.
+    #[inline]
+    pub fn lookup_batch(&self, keys: &[u128], out: &mut [u32]) {
+        assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
+        let (table, first) = (self.table, self.first);
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
+            unsafe { table.lookup_batch_avx2(first, keys, out) };
+            return;
+        }
+        table.lookup_batch_pinned::<false>(first, keys, out);
+    }
+}
+
 impl Runs6 {
     pub fn new() -> Runs6 {
         Runs6 {
@@ -731,17 +755,18 @@ impl Runs6 {
     /// [`Self::lookup_in`]).
     #[inline]
     pub fn lookup_batch_in(&self, guard: &Guard, keys: &[u128], out: &mut [u32]) {
-        assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
         // (One first level for the whole call: a change published meanwhile shows in
         // all of its answers or in none.)
-        let first = self.first.load(guard);
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
-            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
-            unsafe { self.lookup_batch_avx2(first, keys, out) };
-            return;
+        self.view(guard).lookup_batch(keys, out)
+    }
+
+    /// The table with its current first level loaded, for batch lookups under `guard`.
+    #[inline]
+    pub fn view<'g>(&'g self, guard: &'g Guard) -> Runs6View<'g> {
+        Runs6View {
+            table: self,
+            first: self.first.load(guard),
         }
-        self.lookup_batch_pinned::<false>(first, keys, out);
     }
 
     #[cfg(target_arch = "x86_64")]

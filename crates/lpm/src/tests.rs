@@ -1017,6 +1017,79 @@ fn ipv6_a_prefix_shorter_than_16_bits_appears_at_once() {
     });
 }
 
+/// What a view shows (see the crate documentation's "Views"): a change of a prefix of at
+/// most 16 bits replaces the first level, so it shows only in views made after it; the
+/// view made before goes on answering that prefix's addresses as before. Other changes
+/// may show at once (as the change of a longer prefix here does, in both families).
+/// `short` is a /12 covering `in_short`, `long` a prefix longer than /16 inside it
+/// covering `in_long`.
+fn views_show_first_level_changes_made_before_them<T: Lpm>(
+    short: T::Key,
+    long: (T::Key, u8),
+    in_short: T::Key,
+    in_long: T::Key,
+) {
+    let t = T::new();
+    t.insert(short, 12, 1);
+    t.insert(long.0, long.1, 2);
+    let answers = |v: &T::View<'_>| {
+        let mut out = [0u32; 2];
+        v.lookup_batch(&[in_short, in_long], &mut out);
+        out
+    };
+    let g = pin();
+    let old = t.view(&g);
+    assert_eq!(answers(&old), [1, 2]);
+    t.insert(long.0, long.1, 3);
+    assert_eq!(answers(&old), [1, 3], "the longer prefix's change");
+    t.insert(short, 12, 4);
+    assert_eq!(answers(&old)[0], 1, "the old view after the /12's change");
+    assert_eq!(answers(&t.view(&g)), [4, 3], "a view made after the changes");
+    let mut out = [0u32; 2];
+    t.lookup_batch_in(&g, &[in_short, in_long], &mut out);
+    assert_eq!(out, [4, 3], "lookup_batch_in, which loads the pointers anew");
+}
+
+#[test]
+fn ipv4_views_show_first_level_changes_made_before_them() {
+    views_show_first_level_changes_made_before_them::<Ipv4Lpm>(
+        ip(10, 0, 0, 0),
+        (ip(10, 1, 2, 0), 24),
+        ip(10, 5, 0, 1),
+        ip(10, 1, 2, 3),
+    );
+}
+
+#[test]
+fn ipv6_views_show_first_level_changes_made_before_them() {
+    views_show_first_level_changes_made_before_them::<Ipv6Lpm>(
+        ip6("2000::"),
+        (ip6("2001:db8::"), 32),
+        ip6("2005::1"),
+        ip6("2001:db8::1"),
+    );
+}
+
+/// Many IPv4 changes at once replace the whole table: a view made before answers every
+/// address as the table it was made on did.
+#[test]
+fn ipv4_a_view_keeps_its_table_when_many_changes_replace_it() {
+    let t = Ipv4Lpm::new();
+    t.insert(ip(10, 0, 0, 0), 8, 1);
+    let g = pin();
+    let old = t.view(&g);
+    let changes: Vec<(u32, u8, Option<u32>)> = (0..2048u32)
+        .map(|i| (ip(10, (i >> 8) as u8, i as u8, 0), 24, Some(100 + i)))
+        .collect();
+    t.apply(&changes);
+    let probes = [ip(10, 0, 7, 1), ip(10, 7, 255, 1), ip(10, 9, 0, 1)];
+    let mut out = [0u32; 3];
+    old.lookup_batch(&probes, &mut out);
+    assert_eq!(out, [1, 1, 1], "the view made before");
+    t.view(&g).lookup_batch(&probes, &mut out);
+    assert_eq!(out, [107, 100 + 2047, 1], "a view made after");
+}
+
 #[test]
 fn ipv6_readers_never_see_wrong_answers_for_unchanged_prefixes() {
     let t = Arc::new(Ipv6Lpm::new());
