@@ -101,8 +101,8 @@
 //! address no change touched answers as before. So a reader takes a new view whenever it
 //! repins: what a view can miss is what changed since its reader last repinned.
 //! (`brickroute fib bench` does so every 2,048 lookups. In its loop over batches of 32
-//! IPv4 table queries, a call per batch that loads the pointers anew ran about 5 %
-//! slower than a view, see `docs/LPM.md`.)
+//! IPv4 table queries, a call per batch that loads the pointers anew ran 2-9 % slower
+//! than a view, see `docs/LPM.md`.)
 //!
 //! # Data indexed by next hop
 //!
