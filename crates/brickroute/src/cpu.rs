@@ -42,79 +42,33 @@ fn features() -> Vec<Feature> {
     // AVX registers are usable only if the OS saves them (OSXSAVE, then XCR0's SSE and
     // AVX state bits).
     let os_avx = bit(leaf1.ecx, 27) && xcr0() & 0b110 == 0b110;
-    let f = |name, cpuinfo, built_for, present| Feature {
-        name,
-        cpuinfo,
-        built_for,
-        present,
-    };
-    vec![
-        f("sse3", "pni", cfg!(target_feature = "sse3"), bit(leaf1.ecx, 0)),
-        f(
-            "ssse3",
-            "ssse3",
-            cfg!(target_feature = "ssse3"),
-            bit(leaf1.ecx, 9),
-        ),
-        f(
-            "fma",
-            "fma",
-            cfg!(target_feature = "fma"),
-            bit(leaf1.ecx, 12) && os_avx,
-        ),
-        f(
-            "cmpxchg16b",
-            "cx16",
-            cfg!(target_feature = "cmpxchg16b"),
-            bit(leaf1.ecx, 13),
-        ),
-        f(
-            "sse4.1",
-            "sse4_1",
-            cfg!(target_feature = "sse4.1"),
-            bit(leaf1.ecx, 19),
-        ),
-        f(
-            "sse4.2",
-            "sse4_2",
-            cfg!(target_feature = "sse4.2"),
-            bit(leaf1.ecx, 20),
-        ),
-        f(
-            "movbe",
-            "movbe",
-            cfg!(target_feature = "movbe"),
-            bit(leaf1.ecx, 22),
-        ),
-        f(
-            "popcnt",
-            "popcnt",
-            cfg!(target_feature = "popcnt"),
-            bit(leaf1.ecx, 23),
-        ),
-        f(
-            "avx",
-            "avx",
-            cfg!(target_feature = "avx"),
-            bit(leaf1.ecx, 28) && os_avx,
-        ),
-        f(
-            "f16c",
-            "f16c",
-            cfg!(target_feature = "f16c"),
-            bit(leaf1.ecx, 29) && os_avx,
-        ),
-        f("bmi1", "bmi1", cfg!(target_feature = "bmi1"), bit(leaf7.ebx, 3)),
-        f(
-            "avx2",
-            "avx2",
-            cfg!(target_feature = "avx2"),
-            bit(leaf7.ebx, 5) && os_avx,
-        ),
-        f("bmi2", "bmi2", cfg!(target_feature = "bmi2"), bit(leaf7.ebx, 8)),
-        // (`/proc/cpuinfo` calls LZCNT "abm" on AMD CPUs.)
-        f("lzcnt", "abm", cfg!(target_feature = "lzcnt"), bit(ext1.ecx, 5)),
-    ]
+    // (`/proc/cpuinfo` calls SSE3 "pni" and LZCNT "abm".)
+    #[rustfmt::skip]
+    let table = [
+        ("sse3",       "pni",    cfg!(target_feature = "sse3"),       bit(leaf1.ecx, 0)),
+        ("ssse3",      "ssse3",  cfg!(target_feature = "ssse3"),      bit(leaf1.ecx, 9)),
+        ("fma",        "fma",    cfg!(target_feature = "fma"),        bit(leaf1.ecx, 12) && os_avx),
+        ("cmpxchg16b", "cx16",   cfg!(target_feature = "cmpxchg16b"), bit(leaf1.ecx, 13)),
+        ("sse4.1",     "sse4_1", cfg!(target_feature = "sse4.1"),     bit(leaf1.ecx, 19)),
+        ("sse4.2",     "sse4_2", cfg!(target_feature = "sse4.2"),     bit(leaf1.ecx, 20)),
+        ("movbe",      "movbe",  cfg!(target_feature = "movbe"),      bit(leaf1.ecx, 22)),
+        ("popcnt",     "popcnt", cfg!(target_feature = "popcnt"),     bit(leaf1.ecx, 23)),
+        ("avx",        "avx",    cfg!(target_feature = "avx"),        bit(leaf1.ecx, 28) && os_avx),
+        ("f16c",       "f16c",   cfg!(target_feature = "f16c"),       bit(leaf1.ecx, 29) && os_avx),
+        ("bmi1",       "bmi1",   cfg!(target_feature = "bmi1"),       bit(leaf7.ebx, 3)),
+        ("avx2",       "avx2",   cfg!(target_feature = "avx2"),       bit(leaf7.ebx, 5) && os_avx),
+        ("bmi2",       "bmi2",   cfg!(target_feature = "bmi2"),       bit(leaf7.ebx, 8)),
+        ("lzcnt",      "abm",    cfg!(target_feature = "lzcnt"),      bit(ext1.ecx, 5)),
+    ];
+    table
+        .into_iter()
+        .map(|(name, cpuinfo, built_for, present)| Feature {
+            name,
+            cpuinfo,
+            built_for,
+            present,
+        })
+        .collect()
 }
 
 /// The OS's XCR0 register (which register states it saves), or 0 without OSXSAVE.
