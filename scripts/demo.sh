@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+source ./scripts/cpu-target.sh
 cargo build --release -q -p brickroute
 
 if [ "${1:-}" = "--capture" ]; then

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+source ./scripts/cpu-target.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
