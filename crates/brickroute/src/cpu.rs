@@ -42,7 +42,8 @@ fn features() -> Vec<Feature> {
     // AVX registers are usable only if the OS saves them (OSXSAVE, then XCR0's SSE and
     // AVX state bits).
     let os_avx = bit(leaf1.ecx, 27) && xcr0() & 0b110 == 0b110;
-    // (`/proc/cpuinfo` calls SSE3 "pni" and LZCNT "abm".)
+    // (`/proc/cpuinfo` calls SSE3 "pni" and LZCNT "abm". scripts/cpu-target.sh checks
+    // the same flags before building.)
     #[rustfmt::skip]
     let table = [
         ("sse3",       "pni",    cfg!(target_feature = "sse3"),       bit(leaf1.ecx, 0)),

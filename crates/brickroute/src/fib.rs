@@ -405,6 +405,7 @@ fn bench_family<T: Lpm>(
     let mut ours = Passes::new(q.len());
     let mut reader = Reader::new();
     ours.time(a.runs, |out| reader.pass(&*lpm, &q, a.batch, out));
+    // (Its pin would hold back the frees of the updates timed below.)
     drop(reader);
     // Built and run after ours, not pass by pass with it: its 64 MiB would evict our
     // table from the caches before each of our passes (measured: ours about 5 % slower,

@@ -84,8 +84,9 @@
 //!   family — so a reader must repin (or drop the guard) regularly, or the writer's
 //!   replaced memory piles up. `brickroute fib bench` repins every 2,048 lookups (64
 //!   batches of 32, well under a millisecond). Answers never depend on the pin: every
-//!   lookup loads the current first-level entry, so a reader holding a guard across an
-//!   update sees the new routes as soon as they are published.
+//!   such lookup loads the current first-level entry, so a reader holding a guard
+//!   across an update sees the new routes as soon as they are published (a view,
+//!   below, loads it once for many lookups).
 //!
 //! # Views
 //!
