@@ -11,8 +11,9 @@
 #   ./scripts/lpm-vs-dpdk.sh [--rounds N] [--cpu C] [--anchor DIR] [V4_TABLE V6_TABLE]
 #
 # --anchor: the directory holding dpdk_bench.c (default: ../shared/anchors/lpm beside
-# the repository). Without tables, `brickroute fib gen` writes its synthetic ones. The
-# DPDK side needs libdpdk-dev, which this installs with apt if it is missing (root).
+# the repository). Without tables, `brickroute fib gen` writes its synthetic ones. It
+# installs what building needs (scripts/install-deps.sh) and, for the DPDK side,
+# libdpdk-dev with apt if it is missing (root).
 # Builds go to target/: brickroute in release mode, the anchor to target/anchors/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --cpu) cpu=${2:-}; shift 2 || die "--cpu needs a CPU number" ;;
     --anchor) anchor=${2:-}; shift 2 || die "--anchor needs a directory" ;;
     -h | --help)
-        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     -*) die "unknown option '$1' (see --help)" ;;
@@ -48,10 +49,13 @@ for t in "${tables[@]}"; do
     [[ -r "$t" ]] || die "cannot read table '$t'"
 done
 
+./scripts/install-deps.sh
+export PATH="$HOME/.cargo/bin:$PATH"
 if ! pkg-config --exists libdpdk 2>/dev/null; then
     [[ $(id -u) -eq 0 ]] || die "libdpdk-dev is missing; run as root to install it, or install it first"
     echo "lpm-vs-dpdk: installing libdpdk-dev (DPDK 22.11 on Debian 12)" >&2
-    apt-get install -y -qq libdpdk-dev pkg-config gcc >/dev/null
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdpdk-dev >/dev/null
 fi
 mkdir -p target/anchors
 dpdk=target/anchors/dpdk_bench
