@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs what building and testing brickroute needs on Debian 12. Idempotent: safe to
-# run any number of times; installs only what is missing.
+# Installs what building and testing brickroute needs on Debian 12, and any further
+# Debian packages named as arguments (scripts/lpm-vs-dpdk.sh asks for libdpdk-dev).
+# Idempotent: safe to run any number of times; installs only what is missing.
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config python3 iproute2; do
+for pkg in build-essential pkg-config python3 iproute2 "$@"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

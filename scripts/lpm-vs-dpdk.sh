@@ -12,8 +12,8 @@
 #
 # --anchor: the directory holding dpdk_bench.c (default: ../shared/anchors/lpm beside
 # the repository). Without tables, `brickroute fib gen` writes its synthetic ones. It
-# installs what building needs (scripts/install-deps.sh) and, for the DPDK side,
-# libdpdk-dev with apt if it is missing (root).
+# installs what building needs and, for the DPDK side, libdpdk-dev, if they are
+# missing (scripts/install-deps.sh).
 # Builds go to target/: brickroute in release mode, the anchor to target/anchors/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,14 +49,9 @@ for t in "${tables[@]}"; do
     [[ -r "$t" ]] || die "cannot read table '$t'"
 done
 
-./scripts/install-deps.sh
+# (libdpdk-dev: DPDK 22.11 on Debian 12, for the anchor.)
+./scripts/install-deps.sh libdpdk-dev
 export PATH="$HOME/.cargo/bin:$PATH"
-if ! pkg-config --exists libdpdk 2>/dev/null; then
-    [[ $(id -u) -eq 0 ]] || die "libdpdk-dev is missing; run as root to install it, or install it first"
-    echo "lpm-vs-dpdk: installing libdpdk-dev (DPDK 22.11 on Debian 12)" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdpdk-dev >/dev/null
-fi
 mkdir -p target/anchors
 dpdk=target/anchors/dpdk_bench
 if [[ ! -x "$dpdk" || "$anchor/dpdk_bench.c" -nt "$dpdk" || "$anchor/lpmbench.h" -nt "$dpdk" ]]; then
