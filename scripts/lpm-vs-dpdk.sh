@@ -9,6 +9,7 @@
 # the host from one minute to the next: only figures taken in the same round compare.
 #
 #   ./scripts/lpm-vs-dpdk.sh [--rounds N] [--cpu C] [--anchor DIR] [V4_TABLE V6_TABLE]
+#   ./scripts/lpm-vs-dpdk.sh --summary CSV     (the medians of a CSV it wrote before)
 #
 # --anchor: the directory holding dpdk_bench.c (default: ../shared/anchors/lpm beside
 # the repository). Without tables, `brickroute fib gen` writes its synthetic ones. It
@@ -23,23 +24,60 @@ rounds=10
 cpu=0
 anchor="$repo/../shared/anchors/lpm"
 tables=()
+summary_of=""
 die() {
     echo "lpm-vs-dpdk: $*" >&2
     exit 2
+}
+# The medians of each side and of the ratio, per family and query kind, over the rounds
+# of the CSV file $1.
+summary() {
+    python3 - "$1" <<'PY'
+import csv, statistics, sys
+def die(msg):
+    print("lpm-vs-dpdk: " + msg, file=sys.stderr)
+    sys.exit(2)
+try:
+    rows = list(csv.DictReader(open(sys.argv[1])))
+    kinds = [(f, q) for f, q in (("4", "table"), ("4", "random"), ("6", "table"), ("6", "random"))
+             if any(r["family"] == f and r["queries"] == q for r in rows)]
+    for r in rows:
+        float(r["ours"]), float(r["dpdk"]), float(r["ratio"])
+except (OSError, KeyError, ValueError, TypeError) as e:
+    die("%s is not a CSV of rounds from this script (%s: %s)" % (sys.argv[1], type(e).__name__, e))
+if not kinds:
+    die("%s holds no rounds" % sys.argv[1])
+print("medians over %d rounds (range), Mlookups/s:" % len({r["round"] for r in rows}))
+print("%-13s %-22s %-22s %-20s %s" % ("queries", "ours", "DPDK", "ratio", "rounds at 2x or more"))
+for fam, q in kinds:
+    sel = [r for r in rows if r["family"] == fam and r["queries"] == q]
+    col = lambda k: [float(r[k]) for r in sel]
+    fmt = lambda xs: "%.1f (%.1f-%.1f)" % (statistics.median(xs), min(xs), max(xs))
+    ratios = col("ratio")
+    rat = "%.2f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
+    print("%-13s %-22s %-22s %-20s %d of %d" % ("IPv%s %s" % (fam, q), fmt(col("ours")), fmt(col("dpdk")), rat,
+                                             sum(x >= 2 for x in ratios), len(ratios)))
+PY
 }
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --rounds) rounds=${2:-}; shift 2 || die "--rounds needs a number" ;;
     --cpu) cpu=${2:-}; shift 2 || die "--cpu needs a CPU number" ;;
     --anchor) anchor=${2:-}; shift 2 || die "--anchor needs a directory" ;;
+    --summary) summary_of=${2:-}; shift 2 || die "--summary needs a CSV file" ;;
     -h | --help)
-        sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) tables+=("$1"); shift ;;
     esac
 done
+if [[ -n "$summary_of" ]]; then
+    [[ -r "$summary_of" ]] || die "cannot read '$summary_of'"
+    summary "$summary_of"
+    exit 0
+fi
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a whole number of at least 1, not '$rounds'"
 [[ "$cpu" =~ ^[0-9]+$ ]] || die "--cpu must be a CPU number, not '$cpu'"
 taskset -c "$cpu" true 2>/dev/null || die "cannot run on CPU $cpu (see nproc)"
@@ -108,18 +146,7 @@ for r in $(seq "$rounds"); do
     done
 done
 
-python3 - "$csv" <<'EOF'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-print("\nmedians over %d rounds (range), Mlookups/s:" % len({r["round"] for r in rows}))
-print("%-13s %-22s %-22s %-20s %s" % ("queries", "ours", "DPDK", "ratio", "rounds at 2x or more"))
-for fam, q in (("4", "table"), ("4", "random"), ("6", "table"), ("6", "random")):
-    sel = [r for r in rows if r["family"] == fam and r["queries"] == q]
-    col = lambda k: [float(r[k]) for r in sel]
-    fmt = lambda xs: "%.1f (%.1f-%.1f)" % (statistics.median(xs), min(xs), max(xs))
-    ratios = col("ratio")
-    rat = "%.2f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
-    print("%-13s %-22s %-22s %-20s %d of %d" % ("IPv%s %s" % (fam, q), fmt(col("ours")), fmt(col("dpdk")), rat,
-                                             sum(x >= 2 for x in ratios), len(ratios)))
-print("\nevery round: %s" % sys.argv[1])
-EOF
+echo
+summary "$csv"
+echo
+echo "every round: $csv"
