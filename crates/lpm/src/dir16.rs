@@ -955,7 +955,7 @@ impl Dir16View<'_> {
         // A build for a CPU with POPCNT and BMI2 (the workspace's x86-64-v3 target, see
         // `.cargo/config.toml`) inlines the loop into its caller: no feature test and no
         // call per batch, which in a loop over batches of 32 was on the path from one
-        // group's last loads to the next group's first (see `docs/LPM.md`).
+        // group's last loads to the next group's first (see `docs/LPM-LOG.md`, session 24).
         #[cfg(all(target_arch = "x86_64", target_feature = "popcnt", target_feature = "bmi2"))]
         table.lookup_batch_pinned(top, keys, out);
         #[cfg(not(all(target_arch = "x86_64", target_feature = "popcnt", target_feature = "bmi2")))]
@@ -1187,7 +1187,7 @@ impl Dir16 {
             // the other keys' work instead of coming first in the slow loop, and note the
             // key in a mask that this branch alone sets, so the loop's own branch does
             // not wait for the group's last load. (This branch is mispredicted for those
-            // keys; that cost less than what it saves, see `docs/LPM.md`.)
+            // keys; that cost less than what it saves, see `docs/LPM-LOG.md`, the lpm7 round.)
             let marked = match W {
                 0 => x == usize::from(BYTE_MARK),
                 1 => x == usize::from(KID_MARK),
