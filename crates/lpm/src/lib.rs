@@ -4,7 +4,7 @@
 //!
 //! (See `docs/LPM.md` for the measurements behind both.)
 //!
-//! **IPv4** (`dir16.rs`): a directly indexed first level of `2^16` links (one per /16,
+//! **IPv4** (`dir16/`): a directly indexed first level of `2^16` links (one per /16,
 //! 512 KiB, an L2 or L3 hit), each to a *chunk*: the 256 /24 slots of
 //! that /16, leaf-pushed (each slot holds the next hop of the longest prefix of at most
 //! 24 bits covering it) and stored as runs of equal values: a 256-bit bitmap marks where
