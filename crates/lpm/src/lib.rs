@@ -16,7 +16,7 @@
 //! in the link; /16s without longer prefixes link a shared one-run chunk per value. A
 //! 1M-prefix BGP table takes 4.75 MiB.
 //!
-//! **IPv6** (`runs6.rs`): a first level of `2^16` 64-bit entries (one per /16) over a
+//! **IPv6** (`runs6/`): a first level of `2^16` 64-bit entries (one per /16) over a
 //! leaf-pushed multibit trie whose node levels start at bits 16, 24, 32, 48, 64, 80, 96
 //! and 112 (strides 8, 8, then 16, so a /48 query reads the first level, two small
 //! nodes that stay cached and one node for bits 32..48). A node stores its slots as runs

@@ -1,0 +1,135 @@
+use super::*;
+
+/// The SSE2 path (CPUs without AVX2) answers like the reference too; the shared
+/// tests run the AVX2 path where the CPU has it.
+#[test]
+fn the_portable_path_matches_the_reference() {
+    let mut routes: Vec<(u128, u8, u32)> = Vec::new();
+    let base = 0x2001_0db8u128 << 96;
+    for i in 0..400u128 {
+        // /48s in one /32 (a key tree), /40s, and a stride-8 node of many runs.
+        routes.push((base | (i * 3) << 80, 48, i as u32));
+        routes.push((base | (i % 50) << 88, 40, 1000 + i as u32));
+        routes.push((0x2a00u128 << 112 | (i % 200) << 104, 24, 2000 + (i % 2) as u32));
+    }
+    routes.push((base | 5 << 80 | 7 << 60, 68, 77));
+    routes.push((base | 5 << 80 | 7 << 60 | 9, 128, 78));
+    let t = Runs6::build(&routes);
+    let reference = crate::reference::NaiveLpm6::new();
+    let mut reference = reference;
+    for &(a, l, nh) in &routes {
+        reference.insert(a, l, nh);
+    }
+    let mut probes: Vec<u128> = Vec::new();
+    for &(a, l, _) in &routes {
+        let last = a | u128::MAX.checked_shr(u32::from(l)).unwrap_or(0);
+        probes.extend([a, a.wrapping_sub(1), last, last.wrapping_add(1)]);
+    }
+    let mut out = vec![0u32; probes.len()];
+    let guard = epoch::pin();
+    let first = t.first.load(&guard);
+    t.lookup_batch_pinned::<false>(first, &probes, &mut out);
+    for (&a, &o) in probes.iter().zip(&out) {
+        let want = reference.lookup(a).unwrap_or(NONE);
+        assert_eq!(o, want, "batch {:x}", a);
+        assert_eq!(t.lookup_pinned::<false>(first, a), want, "single {:x}", a);
+    }
+}
+
+/// The lines a lookup prefetches for a node hold what it reads there: the value word
+/// of a direct node's slot, the top value of a split node's high byte, the keys and
+/// first values of a keyed node.
+#[test]
+fn prefetched_lines_hold_the_words_a_lookup_reads() {
+    let base = 0x2001_0db8u128 << 96;
+    // A split node (bits 32..48: 400 /48s), a direct one (bits 16..24 of 2a00::/16:
+    // 100 /24s), a keyed one of one line (bits 32..48 of 2a00:1450::/32: three
+    // adjacent /48s to one next hop, three runs) and one of two lines (2a00:1451::/32:
+    // five /48s apart, eleven runs).
+    let mut routes: Vec<(u128, u8, u32)> = (0..400u128)
+        .map(|i| (base | (i * 3) << 80, 48, i as u32))
+        .collect();
+    routes.extend((0..100u128).map(|i| (0x2a00u128 << 112 | (i * 2) << 104, 24, i as u32 % 7)));
+    let keyed = 0x2a00_1450u128 << 96;
+    routes.extend((1..4u128).map(|i| (keyed | i << 80, 48, 9)));
+    let keyed2 = 0x2a00_1451u128 << 96;
+    routes.extend((1..6u128).map(|i| (keyed2 | (i * 1000) << 80, 48, 10 + i as u32)));
+    let t = Runs6::build(&routes);
+    let w = t.lock();
+    let line = |a: usize| a & !63;
+    let split = w.nodes[&(2, base)].link;
+    assert_eq!(split & (DIRECT | SPLIT), DIRECT | SPLIT);
+    let direct = w.nodes[&(0, 0x2a00u128 << 112)].link;
+    assert_eq!(direct & (DIRECT | SPLIT), DIRECT);
+    let flat = w.nodes[&(2, keyed)].link;
+    assert_eq!((flat & DIRECT, flat >> RUNS_SHIFT), (0, 2));
+    let flat2 = w.nodes[&(2, keyed2)].link;
+    assert_eq!((flat2 & DIRECT, flat2 >> RUNS_SHIFT), (0, 10));
+    for slot in [0u32, 1, 7, 8, 255, 256, 1000, 4095, 65535] {
+        if slot < 256 {
+            // SAFETY: the table is live and the slot within the node's stride.
+            let word = unsafe { value_word::<false>(direct, slot) } as usize;
+            assert_eq!(
+                node_lines(direct, slot),
+                (line(word), line(word)),
+                "direct slot {slot}"
+            );
+        }
+        // SAFETY: as above.
+        let top = unsafe { value_word::<false>(split, slot) } as usize;
+        assert_eq!(
+            node_lines(split, slot),
+            (line(top), line(top)),
+            "split slot {slot}"
+        );
+        // A keyed node: its key line, and its second line only if it has one; the
+        // value word read is in one of them.
+        for (link, second) in [(flat, 0), (flat2, 64)] {
+            let p = (link & PTR) as usize;
+            assert_eq!(node_lines(link, slot), (p, p + second), "keyed slot {slot}");
+            // SAFETY: as above.
+            let word = unsafe { value_word::<false>(link, slot) } as usize;
+            assert!(line(word) == p || line(word) == p + second, "keyed slot {slot}");
+        }
+    }
+}
+
+/// A stride-16 node of 36,000 runs (18,000 /48s, every third, in one /32) is split,
+/// and answers right before and after half of them are removed again.
+#[test]
+fn a_node_of_many_runs_is_split() {
+    let base = 0x2001_0db8u128 << 96;
+    let routes: Vec<(u128, u8, u32)> = (0..18_000u128)
+        .map(|i| (base | (i * 3) << 80, 48, i as u32))
+        .collect();
+    let t = Runs6::build(&routes);
+    let link = |t: &Runs6| t.lock().nodes[&(2, base)].link;
+    // The /48s sit at every third slot of 0..54,000, under high bytes 0..=210, 80
+    // to 86 of them each: a top of 256 values, then 211 sub-nodes of over 33 runs
+    // (direct, 2 KiB each).
+    assert_eq!(link(&t) & (DIRECT | SPLIT), DIRECT | SPLIT);
+    assert_eq!(link_bytes(link(&t)), 2048 + 211 * 2048);
+    let check = |t: &Runs6, live: &dyn Fn(usize) -> bool| {
+        let mut probes = Vec::new();
+        let mut want = Vec::new();
+        for (i, &(a, _, nh)) in routes.iter().enumerate() {
+            let hop = if live(i) { nh } else { NONE };
+            probes.extend([a, a | ((1 << 80) - 1), a + (1 << 80)]);
+            want.extend([hop, hop, NONE]);
+        }
+        let mut out = vec![0u32; probes.len()];
+        t.lookup_batch(&probes, &mut out);
+        for ((&a, &o), &w) in probes.iter().zip(&out).zip(&want) {
+            assert_eq!(o, w, "{:x}", a);
+        }
+        let guard = epoch::pin();
+        t.lookup_batch_pinned::<false>(t.first.load(&guard), &probes, &mut out);
+        assert_eq!(out, want);
+    };
+    check(&t, &|_| true);
+    for &(a, l, _) in routes.iter().step_by(2) {
+        assert!(t.remove(a, l).is_some());
+    }
+    check(&t, &|i| i % 2 == 1);
+    assert_eq!(link(&t) & (DIRECT | SPLIT), DIRECT | SPLIT);
+}
