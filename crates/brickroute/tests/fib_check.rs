@@ -3,12 +3,16 @@
 //! chain in each family, IPv6 past /64, more next hops than fit a byte, duplicate lines,
 //! host bits), and the script's report when an answer is wrong.
 
+mod common;
+
+use common::{stderr, stdout};
+use lpm::synth::Rng;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fib-check.py")
+    common::root().join("scripts/fib-check.py")
 }
 
 fn check(brickroute: &Path, table: &Path, count: usize) -> Output {
@@ -21,22 +25,6 @@ fn check(brickroute: &Path, table: &Path, count: usize) -> Output {
         .arg(table)
         .output()
         .expect("run fib-check.py")
-}
-
-/// A small xorshift generator: the table must be the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 fn v4(a: u32, len: u32) -> String {
@@ -57,7 +45,8 @@ fn v6(a: u128, len: u32) -> String {
 /// the table holds 16-bit dictionary indices; without, 251, so it holds byte values (the
 /// realistic tables' case).
 fn edge_table(many_hops: bool) -> String {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // (The same seed gives the same table on every run.)
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let (spread, chain, hosts) = if many_hops {
         (300, 1000, 5000)
     } else {
@@ -84,14 +73,15 @@ fn edge_table(many_hops: bool) -> String {
             1 + i % spread
         };
         let len = 8 + rng.below(25) as u32;
-        t += &format!("{} {hop}\n", v4(rng.next() as u32, len));
+        t += &format!("{} {hop}\n", v4(rng.next_u64() as u32, len));
         let len = 16 + rng.below(113) as u32;
-        let a = (1u128 << 125) | ((u128::from(rng.next()) << 61 | u128::from(rng.next())) & (u128::MAX >> 3));
+        let a = (1u128 << 125)
+            | ((u128::from(rng.next_u64()) << 61 | u128::from(rng.next_u64())) & (u128::MAX >> 3));
         t += &format!("{} {hop}\n", v6(a, len));
     }
     // Host routes.
     for i in 0..200 {
-        t += &format!("{} {}\n", v4(rng.next() as u32, 32), hosts + i % 18);
+        t += &format!("{} {}\n", v4(rng.next_u64() as u32, 32), hosts + i % 18);
     }
     // A prefix given twice (the later line wins) and one with host bits set (it counts as
     // its network).
@@ -104,8 +94,8 @@ fn check_edge_table(many_hops: bool) {
     let table = dir.path().join("edge.txt");
     std::fs::write(&table, edge_table(many_hops)).expect("write table");
     let o = check(Path::new(env!("CARGO_BIN_EXE_brickroute")), &table, 60_000);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
+    let out = stdout(&o);
+    let err = stderr(&o);
     assert_eq!(
         out.trim_end(),
         "fib-check: 60000 queries, 0 mismatches",
@@ -141,7 +131,7 @@ fn a_wrong_answer_is_reported_with_the_reference_answer() {
     .expect("write fake");
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let o = check(&fake, &table, 30);
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = stdout(&o);
     let mut lines = out.lines();
     assert_eq!(
         lines.next(),
@@ -164,15 +154,15 @@ fn bad_arguments_are_refused_with_a_reason() {
     let bin = Path::new(env!("CARGO_BIN_EXE_brickroute"));
     let o = check(bin, &table, 10);
     assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = stderr(&o);
     assert!(
         err.starts_with(&format!("fib-check: {}:2: ", table.display())),
         "{err}"
     );
     let o = check(bin, &dir.path().join("missing.txt"), 10);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
+    assert!(stderr(&o).contains("cannot read"));
     let o = check(&dir.path().join("no-such-binary"), &table, 10);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("is not an executable"));
+    assert!(stderr(&o).contains("is not an executable"));
 }

@@ -2,11 +2,14 @@
 //! of bad arguments (which come before it installs or builds anything, so these tests
 //! need neither DPDK nor a build).
 
+mod common;
+
+use common::{stderr, stdout};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/lpm-vs-dpdk.sh")
+    common::root().join("scripts/lpm-vs-dpdk.sh")
 }
 
 fn run(args: &[&str]) -> Output {
@@ -15,10 +18,6 @@ fn run(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run lpm-vs-dpdk.sh")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A CSV with the columns the script writes, in a fresh directory.
@@ -42,7 +41,7 @@ fn summary_gives_medians_ranges_and_rounds_at_two_x() {
          3,10:00:40,4,table,190.0,100.0,1.90\n");
     let o = run(&["--summary", &path]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "medians over 3 rounds (range), Mlookups/s:");
     assert!(lines[1].starts_with("queries "), "{out}");
