@@ -380,8 +380,10 @@ impl Dir16 {
             // SAFETY: `k >> 16` is below `2^16`, the first level's length.
             let e = unsafe { top.get_unchecked((k >> TOP_BITS) as usize) }.load(Ordering::Acquire);
             let chunk = ptr_of(e);
-            // The header's line and the chunk's last line (the header is within its
-            // line, so `chunk + 64 * extra` is in the last one).
+            // The header's first line and the chunk's last (the fourth for a chunk of
+            // more than four lines). A header that straddles two lines has its second
+            // one fetched only if that is the last; a third prefetch for it ran slower
+            // (docs/LPM-LOG.md, session 27): pass 2's misses on it overlap.
             prefetch(chunk as usize);
             prefetch(chunk as usize + ((e >> (LINES_SHIFT - 6)) & 0xc0) as usize);
             // (`& 31` only tells the compiler the index fits the array.)
