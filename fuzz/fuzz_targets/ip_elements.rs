@@ -1,5 +1,5 @@
-//! Packets are untrusted bytes: every IP element and the classifiers take any frame
-//! without panicking.
+//! Packets are untrusted bytes: every IP and IPv6 element and the classifiers take any
+//! frame without panicking.
 #![no_main]
 
 use graph::registry::Registry;
@@ -18,6 +18,8 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("IPFragmenter", "68", 2),
     ("EtherEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b", 1),
     ("EtherRewrite", "0:1:2:3:4:5, 6:7:8:9:a:b", 1),
+    ("GetIP6Address", "24", 1),
+    ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
 ];
 
 fuzz_target!(|data: &[u8]| {

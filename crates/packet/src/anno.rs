@@ -142,6 +142,15 @@ impl Anno {
     pub fn set_dst_ip(&mut self, a: [u8; 4]) {
         self.user[DST_IP_ANNO_OFFSET..DST_IP_ANNO_OFFSET + 4].copy_from_slice(&a);
     }
+    /// Destination IPv6 address annotation (it overlays the IPv4 one, as in Click).
+    pub fn dst_ip6(&self) -> [u8; 16] {
+        self.user[DST_IP6_ANNO_OFFSET..DST_IP6_ANNO_OFFSET + 16]
+            .try_into()
+            .unwrap()
+    }
+    pub fn set_dst_ip6(&mut self, a: [u8; 16]) {
+        self.user[DST_IP6_ANNO_OFFSET..DST_IP6_ANNO_OFFSET + 16].copy_from_slice(&a);
+    }
     pub fn paint(&self) -> u8 {
         self.user[PAINT_ANNO_OFFSET]
     }

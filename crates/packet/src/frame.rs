@@ -372,6 +372,12 @@ impl Packet {
         self.set_user_anno(crate::anno::DST_IP_ANNO_OFFSET, &addr);
     }
 
+    /// Sets Click's destination IPv6 address annotation (over the IPv4 one).
+    #[inline]
+    pub fn set_dst_ip6_anno(&mut self, addr: [u8; 16]) {
+        self.set_user_anno(crate::anno::DST_IP6_ANNO_OFFSET, &addr);
+    }
+
     /// Prepends `n` bytes (Click's `push`); their contents are unspecified. Moves the data
     /// into a larger buffer when the headroom is too small (rare: not on the fast path).
     #[inline]

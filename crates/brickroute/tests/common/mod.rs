@@ -38,6 +38,22 @@ pub struct Record {
     pub data: Vec<u8>,
 }
 
+/// Writes `frames` as a microsecond pcap file of Ethernet frames, record i stamped
+/// 1700000000 + i seconds.
+pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let mut b = Vec::new();
+    for v in [0xa1b2c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for (i, f) in frames.iter().enumerate() {
+        for v in [1_700_000_000 + i as u32, 0, f.len() as u32, f.len() as u32] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(f);
+    }
+    std::fs::write(path, b).unwrap_or_else(|e| panic!("{}: {}", path.display(), e));
+}
+
 /// Reads a pcap file written on this (little-endian) machine: global header, records.
 pub fn read_pcap(path: &Path) -> (u32, Vec<Record>) {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e));

@@ -9,17 +9,17 @@
 //! leaves on the route's output; packets without a route are dropped.
 //!
 //! Workers share one `Arc<Ipv4Lpm>` and one lock-free next-hop table (gateway and port
-//! per next-hop index). Handler writes update both in place under a control-side mutex
-//! that the data path never takes; each batch costs one pin and one `lookup_batch_in`.
-//! A freed next-hop index is reused only after every worker that may have read it is
-//! done with it (through `lpm::defer`).
+//! per next-hop index, see `hopindex.rs`). Handler writes update both in place under a
+//! control-side mutex that the data path never takes; each batch costs one pin and one
+//! `lookup_batch_in`.
 
+use super::hopindex::HopIndex;
 use crate::args::{split_words, uncomment, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
 use crate::error::ConfigError;
 use lpm::Ipv4Lpm;
 use packet::PacketBatch;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -234,10 +234,8 @@ struct Control {
     /// RadixIPLookup's free slots, reused newest first.
     free: Vec<usize>,
     index: HashMap<(u32, u8), usize>,
-    hop_ids: HashMap<(u32, i32), u32>,
-    hop_refs: Vec<u32>,
-    /// Next-hop indices free to reuse, oldest first.
-    hop_free: VecDeque<u32>,
+    /// Which (gateway, port) pair holds which next-hop index.
+    hop_index: HopIndex<(u32, i32)>,
     seq: u64,
     /// While a `ctrl` write runs: its table changes, applied together when it ends
     /// (`Ipv4Lpm::apply`: a large write is built into a new table at once).
@@ -254,9 +252,6 @@ pub struct IpLookupSpec {
     lpm: Arc<Ipv4Lpm>,
     /// Next-hop index to `gateway << 32 | port`, read by workers without locks.
     hops: Arc<[AtomicU64]>,
-    /// Freed next-hop indices whose grace period has passed (see `free_hops`), waiting
-    /// to join `Control::hop_free`.
-    returned: Arc<Mutex<Vec<u32>>>,
     ctl: Mutex<Control>,
     complaints: Arc<AtomicU32>,
 }
@@ -272,14 +267,11 @@ impl IpLookupSpec {
             hops: (0..MAX_HOPS)
                 .map(|h| AtomicU64::new(if h < direct { h as u64 } else { 0 }))
                 .collect(),
-            returned: Arc::new(Mutex::new(Vec::new())),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
                 free: Vec::new(),
                 index: HashMap::new(),
-                hop_ids: HashMap::new(),
-                hop_refs: vec![0; direct],
-                hop_free: VecDeque::new(),
+                hop_index: HopIndex::new(direct, MAX_HOPS),
                 seq: 0,
                 pending: None,
                 held_hops: Vec::new(),
@@ -297,55 +289,25 @@ impl IpLookupSpec {
     /// other pairs get indices past the ports.
     fn acquire_hop(&self, ctl: &mut Control, gw: u32, port: i32) -> Result<u32, CmdError> {
         if gw == 0 && port >= 0 && (port as usize) < direct_ports(self.noutputs) {
-            // Counted, never freed: the index always means this port.
-            ctl.hop_refs[port as usize] += 1;
-            return Ok(port as u32);
+            return Ok(ctl.hop_index.port(port as u32));
         }
-        if let Some(&h) = ctl.hop_ids.get(&(gw, port)) {
-            ctl.hop_refs[h as usize] += 1;
-            return Ok(h);
+        let (h, fresh) = ctl.hop_index.acquire((gw, port)).ok_or(CmdError::TooManyHops)?;
+        if fresh {
+            // Published to workers by the release fence in `Ipv4Lpm::insert`.
+            self.hops[h as usize].store((u64::from(gw) << 32) | u64::from(port as u32), Ordering::Relaxed);
         }
-        ctl.hop_free
-            .extend(self.returned.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
-        let h = match ctl.hop_free.pop_front() {
-            Some(h) => h,
-            None if ctl.hop_refs.len() < MAX_HOPS => {
-                ctl.hop_refs.push(0);
-                (ctl.hop_refs.len() - 1) as u32
-            }
-            None => return Err(CmdError::TooManyHops),
-        };
-        ctl.hop_refs[h as usize] = 1;
-        ctl.hop_ids.insert((gw, port), h);
-        // Published to workers by the release fence in `Ipv4Lpm::insert`.
-        self.hops[h as usize].store((u64::from(gw) << 32) | u64::from(port as u32), Ordering::Relaxed);
         Ok(h)
     }
 
     fn release_hop(&self, ctl: &mut Control, h: u32) {
-        let r = &mut ctl.hop_refs[h as usize];
-        *r -= 1;
-        if *r == 0 && h as usize >= direct_ports(self.noutputs) {
-            let v = self.hops[h as usize].load(Ordering::Relaxed);
-            ctl.hop_ids.remove(&((v >> 32) as u32, v as u32 as i32));
+        let v = self.hops[h as usize].load(Ordering::Relaxed);
+        if ctl.hop_index.release(h, ((v >> 32) as u32, v as u32 as i32)) {
             if ctl.pending.is_some() {
                 ctl.held_hops.push(h);
             } else {
-                self.free_hops(vec![h]);
+                ctl.hop_index.free_later(vec![h]);
             }
         }
-    }
-
-    /// Makes `freed` reusable once every worker that may have read one of them from the
-    /// table has finished with it: a worker holds an `lpm` pin from its lookup until it
-    /// has read the index's pair, and an index given to a new pair sooner would send
-    /// its packet to that pair's gateway and port.
-    fn free_hops(&self, freed: Vec<u32>) {
-        if freed.is_empty() {
-            return;
-        }
-        let returned = self.returned.clone();
-        lpm::defer(move || returned.lock().unwrap_or_else(|p| p.into_inner()).extend(freed));
     }
 
     /// Sets or removes (`None`) a route in the lookup table, or records the change for
@@ -518,7 +480,7 @@ impl IpLookupSpec {
         let changes = ctl.pending.take().unwrap_or_default();
         self.lpm.apply(&changes);
         let held = std::mem::take(&mut ctl.held_hops);
-        self.free_hops(held);
+        ctl.hop_index.free_later(held);
         result
     }
 
@@ -720,7 +682,7 @@ impl Element for IpLookup {
         addrs.extend(batch.iter().map(|p| u32::from_be_bytes(p.anno().dst_ip())));
         verdicts.resize(addrs.len(), 0);
         // Held until the next-hop slots are read: an index freed meanwhile is not given
-        // to another pair before then (`IpLookupSpec::free_hops`).
+        // to another pair before then (`hopindex.rs`).
         let guard = lpm::pin();
         // Its loads of the table are `Acquire`: the next-hop slots read below, stored
         // before any route that uses them, are up to date.

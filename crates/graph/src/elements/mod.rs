@@ -7,7 +7,9 @@ pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
+pub(crate) mod hopindex;
 pub(crate) mod ip;
+pub(crate) mod ip6;
 pub mod iplookup;
 pub(crate) mod paint;
 pub mod pcap;
@@ -52,4 +54,6 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(iplookup::IpLookupClass::DIRECT));
     reg.add(Arc::new(iplookup::IpLookupClass::STATIC));
     reg.add(Arc::new(iplookup::IpLookupClass::LINEAR));
+    reg.add(Arc::new(ip6::getip6address::GetIP6AddressClass));
+    reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
 }

@@ -1,0 +1,203 @@
+use super::*;
+use crate::testing::{build_error, Harness};
+use packet::Packet;
+
+fn a(s: &str) -> [u8; 16] {
+    s.parse::<Ipv6Addr>().unwrap().octets()
+}
+
+/// A 40-byte IPv6 header (UDP, hop limit 64, from 2001:db8::99) whose destination
+/// annotation is `anno`; its destination field holds `fe80::1`, which no route matches,
+/// so a test that routes by it would fail.
+fn pkt(anno: &str) -> Packet {
+    let mut b = vec![0x60, 0, 0, 0, 0, 0, 17, 64];
+    b.extend_from_slice(&a("2001:db8::99"));
+    b.extend_from_slice(&a("fe80::1"));
+    let mut p = Packet::from_slice(&b);
+    p.anno_mut().set_dst_ip6(a(anno));
+    p
+}
+
+fn annos(out: &[Packet]) -> Vec<String> {
+    out.iter()
+        .map(|p| Ipv6Addr::from(p.anno().dst_ip6()).to_string())
+        .collect()
+}
+
+const CONFIG: &str = "2001:db8::/32 1, 2001:db8:1::/48 2001:db8:1::1 2, 2001:db8:1:2::/64 3, \
+                      ::/0 2001:db8::fe 0, 2001:db8:1:2:3::7/128 1, 2001:db8:1:2:3::/80 0";
+
+#[test]
+fn routes_by_longest_prefix_and_sets_gateway() {
+    let mut h = Harness::new(&LookupIP6RouteClass, CONFIG, 1, 4);
+    let out = h.push(
+        0,
+        vec![
+            pkt("2001:db8:9::1"),
+            pkt("2001:db8:1:7::7"),
+            pkt("2001:db8:1:2::9"),
+            pkt("2600::1"),
+            pkt("2001:db8:1:2:3::7"),
+            // Longer than /64: the /80 holds it, the /128 beside it does not.
+            pkt("2001:db8:1:2:3::8"),
+        ],
+    );
+    assert_eq!(annos(&out[0]), vec!["2001:db8::fe", "2001:db8:1:2:3::8"]);
+    assert_eq!(annos(&out[1]), vec!["2001:db8:9::1", "2001:db8:1:2:3::7"]);
+    assert_eq!(annos(&out[2]), vec!["2001:db8:1::1"]);
+    assert_eq!(annos(&out[3]), vec!["2001:db8:1:2::9"]);
+    // The packet's bytes are untouched: the IPv6 header as built.
+    let mut header = vec![0x60, 0, 0, 0, 0, 0, 17, 64];
+    header.extend_from_slice(&a("2001:db8::99"));
+    header.extend_from_slice(&a("fe80::1"));
+    assert_eq!(out[2][0].data(), &header[..]);
+}
+
+#[test]
+fn packets_without_route_are_dropped() {
+    let mut h = Harness::new(&LookupIP6RouteClass, "2001:db8::/32 0, 2001:db9::/32 1", 1, 2);
+    let out = h.push(0, vec![pkt("2001:dba::1"), pkt("2001:db8::1"), pkt("::")]);
+    assert_eq!(annos(&out[0]), vec!["2001:db8::1"]);
+    assert!(out[1].is_empty());
+    let mut h = Harness::new(&LookupIP6RouteClass, "", 1, 0);
+    let out = h.push(0, vec![pkt("2001:db8::1")]);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_later_route_for_a_prefix_replaces_the_earlier() {
+    // As Click's IP6Table: the second 2001:db8::/32 (written with host bits and a mask)
+    // replaces the first, in its slot.
+    let mut h = Harness::new(
+        &LookupIP6RouteClass,
+        "2001:db8::/32 0, 2001:db9::/32 0, 2001:db8::5/ffff:ffff:: 2001:db8::2 1",
+        1,
+        2,
+    );
+    let out = h.push(0, vec![pkt("2001:db8::1")]);
+    assert!(out[0].is_empty());
+    assert_eq!(annos(&out[1]), vec!["2001:db8::2"]);
+    assert_eq!(
+        h.read("table"),
+        "# Active routes\n2001:db8::/32\t2001:db8::2\t1\n2001:db9::/32\t::\t0\n"
+    );
+}
+
+#[test]
+fn table_lists_routes_in_slot_order() {
+    let h = Harness::new(&LookupIP6RouteClass, "", 1, 2);
+    assert_eq!(h.read("table"), "");
+    let h = Harness::new(
+        &LookupIP6RouteClass,
+        "2001:db8::/32 1, ::/0 fe80::1 0, 2001:db8::1 0",
+        1,
+        2,
+    );
+    assert_eq!(
+        h.read("table"),
+        "# Active routes\n2001:db8::/32\t::\t1\n::/0\tfe80::1\t0\n2001:db8::1/128\t::\t0\n"
+    );
+    // A removed route frees its slot; the next route takes the first free one.
+    h.write("remove", "2001:db8::/32").unwrap();
+    assert_eq!(
+        h.read("table"),
+        "# Active routes\n::/0\tfe80::1\t0\n2001:db8::1/128\t::\t0\n"
+    );
+    h.write("add", "2001:db8:5::/48 1").unwrap();
+    assert_eq!(
+        h.read("table"),
+        "# Active routes\n2001:db8:5::/48\t::\t1\n::/0\tfe80::1\t0\n2001:db8::1/128\t::\t0\n"
+    );
+    // With every route gone, the heading stays (Click keeps its emptied slots).
+    for p in ["2001:db8:5::/48", "::/0", "2001:db8::1"] {
+        h.write("remove", p).unwrap();
+    }
+    assert_eq!(h.read("table"), "# Active routes\n");
+}
+
+#[test]
+fn handlers_change_the_routes_packets_take() {
+    let mut h = Harness::new(&LookupIP6RouteClass, "2001:db8::/32 0", 1, 3);
+    h.write("add", "2001:db8:1::/48 2001:db8::aa 1").unwrap();
+    h.write("ctrl", "add 2001:db8:1:2::/64 2").unwrap();
+    let out = h.push(
+        0,
+        vec![pkt("2001:db8:1::1"), pkt("2001:db8:1:2::1"), pkt("2001:db8::1")],
+    );
+    assert_eq!(annos(&out[0]), vec!["2001:db8::1"]);
+    assert_eq!(annos(&out[1]), vec!["2001:db8::aa"]);
+    assert_eq!(annos(&out[2]), vec!["2001:db8:1:2::1"]);
+    h.write("ctrl", "remove 2001:db8:1:2::/64").unwrap();
+    // Removing a route that is not there is no error, as in Click.
+    h.write("remove", "2001:db8:7::/48").unwrap();
+    let out = h.push(0, vec![pkt("2001:db8:1:2::1")]);
+    assert_eq!(annos(&out[1]), vec!["2001:db8::aa"]);
+    // The gateway pair's index, freed with its last route, is not given to another
+    // pair while a worker may still read it; new pairs route right meanwhile.
+    h.write("remove", "2001:db8:1::/48").unwrap();
+    h.write("add", "2001:db8:1::/48 2001:db8::bb 2").unwrap();
+    h.write("add", "2001:db8:2::/48 2001:db8::cc 1").unwrap();
+    let out = h.push(0, vec![pkt("2001:db8:1::1"), pkt("2001:db8:2::1")]);
+    assert_eq!(annos(&out[1]), vec!["2001:db8::cc"]);
+    assert_eq!(annos(&out[2]), vec!["2001:db8::bb"]);
+}
+
+#[test]
+fn bad_requests_are_refused_with_a_reason() {
+    let h = Harness::new(&LookupIP6RouteClass, "2001:db8::/32 0", 1, 2);
+    let refused = [
+        ("add", "2001:db8:1::/48 2", "output port out of range"),
+        ("add", "2001:db8:1::/48 -1", "output port out of range"),
+        ("add", "2001:db8:1::/48", "expected 'DADDR/MASK [GW] OUTPUT'"),
+        ("add", "10.0.0.0/8 0", "expected 'DADDR/MASK [GW] OUTPUT'"),
+        (
+            "add",
+            "2001:db8::/ffff:0:ffff:: 0",
+            "expected 'DADDR/MASK [GW] OUTPUT'",
+        ),
+        ("remove", "2001:db8::/32 0", "expected 'DADDR/MASK'"),
+        ("remove", "", "expected 'DADDR/MASK'"),
+        (
+            "ctrl",
+            "set 2001:db8::/32 1",
+            "bad command, should be 'add' or 'remove'",
+        ),
+        ("ctrl", "add 2001:db8::/32 7", "output port out of range"),
+    ];
+    for (handler, value, why) in refused {
+        assert_eq!(
+            h.write(handler, value),
+            Err(why.to_string()),
+            "{} {:?}",
+            handler,
+            value
+        );
+    }
+    // Nothing changed.
+    assert_eq!(h.read("table"), "# Active routes\n2001:db8::/32\t::\t0\n");
+}
+
+#[test]
+fn configuration_errors() {
+    assert_eq!(
+        build_error(&LookupIP6RouteClass, "2001:db8::/32 0, 2001:db8::/32", 1, 2),
+        "e :: LookupIP6Route: argument 2 should be DADDR/MASK [GW] OUTPUT"
+    );
+    assert_eq!(
+        build_error(&LookupIP6RouteClass, "2001:db8::/32 -1", 1, 2),
+        "e :: LookupIP6Route: argument 1 should be DADDR/MASK [GW] OUTPUT"
+    );
+    assert_eq!(
+        build_error(&LookupIP6RouteClass, "2001:db8::/32 x 0", 1, 2),
+        "e :: LookupIP6Route: argument 1 should be DADDR/MASK [GW] OUTPUT"
+    );
+    assert_eq!(
+        build_error(
+            &LookupIP6RouteClass,
+            "2001:db8::/32 0, ::/0 2, 2001:db9::/32 1",
+            1,
+            2
+        ),
+        "e :: LookupIP6Route: need 3 or more output ports"
+    );
+}

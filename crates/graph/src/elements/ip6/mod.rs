@@ -1,0 +1,118 @@
+//! Click's IPv6 routing elements: `GetIP6Address` sets the destination IPv6 annotation
+//! from the packet, `LookupIP6Route` routes by it over the `lpm` crate's IPv6 table.
+
+use crate::args::{split_words, FromArg};
+use std::net::Ipv6Addr;
+
+pub(crate) mod getip6address;
+pub(crate) mod lookupip6route;
+
+/// An IPv6 prefix as Click's `cp_ip6_prefix` reads it with bare addresses allowed:
+/// `ADDR/LEN`, `ADDR/MASK` (a contiguous mask written as an address) or `ADDR` (a /128).
+/// The address keeps its bits past the prefix; [`Ipv6Prefix::network`] clears them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ipv6Prefix {
+    pub addr: u128,
+    pub len: u8,
+}
+
+impl Ipv6Prefix {
+    /// The address with the bits past the prefix cleared.
+    pub fn network(&self) -> u128 {
+        self.addr & mask_of(self.len)
+    }
+}
+
+fn mask_of(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len))
+    }
+}
+
+impl FromArg for Ipv6Prefix {
+    const WHAT: &'static str = "IPv6 address prefix";
+    fn from_arg(s: &str) -> Option<Self> {
+        let s = s.trim();
+        let (a, m) = match s.split_once('/') {
+            None => (s, None),
+            Some((a, m)) => (a, Some(m)),
+        };
+        let addr = u128::from(a.parse::<Ipv6Addr>().ok()?);
+        let len = match m {
+            None => 128,
+            Some(m) if m.contains(':') => {
+                let mask = u128::from(m.parse::<Ipv6Addr>().ok()?);
+                // Only contiguous masks: the table matches prefixes.
+                (mask.leading_ones() + mask.trailing_zeros() == 128).then_some(mask.leading_ones() as u8)?
+            }
+            Some(m) => {
+                // Digits only (no sign, no spaces), as Click reads a prefix length.
+                if m.is_empty() || !m.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let len: u32 = m.parse().ok()?;
+                (len <= 128).then_some(len as u8)?
+            }
+        };
+        Some(Ipv6Prefix { addr, len })
+    }
+}
+
+/// A route as Click's `LookupIP6Route` takes it: `DADDR/MASK [GW] OUTPUT`, a gateway of
+/// `::` meaning none. Returns the prefix (its network address), the gateway and the
+/// output, or `None` for anything else.
+pub(crate) fn parse_route6(s: &str) -> Option<(u128, u8, u128, i64)> {
+    let words = split_words(s);
+    let (p, gw, port) = match words.as_slice() {
+        [p, port] => (p, None, port),
+        [p, gw, port] => (p, Some(gw), port),
+        _ => return None,
+    };
+    let p = Ipv6Prefix::from_arg(p)?;
+    let gw = match gw {
+        Some(g) => u128::from(Ipv6Addr::from_arg(g)?),
+        None => 0,
+    };
+    let port = i64::from_arg(port)?;
+    Some((p.network(), p.len, gw, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> u128 {
+        u128::from(s.parse::<Ipv6Addr>().unwrap())
+    }
+
+    #[test]
+    fn prefixes_as_click_writes_them() {
+        let p = |s: &str| Ipv6Prefix::from_arg(s).map(|p| (p.network(), p.len));
+        assert_eq!(p("2001:db8::/32"), Some((a("2001:db8::"), 32)));
+        assert_eq!(p("2001:db8::1/32"), Some((a("2001:db8::"), 32)));
+        assert_eq!(p("2001:db8::1"), Some((a("2001:db8::1"), 128)));
+        assert_eq!(p("::/0"), Some((0, 0)));
+        assert_eq!(p("2001:db8::/ffff:ffff::"), Some((a("2001:db8::"), 32)));
+        assert_eq!(p("2001:db8::/129"), None);
+        assert_eq!(p("2001:db8::/+3"), None);
+        assert_eq!(p("2001:db8::/"), None);
+        // A mask with a hole is refused.
+        assert_eq!(p("2001:db8::/ffff:0:ffff::"), None);
+        assert_eq!(p("10.0.0.0/8"), None);
+    }
+
+    #[test]
+    fn routes_with_and_without_gateway() {
+        assert_eq!(parse_route6("2001:db8::/32 1"), Some((a("2001:db8::"), 32, 0, 1)));
+        assert_eq!(
+            parse_route6("::/0 2001:db8::2 0"),
+            Some((0, 0, a("2001:db8::2"), 0))
+        );
+        assert_eq!(parse_route6("2001:db8::/32"), None);
+        assert_eq!(parse_route6("2001:db8::/32 :: 1 2"), None);
+        assert_eq!(parse_route6("2001:db8::/32 x 1"), None);
+        assert_eq!(parse_route6("2001:db8::/32 one"), None);
+    }
+}
