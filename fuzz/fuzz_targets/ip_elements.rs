@@ -18,6 +18,10 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("IPFragmenter", "68", 2),
     ("EtherEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b", 1),
     ("EtherRewrite", "0:1:2:3:4:5, 6:7:8:9:a:b", 1),
+    ("CheckIP6Header", "::1, 14", 2),
+    ("CheckIP6Header", "", 2),
+    ("MarkIP6Header", "14", 1),
+    ("DecIP6HLIM", "", 2),
     ("GetIP6Address", "24", 1),
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
 ];

@@ -378,20 +378,22 @@ fn the_summary_says_where_each_workers_cycles_went() {
     assert!(stderr(&o).contains("--idle-spin-us"), "stderr: {}", stderr(&o));
 }
 
-/// An Ethernet frame carrying an IPv6/UDP packet to `dst` (hop limit 64, 8 bytes of
-/// payload; the UDP checksum is not checked by the elements under test).
-fn ip6_frame(dst: [u8; 16]) -> Vec<u8> {
+/// An Ethernet frame carrying an IPv6/UDP packet to `dst` with hop limit `hlim` and 8
+/// bytes of payload (the UDP checksum is not checked by the elements under test), and
+/// `pad` bytes of Ethernet padding after it.
+fn ip6_frame(dst: [u8; 16], hlim: u8, pad: usize) -> Vec<u8> {
     let mut f = vec![0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x86, 0xdd];
-    f.extend_from_slice(&[0x60, 0, 0, 0, 0, 16, 17, 64]);
+    f.extend_from_slice(&[0x60, 0, 0, 0, 0, 16, 17, hlim]);
     f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99]);
     f.extend_from_slice(&dst);
     f.extend_from_slice(&[0x04, 0x00, 0x00, 0x09, 0x00, 0x10, 0x00, 0x00]);
     f.extend_from_slice(b"ipv6 pkt");
+    f.extend_from_slice(&vec![0; pad]);
     f
 }
 
 #[test]
-fn ipv6_packets_are_routed_by_their_destination() {
+fn ipv6_packets_are_checked_routed_and_their_hop_limit_decremented() {
     let dir = tempfile::tempdir().unwrap();
     let (input, out0, out1) = (
         dir.path().join("in.pcap"),
@@ -401,17 +403,26 @@ fn ipv6_packets_are_routed_by_their_destination() {
     let net1 = |last: u8| [0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, last];
     let net2 = |last: u8| [0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 7, 0, 0, 0, 0, 0, 0, 0, last];
     let elsewhere = [0x26, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
-    let frames = vec![
-        ip6_frame(net1(1)),
-        ip6_frame(net2(2)),
-        ip6_frame(elsewhere),
-        ip6_frame(net1(3)),
-    ];
-    write_pcap(&input, &frames);
-    let cfg = "FromDump($IN, STOP true) -> Classifier(12/86dd) -> Strip(14) -> GetIP6Address(24) \
+    let mut bad_version = ip6_frame(net1(4), 64, 0);
+    bad_version[14] = 0x45;
+    write_pcap(
+        &input,
+        &[
+            ip6_frame(net1(1), 64, 0),
+            // Ethernet padding, which CheckIP6Header trims.
+            ip6_frame(net2(2), 64, 6),
+            ip6_frame(elsewhere, 64, 0),
+            ip6_frame(net1(3), 1, 0),
+            bad_version,
+            ip6_frame(net1(5), 255, 0),
+        ],
+    );
+    let cfg = "FromDump($IN, STOP true) -> Classifier(12/86dd) -> Strip(14) -> ch :: CheckIP6Header \
+               -> GetIP6Address(24) \
                -> rt :: LookupIP6Route(2001:db8:1::/48 0, 2001:db8:2::/48 2001:db8::2 1); \
-               rt[0] -> Unstrip(14) -> c0 :: Counter -> ToDump($OUT0); \
-               rt[1] -> Unstrip(14) -> c1 :: Counter -> ToDump($OUT1)";
+               rt[0] -> dh0 :: DecIP6HLIM -> Unstrip(14) -> c0 :: Counter -> ToDump($OUT0); \
+               rt[1] -> dh1 :: DecIP6HLIM -> Unstrip(14) -> c1 :: Counter -> ToDump($OUT1); \
+               dh0[1] -> expired :: Counter -> Discard; ch[1] -> bad :: Counter -> Discard";
     let o = brickroute(&[
         "run",
         "-e",
@@ -424,20 +435,30 @@ fn ipv6_packets_are_routed_by_their_destination() {
         "-h",
         "c1.count",
         "-h",
+        "expired.count",
+        "-h",
+        "bad.count",
+        "-h",
         "rt.table",
     ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     // The packet to 2600::1 has no route and is dropped.
     assert_eq!(
         stdout(&o),
-        "c0.count:\n2\n\nc1.count:\n1\n\nrt.table:\n# Active routes\n\
-         2001:db8:1::/48\t::\t0\n2001:db8:2::/48\t2001:db8::2\t1\n\n"
+        "c0.count:\n2\n\nc1.count:\n1\n\nexpired.count:\n1\n\nbad.count:\n1\n\n\
+         rt.table:\n# Active routes\n2001:db8:1::/48\t::\t0\n2001:db8:2::/48\t2001:db8::2\t1\n\n"
     );
-    // Routing changes the annotation, not the bytes: the frames leave as they came.
+    assert!(
+        stderr(&o).contains("IP6 header check failed"),
+        "stderr: {}",
+        stderr(&o)
+    );
+    // The frames leave with their hop limit one lower (the gateway only changes the
+    // annotation) and without the padding.
     let (_, recs) = read_pcap(&out0);
     let got: Vec<Vec<u8>> = recs.into_iter().map(|r| r.data).collect();
-    assert_eq!(got, vec![frames[0].clone(), frames[3].clone()]);
+    assert_eq!(got, vec![ip6_frame(net1(1), 63, 0), ip6_frame(net1(5), 254, 0)]);
     let (_, recs) = read_pcap(&out1);
-    assert_eq!(recs.len(), 1);
-    assert_eq!(recs[0].data, frames[1]);
+    let got: Vec<Vec<u8>> = recs.into_iter().map(|r| r.data).collect();
+    assert_eq!(got, vec![ip6_frame(net2(2), 63, 0)]);
 }

@@ -54,6 +54,9 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(iplookup::IpLookupClass::DIRECT));
     reg.add(Arc::new(iplookup::IpLookupClass::STATIC));
     reg.add(Arc::new(iplookup::IpLookupClass::LINEAR));
+    reg.add(Arc::new(ip6::checkip6header::CheckIP6HeaderClass));
+    reg.add(Arc::new(ip6::checkip6header::MarkIP6HeaderClass));
+    reg.add(Arc::new(ip6::decip6hlim::DecIP6HLIMClass));
     reg.add(Arc::new(ip6::getip6address::GetIP6AddressClass));
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
 }

@@ -1,11 +1,17 @@
-//! Click's IPv6 routing elements: `GetIP6Address` sets the destination IPv6 annotation
-//! from the packet, `LookupIP6Route` routes by it over the `lpm` crate's IPv6 table.
+//! Click's IPv6 elements: `CheckIP6Header` and `MarkIP6Header` find the IPv6 header,
+//! `DecIP6HLIM` decrements its hop limit, `GetIP6Address` sets the destination IPv6
+//! annotation from the packet, and `LookupIP6Route` routes by it over the `lpm` crate's
+//! IPv6 table.
 
 use crate::args::{split_words, FromArg};
 use std::net::Ipv6Addr;
 
+pub(crate) mod checkip6header;
+pub(crate) mod decip6hlim;
 pub(crate) mod getip6address;
 pub(crate) mod lookupip6route;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 /// An IPv6 prefix as Click's `cp_ip6_prefix` reads it with bare addresses allowed:
 /// `ADDR/LEN`, `ADDR/MASK` (a contiguous mask written as an address) or `ADDR` (a /128).
