@@ -22,6 +22,8 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("CheckIP6Header", "", 2),
     ("MarkIP6Header", "14", 1),
     ("DecIP6HLIM", "", 2),
+    ("ICMP6Error", "2001:db8::fe, 3, 0", 1),
+    ("ICMP6Error", "2001:db8::fe, 4, 0, MTU 60", 1),
     ("GetIP6Address", "24", 1),
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
 ];

@@ -395,10 +395,11 @@ fn ip6_frame(dst: [u8; 16], hlim: u8, pad: usize) -> Vec<u8> {
 #[test]
 fn ipv6_packets_are_checked_routed_and_their_hop_limit_decremented() {
     let dir = tempfile::tempdir().unwrap();
-    let (input, out0, out1) = (
+    let (input, out0, out1, errs) = (
         dir.path().join("in.pcap"),
         dir.path().join("out0.pcap"),
         dir.path().join("out1.pcap"),
+        dir.path().join("errors.pcap"),
     );
     let net1 = |last: u8| [0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, last];
     let net2 = |last: u8| [0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 7, 0, 0, 0, 0, 0, 0, 0, last];
@@ -422,7 +423,9 @@ fn ipv6_packets_are_checked_routed_and_their_hop_limit_decremented() {
                -> rt :: LookupIP6Route(2001:db8:1::/48 0, 2001:db8:2::/48 2001:db8::2 1); \
                rt[0] -> dh0 :: DecIP6HLIM -> Unstrip(14) -> c0 :: Counter -> ToDump($OUT0); \
                rt[1] -> dh1 :: DecIP6HLIM -> Unstrip(14) -> c1 :: Counter -> ToDump($OUT1); \
-               dh0[1] -> expired :: Counter -> Discard; ch[1] -> bad :: Counter -> Discard";
+               dh0[1] -> expired :: Counter -> ICMP6Error(2001:db8::fe, 3, 0) \
+               -> EtherEncap(0x86dd, 2:0:0:0:1:1, 2:0:0:0:1:2) -> ToDump($ERR); \
+               ch[1] -> bad :: Counter -> Discard";
     let o = brickroute(&[
         "run",
         "-e",
@@ -430,6 +433,7 @@ fn ipv6_packets_are_checked_routed_and_their_hop_limit_decremented() {
         &format!("IN={}", input.display()),
         &format!("OUT0={}", out0.display()),
         &format!("OUT1={}", out1.display()),
+        &format!("ERR={}", errs.display()),
         "-h",
         "c0.count",
         "-h",
@@ -461,4 +465,26 @@ fn ipv6_packets_are_checked_routed_and_their_hop_limit_decremented() {
     let (_, recs) = read_pcap(&out1);
     let got: Vec<Vec<u8>> = recs.into_iter().map(|r| r.data).collect();
     assert_eq!(got, vec![ip6_frame(net2(2), 63, 0)]);
+    // The packet whose hop limit ran out is answered with an ICMPv6 time exceeded
+    // (RFC 4443 3.3) to its source, quoting it from its IPv6 header.
+    let quote = ip6_frame(net1(3), 1, 0)[14..].to_vec();
+    let router = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xfe];
+    let sender = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99];
+    let mut icmp = vec![3, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&quote);
+    let mut pseudo = router.to_vec();
+    pseudo.extend_from_slice(&sender);
+    pseudo.extend_from_slice(&(icmp.len() as u32).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 58]);
+    pseudo.extend_from_slice(&icmp);
+    let c = inet_checksum(&pseudo);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut want = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd];
+    want.extend_from_slice(&[0x60, 0, 0, 0, 0, icmp.len() as u8, 58, 255]);
+    want.extend_from_slice(&router);
+    want.extend_from_slice(&sender);
+    want.extend_from_slice(&icmp);
+    let (_, recs) = read_pcap(&errs);
+    let got: Vec<Vec<u8>> = recs.into_iter().map(|r| r.data).collect();
+    assert_eq!(got, vec![want]);
 }

@@ -114,24 +114,67 @@ pub fn update32(hc: u16, old: u32, new: u32) -> u16 {
     update16(hc, old as u16, new as u16)
 }
 
-/// Sum of the IPv4 pseudo-header for TCP/UDP checksums.
+/// Sum of the IPv4 pseudo-header for TCP/UDP checksums, folded to 16 bits (so a caller
+/// may add a few more 16-bit words to it before [`sum`] or [`fold`]).
 pub fn pseudo_header_v4(src: [u8; 4], dst: [u8; 4], proto: u8, len: u16) -> u32 {
-    let mut acc = sum(&src, 0);
-    acc = sum(&dst, acc);
-    acc + proto as u32 + len as u32
+    let acc = u64::from(sum(&src, 0)) + u64::from(sum(&dst, 0)) + u64::from(proto) + u64::from(len);
+    u32::from(fold(fold64(acc)))
 }
 
-/// Sum of the IPv6 pseudo-header for upper-layer checksums.
+/// Sum of the IPv6 pseudo-header for upper-layer checksums, folded to 16 bits.
 pub fn pseudo_header_v6(src: &[u8; 16], dst: &[u8; 16], next: u8, len: u32) -> u32 {
-    let mut acc = sum(src, 0);
-    acc = sum(dst, acc);
-    acc = acc.wrapping_add(len >> 16).wrapping_add(len & 0xffff);
-    acc + next as u32
+    // (A 32-bit word adds as its two halves: 2^16 = 1 modulo 2^16 - 1.)
+    let acc = u64::from(sum(src, 0)) + u64::from(sum(dst, 0)) + u64::from(len) + u64::from(next);
+    u32::from(fold(fold64(acc)))
+}
+
+/// Folds a 64-bit one's-complement sum to 32 bits, keeping the end-around carries.
+fn fold64(mut s: u64) -> u32 {
+    s = (s & 0xffff_ffff) + (s >> 32);
+    s = (s & 0xffff_ffff) + (s >> 32);
+    s as u32
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 1071's sum of 16-bit big-endian words, folded, written out for the tests.
+    fn word_sum(b: &[u8]) -> u16 {
+        let mut s: u64 = b
+            .chunks(2)
+            .map(|c| (u64::from(c[0]) << 8) | u64::from(*c.get(1).unwrap_or(&0)))
+            .sum();
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s as u16
+    }
+
+    #[test]
+    fn pseudo_header_sums_keep_every_carry() {
+        // All-ones addresses push the running sums to their top, where adding the
+        // length and protocol used to overflow 32 bits.
+        for (a, b) in [
+            ([0xffu8; 16], [0xffu8; 16]),
+            ([0xfe; 16], [0xff; 16]),
+            ([0; 16], [1; 16]),
+        ] {
+            for (next, len) in [(58u8, 0xffff_ffffu32), (17, 8), (6, 0x1_0000)] {
+                let mut v = a.to_vec();
+                v.extend_from_slice(&b);
+                v.extend_from_slice(&len.to_be_bytes());
+                v.extend_from_slice(&[0, 0, 0, next]);
+                assert_eq!(fold(pseudo_header_v6(&a, &b, next, len)), word_sum(&v));
+                let (a4, b4) = ([a[0], a[1], a[2], a[3]], [b[0], b[1], b[2], b[3]]);
+                let mut v = a4.to_vec();
+                v.extend_from_slice(&b4);
+                v.extend_from_slice(&[0, next]);
+                v.extend_from_slice(&(len as u16).to_be_bytes());
+                assert_eq!(fold(pseudo_header_v4(a4, b4, next, len as u16)), word_sum(&v));
+            }
+        }
+    }
 
     #[test]
     fn rfc1071_example() {

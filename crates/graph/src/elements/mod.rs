@@ -58,5 +58,6 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip6::checkip6header::MarkIP6HeaderClass));
     reg.add(Arc::new(ip6::decip6hlim::DecIP6HLIMClass));
     reg.add(Arc::new(ip6::getip6address::GetIP6AddressClass));
+    reg.add(Arc::new(ip6::icmp6error::ICMP6ErrorClass));
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
 }

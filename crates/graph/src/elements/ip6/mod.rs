@@ -1,7 +1,7 @@
 //! Click's IPv6 elements: `CheckIP6Header` and `MarkIP6Header` find the IPv6 header,
-//! `DecIP6HLIM` decrements its hop limit, `GetIP6Address` sets the destination IPv6
-//! annotation from the packet, and `LookupIP6Route` routes by it over the `lpm` crate's
-//! IPv6 table.
+//! `DecIP6HLIM` decrements its hop limit, `ICMP6Error` answers with ICMPv6 errors,
+//! `GetIP6Address` sets the destination IPv6 annotation from the packet, and
+//! `LookupIP6Route` routes by it over the `lpm` crate's IPv6 table.
 
 use crate::args::{split_words, FromArg};
 use std::net::Ipv6Addr;
@@ -9,6 +9,7 @@ use std::net::Ipv6Addr;
 pub(crate) mod checkip6header;
 pub(crate) mod decip6hlim;
 pub(crate) mod getip6address;
+pub(crate) mod icmp6error;
 pub(crate) mod lookupip6route;
 #[cfg(test)]
 pub(crate) mod testutil;
