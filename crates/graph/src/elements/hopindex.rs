@@ -107,9 +107,17 @@ mod tests {
         assert!(!ix.release(1, (0, 1)));
         assert!(!ix.release(2, (7, 0)));
         assert!(ix.release(2, (7, 0)));
-        // Not reusable before its grace period: still full at once after the release.
+        // Released but not freed: still full.
         assert_eq!(ix.acquire((9, 1)), None);
+        // Freed while this thread holds a pin, as a worker does from its lookup until it
+        // has read the pair: however often the collector runs, not reusable yet.
+        let held = lpm::pin();
         ix.free_later(vec![2]);
+        for _ in 0..10_000 {
+            drop(lpm::pin());
+        }
+        assert_eq!(ix.acquire((9, 1)), None);
+        drop(held);
         // Other threads pin too, so the epoch may take a few rounds to advance.
         let mut rounds = 0;
         let got = loop {

@@ -201,3 +201,46 @@ fn configuration_errors() {
         "e :: LookupIP6Route: need 3 or more output ports"
     );
 }
+
+#[test]
+fn workers_never_see_a_route_on_another_pairs_gateway_while_routes_change() {
+    // Each round removes 2001:db8:11::/48 (freeing its gateway pair's next-hop index),
+    // gives a new pair an index, and puts the route back, while a worker routes a
+    // packet to it over and over: the packet is dropped or leaves on its own route,
+    // never on the new pair's. (The window in which a worker holds an index it has not
+    // read yet is a few instructions wide, so this rarely catches an index reused too
+    // soon; `hopindex.rs`'s test checks that reuse waits for a held pin.)
+    use std::sync::atomic::AtomicBool;
+    let h = Harness::new(&LookupIP6RouteClass, "2001:db8:11::/48 2001:db8::a 1", 1, 3);
+    let done = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (spec, done) = (h.spec.clone(), done.clone());
+        std::thread::spawn(move || {
+            let info = WorkerInfo { index: 1, count: 2 };
+            let mut w = spec.instantiate(info);
+            let stop = StopFlag::new();
+            let mut cx = Context::new(info, &stop);
+            let mut routed = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let mut outs: Vec<PacketBatch> = (0..3).map(|_| PacketBatch::new()).collect();
+                let mut b: PacketBatch = vec![pkt("2001:db8:11::1")].into_iter().collect();
+                w.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
+                assert!(outs[2].is_empty(), "2001:db8:11::1 left on the new pair's port");
+                if let Some(p) = outs[1].iter().next() {
+                    assert_eq!(annos(std::slice::from_ref(p)), vec!["2001:db8::a"]);
+                    routed += 1;
+                }
+            }
+            routed
+        })
+    };
+    for round in 0..2000 {
+        h.write("remove", "2001:db8:11::/48").unwrap();
+        h.write("add", &format!("2001:db8:12::/48 2001:db8::b:{:x} 2", round))
+            .unwrap();
+        h.write("add", "2001:db8:11::/48 2001:db8::a 1").unwrap();
+        h.write("remove", "2001:db8:12::/48").unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    assert!(worker.join().expect("worker") > 0);
+}
