@@ -10,17 +10,8 @@ big for the link, ARP, and a broadcast source address.
 import struct
 import sys
 
-ROUTER_MAC = bytes.fromhex("020000000001")
-HOST_MAC = bytes.fromhex("020000000002")
-
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
+from samplepcap import HOST_MAC, csum, write_pcap
+from samplepcap import ether as ether_frame
 
 
 def ip4(a):
@@ -56,11 +47,8 @@ def icmp_echo(ident, seq, data):
     return m[:2] + struct.pack("!H", csum(m)) + m[4:]
 
 
-def ether(payload, ethertype=0x0800, dst=ROUTER_MAC, src=HOST_MAC, pad=True):
-    f = dst + src + struct.pack("!H", ethertype) + payload
-    if pad and len(f) < 60:
-        f += b"\0" * (60 - len(f))
-    return f
+def ether(payload, ethertype=0x0800, **kw):
+    return ether_frame(payload, ethertype, **kw)
 
 
 def frames():
@@ -90,11 +78,7 @@ def frames():
 
 
 def main(path):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames()):
-            f.write(struct.pack("<IIII", 1700000000 + i, 1000 * i, len(fr), len(fr)))
-            f.write(fr)
+    write_pcap(path, frames())
 
 
 if __name__ == "__main__":

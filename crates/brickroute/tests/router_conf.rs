@@ -442,3 +442,8 @@ fn two_workers_write_the_same_captures_as_one() {
     assert_eq!(one.if2, two.if2);
     assert_eq!(one.if3, two.if3);
 }
+
+#[test]
+fn the_shipped_sample_is_what_its_script_writes() {
+    assert_script_writes("scripts/make-sample-pcap.py", SAMPLE);
+}

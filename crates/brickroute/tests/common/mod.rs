@@ -54,6 +54,22 @@ pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
     std::fs::write(path, b).unwrap_or_else(|e| panic!("{}: {}", path.display(), e));
 }
 
+/// Checks that the Python script `script` (a path from the checkout's root) writes
+/// the file `shipped` byte for byte when given a path to write.
+pub fn assert_script_writes(script: &str, shipped: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("written");
+    let o = Command::new("python3")
+        .arg(root().join(script))
+        .arg(&out)
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}: {}", script, stderr(&o));
+    let written = std::fs::read(&out).unwrap();
+    let want = std::fs::read(root().join(shipped)).unwrap();
+    assert!(written == want, "{} differs from what {} writes", shipped, script);
+}
+
 /// Reads a pcap file written on this (little-endian) machine: global header, records.
 pub fn read_pcap(path: &Path) -> (u32, Vec<Record>) {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e));
