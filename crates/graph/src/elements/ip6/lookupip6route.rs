@@ -221,6 +221,29 @@ impl LookupIP6RouteSpec {
         }
     }
 
+    /// The `lookup ADDR` handler (brickroute's, as the IPv4 lookup elements have it from
+    /// Click): the output port, followed by the gateway if the route has one; `-1` when
+    /// no route matches.
+    fn lookup_text(&self, text: &str) -> Result<String, String> {
+        let a = Ipv6Addr::from_arg(uncomment(text).trim())
+            .ok_or_else(|| format!("expected IPv6 address, not '{}'", text.trim()))?;
+        let Some(h) = self.lpm.lookup(u128::from(a)) else {
+            return Ok("-1".to_string());
+        };
+        if h < direct_ports(self.noutputs) as u32 {
+            return Ok(h.to_string());
+        }
+        let hop = &self.hops[h as usize];
+        let gw = (u128::from(hop.gw_hi.load(Ordering::Relaxed)) << 64)
+            | u128::from(hop.gw_lo.load(Ordering::Relaxed));
+        let port = hop.port.load(Ordering::Relaxed);
+        Ok(if gw != 0 {
+            format!("{} {}", port, Ipv6Addr::from(gw))
+        } else {
+            port.to_string()
+        })
+    }
+
     /// The `table` handler's text, as Click's `IP6Table::dump`: a heading once any route
     /// has been added, then `DADDR/LEN<TAB>GW<TAB>OUTPUT` per route in slot order.
     fn dump(&self) -> String {
@@ -263,6 +286,7 @@ impl ElementSpec for LookupIP6RouteSpec {
     fn handlers(&self) -> Vec<HandlerInfo> {
         vec![
             HandlerInfo::read("table"),
+            HandlerInfo::read("lookup"),
             HandlerInfo::write("add"),
             HandlerInfo::write("remove"),
             HandlerInfo::write("ctrl"),
@@ -271,6 +295,10 @@ impl ElementSpec for LookupIP6RouteSpec {
 
     fn read_handler(&self, name: &str) -> Option<String> {
         (name == "table").then(|| self.dump())
+    }
+
+    fn read_handler_with(&self, name: &str, param: &str) -> Option<Result<String, String>> {
+        (name == "lookup").then(|| self.lookup_text(param))
     }
 
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {

@@ -244,3 +244,22 @@ fn workers_never_see_a_route_on_another_pairs_gateway_while_routes_change() {
     done.store(true, Ordering::Relaxed);
     assert!(worker.join().expect("worker") > 0);
 }
+
+#[test]
+fn lookup_handler_names_the_output_and_gateway() {
+    let h = Harness::new(&LookupIP6RouteClass, CONFIG, 1, 4);
+    let lookup = |a: &str| h.spec.read_handler_with("lookup", a).expect("a lookup handler");
+    assert_eq!(lookup("2001:db8:9::1"), Ok("1".to_string()));
+    assert_eq!(lookup("2001:db8:1:7::7"), Ok("2 2001:db8:1::1".to_string()));
+    assert_eq!(lookup("2600::1"), Ok("0 2001:db8::fe".to_string()));
+    assert_eq!(lookup(" 2001:db8:1:2:3::8 "), Ok("0".to_string()));
+    assert_eq!(
+        lookup("10.0.0.1"),
+        Err("expected IPv6 address, not '10.0.0.1'".to_string())
+    );
+    let h = Harness::new(&LookupIP6RouteClass, "2001:db8::/32 0", 1, 1);
+    assert_eq!(
+        h.spec.read_handler_with("lookup", "2001:db9::1"),
+        Some(Ok("-1".to_string()))
+    );
+}
