@@ -19,7 +19,7 @@ use crate::element::*;
 use crate::error::ConfigError;
 use lpm::Ipv4Lpm;
 use packet::PacketBatch;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -233,6 +233,9 @@ struct Control {
     slots: Vec<Option<Slot>>,
     /// RadixIPLookup's free slots, reused newest first.
     free: Vec<usize>,
+    /// The other classes' free slots, the lowest reused first (no scan of the slots,
+    /// which made a large table's loading quadratic).
+    first_free: BTreeSet<usize>,
     index: HashMap<(u32, u8), usize>,
     /// Which (gateway, port) pair holds which next-hop index.
     hop_index: HopIndex<(u32, i32)>,
@@ -270,6 +273,7 @@ impl IpLookupSpec {
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
                 free: Vec::new(),
+                first_free: BTreeSet::new(),
                 index: HashMap::new(),
                 hop_index: HopIndex::new(direct, MAX_HOPS),
                 seq: 0,
@@ -359,7 +363,7 @@ impl IpLookupSpec {
                 None
             }
             (None, _) => {
-                let j = match ctl.slots.iter().position(Option::is_none) {
+                let j = match ctl.first_free.pop_first() {
                     Some(j) => {
                         ctl.slots[j] = Some(new);
                         j
@@ -395,6 +399,8 @@ impl IpLookupSpec {
         let old = ctl.slots[i].take().ok_or(CmdError::NotFound(r))?;
         if self.flavor == Flavor::Radix {
             ctl.free.push(i);
+        } else {
+            ctl.first_free.insert(i);
         }
         self.release_hop(ctl, old.hop);
         Ok(old.route)
@@ -492,6 +498,7 @@ impl IpLookupSpec {
             self.release_hop(&mut ctl, s.hop);
         }
         ctl.free.clear();
+        ctl.first_free.clear();
         ctl.index.clear();
         ctl.seq = 0;
     }

@@ -17,7 +17,7 @@ use crate::elements::hopindex::HopIndex;
 use crate::error::ConfigError;
 use lpm::Ipv6Lpm;
 use packet::PacketBatch;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,6 +76,9 @@ struct Route {
 struct Control {
     /// The routes in Click's slot order: a new route takes the first free slot.
     slots: Vec<Option<Route>>,
+    /// The free slots, the lowest first (no scan of the slots, which made a large
+    /// table's loading quadratic).
+    free: BTreeSet<usize>,
     index: HashMap<(u128, u8), usize>,
     /// Which (gateway, port) pair holds which next-hop index.
     hop_index: HopIndex<(u128, u32)>,
@@ -107,6 +110,7 @@ impl LookupIP6RouteSpec {
             hops: (0..MAX_HOPS).map(|_| Hop::default()).collect(),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
+                free: BTreeSet::new(),
                 index: HashMap::new(),
                 hop_index: HopIndex::new(direct, MAX_HOPS),
             }),
@@ -154,6 +158,7 @@ impl LookupIP6RouteSpec {
             if let Some(old) = ctl.slots[i].take() {
                 self.release_hop(ctl, &old);
             }
+            ctl.free.insert(i);
         }
         let route = Route {
             addr,
@@ -162,7 +167,7 @@ impl LookupIP6RouteSpec {
             port,
             hop,
         };
-        let i = match ctl.slots.iter().position(Option::is_none) {
+        let i = match ctl.free.pop_first() {
             Some(i) => {
                 ctl.slots[i] = Some(route);
                 i
@@ -183,6 +188,7 @@ impl LookupIP6RouteSpec {
             if let Some(old) = ctl.slots[i].take() {
                 self.release_hop(ctl, &old);
             }
+            ctl.free.insert(i);
         }
     }
 
