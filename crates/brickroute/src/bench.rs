@@ -13,7 +13,8 @@ pub enum BenchCommand {
 
 #[derive(clap::Args)]
 pub struct PipelineArgs {
-    /// Application: `forward` (conf/forward.click) or `route` (conf/router.click).
+    /// Application: `forward` (conf/forward.click), `route` (conf/router.click) or
+    /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes).
     #[arg(long, default_value = "forward")]
     app: String,
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
@@ -22,7 +23,7 @@ pub struct PipelineArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Random BGP-like routes added to the route table (app route).
+    /// Random BGP-like routes added to the route table (apps route and route6).
     #[arg(long, default_value_t = 0)]
     routes: usize,
     /// Process exactly N packets (default 10,000,000 unless --seconds is given).
@@ -65,7 +66,8 @@ fn app_config(app: &str) -> Result<&'static str, String> {
     match app {
         "forward" => Ok("forward"),
         "route" => Ok("router"),
-        _ => Err(format!("unknown app '{}' (known: forward, route)", app)),
+        "route6" => Ok("router6"),
+        _ => Err(format!("unknown app '{}' (known: forward, route, route6)", app)),
     }
 }
 

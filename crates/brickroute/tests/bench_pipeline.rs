@@ -74,3 +74,43 @@ fn without_profile_there_is_no_element_table() {
     assert!(out.contains("cycles/packet"), "{}", out);
     assert!(!out.contains("cycles/call"), "{}", out);
 }
+
+#[test]
+fn route6_routes_every_ipv6_frame_through_the_added_routes() {
+    let o = brickroute(&[
+        "bench",
+        "pipeline",
+        "--app",
+        "route6",
+        "--packets",
+        "6400",
+        "--routes",
+        "5000",
+        "--no-pin",
+        "--profile",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // 64 bytes asked for, 66 run: the smallest UDP/IPv6 frame.
+    assert!(
+        out.starts_with("app route6  size 66 B  threads 1  routes 5000"),
+        "{}",
+        out
+    );
+    assert!(out.contains("transmitted 6400 packets"), "{}", out);
+    let calls = |name: &str| {
+        out.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|r| r.first() == Some(&name))
+            .map(|r| (r[1].to_string(), r[3].to_string()))
+            .unwrap_or_else(|| panic!("no row for {}:\n{}", name, out))
+    };
+    // conf/router6.click: every frame is IPv6, passes the check and the lookup, and
+    // leaves on one of the two interfaces (the added routes are on both).
+    assert_eq!(calls("chk"), ("CheckIP6Header".to_string(), "6400".to_string()));
+    assert_eq!(calls("rt"), ("LookupIP6Route".to_string(), "6400".to_string()));
+    let if1: u64 = calls("if1/cnt").1.parse().unwrap();
+    let if2: u64 = calls("if2/cnt").1.parse().unwrap();
+    assert_eq!(if1 + if2, 6400);
+    assert!(if1 > 0 && if2 > 0, "{}", out);
+}

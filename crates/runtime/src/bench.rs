@@ -16,13 +16,20 @@
 //! router's own addresses). `routes N` adds N random prefixes on the forwarding outputs
 //! and aims the flows into them, so lookups walk a large table.
 //!
+//! A configuration that routes with `LookupIP6Route` (`conf/router6.click`) gets the
+//! same with UDP/IPv6 frames (at least 66 bytes on the wire: a smaller `size` runs, and
+//! is reported, as 66) and IPv6 routes, shaped like an IPv6 BGP table (`route6.rs`).
+//!
 //! Routes are installed through the lookup element's Click handlers after the router is
 //! built: one `ctrl` write of them all (Click's batch interface, lines of `add ADDR/LEN
 //! OUT`; the lookup elements build a write that large into a new table at once),
-//! falling back to one `add` write per route if the element has no `ctrl` handler. Handing the element N routes as configuration arguments would go
+//! falling back to one `add` write per route if the element has no `ctrl` handler (or,
+//! as LookupIP6Route's, one that takes a single command). Handing the element N routes as configuration arguments would go
 //! through the configuration parser, argument splitting and a string per route before
 //! the element sees them; the handler path parses each route once and is what a
 //! control plane uses at run time, so the install time it reports is meaningful.
+
+mod route6;
 
 use crate::device::{register, DeviceTable};
 use crate::{tsc, RunStats, Runtime};
@@ -459,6 +466,121 @@ pub fn udp_frame(size: usize, src: u32, dst: u32, sport: u16, dport: u16, id: u1
     f
 }
 
+/// The UDP/IPv4 traffic template (one frame per flow) and the random routes to install,
+/// for a configuration that routes with an IPv4 lookup element (or none).
+fn traffic_v4(
+    flat: &FlatConfig,
+    opts: &PipelineOptions,
+    rng: &mut Rng,
+) -> Result<(Vec<Vec<u8>>, Option<Install>), String> {
+    // Routes: the configuration's, split by whether their output leads to a ToDump.
+    let lookup = flat.elements.iter().position(|e| e.class.ends_with("IPLookup"));
+    let (mut targets, mut blocked) = (Vec::new(), Vec::new());
+    let mut fwd_ports = Vec::new();
+    if let Some(l) = lookup {
+        fwd_ports = outputs_reaching(flat, l, "ToDump");
+        for r in config_routes(&flat.elements[l].config) {
+            if fwd_ports.contains(&r.port) {
+                targets.push(r);
+            } else {
+                blocked.push(r);
+            }
+        }
+    }
+    let extra = if opts.routes > 0 {
+        if lookup.is_none() {
+            return Err("routes need a route lookup element (RadixIPLookup) in the configuration".into());
+        }
+        if fwd_ports.is_empty() {
+            return Err(format!(
+                "no output of '{}' leads to a ToDump: nowhere to route",
+                flat.elements[lookup.unwrap_or(0)].name
+            ));
+        }
+        random_routes(opts.routes, &fwd_ports, rng)
+    } else {
+        Vec::new()
+    };
+    if !extra.is_empty() {
+        targets = extra.clone();
+    }
+    if targets.is_empty() {
+        // Nothing routed (no lookup element): the benchmarking network 198.18.0.0/15.
+        targets.push(Route {
+            addr: 0xc612_0000,
+            len: 15,
+            port: 0,
+        });
+    }
+
+    // Traffic template: one frame per flow.
+    let frames = (0..opts.flows)
+        .map(|i| {
+            let dst = pick_destination(&targets, &blocked, rng)
+                .ok_or_else(|| "no destination address is routed out of an interface".to_string())?;
+            let src = 0x6440_0000 | (rng.next() as u32 & 0x003f_ffff); // 100.64.0.0/10
+            let sport = 1024 + (rng.next() % 64512) as u16;
+            let dport = 1024 + (rng.next() % 64512) as u16;
+            Ok(udp_frame(opts.size, src, dst, sport, dport, i as u16))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let install = lookup.filter(|_| !extra.is_empty()).map(|l| Install {
+        element: flat.elements[l].name.clone(),
+        routes: extra.iter().map(|r| r.to_string()).collect(),
+        batched_ctrl: true,
+    });
+    Ok((frames, install))
+}
+
+/// The UDP/IPv6 traffic template and the random routes to install, for a configuration
+/// that routes with `LookupIP6Route` (element `l`).
+fn traffic_v6(
+    flat: &FlatConfig,
+    l: usize,
+    opts: &PipelineOptions,
+    rng: &mut Rng,
+) -> Result<(Vec<Vec<u8>>, Option<Install>), String> {
+    let fwd_ports = outputs_reaching(flat, l, "ToDump");
+    let (mut targets, mut blocked) = (Vec::new(), Vec::new());
+    for r in route6::config_routes(&split_args(&flat.elements[l].config)) {
+        if fwd_ports.contains(&r.port) {
+            targets.push(r);
+        } else {
+            blocked.push(r);
+        }
+    }
+    if fwd_ports.is_empty() {
+        return Err(format!(
+            "no output of '{}' leads to a ToDump: nowhere to route",
+            flat.elements[l].name
+        ));
+    }
+    let extra = route6::random_routes(opts.routes, &fwd_ports, rng);
+    if !extra.is_empty() {
+        targets = extra.clone();
+    }
+    if targets.is_empty() {
+        return Err("no destination address is routed out of an interface".into());
+    }
+    let frames = (0..opts.flows)
+        .map(|_| {
+            let dst = route6::pick_destination(&targets, &blocked, rng)
+                .ok_or_else(|| "no destination address is routed out of an interface".to_string())?;
+            // Hosts of 2001:db8:ffff::/48.
+            let src = (0x2001_0db8_ffffu128 << 80) | u128::from(rng.next());
+            let sport = 1024 + (rng.next() % 64512) as u16;
+            let dport = 1024 + (rng.next() % 64512) as u16;
+            Ok(route6::udp6_frame(opts.size, src, dst, sport, dport))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let install = (!extra.is_empty()).then(|| Install {
+        element: flat.elements[l].name.clone(),
+        routes: extra.iter().map(|r| r.to_string()).collect(),
+        batched_ctrl: false,
+    });
+    Ok((frames, install))
+}
+
 /// Runs `opts.config` (or `conf_dir/APP.click`) as described in the module docs.
 pub fn pipeline(opts: &PipelineOptions) -> Result<PipelineReport, String> {
     let (text, name) = match &opts.config {
@@ -509,57 +631,24 @@ pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<Pipeli
     };
     let mut rng = Rng::new(opts.seed);
 
-    // Routes: the configuration's, split by whether their output leads to a ToDump.
-    let lookup = flat.elements.iter().position(|e| e.class.ends_with("IPLookup"));
-    let (mut targets, mut blocked) = (Vec::new(), Vec::new());
-    let mut fwd_ports = Vec::new();
-    if let Some(l) = lookup {
-        fwd_ports = outputs_reaching(flat, l, "ToDump");
-        for r in config_routes(&flat.elements[l].config) {
-            if fwd_ports.contains(&r.port) {
-                targets.push(r);
-            } else {
-                blocked.push(r);
-            }
+    let v6 = flat.elements.iter().position(|e| e.class == "LookupIP6Route");
+    // A UDP/IPv6 frame takes at least 66 bytes on the wire: smaller sizes run at that,
+    // and the report says so.
+    let opts_v6;
+    let opts = match v6 {
+        Some(_) if opts.size < route6::MIN_FRAME + 4 => {
+            opts_v6 = PipelineOptions {
+                size: route6::MIN_FRAME + 4,
+                ..opts.clone()
+            };
+            &opts_v6
         }
-    }
-    let extra = if opts.routes > 0 {
-        if lookup.is_none() {
-            return Err("routes need a route lookup element (RadixIPLookup) in the configuration".into());
-        }
-        if fwd_ports.is_empty() {
-            return Err(format!(
-                "no output of '{}' leads to a ToDump: nowhere to route",
-                flat.elements[lookup.unwrap_or(0)].name
-            ));
-        }
-        random_routes(opts.routes, &fwd_ports, &mut rng)
-    } else {
-        Vec::new()
+        _ => opts,
     };
-    if !extra.is_empty() {
-        targets = extra.clone();
-    }
-    if targets.is_empty() {
-        // Nothing routed (no lookup element): the benchmarking network 198.18.0.0/15.
-        targets.push(Route {
-            addr: 0xc612_0000,
-            len: 15,
-            port: 0,
-        });
-    }
-
-    // Traffic template: one frame per flow.
-    let frames = (0..opts.flows)
-        .map(|i| {
-            let dst = pick_destination(&targets, &blocked, &mut rng)
-                .ok_or_else(|| "no destination address is routed out of an interface".to_string())?;
-            let src = 0x6440_0000 | (rng.next() as u32 & 0x003f_ffff); // 100.64.0.0/10
-            let sport = 1024 + (rng.next() % 64512) as u16;
-            let dport = 1024 + (rng.next() % 64512) as u16;
-            Ok(udp_frame(opts.size, src, dst, sport, dport, i as u16))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let (frames, install) = match v6 {
+        Some(l) => traffic_v6(flat, l, opts, &mut rng)?,
+        None => traffic_v4(flat, opts, &mut rng)?,
+    };
 
     // Rewrite FromDump/ToDump into device elements over memK.
     let mut flat = flat.clone();
@@ -597,13 +686,12 @@ pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<Pipeli
     let spec = RouterSpec::build(&flat, &reg, &opts.conf_dir, threads).map_err(|e| e.to_string())?;
 
     let t0 = Instant::now();
-    if let (Some(l), false) = (lookup, extra.is_empty()) {
-        install_routes(&spec, &flat.elements[l].name, &extra)?;
-    }
-    let route_install_seconds = if extra.is_empty() {
-        0.0
-    } else {
-        t0.elapsed().as_secs_f64()
+    let route_install_seconds = match install {
+        Some(i) => {
+            install_routes(&spec, &i)?;
+            t0.elapsed().as_secs_f64()
+        }
+        None => 0.0,
     };
 
     let rx_ports = &ports[..nrx];
@@ -662,26 +750,33 @@ fn timer_cycles() -> f64 {
         .unwrap_or(0) as f64
 }
 
-/// Adds `routes` to lookup element `elem` with one write of its `ctrl` handler, or its
-/// `add` handler one by one if it has no `ctrl`.
-fn install_routes(spec: &RouterSpec, elem: &str, routes: &[Route]) -> Result<(), String> {
-    if routes.is_empty() {
-        return Ok(());
-    }
-    let ctrl = format!("{}.ctrl", elem);
-    let add = format!("{}.add", elem);
-    let text: String = routes.iter().map(|r| format!("add {}\n", r)).collect();
-    match spec.write_handler(&ctrl, &text) {
-        Ok(()) => Ok(()),
-        Err(e) if e.starts_with("no '") => {
-            for r in routes {
-                spec.write_handler(&add, &r.to_string())
-                    .map_err(|e| format!("{}: {}", add, e))?;
-            }
-            Ok(())
+/// Random routes to give a lookup element: its name, the routes as `add` takes them,
+/// and whether its `ctrl` handler takes many `add` lines in one write (the IPv4 lookup
+/// elements'; LookupIP6Route's takes one command, as in Click).
+struct Install {
+    element: String,
+    routes: Vec<String>,
+    batched_ctrl: bool,
+}
+
+/// Adds the routes with one write of the element's `ctrl` handler where it takes them
+/// all, else (or if it has no `ctrl`) with its `add` handler one by one.
+fn install_routes(spec: &RouterSpec, i: &Install) -> Result<(), String> {
+    let ctrl = format!("{}.ctrl", i.element);
+    let add = format!("{}.add", i.element);
+    if i.batched_ctrl {
+        let text: String = i.routes.iter().map(|r| format!("add {}\n", r)).collect();
+        match spec.write_handler(&ctrl, &text) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.starts_with("no '") => {}
+            Err(e) => return Err(format!("{}: {}", ctrl, e)),
         }
-        Err(e) => Err(format!("{}: {}", ctrl, e)),
     }
+    for r in &i.routes {
+        spec.write_handler(&add, r)
+            .map_err(|e| format!("{}: {}", add, e))?;
+    }
+    Ok(())
 }
 
 fn report(
