@@ -90,16 +90,23 @@ struct CheckIP6Header {
     drops: Arc<AtomicU64>,
 }
 
-/// Checks one packet; on success sets its network header and trims it.
-fn check(cfg: &Config, p: &mut Packet) -> bool {
-    let off = cfg.offset;
+/// Checks one packet; on success sets its network header and trims it. `ONLY_ONES`:
+/// BADADDRS holds only `ffff:...:ffff` (the default), so the source test is one
+/// comparison instead of a walk over the list.
+#[inline(always)]
+fn check<const ONLY_ONES: bool>(bad_src: &[u128], off: usize, p: &mut Packet) -> bool {
     let Some(h) = p.data().get(off..).and_then(|d| d.first_chunk::<HEADER>()) else {
         return false;
     };
     let avail = p.len() - off - HEADER;
     let plen = usize::from(u16::from_be_bytes([h[4], h[5]]));
     let src = u128::from_be_bytes(h[8..24].try_into().expect("16 bytes"));
-    if h[0] >> 4 != 6 || plen > avail || cfg.bad_src.contains(&src) {
+    let bad = if ONLY_ONES {
+        src == u128::MAX
+    } else {
+        bad_src.contains(&src)
+    };
+    if h[0] >> 4 != 6 || plen > avail || bad {
         return false;
     }
     p.set_network_header_within(off, HEADER);
@@ -107,18 +114,32 @@ fn check(cfg: &Config, p: &mut Packet) -> bool {
     true
 }
 
-impl Element for CheckIP6Header {
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        let cfg = &*self.cfg;
+impl CheckIP6Header {
+    #[inline(always)]
+    fn check_all<const ONLY_ONES: bool>(&self, batch: &mut PacketBatch, out: &mut Outputs<'_>) -> u64 {
+        // Copied out of the `Arc`: fields behind it would be reloaded after each store
+        // into a packet (the compiler cannot rule out that they alias).
+        let (bad_src, off) = (&self.cfg.bad_src[..], self.cfg.offset);
         let mut failed = 0;
         out.route_each(batch, |p| {
-            if check(cfg, p) {
+            if check::<ONLY_ONES>(bad_src, off, p) {
                 0
             } else {
                 failed += 1;
                 1
             }
         });
+        failed
+    }
+}
+
+impl Element for CheckIP6Header {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        let failed = if self.cfg.bad_src[..] == [u128::MAX] {
+            self.check_all::<true>(batch, out)
+        } else {
+            self.check_all::<false>(batch, out)
+        };
         if failed > 0 && self.drops.fetch_add(failed, Ordering::Relaxed) == 0 {
             eprintln!("IP6 header check failed");
         }
@@ -202,7 +223,13 @@ mod tests {
         too_long[5] = 9; // payload length 9 > the 8 bytes there
         let all_ones = ip6_packet("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db8::2", 64, b"");
         let listed = ip6_packet("2001:db8::bad", "2001:db8::2", 64, b"");
-        let bad = [good[..39].to_vec(), v4, too_long, all_ones, listed];
+        let bad = [
+            good[..39].to_vec(),
+            v4,
+            too_long,
+            all_ones.clone(),
+            listed.clone(),
+        ];
         let mut e = Harness::new(&CheckIP6HeaderClass, "2001:db8::bad fe80::1", 1, 2);
         let mut pkts: Vec<Packet> = bad.iter().map(|b| Packet::from_slice(b)).collect();
         pkts.push(Packet::from_slice(&good));
@@ -215,6 +242,21 @@ mod tests {
         // Without output 1 they are dropped, still counted.
         let mut e = Harness::new(&CheckIP6HeaderClass, "", 1, 1);
         assert!(e.push(0, vec![Packet::from_slice(&good[..39])])[0].is_empty());
+        assert_eq!(e.read("drops"), "1");
+        // The default list (all-ones only) refuses the all-ones source, and only it.
+        let mut e = Harness::new(&CheckIP6HeaderClass, "", 1, 2);
+        let mut near = all_ones.clone();
+        near[23] = 0xfe; // ffff:...:fffe
+        let pkts = [&all_ones, &listed, &near].map(|b| Packet::from_slice(b));
+        let out = e.push(0, pkts.into());
+        assert_eq!(
+            out[0].iter().map(|p| p.data()).collect::<Vec<_>>(),
+            [&listed[..], &near[..]]
+        );
+        assert_eq!(
+            out[1].iter().map(|p| p.data()).collect::<Vec<_>>(),
+            [&all_ones[..]]
+        );
         assert_eq!(e.read("drops"), "1");
     }
 
