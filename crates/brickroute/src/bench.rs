@@ -1,6 +1,6 @@
 //! `brickroute bench`: the measurement experiments.
 
-use runtime::bench::{pipeline, PipelineOptions, PipelineReport};
+use runtime::bench::{pipeline, BaselineReport, PipelineOptions, PipelineReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,6 +54,12 @@ pub struct PipelineArgs {
     /// (the timing adds two TSC reads a call, so the run itself is slower).
     #[arg(long)]
     profile: bool,
+    /// Application run right after, with the same frame size, workers, flows, batches
+    /// and packets (or seconds) and no added routes, to compare cycles a packet with in
+    /// the same run: `forward`, `route`, `route6` or `none`. Default: `forward` for the
+    /// route apps (RouteBricks' yardstick, minimal forwarding), `none` for forward.
+    #[arg(long)]
+    baseline: Option<String>,
 }
 
 pub fn main(cmd: BenchCommand) -> ExitCode {
@@ -83,6 +89,18 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         eprintln!("brickroute bench pipeline: --size must be between 64 and 1518 bytes");
         return ExitCode::from(2);
     }
+    let baseline = match a.baseline.as_deref() {
+        None if a.app == "forward" => None,
+        None => Some("forward"),
+        Some("none") => None,
+        Some(b) => match app_config(b) {
+            Ok(_) => Some(b),
+            Err(e) => {
+                eprintln!("brickroute bench pipeline: --baseline: {} or none", e);
+                return ExitCode::from(2);
+            }
+        },
+    };
     let opts = PipelineOptions {
         app: conf.to_string(),
         conf_dir: a.conf_dir,
@@ -98,7 +116,13 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         profile: a.profile,
         ..PipelineOptions::default()
     };
-    match pipeline(&opts) {
+    let run = pipeline(&opts).and_then(|mut r| {
+        if let Some(b) = baseline {
+            r.baseline = Some(run_baseline(&opts, b, r.size)?);
+        }
+        Ok(r)
+    });
+    match run {
         Ok(mut r) => {
             r.app = a.app.clone();
             if a.json {
@@ -113,6 +137,26 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The baseline app `app` over the options of the run before it, at that run's frame
+/// size `size` (a route6 run's frames are at least 66 bytes), without routes or
+/// profiling.
+fn run_baseline(opts: &PipelineOptions, app: &str, size: usize) -> Result<BaselineReport, String> {
+    let conf = app_config(app)?;
+    let b = pipeline(&PipelineOptions {
+        app: conf.to_string(),
+        size,
+        routes: 0,
+        profile: false,
+        ..opts.clone()
+    })
+    .map_err(|e| format!("baseline {}: {}", app, e))?;
+    Ok(BaselineReport {
+        app: app.to_string(),
+        mpps: b.mpps,
+        cycles_per_packet: b.cycles_per_packet,
+    })
 }
 
 fn print_table(r: &PipelineReport) {
@@ -151,6 +195,17 @@ fn print_table(r: &PipelineReport) {
         "transmitted {} packets, {:.3} Gbit/s of {}-byte frames",
         r.tx_packets, r.gbps, r.size
     );
+    if let Some(b) = &r.baseline {
+        println!(
+            "baseline {} (right after, same frames and workers): {:.3} Mpps, {:.1} cycles/packet; \
+             {} takes {:.2}x its cycles a packet",
+            b.app,
+            b.mpps,
+            b.cycles_per_packet,
+            r.app,
+            r.ratio_to_baseline()
+        );
+    }
     if !r.elements.is_empty() {
         print_profile(r);
     }

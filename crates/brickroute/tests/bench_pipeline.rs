@@ -114,3 +114,67 @@ fn route6_routes_every_ipv6_frame_through_the_added_routes() {
     assert_eq!(if1 + if2, 6400);
     assert!(if1 > 0 && if2 > 0, "{}", out);
 }
+
+/// The standard output of `bench pipeline --no-pin ARGS`, which must succeed.
+fn pipeline_out(args: &[&str]) -> String {
+    let mut all = vec!["bench", "pipeline", "--no-pin"];
+    all.extend_from_slice(args);
+    let o = brickroute(&all);
+    assert!(o.status.success(), "{:?}: {}", args, stderr(&o));
+    stdout(&o)
+}
+
+/// `bench pipeline --no-pin ARGS --json`, parsed.
+fn pipeline_json(args: &[&str]) -> serde_json::Value {
+    let out = pipeline_out(&[args, &["--json"]].concat());
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{}: {}", e, out))
+}
+
+#[test]
+fn route_apps_are_compared_with_forwarding_run_right_after() {
+    let j = pipeline_json(&["--app", "route", "--packets", "6400"]);
+    assert_eq!(j["baseline"], "forward", "{}", j);
+    let (cycles, base) = (
+        j["cycles_per_packet"].as_f64().unwrap(),
+        j["baseline_cycles_per_packet"].as_f64().unwrap(),
+    );
+    assert!(base > 0.0 && j["baseline_mpps"].as_f64().unwrap() > 0.0, "{}", j);
+    // The ratio is of the two figures printed (each rounded to 0.1 cycle).
+    let ratio = j["ratio_to_baseline"].as_f64().unwrap();
+    assert!((ratio - cycles / base).abs() <= 0.01 * ratio + 0.01, "{}", j);
+
+    // The table says the same in words.
+    let out = pipeline_out(&["--app", "route6", "--packets", "6400", "--baseline", "route"]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("baseline route (right after, same frames and workers): "))
+        .unwrap_or_else(|| panic!("no baseline line:\n{}", out));
+    assert!(
+        line.contains(" cycles/packet; route6 takes ") && line.ends_with("x its cycles a packet"),
+        "{}",
+        line
+    );
+}
+
+#[test]
+fn forwarding_and_none_have_no_baseline_and_an_unknown_one_is_refused() {
+    for args in [
+        &["--app", "forward", "--packets", "1000"][..],
+        &["--app", "route", "--packets", "1000", "--baseline", "none"][..],
+    ] {
+        let j = pipeline_json(args);
+        assert!(
+            j.get("baseline").is_none() && j.get("ratio_to_baseline").is_none(),
+            "{:?}: {}",
+            args,
+            j
+        );
+    }
+    let o = brickroute(&["bench", "pipeline", "--app", "route", "--baseline", "bridge"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).trim(),
+        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6) or none"
+    );
+    assert!(stdout(&o).is_empty());
+}

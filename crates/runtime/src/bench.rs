@@ -148,6 +148,28 @@ pub struct PipelineReport {
     /// With `profile`: TSC cycles of one call's timing (two counter reads back to
     /// back, the least of many), included in each call's cycles.
     pub timer_cycles: f64,
+    /// Another application run right after this one with the same frames, workers and
+    /// batches, whose figures this run's are compared with (none unless asked for).
+    pub baseline: Option<BaselineReport>,
+}
+
+/// A baseline run's figures (see [`PipelineReport::baseline`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaselineReport {
+    pub app: String,
+    pub mpps: f64,
+    pub cycles_per_packet: f64,
+}
+
+impl PipelineReport {
+    /// This run's cycles a packet over the baseline's (0 without a baseline or when
+    /// the baseline measured none).
+    pub fn ratio_to_baseline(&self) -> f64 {
+        match &self.baseline {
+            Some(b) if b.cycles_per_packet > 0.0 => self.cycles_per_packet / b.cycles_per_packet,
+            _ => 0.0,
+        }
+    }
 }
 
 /// One element's calls in a profiled run (see [`PipelineOptions::profile`]).
@@ -220,6 +242,16 @@ impl PipelineReport {
                 )
             })
             .collect();
+        let baseline = match &self.baseline {
+            None => String::new(),
+            Some(b) => format!(
+                ",\"baseline\":{},\"baseline_mpps\":{},\"baseline_cycles_per_packet\":{},\"ratio_to_baseline\":{}",
+                json_string(&b.app),
+                num(b.mpps, 4),
+                num(b.cycles_per_packet, 1),
+                num(self.ratio_to_baseline(), 3)
+            ),
+        };
         let profile = if self.elements.is_empty() {
             String::new()
         } else {
@@ -230,7 +262,7 @@ impl PipelineReport {
             )
         };
         format!(
-            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{},\"workers\":[{}]{}}}",
+            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{}{},\"workers\":[{}]{}}}",
             json_string(&self.app),
             self.size,
             self.threads,
@@ -245,6 +277,7 @@ impl PipelineReport {
             num(self.empty_poll_share, 4),
             num(self.tsc_ghz, 3),
             num(self.route_install_seconds, 6),
+            baseline,
             workers.join(","),
             profile
         )
@@ -823,6 +856,7 @@ fn report(
             .collect(),
         elements: Vec::new(),
         timer_cycles: 0.0,
+        baseline: None,
     }
 }
 
