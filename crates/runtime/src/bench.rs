@@ -29,18 +29,22 @@
 //! the element sees them; the handler path parses each route once and is what a
 //! control plane uses at run time, so the install time it reports is meaningful.
 
+mod report;
+mod route4;
 mod route6;
+
+pub use report::{BaselineReport, ElementReport, PipelineReport, WorkerReport};
+use route4::{config_routes, pick_destination, random_routes};
+pub use route4::{udp_frame, Route};
 
 use crate::device::{register, DeviceTable};
 use crate::{tsc, RunStats, Runtime};
-use graph::args::{split_args, split_words, FromArg, Ipv4Prefix};
+use graph::args::split_args;
 use graph::lang::FlatConfig;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
 use io::{MemPort, Port};
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::fmt;
-use std::net::Ipv4Addr;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -105,229 +109,6 @@ impl Default for PipelineOptions {
 /// Packets run when neither `packets` nor `seconds` is given.
 pub const DEFAULT_PACKETS: u64 = 10_000_000;
 
-/// One worker's share of a run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorkerReport {
-    pub index: usize,
-    pub core: Option<usize>,
-    pub packets: u64,
-    pub mpps: f64,
-    pub cycles_per_packet: f64,
-    pub empty_poll_share: f64,
-}
-
-/// What [`pipeline`] measured.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PipelineReport {
-    pub app: String,
-    pub size: usize,
-    pub threads: usize,
-    pub routes: usize,
-    pub flows: usize,
-    /// Packets received from the ports (and emitted by the `FromDevice`s).
-    pub packets: u64,
-    /// Packets the ports transmitted.
-    pub tx_packets: u64,
-    /// Longest worker run time, seconds.
-    pub seconds: f64,
-    pub mpps: f64,
-    /// Received bits per second of `size`-byte frames, in Gbit/s (RouteBricks'
-    /// convention: no preamble or inter-frame gap).
-    pub gbps: f64,
-    /// Busy TSC cycles per packet over all workers.
-    pub cycles_per_packet: f64,
-    /// Share of loop cycles spent in empty polls.
-    pub empty_poll_share: f64,
-    pub tsc_ghz: f64,
-    /// Time to install the `routes` random routes, seconds.
-    pub route_install_seconds: f64,
-    pub workers: Vec<WorkerReport>,
-    /// With `profile`: every element that was called, summed over the workers, the
-    /// dearest first; empty otherwise.
-    pub elements: Vec<ElementReport>,
-    /// With `profile`: TSC cycles of one call's timing (two counter reads back to
-    /// back, the least of many), included in each call's cycles.
-    pub timer_cycles: f64,
-    /// Another application run right after this one with the same frames, workers and
-    /// batches, whose figures this run's are compared with (none unless asked for).
-    pub baseline: Option<BaselineReport>,
-}
-
-/// A baseline run's figures (see [`PipelineReport::baseline`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct BaselineReport {
-    pub app: String,
-    pub mpps: f64,
-    pub cycles_per_packet: f64,
-}
-
-impl PipelineReport {
-    /// This run's cycles a packet over the baseline's (0 without a baseline or when
-    /// the baseline measured none).
-    pub fn ratio_to_baseline(&self) -> f64 {
-        match &self.baseline {
-            Some(b) if b.cycles_per_packet > 0.0 => self.cycles_per_packet / b.cycles_per_packet,
-            _ => 0.0,
-        }
-    }
-}
-
-/// One element's calls in a profiled run (see [`PipelineOptions::profile`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ElementReport {
-    pub name: String,
-    pub class: String,
-    pub calls: u64,
-    /// Packets handed to its `push` calls.
-    pub packets: u64,
-    /// TSC cycles inside its own calls (not the elements downstream), per call.
-    pub cycles_per_call: f64,
-    /// The same cycles over all packets the run received: the element's share of the
-    /// run's cycles a packet (with the timing's own cost in it).
-    pub cycles_per_packet: f64,
-}
-
-fn num(x: f64, decimals: usize) -> String {
-    if x.is_finite() {
-        format!("{:.*}", decimals, x)
-    } else {
-        "0".into()
-    }
-}
-
-fn json_string(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-impl PipelineReport {
-    /// The report as one line of JSON.
-    pub fn to_json_line(&self) -> String {
-        let workers: Vec<String> = self
-            .workers
-            .iter()
-            .map(|w| {
-                format!(
-                    "{{\"index\":{},\"core\":{},\"packets\":{},\"mpps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{}}}",
-                    w.index,
-                    w.core.map_or("null".to_string(), |c| c.to_string()),
-                    w.packets,
-                    num(w.mpps, 4),
-                    num(w.cycles_per_packet, 1),
-                    num(w.empty_poll_share, 4)
-                )
-            })
-            .collect();
-        let elements: Vec<String> = self
-            .elements
-            .iter()
-            .map(|e| {
-                format!(
-                    "{{\"name\":{},\"class\":{},\"calls\":{},\"packets\":{},\"cycles_per_call\":{},\"cycles_per_packet\":{}}}",
-                    json_string(&e.name),
-                    json_string(&e.class),
-                    e.calls,
-                    e.packets,
-                    num(e.cycles_per_call, 1),
-                    num(e.cycles_per_packet, 2)
-                )
-            })
-            .collect();
-        let baseline = match &self.baseline {
-            None => String::new(),
-            Some(b) => format!(
-                ",\"baseline\":{},\"baseline_mpps\":{},\"baseline_cycles_per_packet\":{},\"ratio_to_baseline\":{}",
-                json_string(&b.app),
-                num(b.mpps, 4),
-                num(b.cycles_per_packet, 1),
-                num(self.ratio_to_baseline(), 3)
-            ),
-        };
-        let profile = if self.elements.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ",\"timer_cycles\":{},\"elements\":[{}]",
-                num(self.timer_cycles, 1),
-                elements.join(",")
-            )
-        };
-        format!(
-            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{}{},\"workers\":[{}]{}}}",
-            json_string(&self.app),
-            self.size,
-            self.threads,
-            self.routes,
-            self.flows,
-            self.packets,
-            self.tx_packets,
-            num(self.seconds, 6),
-            num(self.mpps, 4),
-            num(self.gbps, 4),
-            num(self.cycles_per_packet, 1),
-            num(self.empty_poll_share, 4),
-            num(self.tsc_ghz, 3),
-            num(self.route_install_seconds, 6),
-            baseline,
-            workers.join(","),
-            profile
-        )
-    }
-}
-
-impl fmt::Display for PipelineReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "pipeline {}: {}-byte frames, {} flows, {} routes, {} thread{}",
-            self.app,
-            self.size,
-            self.flows,
-            self.routes,
-            self.threads,
-            if self.threads == 1 { "" } else { "s" }
-        )?;
-        writeln!(f, "worker  core  packets       Mpps    cycles/pkt  empty-poll")?;
-        for w in &self.workers {
-            writeln!(
-                f,
-                "{:<6}  {:<4}  {:<12}  {:<6}  {:<10}  {:.1}%",
-                w.index,
-                w.core.map_or("-".to_string(), |c| c.to_string()),
-                w.packets,
-                num(w.mpps, 3),
-                num(w.cycles_per_packet, 1),
-                w.empty_poll_share * 100.0
-            )?;
-        }
-        writeln!(
-            f,
-            "total   {} packets in, {} out, {:.3} s: {} Mpps, {} Gbps, {} cycles/packet, {:.1}% empty polls (TSC {} GHz)",
-            self.packets,
-            self.tx_packets,
-            self.seconds,
-            num(self.mpps, 3),
-            num(self.gbps, 3),
-            num(self.cycles_per_packet, 1),
-            self.empty_poll_share * 100.0,
-            num(self.tsc_ghz, 2)
-        )?;
-        if self.routes > 0 {
-            writeln!(f, "routes installed in {:.3} s", self.route_install_seconds)?;
-        }
-        Ok(())
-    }
-}
-
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
 
@@ -341,54 +122,6 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-}
-
-/// An IPv4 route: prefix, length, output port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
-    pub addr: u32,
-    pub len: u8,
-    pub port: usize,
-}
-
-impl Route {
-    fn mask(&self) -> u32 {
-        if self.len == 0 {
-            0
-        } else {
-            u32::MAX << (32 - u32::from(self.len))
-        }
-    }
-    fn contains(&self, a: u32) -> bool {
-        a & self.mask() == self.addr & self.mask()
-    }
-}
-
-impl fmt::Display for Route {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{} {}", Ipv4Addr::from(self.addr), self.len, self.port)
-    }
-}
-
-/// The routes a lookup element's configuration arguments give (`ADDR/MASK [GW] OUT`);
-/// arguments of another form are skipped.
-fn config_routes(config: &str) -> Vec<Route> {
-    split_args(config)
-        .iter()
-        .filter_map(|a| {
-            let w = split_words(a);
-            if !(2..=3).contains(&w.len()) {
-                return None;
-            }
-            let p = Ipv4Prefix::from_arg(&w[0])?;
-            let port = w.last()?.parse().ok()?;
-            Some(Route {
-                addr: u32::from(p.addr) & u32::from(p.mask),
-                len: p.len()?,
-                port,
-            })
-        })
-        .collect()
 }
 
 /// Output ports of element `e` from which a packet can reach an element of class
@@ -424,79 +157,6 @@ fn outputs_reaching(flat: &FlatConfig, e: usize, sink: &str) -> Vec<usize> {
             false
         })
         .collect()
-}
-
-/// First octets random prefixes avoid: private, loopback, link-local, shared and
-/// benchmarking space, where configurations put their own networks.
-const RESERVED_FIRST_OCTETS: [u32; 7] = [10, 100, 127, 169, 172, 192, 198];
-
-/// `n` distinct random prefixes in unicast space, lengths shaped like a BGP table
-/// (55 % /24, 35 % /17 to /23, 10 % /8 to /16), spread round-robin over `ports`.
-fn random_routes(n: usize, ports: &[usize], rng: &mut Rng) -> Vec<Route> {
-    let mut seen = HashSet::with_capacity(n);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let r = rng.next();
-        let len = match r % 100 {
-            0..=54 => 24,
-            55..=89 => 17 + ((r >> 8) % 7) as u8,
-            _ => 8 + ((r >> 8) % 9) as u8,
-        };
-        let first = 1 + ((r >> 16) % 223) as u32;
-        if RESERVED_FIRST_OCTETS.contains(&first) {
-            continue;
-        }
-        let mut route = Route {
-            addr: (first << 24) | ((r >> 32) as u32 & 0x00ff_ffff),
-            len,
-            port: ports[out.len() % ports.len()],
-        };
-        route.addr &= route.mask();
-        if seen.insert((route.addr, route.len)) {
-            out.push(route);
-        }
-    }
-    out
-}
-
-/// A destination inside one of `targets` that no more specific route of `blocked`
-/// (routes on non-forwarding outputs) takes away.
-fn pick_destination(targets: &[Route], blocked: &[Route], rng: &mut Rng) -> Option<u32> {
-    for _ in 0..64 {
-        let t = targets[(rng.next() % targets.len() as u64) as usize];
-        let a = t.addr | (rng.next() as u32 & !t.mask());
-        if !blocked.iter().any(|b| b.len >= t.len && b.contains(a)) {
-            return Some(a);
-        }
-    }
-    None
-}
-
-/// A UDP/IPv4 frame of `size - 4` bytes (the NIC adds the FCS), header checksum set,
-/// UDP checksum 0 (none), payload zero.
-pub fn udp_frame(size: usize, src: u32, dst: u32, sport: u16, dport: u16, id: u16) -> Vec<u8> {
-    let len = size.saturating_sub(4).max(42);
-    let mut f = vec![0u8; len];
-    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0xff, 0x01]);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let ip_len = (len - 14) as u16;
-    {
-        let ip = &mut f[14..34];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-        ip[4..6].copy_from_slice(&id.to_be_bytes());
-        ip[8] = 64;
-        ip[9] = 17;
-        ip[12..16].copy_from_slice(&src.to_be_bytes());
-        ip[16..20].copy_from_slice(&dst.to_be_bytes());
-        let c = packet::checksum::checksum(ip);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-    }
-    f[34..36].copy_from_slice(&sport.to_be_bytes());
-    f[36..38].copy_from_slice(&dport.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    f
 }
 
 /// The UDP/IPv4 traffic template (one frame per flow) and the random routes to install,
@@ -862,10 +522,13 @@ fn report(
 
 #[cfg(test)]
 mod tests {
+    use super::route4::RESERVED_FIRST_OCTETS;
     use super::*;
     use crate::tests::{conn, decl};
     use graph::lang::Connection;
     use graph::Landmark;
+    use std::collections::HashSet;
+    use std::net::Ipv4Addr;
 
     fn forward_flat() -> FlatConfig {
         FlatConfig {

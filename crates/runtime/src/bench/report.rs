@@ -1,0 +1,226 @@
+//! What a pipeline run measured ([`PipelineReport`]), and its JSON and text forms.
+
+use std::fmt;
+
+/// One worker's share of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerReport {
+    pub index: usize,
+    pub core: Option<usize>,
+    pub packets: u64,
+    pub mpps: f64,
+    pub cycles_per_packet: f64,
+    pub empty_poll_share: f64,
+}
+
+/// What [`pipeline`](super::pipeline) measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipelineReport {
+    pub app: String,
+    pub size: usize,
+    pub threads: usize,
+    pub routes: usize,
+    pub flows: usize,
+    /// Packets received from the ports (and emitted by the `FromDevice`s).
+    pub packets: u64,
+    /// Packets the ports transmitted.
+    pub tx_packets: u64,
+    /// Longest worker run time, seconds.
+    pub seconds: f64,
+    pub mpps: f64,
+    /// Received bits per second of `size`-byte frames, in Gbit/s (RouteBricks'
+    /// convention: no preamble or inter-frame gap).
+    pub gbps: f64,
+    /// Busy TSC cycles per packet over all workers.
+    pub cycles_per_packet: f64,
+    /// Share of loop cycles spent in empty polls.
+    pub empty_poll_share: f64,
+    pub tsc_ghz: f64,
+    /// Time to install the `routes` random routes, seconds.
+    pub route_install_seconds: f64,
+    pub workers: Vec<WorkerReport>,
+    /// With `profile`: every element that was called, summed over the workers, the
+    /// dearest first; empty otherwise.
+    pub elements: Vec<ElementReport>,
+    /// With `profile`: TSC cycles of one call's timing (two counter reads back to
+    /// back, the least of many), included in each call's cycles.
+    pub timer_cycles: f64,
+    /// Another application run right after this one with the same frames, workers and
+    /// batches, whose figures this run's are compared with (none unless asked for).
+    pub baseline: Option<BaselineReport>,
+}
+
+/// A baseline run's figures (see [`PipelineReport::baseline`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaselineReport {
+    pub app: String,
+    pub mpps: f64,
+    pub cycles_per_packet: f64,
+}
+
+impl PipelineReport {
+    /// This run's cycles a packet over the baseline's (0 without a baseline or when
+    /// the baseline measured none).
+    pub fn ratio_to_baseline(&self) -> f64 {
+        match &self.baseline {
+            Some(b) if b.cycles_per_packet > 0.0 => self.cycles_per_packet / b.cycles_per_packet,
+            _ => 0.0,
+        }
+    }
+}
+
+/// One element's calls in a profiled run (see [`PipelineOptions::profile`](super::PipelineOptions::profile)).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElementReport {
+    pub name: String,
+    pub class: String,
+    pub calls: u64,
+    /// Packets handed to its `push` calls.
+    pub packets: u64,
+    /// TSC cycles inside its own calls (not the elements downstream), per call.
+    pub cycles_per_call: f64,
+    /// The same cycles over all packets the run received: the element's share of the
+    /// run's cycles a packet (with the timing's own cost in it).
+    pub cycles_per_packet: f64,
+}
+
+fn num(x: f64, decimals: usize) -> String {
+    if x.is_finite() {
+        format!("{:.*}", decimals, x)
+    } else {
+        "0".into()
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+impl PipelineReport {
+    /// The report as one line of JSON.
+    pub fn to_json_line(&self) -> String {
+        let workers: Vec<String> = self
+            .workers
+            .iter()
+            .map(|w| {
+                format!(
+                    "{{\"index\":{},\"core\":{},\"packets\":{},\"mpps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{}}}",
+                    w.index,
+                    w.core.map_or("null".to_string(), |c| c.to_string()),
+                    w.packets,
+                    num(w.mpps, 4),
+                    num(w.cycles_per_packet, 1),
+                    num(w.empty_poll_share, 4)
+                )
+            })
+            .collect();
+        let elements: Vec<String> = self
+            .elements
+            .iter()
+            .map(|e| {
+                format!(
+                    "{{\"name\":{},\"class\":{},\"calls\":{},\"packets\":{},\"cycles_per_call\":{},\"cycles_per_packet\":{}}}",
+                    json_string(&e.name),
+                    json_string(&e.class),
+                    e.calls,
+                    e.packets,
+                    num(e.cycles_per_call, 1),
+                    num(e.cycles_per_packet, 2)
+                )
+            })
+            .collect();
+        let baseline = match &self.baseline {
+            None => String::new(),
+            Some(b) => format!(
+                ",\"baseline\":{},\"baseline_mpps\":{},\"baseline_cycles_per_packet\":{},\"ratio_to_baseline\":{}",
+                json_string(&b.app),
+                num(b.mpps, 4),
+                num(b.cycles_per_packet, 1),
+                num(self.ratio_to_baseline(), 3)
+            ),
+        };
+        let profile = if self.elements.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ",\"timer_cycles\":{},\"elements\":[{}]",
+                num(self.timer_cycles, 1),
+                elements.join(",")
+            )
+        };
+        format!(
+            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{}{},\"workers\":[{}]{}}}",
+            json_string(&self.app),
+            self.size,
+            self.threads,
+            self.routes,
+            self.flows,
+            self.packets,
+            self.tx_packets,
+            num(self.seconds, 6),
+            num(self.mpps, 4),
+            num(self.gbps, 4),
+            num(self.cycles_per_packet, 1),
+            num(self.empty_poll_share, 4),
+            num(self.tsc_ghz, 3),
+            num(self.route_install_seconds, 6),
+            baseline,
+            workers.join(","),
+            profile
+        )
+    }
+}
+
+impl fmt::Display for PipelineReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "pipeline {}: {}-byte frames, {} flows, {} routes, {} thread{}",
+            self.app,
+            self.size,
+            self.flows,
+            self.routes,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" }
+        )?;
+        writeln!(f, "worker  core  packets       Mpps    cycles/pkt  empty-poll")?;
+        for w in &self.workers {
+            writeln!(
+                f,
+                "{:<6}  {:<4}  {:<12}  {:<6}  {:<10}  {:.1}%",
+                w.index,
+                w.core.map_or("-".to_string(), |c| c.to_string()),
+                w.packets,
+                num(w.mpps, 3),
+                num(w.cycles_per_packet, 1),
+                w.empty_poll_share * 100.0
+            )?;
+        }
+        writeln!(
+            f,
+            "total   {} packets in, {} out, {:.3} s: {} Mpps, {} Gbps, {} cycles/packet, {:.1}% empty polls (TSC {} GHz)",
+            self.packets,
+            self.tx_packets,
+            self.seconds,
+            num(self.mpps, 3),
+            num(self.gbps, 3),
+            num(self.cycles_per_packet, 1),
+            self.empty_poll_share * 100.0,
+            num(self.tsc_ghz, 2)
+        )?;
+        if self.routes > 0 {
+            writeln!(f, "routes installed in {:.3} s", self.route_install_seconds)?;
+        }
+        Ok(())
+    }
+}
