@@ -1,6 +1,6 @@
 //! `brickroute bench`: the measurement experiments.
 
-use runtime::bench::{pipeline, BaselineReport, PipelineOptions, PipelineReport};
+use runtime::bench::{pipeline, BaselineReport, PipelineOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -89,12 +89,13 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         eprintln!("brickroute bench pipeline: --size must be between 64 and 1518 bytes");
         return ExitCode::from(2);
     }
+    // The baseline app's name and configuration.
     let baseline = match a.baseline.as_deref() {
         None if a.app == "forward" => None,
-        None => Some("forward"),
+        None => Some(("forward", "forward")),
         Some("none") => None,
         Some(b) => match app_config(b) {
-            Ok(_) => Some(b),
+            Ok(conf) => Some((b, conf)),
             Err(e) => {
                 eprintln!("brickroute bench pipeline: --baseline: {} or none", e);
                 return ExitCode::from(2);
@@ -117,8 +118,8 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         ..PipelineOptions::default()
     };
     let run = pipeline(&opts).and_then(|mut r| {
-        if let Some(b) = baseline {
-            r.baseline = Some(run_baseline(&opts, b, r.size)?);
+        if let Some((app, conf)) = baseline {
+            r.baseline = Some(run_baseline(&opts, app, conf, r.size)?);
         }
         Ok(r)
     });
@@ -128,7 +129,7 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
             if a.json {
                 println!("{}", r.to_json_line());
             } else {
-                print_table(&r);
+                print!("{}", r);
             }
             ExitCode::SUCCESS
         }
@@ -139,11 +140,15 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
     }
 }
 
-/// The baseline app `app` over the options of the run before it, at that run's frame
-/// size `size` (a route6 run's frames are at least 66 bytes), without routes or
-/// profiling.
-fn run_baseline(opts: &PipelineOptions, app: &str, size: usize) -> Result<BaselineReport, String> {
-    let conf = app_config(app)?;
+/// The baseline app `app` (configuration `conf`) over the options of the run before
+/// it, at that run's frame size `size` (a route6 run's frames are at least 66 bytes),
+/// without routes or profiling.
+fn run_baseline(
+    opts: &PipelineOptions,
+    app: &str,
+    conf: &str,
+    size: usize,
+) -> Result<BaselineReport, String> {
     let b = pipeline(&PipelineOptions {
         app: conf.to_string(),
         size,
@@ -157,78 +162,4 @@ fn run_baseline(opts: &PipelineOptions, app: &str, size: usize) -> Result<Baseli
         mpps: b.mpps,
         cycles_per_packet: b.cycles_per_packet,
     })
-}
-
-fn print_table(r: &PipelineReport) {
-    println!(
-        "app {}  size {} B  threads {}  routes {}  flows {}  TSC {:.2} GHz",
-        r.app, r.size, r.threads, r.routes, r.flows, r.tsc_ghz
-    );
-    if r.routes > 0 {
-        println!("route install: {:.3} s", r.route_install_seconds);
-    }
-    println!(
-        "{:>6} {:>6} {:>12} {:>10} {:>14} {:>12}",
-        "worker", "core", "packets", "Mpps", "cycles/packet", "empty polls"
-    );
-    for w in &r.workers {
-        println!(
-            "{:>6} {:>6} {:>12} {:>10.3} {:>14.1} {:>11.1}%",
-            w.index,
-            w.core.map_or("-".to_string(), |c| c.to_string()),
-            w.packets,
-            w.mpps,
-            w.cycles_per_packet,
-            100.0 * w.empty_poll_share
-        );
-    }
-    println!(
-        "{:>6} {:>6} {:>12} {:>10.3} {:>14.1} {:>11.1}%",
-        "all",
-        "",
-        r.packets,
-        r.mpps,
-        r.cycles_per_packet,
-        100.0 * r.empty_poll_share
-    );
-    println!(
-        "transmitted {} packets, {:.3} Gbit/s of {}-byte frames",
-        r.tx_packets, r.gbps, r.size
-    );
-    if let Some(b) = &r.baseline {
-        println!(
-            "baseline {} (right after, same frames and workers): {:.3} Mpps, {:.1} cycles/packet; \
-             {} takes {:.2}x its cycles a packet",
-            b.app,
-            b.mpps,
-            b.cycles_per_packet,
-            r.app,
-            r.ratio_to_baseline()
-        );
-    }
-    if !r.elements.is_empty() {
-        print_profile(r);
-    }
-}
-
-/// The profiled run's elements, dearest first.
-fn print_profile(r: &PipelineReport) {
-    println!();
-    println!(
-        "{:<24} {:<16} {:>10} {:>12} {:>12} {:>14}",
-        "element", "class", "calls", "packets", "cycles/call", "cycles/packet"
-    );
-    let mut total = 0.0;
-    for e in &r.elements {
-        total += e.cycles_per_packet;
-        println!(
-            "{:<24} {:<16} {:>10} {:>12} {:>12.1} {:>14.2}",
-            e.name, e.class, e.calls, e.packets, e.cycles_per_call, e.cycles_per_packet
-        );
-    }
-    println!(
-        "elements' own calls: {:.1} cycles a packet of the {:.1} measured; each call's \
-         figure includes about {:.0} cycles of timing",
-        total, r.cycles_per_packet, r.timer_cycles
-    );
 }

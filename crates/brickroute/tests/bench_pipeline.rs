@@ -5,20 +5,7 @@ use common::*;
 
 #[test]
 fn profile_lists_every_element_that_ran_with_its_calls_and_packets() {
-    let o = brickroute(&[
-        "bench",
-        "pipeline",
-        "--app",
-        "route",
-        "--packets",
-        "3200",
-        "--kp",
-        "32",
-        "--no-pin",
-        "--profile",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
+    let out = pipeline_out(&["--app", "route", "--packets", "3200", "--kp", "32", "--profile"]);
     let header = out
         .lines()
         .position(|l| l.starts_with("element ") && l.contains("cycles/call") && l.ends_with("cycles/packet"))
@@ -60,37 +47,22 @@ fn profile_lists_every_element_that_ran_with_its_calls_and_packets() {
 
 #[test]
 fn without_profile_there_is_no_element_table() {
-    let o = brickroute(&[
-        "bench",
-        "pipeline",
-        "--app",
-        "forward",
-        "--packets",
-        "1000",
-        "--no-pin",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
+    let out = pipeline_out(&["--app", "forward", "--packets", "1000"]);
     assert!(out.contains("cycles/packet"), "{}", out);
     assert!(!out.contains("cycles/call"), "{}", out);
 }
 
 #[test]
 fn route6_routes_every_ipv6_frame_through_the_added_routes() {
-    let o = brickroute(&[
-        "bench",
-        "pipeline",
+    let out = pipeline_out(&[
         "--app",
         "route6",
         "--packets",
         "6400",
         "--routes",
         "5000",
-        "--no-pin",
         "--profile",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
     // 64 bytes asked for, 66 run: the smallest UDP/IPv6 frame.
     assert!(
         out.starts_with("app route6  size 66 B  threads 1  routes 5000"),

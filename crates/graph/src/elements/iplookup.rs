@@ -16,10 +16,11 @@
 use super::hopindex::HopIndex;
 use crate::args::{split_words, uncomment, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
+use crate::elements::slots::FreeSlots;
 use crate::error::ConfigError;
 use lpm::Ipv4Lpm;
 use packet::PacketBatch;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -231,11 +232,8 @@ struct Slot {
 /// Control-side state, behind the spec's mutex.
 struct Control {
     slots: Vec<Option<Slot>>,
-    /// RadixIPLookup's free slots, reused newest first.
-    free: Vec<usize>,
-    /// The other classes' free slots, the lowest reused first (no scan of the slots,
-    /// which made a large table's loading quadratic).
-    first_free: BTreeSet<usize>,
+    /// Free slots: RadixIPLookup reuses the newest, the other classes the lowest.
+    free: FreeSlots,
     index: HashMap<(u32, u8), usize>,
     /// Which (gateway, port) pair holds which next-hop index.
     hop_index: HopIndex<(u32, i32)>,
@@ -272,8 +270,11 @@ impl IpLookupSpec {
                 .collect(),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
-                free: Vec::new(),
-                first_free: BTreeSet::new(),
+                free: if flavor == Flavor::Radix {
+                    FreeSlots::NewestFirst(Vec::new())
+                } else {
+                    FreeSlots::LowestFirst(Default::default())
+                },
                 index: HashMap::new(),
                 hop_index: HopIndex::new(direct, MAX_HOPS),
                 seq: 0,
@@ -350,29 +351,15 @@ impl IpLookupSpec {
         let old = match (existing, self.flavor) {
             (Some(i), Flavor::Radix) => {
                 // Radix stores the new route in a fresh slot, then frees the old one.
-                let j = place_radix(ctl, new);
+                let j = ctl.free.place(&mut ctl.slots, new);
                 ctl.index.insert(key, j);
                 let old = ctl.slots[i].take();
-                ctl.free.push(i);
+                ctl.free.give(i);
                 old
             }
             (Some(i), _) => ctl.slots[i].replace(new),
-            (None, Flavor::Radix) => {
-                let j = place_radix(ctl, new);
-                ctl.index.insert(key, j);
-                None
-            }
             (None, _) => {
-                let j = match ctl.first_free.pop_first() {
-                    Some(j) => {
-                        ctl.slots[j] = Some(new);
-                        j
-                    }
-                    None => {
-                        ctl.slots.push(Some(new));
-                        ctl.slots.len() - 1
-                    }
-                };
+                let j = ctl.free.place(&mut ctl.slots, new);
                 ctl.index.insert(key, j);
                 None
             }
@@ -397,11 +384,7 @@ impl IpLookupSpec {
         ctl.index.remove(&key);
         self.change_table(ctl, r.addr, r.len, None);
         let old = ctl.slots[i].take().ok_or(CmdError::NotFound(r))?;
-        if self.flavor == Flavor::Radix {
-            ctl.free.push(i);
-        } else {
-            ctl.first_free.insert(i);
-        }
+        ctl.free.give(i);
         self.release_hop(ctl, old.hop);
         Ok(old.route)
     }
@@ -498,7 +481,6 @@ impl IpLookupSpec {
             self.release_hop(&mut ctl, s.hop);
         }
         ctl.free.clear();
-        ctl.first_free.clear();
         ctl.index.clear();
         ctl.seq = 0;
     }
@@ -565,19 +547,6 @@ impl IpLookupSpec {
 /// The route in slot `i` (`index` only names occupied slots).
 fn slot_route(ctl: &Control, i: usize) -> Option<Route> {
     ctl.slots.get(i).and_then(Option::as_ref).map(|s| s.route)
-}
-
-fn place_radix(ctl: &mut Control, s: Slot) -> usize {
-    match ctl.free.pop() {
-        Some(j) => {
-            ctl.slots[j] = Some(s);
-            j
-        }
-        None => {
-            ctl.slots.push(Some(s));
-            ctl.slots.len() - 1
-        }
-    }
 }
 
 /// DirectIPLookup's prefix hash (64K buckets), which decides its `table` order.

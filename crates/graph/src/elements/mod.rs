@@ -15,6 +15,7 @@ pub(crate) mod paint;
 pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
+pub(crate) mod slots;
 pub mod sources;
 pub(crate) mod strip;
 pub(crate) mod switch;

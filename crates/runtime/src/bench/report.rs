@@ -181,46 +181,87 @@ impl PipelineReport {
     }
 }
 
+/// The report as `brickroute bench pipeline` prints it: a header, a row per worker and
+/// their total, the baseline's figures, and with `profile` the elements' table.
 impl fmt::Display for PipelineReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "pipeline {}: {}-byte frames, {} flows, {} routes, {} thread{}",
-            self.app,
-            self.size,
-            self.flows,
-            self.routes,
-            self.threads,
-            if self.threads == 1 { "" } else { "s" }
+            "app {}  size {} B  threads {}  routes {}  flows {}  TSC {:.2} GHz",
+            self.app, self.size, self.threads, self.routes, self.flows, self.tsc_ghz
         )?;
-        writeln!(f, "worker  core  packets       Mpps    cycles/pkt  empty-poll")?;
-        for w in &self.workers {
+        if self.routes > 0 {
+            writeln!(f, "route install: {:.3} s", self.route_install_seconds)?;
+        }
+        writeln!(
+            f,
+            "{:>6} {:>6} {:>12} {:>10} {:>14} {:>12}",
+            "worker", "core", "packets", "Mpps", "cycles/packet", "empty polls"
+        )?;
+        let row = |f: &mut fmt::Formatter<'_>, index: &str, core: &str, w: (u64, f64, f64, f64)| {
             writeln!(
                 f,
-                "{:<6}  {:<4}  {:<12}  {:<6}  {:<10}  {:.1}%",
-                w.index,
-                w.core.map_or("-".to_string(), |c| c.to_string()),
-                w.packets,
-                num(w.mpps, 3),
-                num(w.cycles_per_packet, 1),
-                w.empty_poll_share * 100.0
+                "{:>6} {:>6} {:>12} {:>10.3} {:>14.1} {:>11.1}%",
+                index,
+                core,
+                w.0,
+                w.1,
+                w.2,
+                100.0 * w.3
+            )
+        };
+        for w in &self.workers {
+            let core = w.core.map_or("-".to_string(), |c| c.to_string());
+            let figures = (w.packets, w.mpps, w.cycles_per_packet, w.empty_poll_share);
+            row(f, &w.index.to_string(), &core, figures)?;
+        }
+        let figures = (
+            self.packets,
+            self.mpps,
+            self.cycles_per_packet,
+            self.empty_poll_share,
+        );
+        row(f, "all", "", figures)?;
+        writeln!(
+            f,
+            "transmitted {} packets, {:.3} Gbit/s of {}-byte frames",
+            self.tx_packets, self.gbps, self.size
+        )?;
+        if let Some(b) = &self.baseline {
+            writeln!(
+                f,
+                "baseline {} (right after, same frames and workers): {:.3} Mpps, {:.1} cycles/packet; \
+                 {} takes {:.2}x its cycles a packet",
+                b.app,
+                b.mpps,
+                b.cycles_per_packet,
+                self.app,
+                self.ratio_to_baseline()
+            )?;
+        }
+        if self.elements.is_empty() {
+            return Ok(());
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{:<24} {:<16} {:>10} {:>12} {:>12} {:>14}",
+            "element", "class", "calls", "packets", "cycles/call", "cycles/packet"
+        )?;
+        for e in &self.elements {
+            writeln!(
+                f,
+                "{:<24} {:<16} {:>10} {:>12} {:>12.1} {:>14.2}",
+                e.name, e.class, e.calls, e.packets, e.cycles_per_call, e.cycles_per_packet
             )?;
         }
         writeln!(
             f,
-            "total   {} packets in, {} out, {:.3} s: {} Mpps, {} Gbps, {} cycles/packet, {:.1}% empty polls (TSC {} GHz)",
-            self.packets,
-            self.tx_packets,
-            self.seconds,
-            num(self.mpps, 3),
-            num(self.gbps, 3),
-            num(self.cycles_per_packet, 1),
-            self.empty_poll_share * 100.0,
-            num(self.tsc_ghz, 2)
-        )?;
-        if self.routes > 0 {
-            writeln!(f, "routes installed in {:.3} s", self.route_install_seconds)?;
-        }
-        Ok(())
+            "elements' own calls: {:.1} cycles a packet of the {:.1} measured; each call's \
+             figure includes about {:.0} cycles of timing",
+            self.elements.iter().map(|e| e.cycles_per_packet).sum::<f64>(),
+            self.cycles_per_packet,
+            self.timer_cycles
+        )
     }
 }

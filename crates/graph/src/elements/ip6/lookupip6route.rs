@@ -14,10 +14,11 @@ use super::{parse_route6, Ipv6Prefix};
 use crate::args::{split_words, uncomment, Args, FromArg};
 use crate::element::*;
 use crate::elements::hopindex::HopIndex;
+use crate::elements::slots::FreeSlots;
 use crate::error::ConfigError;
 use lpm::Ipv6Lpm;
 use packet::PacketBatch;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,9 +77,8 @@ struct Route {
 struct Control {
     /// The routes in Click's slot order: a new route takes the first free slot.
     slots: Vec<Option<Route>>,
-    /// The free slots, the lowest first (no scan of the slots, which made a large
-    /// table's loading quadratic).
-    free: BTreeSet<usize>,
+    /// The free slots: the lowest is reused first, as in Click.
+    free: FreeSlots,
     index: HashMap<(u128, u8), usize>,
     /// Which (gateway, port) pair holds which next-hop index.
     hop_index: HopIndex<(u128, u32)>,
@@ -110,7 +110,7 @@ impl LookupIP6RouteSpec {
             hops: (0..MAX_HOPS).map(|_| Hop::default()).collect(),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
-                free: BTreeSet::new(),
+                free: FreeSlots::LowestFirst(Default::default()),
                 index: HashMap::new(),
                 hop_index: HopIndex::new(direct, MAX_HOPS),
             }),
@@ -158,7 +158,7 @@ impl LookupIP6RouteSpec {
             if let Some(old) = ctl.slots[i].take() {
                 self.release_hop(ctl, &old);
             }
-            ctl.free.insert(i);
+            ctl.free.give(i);
         }
         let route = Route {
             addr,
@@ -167,16 +167,7 @@ impl LookupIP6RouteSpec {
             port,
             hop,
         };
-        let i = match ctl.free.pop_first() {
-            Some(i) => {
-                ctl.slots[i] = Some(route);
-                i
-            }
-            None => {
-                ctl.slots.push(Some(route));
-                ctl.slots.len() - 1
-            }
-        };
+        let i = ctl.free.place(&mut ctl.slots, route);
         ctl.index.insert((addr, len), i);
         Ok(())
     }
@@ -188,7 +179,7 @@ impl LookupIP6RouteSpec {
             if let Some(old) = ctl.slots[i].take() {
                 self.release_hop(ctl, &old);
             }
-            ctl.free.insert(i);
+            ctl.free.give(i);
         }
     }
 
