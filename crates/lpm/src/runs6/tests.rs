@@ -38,7 +38,8 @@ fn the_portable_path_matches_the_reference() {
 
 /// The lines a lookup prefetches for a node hold what it reads there: the value word
 /// of a direct node's slot, the top value of a split node's high byte, the keys and
-/// first values of a keyed node.
+/// first values of a keyed node, and the same in a split node's direct or keyed
+/// sub-nodes, which their `SUB` links name.
 #[test]
 fn prefetched_lines_hold_the_words_a_lookup_reads() {
     let base = 0x2001_0db8u128 << 96;
@@ -54,6 +55,10 @@ fn prefetched_lines_hold_the_words_a_lookup_reads() {
     routes.extend((1..4u128).map(|i| (keyed | i << 80, 48, 9)));
     let keyed2 = 0x2a00_1451u128 << 96;
     routes.extend((1..6u128).map(|i| (keyed2 | (i * 1000) << 80, 48, 10 + i as u32)));
+    // A split node whose sub-nodes are keyed: 40 /48s one high byte apart (81 runs),
+    // each high byte's 256 slots holding three runs.
+    let sparse = 0x2a00_1452u128 << 96;
+    routes.extend((0..40u128).map(|i| (sparse | (i * 256 + 7) << 80, 48, 20 + i as u32)));
     let t = Runs6::build(&routes);
     let w = t.lock();
     let line = |a: usize| a & !63;
@@ -63,8 +68,11 @@ fn prefetched_lines_hold_the_words_a_lookup_reads() {
     assert_eq!(direct & (DIRECT | SPLIT), DIRECT);
     let flat = w.nodes[&(2, keyed)].link;
     assert_eq!((flat & DIRECT, flat >> RUNS_SHIFT), (0, 2));
+    let split2 = w.nodes[&(2, sparse)].link;
+    assert_eq!(split2 & (DIRECT | SPLIT), DIRECT | SPLIT);
     let flat2 = w.nodes[&(2, keyed2)].link;
     assert_eq!((flat2 & DIRECT, flat2 >> RUNS_SHIFT), (0, 10));
+    let mut subs_seen = [0; 2];
     for slot in [0u32, 1, 7, 8, 255, 256, 1000, 4095, 65535] {
         if slot < 256 {
             // SAFETY: the table is live and the slot within the node's stride.
@@ -82,6 +90,35 @@ fn prefetched_lines_hold_the_words_a_lookup_reads() {
             (line(top), line(top)),
             "split slot {slot}"
         );
+        // A sub-node of a split node, reached through a `SUB` link in its top: direct
+        // (the first split node's) or keyed (the second's).
+        for (node, kind) in [(split, DIRECT | SUB), (split2, SUB)] {
+            // SAFETY: as above.
+            let sub = unsafe { (*value_word::<false>(node, slot)).load(Ordering::Relaxed) };
+            if sub & LEAF != 0 {
+                // (A high byte without routes under it.)
+                continue;
+            }
+            subs_seen[(kind & DIRECT != 0) as usize] += 1;
+            assert_eq!(sub & (DIRECT | SPLIT | SUB), kind, "split slot {slot}");
+            let low = slot & 0xff;
+            // SAFETY: as above, for the sub-node's stride-8 slot.
+            let word = unsafe { value_word::<false>(sub, low) } as usize;
+            let (first, second) = node_lines(sub, low);
+            if kind & DIRECT != 0 {
+                assert_eq!(
+                    (first, second),
+                    (line(word), line(word)),
+                    "direct sub-node slot {low}"
+                );
+            } else {
+                assert_eq!(first, (sub & PTR) as usize, "keyed sub-node slot {low}");
+                assert!(
+                    line(word) == first || line(word) == second,
+                    "keyed sub-node slot {low}"
+                );
+            }
+        }
         // A keyed node: its key line, and its second line only if it has one; the
         // value word read is in one of them.
         for (link, second) in [(flat, 0), (flat2, 64)] {
@@ -92,6 +129,9 @@ fn prefetched_lines_hold_the_words_a_lookup_reads() {
             assert!(line(word) == p || line(word) == p + second, "keyed slot {slot}");
         }
     }
+    // Keyed sub-nodes under every slot but 65,535 (high bytes 0..=39 have routes),
+    // direct ones under slots 0 to 1,000 (high bytes 0..=4).
+    assert_eq!(subs_seen, [8, 7]);
 }
 
 /// A stride-16 node of 36,000 runs (18,000 /48s, every third, in one /32) is split,
