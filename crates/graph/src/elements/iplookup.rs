@@ -353,9 +353,7 @@ impl IpLookupSpec {
                 // Radix stores the new route in a fresh slot, then frees the old one.
                 let j = ctl.free.place(&mut ctl.slots, new);
                 ctl.index.insert(key, j);
-                let old = ctl.slots[i].take();
-                ctl.free.give(i);
-                old
+                ctl.free.vacate(&mut ctl.slots, i)
             }
             (Some(i), _) => ctl.slots[i].replace(new),
             (None, _) => {
@@ -383,8 +381,7 @@ impl IpLookupSpec {
         }
         ctl.index.remove(&key);
         self.change_table(ctl, r.addr, r.len, None);
-        let old = ctl.slots[i].take().ok_or(CmdError::NotFound(r))?;
-        ctl.free.give(i);
+        let old = ctl.free.vacate(&mut ctl.slots, i).ok_or(CmdError::NotFound(r))?;
         self.release_hop(ctl, old.hop);
         Ok(old.route)
     }

@@ -13,14 +13,17 @@ pub(crate) enum FreeSlots {
 }
 
 impl FreeSlots {
-    /// Slot `i` is free again.
-    pub(crate) fn give(&mut self, i: usize) {
+    /// Takes the value out of slot `i` and frees the slot (a slot already empty stays
+    /// as it was).
+    pub(crate) fn vacate<T>(&mut self, slots: &mut [Option<T>], i: usize) -> Option<T> {
+        let v = slots[i].take()?;
         match self {
-            FreeSlots::NewestFirst(v) => v.push(i),
-            FreeSlots::LowestFirst(s) => {
-                s.insert(i);
+            FreeSlots::NewestFirst(f) => f.push(i),
+            FreeSlots::LowestFirst(f) => {
+                f.insert(i);
             }
         }
+        Some(v)
     }
 
     pub(crate) fn clear(&mut self) {
@@ -70,14 +73,15 @@ mod tests {
             }
             // Slots 1 and 3 freed, in that order.
             for i in [1, 3] {
-                slots[i] = None;
-                free.give(i);
+                assert_eq!(free.vacate(&mut slots, i), Some(i as u8));
             }
+            // An empty slot is not freed twice.
+            assert_eq!(free.vacate(&mut slots, 3), None);
             let placed: Vec<usize> = (10..13).map(|v| free.place(&mut slots, v)).collect();
             assert_eq!(placed, order);
             assert_eq!(slots, table.map(Some));
             // After a clear nothing is reused.
-            free.give(0);
+            free.vacate(&mut slots, 0);
             free.clear();
             assert_eq!(free.place(&mut slots, 20), 5);
         }

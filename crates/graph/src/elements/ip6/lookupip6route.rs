@@ -155,10 +155,9 @@ impl LookupIP6RouteSpec {
         // One store replaces the old route for readers.
         self.lpm.insert(addr, len, hop);
         if let Some(i) = ctl.index.remove(&(addr, len)) {
-            if let Some(old) = ctl.slots[i].take() {
+            if let Some(old) = ctl.free.vacate(&mut ctl.slots, i) {
                 self.release_hop(ctl, &old);
             }
-            ctl.free.give(i);
         }
         let route = Route {
             addr,
@@ -176,10 +175,9 @@ impl LookupIP6RouteSpec {
     fn remove(&self, ctl: &mut Control, addr: u128, len: u8) {
         if let Some(i) = ctl.index.remove(&(addr, len)) {
             self.lpm.remove(addr, len);
-            if let Some(old) = ctl.slots[i].take() {
+            if let Some(old) = ctl.free.vacate(&mut ctl.slots, i) {
                 self.release_hop(ctl, &old);
             }
-            ctl.free.give(i);
         }
     }
 
