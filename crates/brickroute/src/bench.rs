@@ -1,6 +1,6 @@
 //! `brickroute bench`: the measurement experiments.
 
-use runtime::bench::{pipeline, BaselineReport, PipelineOptions};
+use runtime::bench::{pipeline, PipelineOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -60,6 +60,12 @@ pub struct PipelineArgs {
     /// route apps (RouteBricks' yardstick, minimal forwarding), `none` for forward.
     #[arg(long)]
     baseline: Option<String>,
+    /// Run the application and its baseline in turns, N times each, in this one
+    /// process, each run a share of the packets (or seconds): cycles/packet is the
+    /// median run's and the ratio to the baseline the median of the rounds' ratios, so
+    /// that both sides of the ratio come from the same minutes of a shared host.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    rounds: u64,
 }
 
 pub fn main(cmd: BenchCommand) -> ExitCode {
@@ -115,17 +121,18 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         tx_burst: a.kn,
         pin: !a.no_pin,
         profile: a.profile,
+        baseline: baseline.map(|(_, conf)| conf.to_string()),
+        rounds: a.rounds as usize,
         ..PipelineOptions::default()
     };
-    let run = pipeline(&opts).and_then(|mut r| {
-        if let Some((app, conf)) = baseline {
-            r.baseline = Some(run_baseline(&opts, app, conf, r.size)?);
-        }
-        Ok(r)
-    });
+    let run = pipeline(&opts);
     match run {
         Ok(mut r) => {
             r.app = a.app.clone();
+            // (Reported under the application's name, not its configuration's.)
+            if let (Some(b), Some((app, _))) = (r.baseline.as_mut(), baseline) {
+                b.app = app.to_string();
+            }
             if a.json {
                 println!("{}", r.to_json_line());
             } else {
@@ -138,28 +145,4 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// The baseline app `app` (configuration `conf`) over the options of the run before
-/// it, at that run's frame size `size` (a route6 run's frames are at least 66 bytes),
-/// without routes or profiling.
-fn run_baseline(
-    opts: &PipelineOptions,
-    app: &str,
-    conf: &str,
-    size: usize,
-) -> Result<BaselineReport, String> {
-    let b = pipeline(&PipelineOptions {
-        app: conf.to_string(),
-        size,
-        routes: 0,
-        profile: false,
-        ..opts.clone()
-    })
-    .map_err(|e| format!("baseline {}: {}", app, e))?;
-    Ok(BaselineReport {
-        app: app.to_string(),
-        mpps: b.mpps,
-        cycles_per_packet: b.cycles_per_packet,
-    })
 }

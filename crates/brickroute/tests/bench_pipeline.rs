@@ -150,3 +150,76 @@ fn forwarding_and_none_have_no_baseline_and_an_unknown_one_is_refused() {
     );
     assert!(stdout(&o).is_empty());
 }
+
+#[test]
+fn rounds_alternate_the_app_and_its_baseline_and_report_medians() {
+    let j = pipeline_json(&["--app", "route", "--packets", "64000", "--rounds", "5"]);
+    assert_eq!(j["rounds"], 5, "{}", j);
+    let list = |k: &str| -> Vec<f64> {
+        j[k].as_array()
+            .unwrap_or_else(|| panic!("no {}: {}", k, j))
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (app, base) = (
+        list("round_cycles_per_packet"),
+        list("baseline_round_cycles_per_packet"),
+    );
+    assert_eq!((app.len(), base.len()), (5, 5), "{}", j);
+    // Every round moved packets (a round that found the router stopped would not).
+    assert!(app.iter().chain(&base).all(|&c| c > 0.0), "{}", j);
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[2]
+    };
+    assert_eq!(j["cycles_per_packet"].as_f64().unwrap(), median(&app), "{}", j);
+    assert_eq!(
+        j["baseline_cycles_per_packet"].as_f64().unwrap(),
+        median(&base),
+        "{}",
+        j
+    );
+    // The ratio is the median of the rounds' own ratios (from the printed figures,
+    // each rounded to 0.1 cycle).
+    let ratios: Vec<f64> = app.iter().zip(&base).map(|(a, b)| a / b).collect();
+    let ratio = j["ratio_to_baseline"].as_f64().unwrap();
+    assert!((ratio - median(&ratios)).abs() <= 0.01 * ratio + 0.01, "{}", j);
+    // All the packets asked for, shared over the rounds, came through and left.
+    let (rx, tx) = (j["packets"].as_u64().unwrap(), j["tx_packets"].as_u64().unwrap());
+    assert!(rx >= 64_000 && rx == tx, "{}", j);
+
+    // The table names the rounds and the turns.
+    let out = pipeline_out(&["--app", "route", "--packets", "6400", "--rounds", "2"]);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("2 rounds, cycles/packet: ") && l.contains("; median ")),
+        "{}",
+        out
+    );
+    assert!(
+        out.contains("baseline forward (in turns, same frames and workers): "),
+        "{}",
+        out
+    );
+}
+
+#[test]
+fn rounds_refuse_a_profile_and_too_few_packets() {
+    for (args, want) in [
+        (
+            &["--profile", "--rounds", "2"][..],
+            "brickroute bench pipeline: a profile times one run: give rounds or a profile, not both",
+        ),
+        (
+            &["--packets", "3", "--rounds", "4"][..],
+            "brickroute bench pipeline: 3 packets cannot be shared over 4 rounds",
+        ),
+    ] {
+        let o = brickroute(&[&["bench", "pipeline", "--no-pin", "--app", "route"], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{:?}", args);
+        assert_eq!(stderr(&o).trim(), want);
+        assert!(stdout(&o).is_empty());
+    }
+}

@@ -524,6 +524,10 @@ impl StopFlag {
     pub fn is_requested(&self) -> bool {
         self.0.load(Ordering::Acquire)
     }
+    /// Withdraws the request, for another run of the same router.
+    pub fn clear(&self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// What an element can reach while it runs on a worker.

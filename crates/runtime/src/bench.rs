@@ -16,6 +16,12 @@
 //! router's own addresses). `routes N` adds N random prefixes on the forwarding outputs
 //! and aims the flows into them, so lookups walk a large table.
 //!
+//! A baseline (`baseline`, another configuration) runs with the same frames, workers
+//! and batches and no routes, right after the run, or with `rounds` above one in
+//! turns with it: both are built first, then run alternately over endless traffic,
+//! each run a share of the packets or seconds, and the report gives the median run's
+//! cycles a packet and the median of the rounds' ratios.
+//!
 //! A configuration that routes with `LookupIP6Route` (`conf/router6.click`) gets the
 //! same with UDP/IPv6 frames (at least 66 bytes on the wire: a smaller `size` runs, and
 //! is reported, as 66) and IPv6 routes, shaped like an IPv6 BGP table (`route6.rs`).
@@ -33,12 +39,12 @@ mod report;
 mod route4;
 mod route6;
 
-pub use report::{BaselineReport, ElementReport, PipelineReport, WorkerReport};
+pub use report::{median, BaselineReport, ElementReport, PipelineReport, WorkerReport};
 use route4::{config_routes, pick_destination, random_routes};
 pub use route4::{udp_frame, Route};
 
 use crate::device::{register, DeviceTable};
-use crate::{tsc, RunStats, Runtime};
+use crate::{tsc, RunStats, Runtime, WorkerStats};
 use graph::args::split_args;
 use graph::lang::FlatConfig;
 use graph::registry::Registry;
@@ -81,8 +87,18 @@ pub struct PipelineOptions {
     /// Seed of the traffic and route generator.
     pub seed: u64,
     /// Time every element call and report where the cycles went
-    /// ([`PipelineReport::elements`]).
+    /// ([`PipelineReport::elements`]; one run only).
     pub profile: bool,
+    /// Another application (a configuration name in `conf_dir`, as `app`) run with the
+    /// same frames, workers, batches and packets or seconds, and no routes, whose
+    /// cycles a packet this run's are compared with.
+    pub baseline: Option<String>,
+    /// Runs in turns: with more than one, the application (and its baseline) run
+    /// `rounds` times each over endless traffic, taking turns, each run a share of the
+    /// packets or seconds; cycles a packet is the median run's, and the ratio to the
+    /// baseline the median of each round's ratio. One (the default): each runs once,
+    /// the baseline right after.
+    pub rounds: usize,
 }
 
 impl Default for PipelineOptions {
@@ -102,6 +118,8 @@ impl Default for PipelineOptions {
             pin: true,
             seed: 1,
             profile: false,
+            baseline: None,
+            rounds: 1,
         }
     }
 }
@@ -274,8 +292,14 @@ fn traffic_v6(
     Ok((frames, install))
 }
 
-/// Runs `opts.config` (or `conf_dir/APP.click`) as described in the module docs.
+/// Runs `opts.config` (or `conf_dir/APP.click`) as described in the module docs, and
+/// its baseline if it has one.
 pub fn pipeline(opts: &PipelineOptions) -> Result<PipelineReport, String> {
+    pipeline_flat(&load(opts)?, opts)
+}
+
+/// The configuration `opts` names, parsed.
+fn load(opts: &PipelineOptions) -> Result<FlatConfig, String> {
     let (text, name) = match &opts.config {
         Some(t) => (t.clone(), format!("<{}>", opts.app)),
         None => {
@@ -295,13 +319,59 @@ pub fn pipeline(opts: &PipelineOptions) -> Result<PipelineReport, String> {
     };
     let lib = Registry::with_library();
     let is_class = |c: &str| lib.get(c).is_some() || c == "FromDevice" || c == "ToDevice";
-    let flat = graph::lang::parse_with_classes(&text, &name, &HashMap::new(), &is_class)
-        .map_err(|e| e.to_string())?;
-    pipeline_flat(&flat, opts)
+    graph::lang::parse_with_classes(&text, &name, &HashMap::new(), &is_class).map_err(|e| e.to_string())
 }
 
 /// [`pipeline`] on an already parsed configuration.
 pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<PipelineReport, String> {
+    check_options(opts)?;
+    let rounds = opts.rounds.max(1);
+    if rounds == 1 {
+        // The application's run, then the baseline's, each as long as asked.
+        let app = Bench::prepare(flat, opts, false)?;
+        let stats = app.run(None);
+        let mut r = app.report(&[stats]);
+        if let Some(base) = &opts.baseline {
+            let bopts = app.baseline_options(base);
+            let b = Bench::prepare(&load(&bopts)?, &bopts, false)
+                .map_err(|e| format!("baseline {}: {}", base, e))?;
+            r.baseline = Some(b.report(&[b.run(None)]).as_baseline(base));
+        }
+        return Ok(r);
+    }
+    // Rounds: both built first, routes installed once, then run in turns over endless
+    // traffic, each turn a share of the packets (or seconds), so that the two see the
+    // same moments of a shared host.
+    let app = Bench::prepare(flat, opts, true)?;
+    let base = match &opts.baseline {
+        Some(name) => {
+            let bopts = app.baseline_options(name);
+            let b = Bench::prepare(&load(&bopts)?, &bopts, true)
+                .map_err(|e| format!("baseline {}: {}", name, e))?;
+            Some((name, b))
+        }
+        None => None,
+    };
+    let share = match opts.seconds {
+        Some(s) => Share::Seconds(s / rounds as f64),
+        None => Share::Packets((opts.packets.unwrap_or(DEFAULT_PACKETS) / rounds as u64).max(1)),
+    };
+    let (mut app_runs, mut base_runs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        app_runs.push(app.run(Some(share)));
+        if let Some((_, b)) = &base {
+            base_runs.push(b.run(Some(share)));
+        }
+    }
+    let mut r = app.report(&app_runs);
+    if let Some((name, b)) = &base {
+        r.baseline = Some(b.report(&base_runs).as_baseline(name));
+    }
+    Ok(r)
+}
+
+/// The options' own consistency, before anything is built.
+fn check_options(opts: &PipelineOptions) -> Result<(), String> {
     if !(64..=1518).contains(&opts.size) {
         return Err(format!("frame size {} out of range (64 to 1518)", opts.size));
     }
@@ -317,87 +387,184 @@ pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<Pipeli
     if opts.routes > 4_000_000 {
         return Err("at most 4000000 random routes".into());
     }
-    let threads = opts.threads.max(1);
-    let packets = match opts.seconds {
-        Some(_) => None,
-        None => Some(opts.packets.unwrap_or(DEFAULT_PACKETS)),
-    };
-    let mut rng = Rng::new(opts.seed);
+    if opts.rounds > 1 && opts.profile {
+        return Err("a profile times one run: give rounds or a profile, not both".into());
+    }
+    if opts.rounds > 1 && opts.packets.is_some_and(|p| p < opts.rounds as u64) {
+        return Err(format!(
+            "{} packets cannot be shared over {} rounds",
+            opts.packets.unwrap_or(0),
+            opts.rounds
+        ));
+    }
+    Ok(())
+}
 
-    let v6 = flat.elements.iter().position(|e| e.class == "LookupIP6Route");
-    // A UDP/IPv6 frame takes at least 66 bytes on the wire: smaller sizes run at that,
-    // and the report says so.
-    let opts_v6;
-    let opts = match v6 {
-        Some(_) if opts.size < route6::MIN_FRAME + 4 => {
-            opts_v6 = PipelineOptions {
+/// How much of the traffic one round takes.
+#[derive(Clone, Copy)]
+enum Share {
+    /// Until the receive ports have delivered this many more packets.
+    Packets(u64),
+    /// This many seconds.
+    Seconds(f64),
+}
+
+/// A configuration built over in-memory ports with its routes installed, ready to run.
+struct Bench {
+    /// The options it runs with (a route6 run's frame size raised to its least).
+    opts: PipelineOptions,
+    spec: RouterSpec,
+    ports: Vec<Arc<MemPort>>,
+    /// The first `nrx` ports receive.
+    nrx: usize,
+    /// The exact packet budget (none with `seconds`, or for rounds).
+    packets: Option<u64>,
+    route_install_seconds: f64,
+}
+
+impl Bench {
+    /// Builds the configuration `flat` as `opts` says. `endless`: the ports replay their
+    /// traffic without end (rounds stop each run themselves).
+    fn prepare(flat: &FlatConfig, opts: &PipelineOptions, endless: bool) -> Result<Bench, String> {
+        let threads = opts.threads.max(1);
+        let packets = match opts.seconds {
+            Some(_) => None,
+            None if endless => None,
+            None => Some(opts.packets.unwrap_or(DEFAULT_PACKETS)),
+        };
+        let mut rng = Rng::new(opts.seed);
+
+        let v6 = flat.elements.iter().position(|e| e.class == "LookupIP6Route");
+        // A UDP/IPv6 frame takes at least 66 bytes on the wire: smaller sizes run at
+        // that, and the report says so.
+        let opts = match v6 {
+            Some(_) if opts.size < route6::MIN_FRAME + 4 => PipelineOptions {
                 size: route6::MIN_FRAME + 4,
                 ..opts.clone()
-            };
-            &opts_v6
-        }
-        _ => opts,
-    };
-    let (frames, install) = match v6 {
-        Some(l) => traffic_v6(flat, l, opts, &mut rng)?,
-        None => traffic_v4(flat, opts, &mut rng)?,
-    };
-
-    // Rewrite FromDump/ToDump into device elements over memK.
-    let mut flat = flat.clone();
-    let (mut nrx, mut ntx) = (0usize, 0usize);
-    for e in flat.elements.iter_mut() {
-        if e.class == "FromDump" {
-            e.class = "FromDevice".into();
-            e.config = format!("mem{}, BURST {}", nrx, opts.rx_burst);
-            nrx += 1;
-        } else if e.class == "ToDump" {
-            e.class = "ToDevice".into();
-            e.config = format!("mem{}, BURST {}", ntx, opts.tx_burst);
-            ntx += 1;
-        }
-    }
-    if nrx == 0 {
-        return Err("the configuration has no FromDump to feed traffic into".into());
-    }
-    let mut devices = DeviceTable::new();
-    let mut ports: Vec<Arc<MemPort>> = Vec::new();
-    for k in 0..nrx.max(ntx) {
-        let port = if k < nrx {
-            let budget = packets.map(|n| n / nrx as u64 + u64::from((k as u64) < n % nrx as u64));
-            MemPort::with_traffic(threads, &frames, budget)
-        } else {
-            MemPort::new(threads)
+            },
+            _ => opts.clone(),
         };
-        let port = Arc::new(port);
-        devices.insert(format!("mem{}", k), port.clone() as Arc<dyn Port>);
-        ports.push(port);
-    }
-    let devices = Arc::new(devices);
-    let mut reg = Registry::with_library();
-    register(&mut reg, &devices);
-    let spec = RouterSpec::build(&flat, &reg, &opts.conf_dir, threads).map_err(|e| e.to_string())?;
+        let (frames, install) = match v6 {
+            Some(l) => traffic_v6(flat, l, &opts, &mut rng)?,
+            None => traffic_v4(flat, &opts, &mut rng)?,
+        };
 
-    let t0 = Instant::now();
-    let route_install_seconds = match install {
-        Some(i) => {
-            install_routes(&spec, &i)?;
-            t0.elapsed().as_secs_f64()
+        // Rewrite FromDump/ToDump into device elements over memK.
+        let mut flat = flat.clone();
+        let (mut nrx, mut ntx) = (0usize, 0usize);
+        for e in flat.elements.iter_mut() {
+            if e.class == "FromDump" {
+                e.class = "FromDevice".into();
+                e.config = format!("mem{}, BURST {}", nrx, opts.rx_burst);
+                nrx += 1;
+            } else if e.class == "ToDump" {
+                e.class = "ToDevice".into();
+                e.config = format!("mem{}, BURST {}", ntx, opts.tx_burst);
+                ntx += 1;
+            }
         }
-        None => 0.0,
-    };
+        if nrx == 0 {
+            return Err("the configuration has no FromDump to feed traffic into".into());
+        }
+        let mut devices = DeviceTable::new();
+        let mut ports: Vec<Arc<MemPort>> = Vec::new();
+        for k in 0..nrx.max(ntx) {
+            let port = if k < nrx {
+                let budget = packets.map(|n| n / nrx as u64 + u64::from((k as u64) < n % nrx as u64));
+                MemPort::with_traffic(threads, &frames, budget)
+            } else {
+                MemPort::new(threads)
+            };
+            let port = Arc::new(port);
+            devices.insert(format!("mem{}", k), port.clone() as Arc<dyn Port>);
+            ports.push(port);
+        }
+        let devices = Arc::new(devices);
+        let mut reg = Registry::with_library();
+        register(&mut reg, &devices);
+        let spec = RouterSpec::build(&flat, &reg, &opts.conf_dir, threads).map_err(|e| e.to_string())?;
 
-    let rx_ports = &ports[..nrx];
-    let runtime = Runtime::new(threads).pin(opts.pin).profile(opts.profile);
-    let stats = runtime.run_until(&spec, opts.seconds.map(Duration::from_secs_f64), || {
-        packets.is_some() && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
-    });
-    let mut r = report(opts, threads, &stats, &ports, route_install_seconds);
-    if opts.profile {
-        r.elements = element_reports(&spec, &stats, r.packets);
-        r.timer_cycles = timer_cycles();
+        let t0 = Instant::now();
+        let route_install_seconds = match install {
+            Some(i) => {
+                install_routes(&spec, &i)?;
+                t0.elapsed().as_secs_f64()
+            }
+            None => 0.0,
+        };
+        Ok(Bench {
+            opts,
+            spec,
+            ports,
+            nrx,
+            packets,
+            route_install_seconds,
+        })
     }
-    Ok(r)
+
+    /// Packets the receive ports have delivered so far.
+    fn received(&self) -> u64 {
+        self.ports[..self.nrx].iter().map(|p| p.totals().rx_packets).sum()
+    }
+
+    /// One run: the whole budget (or `seconds`), or a round's share.
+    fn run(&self, share: Option<Share>) -> RunStats {
+        let threads = self.opts.threads.max(1);
+        let runtime = Runtime::new(threads)
+            .pin(self.opts.pin)
+            .profile(self.opts.profile);
+        // (A round ends with a stop request; the next starts without one.)
+        self.spec.stop_flag().clear();
+        match share {
+            None => {
+                let rx_ports = &self.ports[..self.nrx];
+                let budgeted = self.packets.is_some();
+                runtime.run_until(&self.spec, self.opts.seconds.map(Duration::from_secs_f64), || {
+                    budgeted && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
+                })
+            }
+            Some(Share::Seconds(s)) => {
+                runtime.run_until(&self.spec, Some(Duration::from_secs_f64(s)), || false)
+            }
+            Some(Share::Packets(n)) => {
+                let until = self.received() + n;
+                runtime.run_until(&self.spec, None, || self.received() >= until)
+            }
+        }
+    }
+
+    /// The report of `runs` (one, or a round each): packets, seconds and the workers'
+    /// figures over all of them; cycles a packet the median run's.
+    fn report(&self, runs: &[RunStats]) -> PipelineReport {
+        let mut r = report(
+            &self.opts,
+            self.opts.threads.max(1),
+            runs,
+            &self.ports,
+            self.route_install_seconds,
+        );
+        if self.opts.profile {
+            if let [stats] = runs {
+                r.elements = element_reports(&self.spec, stats, r.packets);
+                r.timer_cycles = timer_cycles();
+            }
+        }
+        r
+    }
+
+    /// The options of the baseline `app` beside this run: the same frames (at this
+    /// run's frame size), workers, batches and packets or seconds, no routes, no
+    /// profile.
+    fn baseline_options(&self, app: &str) -> PipelineOptions {
+        PipelineOptions {
+            app: app.to_string(),
+            config: None,
+            routes: 0,
+            profile: false,
+            baseline: None,
+            ..self.opts.clone()
+        }
+    }
 }
 
 /// Every called element's profile summed over the workers, the dearest first.
@@ -475,18 +642,50 @@ fn install_routes(spec: &RouterSpec, i: &Install) -> Result<(), String> {
 fn report(
     opts: &PipelineOptions,
     threads: usize,
-    stats: &RunStats,
+    runs: &[RunStats],
     ports: &[Arc<MemPort>],
     route_install_seconds: f64,
 ) -> PipelineReport {
     let packets: u64 = ports.iter().map(|p| p.totals().rx_packets).sum();
     let tx_packets: u64 = ports.iter().map(|p| p.totals().tx_packets).sum();
-    let seconds = stats
-        .workers
+    let seconds: f64 = runs
         .iter()
-        .map(|w| w.elapsed.as_secs_f64())
-        .fold(0.0, f64::max);
+        .map(|s| {
+            s.workers
+                .iter()
+                .map(|w| w.elapsed.as_secs_f64())
+                .fold(0.0, f64::max)
+        })
+        .sum();
     let rate = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+    // Each worker's figures over all runs.
+    let mut workers: Vec<WorkerStats> = Vec::new();
+    for w in runs.iter().flat_map(|s| &s.workers) {
+        match workers.iter_mut().find(|t| t.index == w.index) {
+            Some(t) => {
+                t.packets += w.packets;
+                t.busy_cycles += w.busy_cycles;
+                t.empty_cycles += w.empty_cycles;
+                t.iterations += w.iterations;
+                t.empty_iterations += w.empty_iterations;
+                t.elapsed += w.elapsed;
+            }
+            None => workers.push(WorkerStats {
+                profile: Vec::new(),
+                ..w.clone()
+            }),
+        }
+    }
+    let all = RunStats {
+        workers,
+        elapsed: runs.iter().map(|s| s.elapsed).sum(),
+        tsc_hz: runs.first().map_or_else(tsc::tsc_hz, |s| s.tsc_hz),
+    };
+    let rounds: Vec<f64> = if runs.len() > 1 {
+        runs.iter().map(RunStats::cycles_per_packet).collect()
+    } else {
+        Vec::new()
+    };
     PipelineReport {
         app: opts.app.clone(),
         size: opts.size,
@@ -498,11 +697,16 @@ fn report(
         seconds,
         mpps: rate(packets) / 1e6,
         gbps: rate(packets) * opts.size as f64 * 8.0 / 1e9,
-        cycles_per_packet: stats.cycles_per_packet(),
-        empty_poll_share: stats.empty_poll_share(),
-        tsc_ghz: stats.tsc_hz / 1e9,
+        cycles_per_packet: if rounds.is_empty() {
+            all.cycles_per_packet()
+        } else {
+            median(&rounds)
+        },
+        rounds,
+        empty_poll_share: all.empty_poll_share(),
+        tsc_ghz: all.tsc_hz / 1e9,
         route_install_seconds,
-        workers: stats
+        workers: all
             .workers
             .iter()
             .map(|w| WorkerReport {

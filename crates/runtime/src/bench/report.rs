@@ -31,8 +31,10 @@ pub struct PipelineReport {
     /// Received bits per second of `size`-byte frames, in Gbit/s (RouteBricks'
     /// convention: no preamble or inter-frame gap).
     pub gbps: f64,
-    /// Busy TSC cycles per packet over all workers.
+    /// Busy TSC cycles per packet over all workers (with rounds, the median round's).
     pub cycles_per_packet: f64,
+    /// With rounds: each round's cycles a packet, in order; empty for a single run.
+    pub rounds: Vec<f64>,
     /// Share of loop cycles spent in empty polls.
     pub empty_poll_share: f64,
     pub tsc_ghz: f64,
@@ -45,8 +47,9 @@ pub struct PipelineReport {
     /// With `profile`: TSC cycles of one call's timing (two counter reads back to
     /// back, the least of many), included in each call's cycles.
     pub timer_cycles: f64,
-    /// Another application run right after this one with the same frames, workers and
-    /// batches, whose figures this run's are compared with (none unless asked for).
+    /// Another application run with the same frames, workers and batches (right after
+    /// this one, or in turns with it), whose figures this run's are compared with
+    /// (none unless asked for).
     pub baseline: Option<BaselineReport>,
 }
 
@@ -56,16 +59,54 @@ pub struct BaselineReport {
     pub app: String,
     pub mpps: f64,
     pub cycles_per_packet: f64,
+    /// With rounds: each round's cycles a packet (see [`PipelineReport::rounds`]).
+    pub rounds: Vec<f64>,
 }
 
 impl PipelineReport {
-    /// This run's cycles a packet over the baseline's (0 without a baseline or when
-    /// the baseline measured none).
+    /// This run's cycles a packet over the baseline's: with rounds, the median of each
+    /// round's ratio, so that both sides of a ratio come from the same minutes of a
+    /// shared host (0 without a baseline or when the baseline measured none).
     pub fn ratio_to_baseline(&self) -> f64 {
         match &self.baseline {
+            Some(b) if !self.rounds.is_empty() && b.rounds.len() == self.rounds.len() => {
+                let ratios: Vec<f64> = self
+                    .rounds
+                    .iter()
+                    .zip(&b.rounds)
+                    .filter(|(_, &base)| base > 0.0)
+                    .map(|(&x, &base)| x / base)
+                    .collect();
+                if ratios.is_empty() {
+                    0.0
+                } else {
+                    median(&ratios)
+                }
+            }
             Some(b) if b.cycles_per_packet > 0.0 => self.cycles_per_packet / b.cycles_per_packet,
             _ => 0.0,
         }
+    }
+
+    /// This report as the baseline of another, under the name `app`.
+    pub fn as_baseline(&self, app: &str) -> BaselineReport {
+        BaselineReport {
+            app: app.to_string(),
+            mpps: self.mpps,
+            cycles_per_packet: self.cycles_per_packet,
+            rounds: self.rounds.clone(),
+        }
+    }
+}
+
+/// The median of `xs` (the mean of the middle two for an even count; 0 for none).
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -139,15 +180,30 @@ impl PipelineReport {
                 )
             })
             .collect();
+        let list = |xs: &[f64]| xs.iter().map(|&x| num(x, 1)).collect::<Vec<_>>().join(",");
         let baseline = match &self.baseline {
             None => String::new(),
             Some(b) => format!(
-                ",\"baseline\":{},\"baseline_mpps\":{},\"baseline_cycles_per_packet\":{},\"ratio_to_baseline\":{}",
+                ",\"baseline\":{},\"baseline_mpps\":{},\"baseline_cycles_per_packet\":{},\"ratio_to_baseline\":{}{}",
                 json_string(&b.app),
                 num(b.mpps, 4),
                 num(b.cycles_per_packet, 1),
-                num(self.ratio_to_baseline(), 3)
+                num(self.ratio_to_baseline(), 3),
+                if b.rounds.is_empty() {
+                    String::new()
+                } else {
+                    format!(",\"baseline_round_cycles_per_packet\":[{}]", list(&b.rounds))
+                }
             ),
+        };
+        let rounds = if self.rounds.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ",\"rounds\":{},\"round_cycles_per_packet\":[{}]",
+                self.rounds.len(),
+                list(&self.rounds)
+            )
         };
         let profile = if self.elements.is_empty() {
             String::new()
@@ -159,7 +215,7 @@ impl PipelineReport {
             )
         };
         format!(
-            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{}{},\"workers\":[{}]{}}}",
+            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{}{}{},\"workers\":[{}]{}}}",
             json_string(&self.app),
             self.size,
             self.threads,
@@ -174,6 +230,7 @@ impl PipelineReport {
             num(self.empty_poll_share, 4),
             num(self.tsc_ghz, 3),
             num(self.route_install_seconds, 6),
+            rounds,
             baseline,
             workers.join(","),
             profile
@@ -215,29 +272,65 @@ impl fmt::Display for PipelineReport {
             let figures = (w.packets, w.mpps, w.cycles_per_packet, w.empty_poll_share);
             row(f, &w.index.to_string(), &core, figures)?;
         }
-        let figures = (
-            self.packets,
-            self.mpps,
-            self.cycles_per_packet,
-            self.empty_poll_share,
-        );
+        // (With rounds, the workers' figures and this row's are over all rounds; the
+        // median round's cycles a packet follows below.)
+        let busy: f64 = self
+            .workers
+            .iter()
+            .map(|w| w.cycles_per_packet * w.packets as f64)
+            .sum();
+        let all_cycles = if self.rounds.is_empty() || self.packets == 0 {
+            self.cycles_per_packet
+        } else {
+            busy / self.workers.iter().map(|w| w.packets).sum::<u64>().max(1) as f64
+        };
+        let figures = (self.packets, self.mpps, all_cycles, self.empty_poll_share);
         row(f, "all", "", figures)?;
         writeln!(
             f,
             "transmitted {} packets, {:.3} Gbit/s of {}-byte frames",
             self.tx_packets, self.gbps, self.size
         )?;
-        if let Some(b) = &self.baseline {
+        let list = |xs: &[f64]| {
+            xs.iter()
+                .map(|x| format!("{:.1}", x))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if !self.rounds.is_empty() {
             writeln!(
                 f,
-                "baseline {} (right after, same frames and workers): {:.3} Mpps, {:.1} cycles/packet; \
+                "{} rounds, cycles/packet: {}; median {:.1}",
+                self.rounds.len(),
+                list(&self.rounds),
+                self.cycles_per_packet
+            )?;
+        }
+        if let Some(b) = &self.baseline {
+            let when = if b.rounds.is_empty() {
+                "right after"
+            } else {
+                "in turns"
+            };
+            writeln!(
+                f,
+                "baseline {} ({}, same frames and workers): {:.3} Mpps, {:.1} cycles/packet; \
                  {} takes {:.2}x its cycles a packet",
                 b.app,
+                when,
                 b.mpps,
                 b.cycles_per_packet,
                 self.app,
                 self.ratio_to_baseline()
             )?;
+            if !b.rounds.is_empty() {
+                writeln!(
+                    f,
+                    "baseline rounds, cycles/packet: {}; median {:.1} (the ratio is the median of the rounds')",
+                    list(&b.rounds),
+                    b.cycles_per_packet
+                )?;
+            }
         }
         if self.elements.is_empty() {
             return Ok(());
