@@ -73,6 +73,11 @@
 //! table. An IPv4 table replaced by a wider one is dropped the same way, after a grace
 //! period.
 //!
+//! Deferred frees run on whichever thread pins when they are due, usually a reader.
+//! After a large change (a route installation), a control thread can run the ones
+//! already due itself with [`reclaim`], so that readers do not pay for them
+//! (`bench pipeline` does so after installing its routes).
+//!
 //! Readers pin in one of two ways:
 //!
 //! * `lookup` and `lookup_batch` pin for the call (a thread-local counter and one
@@ -163,6 +168,27 @@ pub fn defer(f: impl FnOnce() + Send + 'static) {
     // for 64 more items.)
     guard.flush();
 }
+
+/// Frees, on this thread, the replaced memory (and runs the [`defer`]red work) whose
+/// grace period is over, as far as the pins held now allow: with no reader pinned,
+/// everything replaced before the call. Otherwise that work is done by whichever thread
+/// pins next, typically a forwarding worker in the middle of its batches, which then
+/// pays for the frees of, say, a route installation. A control thread calls it after a
+/// large change, when the work is better done there.
+pub fn reclaim() {
+    // Each flush hands this thread's deferred work to the collector, moves the global
+    // epoch on if every pinned thread allows, and runs a few of the batches that are
+    // due (a batch needs two epoch steps after it was queued). A change queues at most
+    // one batch, and a drained queue makes a round a few hundred nanoseconds, so a
+    // bounded number of rounds empties the queue of any route installation.
+    for _ in 0..RECLAIM_ROUNDS {
+        epoch::pin().flush();
+    }
+}
+
+/// Rounds of [`reclaim`]: each runs up to eight due batches of up to 64 deferred
+/// frees (crossbeam-epoch's collection step).
+const RECLAIM_ROUNDS: usize = 4096;
 
 impl std::fmt::Debug for ReadGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
