@@ -197,6 +197,8 @@ impl Frame {
 
 /// A packet: owns one frame. Dropping it recycles the frame into the current thread's
 /// pool, so the data path never frees memory.
+// (`repr(transparent)`: the pool moves packets' frames in bulk, `pool::recycle_all`.)
+#[repr(transparent)]
 pub struct Packet {
     frame: ManuallyDrop<Box<Frame>>,
 }

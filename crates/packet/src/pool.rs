@@ -89,12 +89,41 @@ pub(crate) fn take_into(out: &mut Vec<Packet>, n: usize, headroom: usize, len: u
             p.free.extend((have..n).map(|_| Frame::new_standard()));
         }
         p.stats.taken += n as u64;
-        let start = p.free.len() - n;
-        out.extend(p.free.drain(start..).map(fresh));
+        move_fresh(&mut p.free, out, n, fresh);
         true
     });
     if done != Ok(true) {
         out.extend((0..n).map(|_| fresh(Frame::new_standard())));
+    }
+}
+
+/// Moves the last `n` frames of `free` (which holds at least `n`) to the end of `out`
+/// as packets made by `fresh`, in one loop over raw pointers. (`extend` over a `drain`
+/// spent about twice the instructions on the iterators' bookkeeping: the forwarding
+/// path ran 8 % faster without it, see docs/PERFORMANCE.md, session 30.)
+#[inline(always)]
+#[allow(clippy::vec_box)]
+fn move_fresh(
+    free: &mut Vec<Box<Frame>>,
+    out: &mut Vec<Packet>,
+    n: usize,
+    fresh: impl Fn(Box<Frame>) -> Packet,
+) {
+    let start = free.len() - n;
+    out.reserve(n);
+    // SAFETY: `free[start..]` holds `n` initialized frames; each is read out once and
+    // `free` is shortened past them before anything else can see it, so each frame
+    // ends up owned by exactly one packet. `out` has room for `n` more packets
+    // (reserved above), written in order before its length covers them. `fresh` does
+    // not panic (it writes a frame's offsets and hot annotations).
+    unsafe {
+        let src = free.as_ptr().add(start);
+        let dst = out.as_mut_ptr().add(out.len());
+        free.set_len(start);
+        for i in 0..n {
+            std::ptr::write(dst.add(i), fresh(std::ptr::read(src.add(i))));
+        }
+        out.set_len(out.len() + n);
     }
 }
 
@@ -115,7 +144,25 @@ pub(crate) fn recycle_all(pkts: &mut Vec<Packet>) -> u64 {
         };
         p.stats.recycled += pkts.len() as u64;
         if standard && p.free.len() + pkts.len() <= MAX_FREE_FRAMES {
-            p.free.extend(pkts.drain(..).map(Packet::into_frame));
+            let n = pkts.len();
+            p.free.reserve(n);
+            // SAFETY: `Packet` is `repr(transparent)` over `ManuallyDrop<Box<Frame>>`,
+            // itself `repr(transparent)` over `Box<Frame>`, so the `n` packets are `n`
+            // frame boxes bit for bit. They are copied into the room reserved past
+            // `free`'s length, and `pkts` is emptied without dropping them (their drop
+            // would recycle them a second time): each frame moves to the pool once.
+            // One copy of pointers where a drain and extend took a loop of
+            // iterator steps (see `move_fresh`).
+            unsafe {
+                let l = p.free.len();
+                std::ptr::copy_nonoverlapping(
+                    pkts.as_ptr().cast::<Box<Frame>>(),
+                    p.free.as_mut_ptr().add(l),
+                    n,
+                );
+                pkts.set_len(0);
+                p.free.set_len(l + n);
+            }
         } else {
             recycle_mixed(&mut p.free, pkts);
         }
