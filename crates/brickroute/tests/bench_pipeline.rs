@@ -223,3 +223,33 @@ fn rounds_refuse_a_profile_and_too_few_packets() {
         assert!(stdout(&o).is_empty());
     }
 }
+
+#[test]
+fn a_missing_baseline_configuration_is_named_as_the_baselines() {
+    // The route app's configuration is there, forwarding's is not.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(root().join("conf/router.click"), dir.path().join("router.click")).unwrap();
+    let conf_dir = dir.path().to_str().unwrap();
+    for rounds in ["1", "2"] {
+        let o = brickroute(&[
+            "bench",
+            "pipeline",
+            "--no-pin",
+            "--app",
+            "route",
+            "--packets",
+            "640",
+            "--rounds",
+            rounds,
+            "--conf-dir",
+            conf_dir,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "rounds {rounds}");
+        let want = format!(
+            "brickroute bench pipeline: baseline forward: {}/forward.click: No such file or directory",
+            conf_dir
+        );
+        assert!(stderr(&o).starts_with(&want), "rounds {rounds}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty());
+    }
+}

@@ -332,9 +332,7 @@ pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<Pipeli
         let stats = app.run(None);
         let mut r = app.report(&[stats]);
         if let Some(base) = &opts.baseline {
-            let bopts = app.baseline_options(base);
-            let b = Bench::prepare(&load(&bopts)?, &bopts, false)
-                .map_err(|e| format!("baseline {}: {}", base, e))?;
+            let b = app.prepare_baseline(base, false)?;
             r.baseline = Some(b.report(&[b.run(None)]).as_baseline(base));
         }
         return Ok(r);
@@ -344,12 +342,7 @@ pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<Pipeli
     // same moments of a shared host.
     let app = Bench::prepare(flat, opts, true)?;
     let base = match &opts.baseline {
-        Some(name) => {
-            let bopts = app.baseline_options(name);
-            let b = Bench::prepare(&load(&bopts)?, &bopts, true)
-                .map_err(|e| format!("baseline {}: {}", name, e))?;
-            Some((name, b))
-        }
+        Some(name) => Some((name, app.prepare_baseline(name, true)?)),
         None => None,
     };
     let share = match opts.seconds {
@@ -557,18 +550,20 @@ impl Bench {
         r
     }
 
-    /// The options of the baseline `app` beside this run: the same frames (at this
-    /// run's frame size), workers, batches and packets or seconds, no routes, no
-    /// profile.
-    fn baseline_options(&self, app: &str) -> PipelineOptions {
-        PipelineOptions {
+    /// The baseline `app` beside this run, built: the same frames (at this run's frame
+    /// size), workers, batches and packets or seconds, no routes, no profile.
+    fn prepare_baseline(&self, app: &str, endless: bool) -> Result<Bench, String> {
+        let opts = PipelineOptions {
             app: app.to_string(),
             config: None,
             routes: 0,
             profile: false,
             baseline: None,
             ..self.opts.clone()
-        }
+        };
+        load(&opts)
+            .and_then(|flat| Bench::prepare(&flat, &opts, endless))
+            .map_err(|e| format!("baseline {}: {}", app, e))
     }
 }
 
