@@ -1154,6 +1154,32 @@ mod tests {
     }
 
     #[test]
+    fn null_elements_are_skipped_and_lose_nothing() {
+        // s -> n1 :: Null -> q :: Queue -> n2 :: PushNull -> d
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "9", 1),
+                el("n1", "Null", "", 2),
+                el("q", "Queue", "", 3),
+                el("n2", "PushNull", "", 4),
+                el("d", "Discard", "", 5),
+            ],
+            connections: vec![
+                conn(0, 0, 1, 0),
+                conn(1, 0, 2, 0),
+                conn(2, 0, 3, 0),
+                conn(3, 0, 4, 0),
+            ],
+            ..Default::default()
+        };
+        let r = build(&flat).unwrap();
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        assert_eq!(g.nodes[0].dest, vec![(4, 0)]);
+        while !g.run_sources().all_done {}
+        assert_eq!(r.read_handler("d.count").unwrap(), "9");
+    }
+
+    #[test]
     fn pass_through_queues_are_skipped_not_lost() {
         // s -> q1 :: Queue -> q2 :: Queue -> d; a, b: a cycle of queues nothing reaches.
         let flat = FlatConfig {

@@ -11,6 +11,7 @@ pub(crate) mod hopindex;
 pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
+pub(crate) mod null;
 pub(crate) mod paint;
 pub mod pcap;
 pub(crate) mod print;
@@ -31,6 +32,9 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(switch::HashSwitchClass));
     reg.add(Arc::new(switch::RoundRobinSwitchClass));
     reg.add(Arc::new(print::PrintClass));
+    reg.add(Arc::new(null::NullClass::NULL));
+    reg.add(Arc::new(null::NullClass::PUSH));
+    reg.add(Arc::new(null::NullClass::PULL));
     reg.add(Arc::new(queue::QueueClass::QUEUE));
     reg.add(Arc::new(queue::QueueClass::SIMPLE));
     reg.add(Arc::new(queue::QueueClass::THREAD_SAFE));
