@@ -34,13 +34,15 @@ struct NullSpec;
 
 impl ElementSpec for NullSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
-        Box::new(Null)
+        Box::new(PassThrough)
     }
 }
 
-struct Null;
+/// An element that hands its input to output 0 whole, and that the graph connects
+/// around ([`Element::is_pass_through`]): a `Null`, or a full-push `Queue`.
+pub(crate) struct PassThrough;
 
-impl Element for Null {
+impl Element for PassThrough {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         out.push_batch(0, batch);
     }

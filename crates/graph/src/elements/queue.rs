@@ -10,7 +10,6 @@
 use crate::args::{Args, FromArg};
 use crate::element::*;
 use crate::error::ConfigError;
-use packet::PacketBatch;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -51,7 +50,7 @@ struct QueueSpec {
 
 impl ElementSpec for QueueSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
-        Box::new(Queue)
+        Box::new(super::null::PassThrough)
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
         vec![
@@ -83,17 +82,6 @@ impl ElementSpec for QueueSpec {
             "reset_counts" | "reset" => Some(Ok(())),
             _ => None,
         }
-    }
-}
-
-struct Queue;
-
-impl Element for Queue {
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        out.push_batch(0, batch);
-    }
-    fn is_pass_through(&self) -> bool {
-        true
     }
 }
 
