@@ -24,25 +24,25 @@ fn reclaim_runs_the_deferred_work_that_is_due_on_the_calling_thread() {
     for i in 0..1_000u32 {
         t.insert((10 << 24) | (i << 8), 24, i + 1);
     }
-    let marker = Arc::new(AtomicUsize::new(0));
-    let m = marker.clone();
-    lpm::defer(move || {
-        m.store(1, Ordering::Relaxed);
-    });
+    let marker = deferred_flag();
     lpm::reclaim();
     // Work queued after the table's frees ran, so theirs did too.
     assert_eq!(marker.load(Ordering::Relaxed), 1);
 
     // A reader's pin holds back what is replaced while it is held, reclaim or not.
     let held = lpm::pin();
-    let late = Arc::new(AtomicUsize::new(0));
-    let l = late.clone();
-    lpm::defer(move || {
-        l.store(1, Ordering::Relaxed);
-    });
+    let late = deferred_flag();
     lpm::reclaim();
     assert_eq!(late.load(Ordering::Relaxed), 0);
     drop(held);
     lpm::reclaim();
     assert_eq!(late.load(Ordering::Relaxed), 1);
+}
+
+/// A flag that deferred work sets to 1 when it runs.
+fn deferred_flag() -> Arc<AtomicUsize> {
+    let flag = Arc::new(AtomicUsize::new(0));
+    let f = flag.clone();
+    lpm::defer(move || f.store(1, Ordering::Relaxed));
+    flag
 }
