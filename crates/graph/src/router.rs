@@ -192,11 +192,15 @@ impl RouterSpec {
                 busy: false,
                 spare: Vec::new(),
                 dest: e.dest.clone(),
+                next0: NO_DEST,
                 profile: ElementProfile::default(),
             })
             .collect();
         let mut nodes = nodes;
         skip_pass_through(&mut nodes);
+        for n in &mut nodes {
+            n.next0 = n.dest.first().copied().unwrap_or(NO_DEST);
+        }
         let sources: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].elem.is_source()).collect();
         GraphInstance {
             done: vec![false; sources.len()],
@@ -375,9 +379,17 @@ struct Node {
     /// Output batches for re-entrant pushes.
     spare: Vec<Vec<PacketBatch>>,
     dest: Vec<(usize, usize)>,
+    /// `dest[0]`, or `NO_DEST` for an element without outputs: kept beside the flags
+    /// the dispatch loop reads anyway, so following output 0 (nearly every call) reads
+    /// no `dest` vector.
+    next0: (usize, usize),
     /// Time in this element's own `push` / `run` calls, when the worker profiles.
     profile: ElementProfile,
 }
+
+/// [`Node::next0`] of an element without outputs: never followed, since its calls pass
+/// nothing on.
+const NO_DEST: (usize, usize) = (usize::MAX, usize::MAX);
 
 /// What one element's calls cost on one worker, measured when profiling is on (see
 /// [`GraphInstance::set_profiling`]): TSC cycles inside its own `push` and `run`
@@ -631,17 +643,14 @@ fn push_into<const PROF: bool>(
         // Read before the call: when the element passes its input on to output 0, as
         // nearly every one does, finding the next element does not wait for this one's
         // result (the branch below is predicted), so the two calls overlap.
-        let next0 = node.dest.first().copied();
+        let next0 = node.next0;
         let mut outs = Outputs::for_input(&mut node.outs, batch);
         timed::<PROF, _>(&mut node.profile, batch.len(), || {
             node.elem.push(port, batch, &mut outs, cx)
         });
         // The usual case: the whole input passed to one port, or nothing came out.
         if let Some(q) = outs.only_pass() {
-            (idx, port) = match next0 {
-                Some(d) if q == 0 => d,
-                _ => node.dest[q],
-            };
+            (idx, port) = if q == 0 { next0 } else { node.dest[q] };
             continue;
         }
         if outs.nothing_out() {
@@ -1175,6 +1184,8 @@ mod tests {
         let r = build(&flat).unwrap();
         let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
         assert_eq!(g.nodes[0].dest, vec![(4, 0)]);
+        // The dispatch loop follows output 0 through `next0`.
+        assert_eq!(g.nodes[0].next0, (4, 0));
         while !g.run_sources().all_done {}
         assert_eq!(r.read_handler("d.count").unwrap(), "9");
     }
@@ -1206,6 +1217,7 @@ mod tests {
         assert_eq!(g.nodes[0].dest, vec![(3, 0)]);
         assert_eq!(g.nodes[4].dest, vec![(5, 0)]);
         assert_eq!(g.nodes[5].dest, vec![(4, 0)]);
+        assert_eq!(g.nodes[0].next0, (3, 0));
         while !g.run_sources().all_done {}
         assert_eq!(r.read_handler("d.count").unwrap(), "10");
         assert_eq!(r.read_handler("q2.capacity").unwrap(), "5");
