@@ -3,7 +3,7 @@
 # testbed (gen -- dut -- sink), the router on conf/testbed-router.click in dut, a
 # generator and a sink for about 10 seconds, a live view, a summary, and nothing left
 # behind. Options after the script's name go to `brickroute demo` (--seconds, --rate,
-# --size, --threads, --method).
+# --size, --threads, --flows, --method).
 #
 #   scripts/demo.sh --capture   instead runs the shipped sample capture through
 #                               conf/router.click and prints the router's counters

@@ -198,7 +198,7 @@ pub(super) unsafe fn answers_avx2(v: &[u64; 32], out: &mut [u32], dflt: u32) -> 
 /// Prefetches the node link `e` names for the lookup of `slot` in it: the value line of
 /// `slot` in a direct node, of its high byte in a split node's top, else the key line
 /// and, for a keyed node of more than six runs, the second line (all of a node of up
-/// to nine runs).
+/// to twelve runs).
 #[inline(always)]
 pub(super) fn prefetch_node(e: u64, slot: u32) {
     let (first, second) = node_lines(e, slot);
