@@ -207,8 +207,11 @@ impl PacketSocket {
     }
 
     /// Sends `frames[i][..lens[i]]` for every i with one `sendmmsg` call per group the
-    /// kernel accepts. Returns (sent, dropped): a frame the kernel refuses with ENOBUFS
-    /// or EAGAIN (queue full) is counted as dropped and skipped.
+    /// kernel accepts. Returns what was sent and dropped ([`Sent`]): a frame the kernel
+    /// refuses with ENOBUFS or EAGAIN (queue full) is counted as dropped and skipped.
+    ///
+    /// # Panics
+    /// If `lens[i]` is longer than `frames[i]`, or there are fewer frames than lengths.
     pub fn send_batch(
         &self,
         frames: &mut [Vec<u8>],
@@ -216,17 +219,21 @@ impl PacketSocket {
         scratch: &mut MsgScratch,
     ) -> Result<Sent, String> {
         let n = lens.len();
-        let msgs = scratch.describe(
-            frames[..n]
-                .iter_mut()
-                .zip(lens)
-                .map(|(f, &l)| (f.as_mut_ptr(), l)),
-        );
+        let msgs = scratch.describe(frames[..n].iter_mut().zip(lens).map(|(f, &l)| {
+            // The kernel reads `l` bytes from the frame's start: never past its end.
+            assert!(
+                l <= f.len(),
+                "send_batch: length {} past a {}-byte frame",
+                l,
+                f.len()
+            );
+            (f.as_mut_ptr(), l)
+        }));
         let mut out = Sent::default();
         let mut at = 0;
         while at < n {
-            // SAFETY: msgs[at..n] point at iovecs that point into `frames`, all alive and
-            // unaliased for the duration of the call.
+            // SAFETY: msgs[at..n] point at iovecs that lie inside `frames` (each length was
+            // checked against its frame above), all alive and unaliased during the call.
             let r =
                 unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs[at..].as_mut_ptr(), (n - at) as u32, 0) };
             if r < 0 {
@@ -324,4 +331,18 @@ pub fn stop_on_signals() -> &'static std::sync::atomic::AtomicBool {
         libc::signal(libc::SIGTERM, handler);
     }
     &STOP_SIGNALLED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "send_batch: length 61 past a 60-byte frame")]
+    fn send_batch_refuses_a_length_past_its_frame() {
+        // Loopback exists in every namespace; nothing is sent, the check comes first.
+        let s = PacketSocket::open("lo").expect("AF_PACKET socket on lo (root needed)");
+        let mut frames = vec![vec![0u8; 60], vec![0u8; 60]];
+        let _ = s.send_batch(&mut frames, &[60, 61], &mut MsgScratch::default());
+    }
 }
