@@ -826,6 +826,35 @@ mod tests {
         }
     }
 
+    /// Adds one to each packet's first byte and passes the batch on to output 0.
+    struct AddOneClass;
+    struct AddOne;
+    impl ElementClass for AddOneClass {
+        fn name(&self) -> &'static str {
+            "AddOne"
+        }
+        fn port_count(&self) -> PortCount {
+            PortCount::parse("1/1")
+        }
+        fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+            args.finish().map_err(|e| cx.error(e))?;
+            Ok(Arc::new(AddOneClass))
+        }
+    }
+    impl ElementSpec for AddOneClass {
+        fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+            Box::new(AddOne)
+        }
+    }
+    impl Element for AddOne {
+        fn push(&mut self, _: usize, b: &mut PacketBatch, out: &mut Outputs<'_>, _: &mut Context<'_>) {
+            for p in b.iter_mut() {
+                p.data_mut()[0] += 1;
+            }
+            out.push_batch(0, b);
+        }
+    }
+
     /// A source with nothing to emit that counts its runs and asks not to be run again
     /// for 500 TSC ticks.
     struct WaiterClass(Arc<std::sync::atomic::AtomicUsize>);
@@ -893,11 +922,23 @@ mod tests {
         r.add(Arc::new(TestSourceClass));
         r.add(Arc::new(SplitClass(log, false)));
         r.add(Arc::new(PassToClass));
+        r.add(Arc::new(AddOneClass));
         r
     }
 
     fn build(flat: &FlatConfig) -> Result<RouterSpec, ConfigError> {
         RouterSpec::build(flat, &registry(Default::default()), Path::new("."), 1)
+    }
+
+    /// Builds `flat` for one worker, runs its sources until they are done, and returns
+    /// the router and the first bytes every `Split` saw, in order.
+    fn run_logged(flat: &FlatConfig) -> (RouterSpec, Vec<u8>) {
+        let log: Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
+        let r = RouterSpec::build(flat, &registry(log.clone()), Path::new("."), 1).unwrap();
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        while !g.run_sources().all_done {}
+        let seen = log.lock().unwrap().clone();
+        (r, seen)
     }
 
     #[test]
@@ -978,7 +1019,7 @@ mod tests {
     }
 
     #[test]
-    fn batches_run_to_completion_through_a_cycle() {
+    fn batches_run_to_completion_through_a_split() {
         // s -> x; x[0] -> even; x[1] -> odd: counts, order and handlers.
         let log: Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
         let flat = FlatConfig {
@@ -1133,9 +1174,9 @@ mod tests {
     #[test]
     fn reentrant_push_through_a_cycle_delivers_every_packet() {
         // s -> x; x[0] -> d; x[1] -> y :: Split(INC true); y[0] -> [1]x; y[1] -> never.
-        // Odd bytes leave x, become even in y and re-enter x while x is still
-        // dispatching its own outputs.
-        let log: Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
+        // Odd bytes leave x, become even in y and enter x again. (x[1] is x's last
+        // output, followed after x's dispatch has ended: x is no longer `busy`, so this
+        // path does not reach `push_reentrant`.)
         let flat = FlatConfig {
             elements: vec![
                 el("s", "TestSource", "6", 1),
@@ -1153,13 +1194,39 @@ mod tests {
             ],
             ..Default::default()
         };
-        let r = RouterSpec::build(&flat, &registry(log.clone()), Path::new("."), 1).unwrap();
-        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
-        while !g.run_sources().all_done {}
+        let (r, log) = run_logged(&flat);
         assert_eq!(r.read_handler("d.count").unwrap(), "6");
         assert_eq!(r.read_handler("never.count").unwrap(), "0");
         // x saw 0..6 (first batch 0..4, then 4,5), y saw the odd ones, x saw them again +1.
-        assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3, 1, 3, 2, 4, 4, 5, 5, 6]);
+        assert_eq!(log, vec![0, 1, 2, 3, 1, 3, 2, 4, 4, 5, 5, 6]);
+    }
+
+    #[test]
+    fn push_into_an_element_still_dispatching_its_outputs_loses_nothing() {
+        // s -> x; x[0] -> a :: AddOne -> [1]x; x[1] -> d. Even bytes leave x on output 0,
+        // which is dispatched while x still holds its odd bytes on output 1; they come
+        // back odd into x, which is then `busy`: the path through `push_reentrant`.
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "6", 1),
+                el("x", "Split", "", 2),
+                el("a", "AddOne", "", 3),
+                el("d", "Discard", "", 4),
+            ],
+            connections: vec![
+                conn(0, 0, 1, 0),
+                conn(1, 0, 2, 0),
+                conn(2, 0, 1, 1),
+                conn(1, 1, 3, 0),
+            ],
+            ..Default::default()
+        };
+        let (r, log) = run_logged(&flat);
+        // All six reach d: the odd ones, and the even ones made odd by a.
+        assert_eq!(r.read_handler("d.count").unwrap(), "6");
+        // Batch 0..4: x sees 0-3, then 0 and 2 come back as 1 and 3 before x's own odd
+        // ones (1, 3) leave; batch 4, 5: 4 comes back as 5.
+        assert_eq!(log, vec![0, 1, 2, 3, 1, 3, 4, 5, 5]);
     }
 
     #[test]
