@@ -70,12 +70,14 @@ impl GrowingDir16 {
         }
     }
 
-    /// The current table, alive while `guard` is.
+    /// The current table, borrowed for as long as both `self` and `guard` (dropping `self`
+    /// drops the current table at once, so the borrow of `self` is what keeps it).
     #[inline(always)]
-    fn current<'g>(&self, guard: &'g Guard) -> &'g Dir16 {
-        // SAFETY: the pointer is never null, and a replaced table is dropped only through
-        // `defer_destroy`, after every thread pinned before the swap (the caller's pin
-        // included) has unpinned or repinned.
+    fn current<'g>(&'g self, guard: &'g Guard) -> &'g Dir16 {
+        // SAFETY: the pointer is never null; the current table is dropped only with `self`,
+        // borrowed for 'g, and a replaced one only through `defer_destroy`, after every
+        // thread pinned before the swap (the caller's pin, held for 'g, included) has
+        // unpinned or repinned.
         unsafe { self.table.load(Ordering::Acquire, guard).deref() }
     }
 
@@ -105,7 +107,7 @@ impl GrowingDir16 {
 
     /// The current table with its first level loaded (see `lpm::Ipv4View`).
     #[inline]
-    pub fn view<'g>(&self, guard: &'g Guard) -> Dir16View<'g> {
+    pub fn view<'g>(&'g self, guard: &'g Guard) -> Dir16View<'g> {
         self.current(guard).view(guard)
     }
 
