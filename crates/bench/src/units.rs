@@ -1,6 +1,6 @@
 //! Numbers for people: SI prefixes and latencies.
 
-/// `x` with an SI prefix and 4 significant digits at most: `298.1 k`, `1.52 M`, `12`.
+/// `x` with an SI prefix and 4 significant digits at most: `298.1 k`, `1.523 M`, `12`.
 pub fn si(x: f64) -> String {
     let (v, p) = if x >= 1e9 {
         (x / 1e9, " G")

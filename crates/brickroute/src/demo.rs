@@ -501,7 +501,8 @@ pub fn main(a: DemoArgs) -> ExitCode {
         show(dropped[2]),
         show(unaccounted),
     );
-    // The router's own one-line summary (workers, packets, ring drops).
+    // The router's own summary: the run's line (workers, packets, ring drops) and each
+    // worker's.
     for l in err.lines().filter(|l| l.starts_with("brickroute:")) {
         println!("           {}", l);
     }

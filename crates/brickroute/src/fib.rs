@@ -484,7 +484,7 @@ impl Passes {
         self.rates.sort_by(|a, b| a.total_cmp(b));
     }
 
-    /// The slowest, the median and the fastest timed pass (`run` leaves them sorted).
+    /// The slowest, the median and the fastest timed pass (`time` leaves them sorted).
     fn spread(&self) -> (f64, f64, f64) {
         let r = &self.rates;
         (r[0], r[r.len() / 2], r[r.len() - 1])

@@ -10,7 +10,7 @@
 //! (4-tuple) source port and destination port, as Microsoft's RSS specification fixes
 //! it. [`Toeplitz`] precomputes, from the key, one 256-entry table per input byte, so a
 //! hash costs one lookup and one XOR per input byte (12 for an IPv4 4-tuple) instead of
-//! 32 conditional XORs per byte.
+//! eight conditional XORs per byte (one per input bit).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;

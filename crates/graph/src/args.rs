@@ -207,7 +207,7 @@ pub struct Args {
 
 /// Parses one argument value of type `Self`.
 pub trait FromArg: Sized {
-    /// What the value should be, for errors ("expected integer").
+    /// What the value should be, for errors ("N expects integer").
     const WHAT: &'static str;
     fn from_arg(s: &str) -> Option<Self>;
 }
@@ -294,7 +294,8 @@ impl Args {
         }
     }
 
-    /// Every positional argument not consumed yet, raw, in order (Classifier patterns).
+    /// Every argument not consumed yet (keyword-like ones too), raw, in order
+    /// (Classifier patterns).
     pub fn rest(&mut self) -> Vec<String> {
         self.items
             .iter_mut()

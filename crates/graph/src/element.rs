@@ -27,7 +27,8 @@ pub struct PortCount {
 
 impl PortCount {
     /// Parses Click's `port_count` syntax. Panics on a malformed literal: port counts
-    /// are constants written by element authors, checked by the registry's tests.
+    /// are constants written by element authors, parsed whenever a router is built
+    /// with their class.
     pub const fn parse(s: &'static str) -> PortCount {
         let b = s.as_bytes();
         let mut i = 0;
@@ -249,7 +250,8 @@ pub enum TaskStatus {
 /// A per-worker element instance.
 pub trait Element: Send {
     /// Processes a batch that arrived on input `port`. Every packet must be either
-    /// pushed to an output with `out` or dropped; the batch is empty on return.
+    /// pushed to an output with `out` or dropped; the batch is empty on return as far
+    /// as the element is concerned (see [`Outputs::push_batch`]).
     fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>);
 
     /// For sources: produce packets (a batch at most). Non-sources never get called.
@@ -510,7 +512,8 @@ impl Outputs<'_> {
     }
 }
 
-/// Router-wide stop request, set by a source with `STOP true` or by a signal.
+/// Router-wide stop request, set by an element (a source's `STOP true`, a Counter's
+/// `COUNT_CALL`) or by the program running the router (a signal, a time limit).
 #[derive(Debug, Default)]
 pub struct StopFlag(AtomicBool);
 

@@ -5,8 +5,8 @@ use std::fmt;
 /// Why a port could not be opened or configured.
 ///
 /// It names the interface and the step that failed, and carries the operating system's
-/// reason when there is one, so a user can act on it ("d0: bind AF_XDP socket to queue 1:
-/// Device or resource busy").
+/// reason when there is one, so a user can act on it ("d0: queue 1: bind the AF_XDP
+/// socket in copy mode: Device or resource busy (os error 16)").
 #[derive(Debug)]
 pub struct DeviceError {
     /// The interface concerned.

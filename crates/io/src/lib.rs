@@ -1,7 +1,8 @@
 //! Ports for brickroute: N receive/transmit queue pairs behind the [`Port`] trait.
 //!
 //! Queue i of every port belongs to worker i: only that worker calls
-//! [`Port::rx_burst`] and [`Port::tx_burst`] on it, so the data path takes no locks.
+//! [`Port::rx_burst`] and [`Port::tx_burst`] on it (a `ToDevice` with an explicit QUEUE
+//! aside), so the locks the Linux ports take once per burst are uncontended.
 //! Per-queue counters are atomics, each on its own cache lines, readable from any
 //! thread.
 //!
@@ -12,6 +13,10 @@
 //! [`AfPacketPort`] is a Linux interface through AF_PACKET sockets: a TPACKET_V3
 //! receive ring per queue, `PACKET_FANOUT` spreading the interface over the queues,
 //! `sendmmsg` transmit.
+//!
+//! [`XdpPort`] is a Linux interface through AF_XDP sockets, one per queue, fed by
+//! brickroute's own XDP program; the UMEM is the packet pool, one per worker shared by
+//! its sockets across ports ([`UmemSet`]).
 
 #[cfg(target_os = "linux")]
 mod afpacket;

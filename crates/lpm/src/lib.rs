@@ -11,7 +11,8 @@
 //! runs end, four rank bytes give the runs after each bitmap word, and one index per
 //! run (8-bit in tables of at most 254 next hops, else 16-bit; the last run first)
 //! points into a next-hop dictionary. A lookup is one first-level load, one POPCNT
-//! over the chunk's header and one value load, with no branch on the data. A /24 with
+//! over the chunk's header, one value load and, for an index, one dictionary load; in a
+//! batch, no branch depends on the data but a rare test for a kid's mark. A /24 with
 //! longer prefixes under it gets a *kid* (its 256 /32 slots in the same format), flagged
 //! in the link; /16s without longer prefixes link a shared one-run chunk per value. A
 //! 1M-prefix BGP table takes 4.75 MiB.
@@ -20,12 +21,13 @@
 //! leaf-pushed multibit trie whose node levels start at bits 16, 24, 32, 48, 64, 80, 96
 //! and 112 (strides 8, 8, then 16, so a /48 query reads the first level, two small
 //! nodes that stay cached and one node for bits 32..48). A node stores its slots as runs
-//! of equal values: the sorted slots where runs start (16-bit keys, compared eight at a
-//! time with SSE2, in one 64-byte line for up to 33 runs, as a 33-ary search tree of
-//! such lines beyond that) and one 64-bit value per run, either a next hop or a link to
-//! the child node of one slot; stride-8 nodes of more than 33 runs store one value per
-//! slot instead. Keys are full `u128`, so prefixes longer than /64 and host routes take
-//! the same path.
+//! of equal values: the sorted slots where runs start (16-bit keys in one 64-byte line,
+//! for up to 33 runs, compared sixteen at a time with AVX2 or eight with SSE2) and one
+//! 64-bit value per run, either a next hop or a link to the child node of one slot.
+//! Stride-8 nodes of more than 33 runs store one value per slot instead; stride-16 ones
+//! are *split*: one value per high byte of the slot, linking a stride-8 sub-node where
+//! that byte's 256 slots hold more than one run. Keys are full `u128`, so prefixes
+//! longer than /64 and host routes take the same path.
 //!
 //! The default route (`/0`) has a slot of its own in both.
 //!
@@ -38,7 +40,8 @@
 //! IPv4: the writer keeps each /16's longer routes in a sorted list; a change to a
 //! prefix longer than /16 rebuilds that /16's chunk from the list and publishes it with
 //! **one** `Release` store into the first level. A change to a prefix of at most 16 bits
-//! rebuilds the chunk of each /16 it is the longest cover of, each with one store. A
+//! rebuilds the chunk of each /16 it is the longest cover of: one such /16 gets it with
+//! one store, more get theirs in a copy of the first level that one store publishes. A
 //! next hop gets a dictionary index when its first route arrives (the dictionary entry
 //! is stored before any chunk using it is published); past the indices a table holds
 //! (254 in one built with at most 254 next hops or made empty, else 65,533), chunks
@@ -54,10 +57,12 @@
 //! slots. A change rebuilds the node whose stride holds the prefix length (and, since
 //! leaves are pushed, each node below it in the prefix's span whose inherited value
 //! changes) and publishes each with **one** `Release` store: into the parent node's value
-//! word for that slot, or into the first level. Prefixes of at most 16 bits are not
-//! pushed into nodes: a per-/16 array holds their next hop (read by lookups that end at
-//! no route inside a node), so such a change is one store per /16 it is the longest
-//! cover of (into that array, and the first-level leaf of a /16 without nodes).
+//! word for that slot (or a split node's top), or into the first level. Prefixes of at
+//! most 16 bits are not pushed into nodes: a per-/16 array holds their next hop (read by
+//! lookups that end at no route inside a node), so such a change rebuilds no node: it
+//! stores into that array (and the first-level leaf of a /16 without nodes) for each /16
+//! it is the longest cover of, in place for one /16, for more in a copy of the first
+//! level that one store publishes.
 //!
 //! In both, every address flips from its old to its new answer exactly once, and no
 //! address outside the changed prefix sees any change.
@@ -69,9 +74,9 @@
 //! was pinned at the unlink has unpinned or *repinned* (moved its pin to a later epoch).
 //! A next hop's dictionary index is handed out again only after such a grace period
 //! too. Readers never wait; the writer never waits either. Chunks and nodes made by a
-//! bulk build ([`Ipv4Lpm::build`]) are packed into one arena and are freed with the
-//! table. An IPv4 table replaced by a wider one is dropped the same way, after a grace
-//! period.
+//! bulk build ([`Ipv4Lpm::build`], [`Ipv6Lpm::build`]) are packed into one arena and are
+//! freed with the table. An IPv4 table replaced by a wider one is dropped the same way,
+//! after a grace period.
 //!
 //! Deferred frees run on whichever thread pins when they are due, usually a reader.
 //! After a large change (a route installation), a control thread can run the ones
@@ -95,17 +100,18 @@
 //!
 //! # Views
 //!
-//! Each `lookup_batch_in` call first loads the table's pointers (the table, then its
-//! first level). A reader that loops over batches under one guard loads them once:
-//! [`Ipv4Lpm::view`] / [`Ipv6Lpm::view`] borrow the guard (so it cannot be repinned
-//! while the view lives), and the view's `lookup_batch` answers as `lookup_batch_in`
-//! would have when the view was made, or with some of the changes published since. A
-//! change that replaces the first level (a prefix of at most 16 bits) or the whole table
-//! (an IPv4 table growing wider values, or many changes applied at once) shows only in
-//! views made after it; other changes may show at once, as they are stored into
-//! structures the view shares. Each change still shows whole or not at all, and an
-//! address no change touched answers as before. So a reader takes a new view whenever it
-//! repins: what a view can miss is what changed since its reader last repinned.
+//! Each `lookup_batch_in` call first loads the table's pointers (IPv4: the table, then
+//! its first level; IPv6: its first level). A reader that loops over batches under one
+//! guard loads them once: [`Ipv4Lpm::view`] / [`Ipv6Lpm::view`] borrow the guard (so it
+//! cannot be repinned while the view lives), and the view's `lookup_batch` answers as
+//! `lookup_batch_in` would have when the view was made, or with some of the changes
+//! published since. A change that replaces the first level (a prefix of at most 16 bits
+//! that is the longest over more than one /16) or the whole table (an IPv4 table growing
+//! wider values, or many changes applied at once) shows only in views made after it;
+//! other changes may show at once, as they are stored into structures the view shares.
+//! Each change still shows whole or not at all, and an address no change touched
+//! answers as before. So a reader takes a new view whenever it repins: what a view can
+//! miss is what changed since its reader last repinned.
 //! (`brickroute fib bench` does so every 2,048 lookups. In its loop over batches of 32
 //! IPv4 table queries, a call per batch that loads the pointers anew ran 2-9 % slower
 //! than a view, see `docs/LPM.md`.)
@@ -178,9 +184,10 @@ pub fn defer(f: impl FnOnce() + Send + 'static) {
 pub fn reclaim() {
     // Each flush hands this thread's deferred work to the collector, moves the global
     // epoch on if every pinned thread allows, and runs a few of the batches that are
-    // due (a batch needs two epoch steps after it was queued). A change queues at most
-    // one batch, and a drained queue makes a round a few hundred nanoseconds, so a
-    // bounded number of rounds empties the queue of any route installation.
+    // due (a batch needs two epoch steps after it was queued). A batch holds up to 64
+    // deferred frees (most changes defer one or two), and a drained queue makes a round
+    // a few hundred nanoseconds, so a bounded number of rounds empties the queue of any
+    // route installation.
     for _ in 0..RECLAIM_ROUNDS {
         epoch::pin().flush();
     }

@@ -115,7 +115,7 @@ fn deletes_restore_covering_prefixes() {
 #[test]
 fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
     // 256 /24s with distinct next hops give the 10.1.0.0/16 chunk 256 runs; host routes
-    // and a /25 under slots 0, 63, 64, 200 and 255 give it kids in all four words.
+    // and a /25 under slots 0, 63, 64, 200 and 255 give it kids in words 0, 1 and 3.
     let t = Ipv4Lpm::new();
     for j in 0..=255u8 {
         t.insert(ip(10, 1, j, 0), 24, 1000 + u32::from(j));
@@ -268,9 +268,9 @@ fn large_next_hops_and_batch_lookup() {
 
 #[test]
 fn batches_resolved_at_the_first_level_fall_back_to_the_default_route() {
-    // Every address of the first batch ends at a first-level leaf (prefixes of at most
-    // 18 bits), some of them on no prefix: those must get the default route. The second
-    // batch mixes such addresses with ones that end two and three node levels down.
+    // Every address of the first batch is in a /16 without longer prefixes (a shared
+    // one-run chunk), some of them on no prefix: those must get the default route. The
+    // second batch mixes such addresses with ones that end in a chunk's runs or a kid.
     let t = Ipv4Lpm::new();
     t.insert(0, 0, 9);
     t.insert(ip(10, 0, 0, 0), 8, 1);
@@ -383,7 +383,8 @@ fn replay_against_reference(ops: &[Op], probes: &[u32], memory_back: bool) -> Re
         prop_assert_eq!(t.lookup(a), want);
         prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE));
     }
-    // Removing everything leaves an empty table (and, unless rebuilt, no nodes).
+    // Removing everything leaves an empty table (and, unless rebuilt, no chunks but a
+    // new table's).
     for (a, l, _) in r.routes() {
         prop_assert!(t.remove(a, l).is_some());
     }
@@ -541,8 +542,8 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
     t.insert(ip(10, 1, 2, 128), 25, 3);
     t.insert(ip(10, 1, 3, 7), 32, 4);
     // (address, expected) pairs. 10.2.x.y with y >= 128 is only under 10/8, while the
-    // writer churns long prefixes in the lower halves of the same /24s, creating,
-    // retiring and reusing their groups; 10.1.2.200 shares a group with churned entries.
+    // writer churns long prefixes in the lower halves of the same /24s, creating and
+    // retiring their kids; 10.1.2.200 shares a kid with churned entries.
     let mut probes = vec![
         (ip(10, 1, 2, 200), 3),
         (ip(10, 1, 3, 7), 4),
@@ -758,7 +759,7 @@ fn bulk_build_keeps_the_last_of_duplicates_and_ignores_host_bits() {
     assert_eq!(t.lookup(ip(10, 1, 2, 9)), Some(3));
     assert_eq!(t.lookup(ip(10, 1, 2, 7)), Some(4));
     assert_eq!(t.lookup(ip(11, 0, 0, 0)), Some(5));
-    // Updates work on built (arena) nodes too.
+    // Updates work on built (arena) chunks too.
     assert_eq!(t.remove(ip(10, 1, 2, 0), 24), Some(3));
     assert_eq!(t.lookup(ip(10, 1, 2, 9)), Some(2));
     assert_eq!(t.lookup(ip(10, 1, 2, 7)), Some(4));
@@ -1018,9 +1019,10 @@ fn ipv6_a_prefix_shorter_than_16_bits_appears_at_once() {
 }
 
 /// What a view shows (see the crate documentation's "Views"): a change of a prefix of at
-/// most 16 bits replaces the first level, so it shows only in views made after it; the
-/// view made before goes on answering that prefix's addresses as before. Other changes
-/// may show at once (as the change of a longer prefix here does, in both families).
+/// most 16 bits over several /16s replaces the first level, so it shows only in views
+/// made after it; the view made before goes on answering that prefix's addresses as
+/// before. Other changes may show at once (as the change of a longer prefix here does,
+/// in both families).
 /// `short` is a /12 covering `in_short`, `long` a prefix longer than /16 inside it
 /// covering `in_long`.
 fn views_show_first_level_changes_made_before_them<T: Lpm>(
@@ -1371,11 +1373,11 @@ fn edges6(routes: &[(u128, u8, u32)]) -> Vec<u128> {
     v
 }
 
-/// Nodes of every size class: a /16 whose bits 16..24 hold 120 /24s of alternating next
-/// hops (a stride-8 node of more than 33 runs, stored one value per slot), a /32 with
-/// 20 /48s (one key line), a /32 with 300 /48s (a two-level key tree) and a /64 with
-/// 1,000 /80s (a three-level key tree), built in bulk and by inserts, checked at every
-/// prefix edge while half the routes go and come back with other next hops.
+/// Large nodes: a /16 whose bits 16..24 hold 120 /24s of alternating next hops (a
+/// stride-8 node of more than 33 runs, stored one value per slot), a /32 with 20 /48s,
+/// a /32 with 300 /48s and a /64 with 1,000 /80s (split nodes of 40, 600 and 2,000
+/// runs), built in bulk and by inserts, checked at every prefix edge while half the
+/// routes go and come back with other next hops.
 #[test]
 fn ipv6_nodes_of_every_size_match_a_reference_through_updates() {
     let mut routes: Vec<(u128, u8, u32)> = Vec::new();
@@ -1477,7 +1479,6 @@ fn ipv6_a_chain_of_every_length_nests_and_unwinds() {
     }
 }
 
-/// Addresses concentrated in two /32s and one /64, so that nodes grow past one key line.
 /// `routes` bulk-built, the same inserted one by one, and a hashed reference of them.
 fn built_and_inserted6(
     routes: &[(u128, u8, u32)],
@@ -1491,6 +1492,7 @@ fn built_and_inserted6(
     (Ipv6Lpm::build(routes), inserted, maps)
 }
 
+/// Addresses concentrated in two /32s and one /64, so that nodes grow past one key line.
 fn dense6_strategy() -> impl Strategy<Value = (u128, u8)> {
     let bases = [ip6("2001:db8::"), ip6("2001:db9::"), ip6("2a00:1450:1:2::")];
     (0usize..bases.len(), any::<u128>(), 17u8..=128).prop_map(move |(b, noise, l)| {

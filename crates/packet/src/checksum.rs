@@ -3,7 +3,7 @@
 /// Adds `data` to a running one's-complement sum (not folded to 16 bits).
 ///
 /// Sums 32-bit big-endian words into a 64-bit accumulator: 2^16 = 1 (mod 2^16 - 1), so
-/// the folded result equals the RFC 1071 sum of 16-bit words, with a quarter of the
+/// the folded result equals the RFC 1071 sum of 16-bit words, with half the
 /// additions and no carry handling inside the loop.
 #[inline]
 pub fn sum(data: &[u8], acc: u32) -> u32 {

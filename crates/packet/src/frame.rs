@@ -1,5 +1,5 @@
-//! The packet handle: a frame from the per-core pool plus Click's header pointers and
-//! annotations.
+//! The packet handle: a frame (from the per-core pool, or a chunk of a device's region)
+//! plus Click's header pointers and annotations.
 
 use crate::anno::Anno;
 use crate::chunk::ChunkPool;
@@ -196,7 +196,7 @@ impl Frame {
 }
 
 /// A packet: owns one frame. Dropping it recycles the frame into the current thread's
-/// pool, so the data path never frees memory.
+/// pool (a chunk frame into its [`ChunkPool`]), so the fast path never frees memory.
 // (`repr(transparent)`: the pool moves packets' frames in bulk, `pool::recycle_all`.)
 #[repr(transparent)]
 pub struct Packet {
@@ -219,7 +219,8 @@ impl Packet {
         }
     }
 
-    /// Gives up the frame without recycling it (the caller recycles it in bulk).
+    /// Gives up the frame without recycling it (the caller recycles it in bulk, or
+    /// lends its chunk to the device).
     pub(crate) fn into_frame(self) -> Box<Frame> {
         let mut me = ManuallyDrop::new(self);
         // SAFETY: `me` is never dropped (ManuallyDrop), so the frame is taken exactly once.

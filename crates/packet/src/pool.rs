@@ -65,7 +65,7 @@ pub(crate) fn take(cap: usize) -> Box<Frame> {
 }
 
 /// Appends `n` packets of `len` bytes after `headroom` to `out`, borrowing the pool
-/// once and moving frames with one bulk copy (no per-packet capacity checks).
+/// once and moving frames in one loop over raw pointers (no per-packet capacity checks).
 #[inline]
 pub(crate) fn take_into(out: &mut Vec<Packet>, n: usize, headroom: usize, len: usize, mac_at_start: bool) {
     let cap = headroom + len;

@@ -16,8 +16,8 @@
 //! router's own addresses). `routes N` adds N random prefixes on the forwarding outputs
 //! and aims the flows into them, so lookups walk a large table.
 //!
-//! A baseline (`baseline`, another configuration) runs with the same frames, workers
-//! and batches and no routes, right after the run, or with `rounds` above one in
+//! A baseline (`baseline`, another configuration) runs with the same frame size, flows,
+//! workers and batches and no routes, right after the run, or with `rounds` above one in
 //! turns with it: both are built first, then run alternately over endless traffic,
 //! each run a share of the packets or seconds, and the report gives the median run's
 //! cycles a packet and the median of the rounds' ratios.
@@ -90,8 +90,8 @@ pub struct PipelineOptions {
     /// ([`PipelineReport::elements`]; one run only).
     pub profile: bool,
     /// Another application (a configuration name in `conf_dir`, as `app`) run with the
-    /// same frames, workers, batches and packets or seconds, and no routes, whose
-    /// cycles a packet this run's are compared with.
+    /// same frame size, flows, workers, batches and packets or seconds, and no routes,
+    /// whose cycles a packet this run's are compared with.
     pub baseline: Option<String>,
     /// Runs in turns: with more than one, the application (and its baseline) run
     /// `rounds` times each over endless traffic, taking turns, each run a share of the
@@ -550,8 +550,9 @@ impl Bench {
         r
     }
 
-    /// The baseline `app` beside this run, built: the same frames (at this run's frame
-    /// size), workers, batches and packets or seconds, no routes, no profile.
+    /// The baseline `app` beside this run, built: this run's frame size, flows, workers,
+    /// batches and packets or seconds (its frames aimed at its own configuration's
+    /// routes), no routes, no profile.
     fn prepare_baseline(&self, app: &str, endless: bool) -> Result<Bench, String> {
         let opts = PipelineOptions {
             app: app.to_string(),

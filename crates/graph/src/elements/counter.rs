@@ -6,10 +6,11 @@
 //! and store (no locked instruction: only that instance writes the line), and the read
 //! handlers report the sum. A reset never writes a worker's line: it records the totals it
 //! clears, which readers subtract, so a worker's store cannot undo it. Epochs are read from the
-//! TSC, not the system clock: the clock is read once per batch. Rates use Click's rate estimator (an
-//! exponentially weighted moving average over 1 ms epochs, alpha 1/16, 10 bits of
-//! fraction for packets and 4 for bytes) fed with the router-wide counts, so `rate`,
-//! `byte_rate` and `bit_rate` print the same text Click prints for the same traffic.
+//! TSC, not the system clock, and from the pass's one reading (`Context::now_tsc`), not one
+//! per batch. Rates use Click's rate estimator (an exponentially weighted moving average
+//! over 1 ms epochs, alpha 1/16, 10 bits of fraction for packets and 4 for bytes) fed with
+//! the router-wide counts, so `rate`, `byte_rate` and `bit_rate` print the same text Click
+//! prints for the same traffic.
 //!
 //! `COUNT_CALL N stop` and `BYTE_COUNT_CALL N stop` are supported for Click's global
 //! `stop` handler (the common "stop after N packets" idiom); calls to other handlers
@@ -252,7 +253,8 @@ impl Shared {
     #[cold]
     #[inline(never)]
     fn new_epoch(&self, now: u64) {
-        // Another worker holding the lock is rolling the epoch already.
+        // Another thread holding the lock (a worker, or a rate or reset handler) is
+        // rolling or resetting the epoch already.
         if let Ok(mut st) = self.rate.try_lock() {
             self.roll(&mut st, now);
         }
@@ -576,7 +578,7 @@ mod tests {
 
     #[test]
     fn unparse_real2_is_clicks() {
-        // Values from Click's own unparse table (0.418, 0.416, 0.42 at 8 bits).
+        // Values from Click's own unparse table (0.418, 0.414, 0.42 at 8 bits).
         assert_eq!(unparse_real2(107, 8), "0.418");
         assert_eq!(unparse_real2(106, 8), "0.414");
         assert_eq!(unparse_real2(108, 8), "0.42");

@@ -32,9 +32,9 @@ pub enum Flavor {
     /// Table in insertion-slot order (freed slots reused newest first), tab-separated;
     /// `set` replaces; `remove` needs a matching gateway and port if given.
     Radix,
-    /// Table in Click's hash order, `ADDR/LEN GW PORT` with `0.0.0.0` for no gateway;
-    /// no `set` or `lookup` handlers but a `flush` handler; `remove` ignores gateway and
-    /// port; `set` in `ctrl` acts like `add`.
+    /// Table in Click's hash order, tab-separated, with `0.0.0.0` for no gateway; no
+    /// `set` handler but a `flush` handler; `remove` ignores gateway and port; `set` in
+    /// `ctrl` acts like `add`.
     Direct,
     /// Like `Linear` but with no write handlers.
     Static,
@@ -298,7 +298,8 @@ impl IpLookupSpec {
         }
         let (h, fresh) = ctl.hop_index.acquire((gw, port)).ok_or(CmdError::TooManyHops)?;
         if fresh {
-            // Published to workers by the release fence in `Ipv4Lpm::insert`.
+            // Published to workers by the `Release` store of `Ipv4Lpm::insert` (or of
+            // `Ipv4Lpm::apply`, in a `ctrl` write), which comes after.
             self.hops[h as usize].store((u64::from(gw) << 32) | u64::from(port as u32), Ordering::Relaxed);
         }
         Ok(h)
@@ -629,7 +630,8 @@ struct IpLookup {
     out: Vec<u32>,
 }
 
-/// Prints a lookup miss as Click does: the first few misses of the router (Radix: 5).
+/// Prints a lookup miss as Click does: the first 5 misses of each element (none for
+/// DirectIPLookup).
 fn complain(flavor: Flavor, complaints: &AtomicU32, dst: [u8; 4]) {
     if flavor == Flavor::Direct || complaints.fetch_add(1, Ordering::Relaxed) >= 5 {
         return;

@@ -134,7 +134,7 @@ impl CompoundDef {
             .collect()
     }
 
-    /// Click's signature of a definition: `Name($a, KEY)[1 input, 1 output]`.
+    /// Click's signature of a definition: `Name(<arg>, KEY)[1 input, 1 output]`.
     pub fn signature(&self) -> String {
         let mut s = self.printable_name().to_string();
         let types = self.formal_types();

@@ -4,8 +4,8 @@
 //!
 //! A UMEM ([`Umem`]) is a region cut into frames (chunks) that is the packet pool of
 //! the sockets using it: a [`ChunkPool`] of the `packet` crate. The first socket
-//! registers it with the kernel; later sockets on other interfaces or queues bind
-//! with `XDP_SHARED_UMEM`, each with its own fill and completion rings. A frame is
+//! registers it with the kernel; later sockets (the same queue of other interfaces)
+//! bind with `XDP_SHARED_UMEM`, each with its own fill and completion rings. A frame is
 //! then in one of these places: the UMEM's free list; a socket's fill or receive ring
 //! (its receive side); a packet in the graph; a socket's transmit or completion ring
 //! (its transmit side).
@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// Sizes of one socket's rings and its share of the UMEM.
 #[derive(Clone, Copy, Debug)]
 pub struct Geometry {
-    /// UMEM frames the socket's receive side may hold: it is topped up to
-    /// min(ring_size, frames / 2).
+    /// UMEM frames per queue (`XdpConfig::frames_per_queue`): the socket's receive side
+    /// is topped up to min(ring_size, frames / 2).
     pub frames: u32,
     /// Bytes per frame: 2048 or 4096.
     pub frame_size: u32,

@@ -53,11 +53,12 @@ pub(super) struct Encoded {
     pub(super) width: u32,
 }
 
-/// The chunk (or kid) holding `vals`. Its values are dictionary indices of the table's
-/// narrow width (8 bits in a table with byte values, else 16) if they fit, else 16-bit
-/// indices or 32-bit next hops behind a [`FRONT`]. Slots set in the bitmap `kids` have a
-/// kid: with indices they hold the width's mark ([`BYTE_MARK`], [`KID_MARK`]; a run of
-/// their own, adjacent kid slots share one), with next hops their pushed value.
+/// The chunk (or kid) holding `vals`. Its values are of the table's narrow width (8- or
+/// 16-bit dictionary indices, or in a table of next hops 32-bit next hops) if they fit,
+/// else 16-bit indices or 32-bit next hops behind a [`FRONT`]. Slots set in the bitmap
+/// `kids` have a kid: they hold the width's mark ([`BYTE_MARK`], [`KID_MARK`], in a
+/// table of next hops [`WORD_MARK`]; a run of their own, adjacent kid slots share one),
+/// or, as 32-bit values behind a front, their pushed value.
 pub(super) fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> Encoded {
     let is_kid = |s: usize| kids[s >> 6] >> (s & 63) & 1 != 0;
     let mut bm = [0u64; 4];
@@ -88,7 +89,7 @@ pub(super) fn encode_runs(vals: &[u32; SLOTS], kids: &[u64; 4], dict: &Dict) -> 
             m &= m - 1;
         }
     }
-    // (Chunks of next hops need no kid runs: every key under them takes the slow path.
+    // (Chunks behind a front need no kid runs: every key under them takes the slow path.
     // Splitting the runs anyway keeps the encodings of one image alike.)
     let runs = &runs[..n];
     let mut index = [0u16; SLOTS];

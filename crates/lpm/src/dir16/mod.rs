@@ -114,7 +114,7 @@ fn or_default(v: u32, dflt: u32) -> u32 {
 /// The IPv4 table.
 pub struct Dir16 {
     /// One link per /16, behind one pointer (see `first.rs`): a change of a prefix
-    /// shorter than /16 publishes a changed copy.
+    /// shorter than /16 that changes several /16s publishes a changed copy.
     top: FirstLevel<HugeSlice<AtomicU64>>,
     /// The chunks of a bulk build, packed in one huge-page block. Chunks in it are never
     /// freed one by one: when an update replaces one, its words stay (counted in
@@ -636,7 +636,8 @@ impl Dir16 {
             fixups: Vec::new(),
         };
         let mut links: Vec<(usize, u64)> = Vec::new();
-        // (Nothing is shared yet, so replaced uniform chunks are freed at once.)
+        // (Replaced uniform chunks go through the collector like any other, though
+        // nothing is shared yet.)
         let mut retired = Vec::new();
         for c in 0..TOP {
             if w.chunks[c].is_empty() {

@@ -249,7 +249,7 @@ fn wide_chunks_start_with_a_front_that_marks_every_slot() {
     let e = encode_runs(&vals, &[0; 4], &dict);
     assert_eq!((e.fronted, e.width), (true, 2));
     assert_eq!(e.words[..FRONT_WORDS], FRONT);
-    // Header (5 words), then the four u32 values 5, 1_000_000, 5, NONE.
+    // The 36-byte header, then the four u32 values 5, 1_000_000, 5, NONE: 52 bytes.
     assert_eq!(e.words.len(), FRONT_WORDS + 7);
     let link = tag(e.words.as_ptr() as u64, &e, false);
     // SAFETY: `link` names the chunk in `e.words`, which outlives these reads.
@@ -312,7 +312,7 @@ fn tables_with_more_than_254_next_hops_answer_through_fronted_chunks() {
 #[test]
 fn a_table_is_outgrown_while_a_live_hop_has_no_index_of_its_width() {
     let t = Dir16::new();
-    // Hops 1..=254 take the byte indices 1..=254.
+    // Hops 500..=753 take the byte indices 1..=254.
     for i in 0..254u32 {
         t.insert(0x3200_0000 + (i << 8), 24, 500 + i);
     }
@@ -396,7 +396,7 @@ fn wide_chunks_with_narrow_and_wide_kids_answer_batches() {
         assert_eq!((width_of(narrow_kid), width_of(wide_kid)), (1, 2));
     }
     assert_eq!(link(&grown16, 0x1480) & FRONTED, 0);
-    // Built with 66,002 next hops, the table holds the next hops themselves: no
+    // Built with 66,001 next hops, the table holds the next hops themselves: no
     // fronts, 32-bit values everywhere, kids included.
     assert_eq!(built.narrow, 2);
     for c in [0x1400, 0x1480, 0x14ff, 0x1500] {
@@ -471,8 +471,8 @@ fn full_groups_with_many_kid_and_fronted_keys_answer_each_key() {
 #[test]
 fn keys_whose_next_hop_is_the_largest_get_it() {
     // The largest next hop (`u32::MAX - 1`, which earlier versions used as the
-    // batch's redo marker) as an ordinary next hop, as the default route and under
-    // a kid.
+    // batch's redo marker, and tables of 32-bit next hops use as their kid mark) as an
+    // ordinary next hop, as the default route and under a kid.
     const SENTINEL: u32 = u32::MAX - 1;
     let t = Dir16::new();
     t.insert(0x0a01_0100, 24, SENTINEL);

@@ -35,8 +35,8 @@ impl Sub {
 /// where it would go). The routes of a /16 spread over its addresses roughly evenly, so
 /// the search starts where `low` would sit in an even spread and widens from there by
 /// doubling steps: a couple of lines read where a binary search reads about log2(n),
-/// each a cache miss when the list is cold. An uneven list costs no more probes than a
-/// binary search.
+/// each a cache miss when the list is cold. An uneven list costs at most about twice
+/// the probes of a binary search.
 pub(super) fn find(list: &[Sub], low: u16, len: u8) -> Result<usize, usize> {
     let key = (low, len);
     let below = |s: &Sub| s.key() < key;
@@ -95,10 +95,10 @@ pub(super) struct Writer {
     pub(super) misfits: usize,
 }
 
-/// The writer's side of the next-hop dictionary: chunks store 16-bit indices into
-/// `Dir16::dict` instead of 32-bit next hops, which nearly halves the lines a chunk
-/// spans. An index is handed out when a next hop gets its first route and taken back,
-/// after an epoch grace period, when it loses its last one.
+/// The writer's side of the next-hop dictionary: chunks store 16-bit (or 8-bit) indices
+/// into `Dir16::dict` instead of 32-bit next hops, which nearly halves the lines a chunk
+/// spans (or more). An index is handed out when a next hop gets its first route and
+/// taken back, after an epoch grace period, when it loses its last one.
 pub(super) struct Dict {
     /// Next hop to (its index, if it got one; routes using it).
     pub(super) map: FastMap<u32, (Option<u16>, usize)>,

@@ -2,13 +2,13 @@
 //! /16) over a leaf-pushed multibit trie whose levels start at bits 16, 24, 32, 48, 64,
 //! 80, 96 and 112 (strides 8, 8, then 16). A node holds its slots as *runs* of equal
 //! values (the leaf-pushed next hop, or a link to the child node of one slot): a sorted
-//! array of the slots where runs start, compared 8 at a time with SSE2, then one 64-bit
-//! value per run. A /48 query walks the /16 entry, two small stride-8 nodes (few, so
-//! they stay cached) and one stride-16 node for bits 32..48 (most BGP /32s hold a
-//! handful of runs there, so the node is one or two lines): one cold access instead of
-//! the trie's three or four. A node of more runs than one key line holds is stored
-//! direct (stride 8) or *split* (stride 16: a direct node over the slot's high byte
-//! whose values link stride-8 sub-nodes), so every read of a lookup is one line
+//! array of the slots where runs start, compared 16 at a time with AVX2 (8 with SSE2),
+//! then one 64-bit value per run. A /48 query walks the /16 entry, two small stride-8
+//! nodes (few, so they stay cached) and one stride-16 node for bits 32..48 (most BGP
+//! /32s hold a handful of runs there, so the node is one or two lines): one cold access
+//! instead of the trie's three or four. A node of more runs than one key line holds is
+//! stored direct (stride 8) or *split* (stride 16: a direct node over the slot's high
+//! byte whose values link stride-8 sub-nodes), so every read of a lookup is one line
 //! fetched a pass ahead. See `docs/LPM.md` for the measurements.
 //!
 //! Updates rebuild the node whose stride holds the prefix length from the writer's
@@ -119,12 +119,13 @@ impl Level for First {
 
 /// The IPv6 table.
 pub struct Runs6 {
-    /// Behind one pointer (see `first.rs`): a change of a prefix shorter than /16
-    /// publishes a changed copy.
+    /// Behind one pointer (see `first.rs`): a change of a prefix shorter than /16 that
+    /// changes several /16s publishes a changed copy.
     first: FirstLevel<First>,
     /// Nodes of a bulk build, packed in one huge-page block; never freed one by one
     /// (replaced ones stay until the table is dropped, counted in `lookup_bytes`).
-    /// (Atomic words: a kid slot's value word is replaced in place when the kid is.)
+    /// (Atomic words: a kid slot's value word is replaced in place when the kid is, and a
+    /// split node's top value when the sub-node under it is.)
     arena: Option<HugeSlice<AtomicU64>>,
     /// The default route (`/0`).
     default: AtomicU32,
@@ -134,9 +135,9 @@ pub struct Runs6 {
 }
 
 // SAFETY: the node pointers inside the first level and the nodes are owned by the table;
-// nodes are immutable once published except for the atomic value words of kid slots, and
-// freed only through the epoch collector after being unlinked (or in `Drop`, with
-// exclusive access); so is a replaced first level.
+// nodes are immutable once published except for the atomic value words of kid slots and
+// of split nodes' tops, and freed only through the epoch collector after being unlinked
+// (or in `Drop`, with exclusive access); so is a replaced first level.
 unsafe impl Send for Runs6 {}
 // SAFETY: see `Send`; all shared mutation goes through atomics or the writer mutex.
 unsafe impl Sync for Runs6 {}
@@ -195,7 +196,7 @@ impl Runs6View<'_> {
         let (table, first) = (self.table, self.first);
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
-            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
+            // SAFETY: the CPU supports AVX2, BMI1, BMI2 and POPCNT (checked just above).
             unsafe { table.lookup_batch_avx2(first, keys, out) };
             return;
         }
@@ -246,7 +247,7 @@ impl Runs6 {
         let first = self.first.load(guard);
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
-            // SAFETY: the CPU supports AVX2, BMI2 and POPCNT (checked just above).
+            // SAFETY: the CPU supports AVX2, BMI1, BMI2 and POPCNT (checked just above).
             return unsafe { self.lookup_avx2(first, key) };
         }
         self.lookup_pinned::<false>(first, key)
@@ -330,7 +331,7 @@ impl Runs6 {
                 .load(Ordering::Acquire);
         }
         // The masks of the keys whose entry is a link, and of those that link direct
-        // nodes (and, for a partial group, the answers of the others).
+        // nodes (and, without AVX2 or for a partial group, the answers of the others).
         #[cfg(target_arch = "x86_64")]
         let done = AVX2 && len == 32 && {
             // SAFETY: `AVX2`: the caller runs on a CPU with AVX2; `out` holds at least
@@ -447,7 +448,8 @@ impl Runs6 {
                 w.top_len[i] = change.set_len;
                 w.top_val[i] = change.set_val;
                 // Nodes leave the slots only short prefixes cover at NONE, and lookups
-                // ending there read `short`: one store per /16 either way.
+                // ending there read `short`: no node is rebuilt either way, only `short`
+                // (and a /16 without nodes its leaf) is stored into.
                 if w.nodes.contains_key(&(0, (i as u128) << 112)) {
                     first.short[i].store(change.set_val, Ordering::Release);
                 } else {

@@ -7,7 +7,7 @@ fn the_portable_path_matches_the_reference() {
     let mut routes: Vec<(u128, u8, u32)> = Vec::new();
     let base = 0x2001_0db8u128 << 96;
     for i in 0..400u128 {
-        // /48s in one /32 (a key tree), /40s, and a stride-8 node of many runs.
+        // /48s in one /32 (a split node), /40s, and a stride-8 node of many runs.
         routes.push((base | (i * 3) << 80, 48, i as u32));
         routes.push((base | (i % 50) << 88, 40, 1000 + i as u32));
         routes.push((0x2a00u128 << 112 | (i % 200) << 104, 24, 2000 + (i % 2) as u32));

@@ -3,8 +3,8 @@
 
 use super::*;
 
-/// Buffers the writer reuses from node to node (an update of a short prefix rebuilds
-/// hundreds of nodes).
+/// Buffers the writer reuses from node to node (an update of a prefix with many nodes
+/// under it can rebuild hundreds of them).
 #[derive(Default)]
 pub(super) struct Scratch {
     pub(super) runs: Vec<(u32, u64)>,
@@ -58,8 +58,9 @@ pub(super) struct NodeRec {
     /// Routes longer than this node's depth inside its range (own and below); the node
     /// exists while this is positive.
     pub(super) deep: usize,
-    /// Length and next hop of the longest prefix of at most the node's depth covering
-    /// its range (0 and NONE if none; the default route is applied separately).
+    /// Length and next hop of the longest prefix longer than /16 and of at most the
+    /// node's depth covering its range (0 and NONE if none; prefixes of at most 16 bits
+    /// and the default route are applied separately).
     pub(super) cover_len: u8,
     pub(super) cover: u32,
     /// The published node (0 before the first build).
@@ -108,12 +109,12 @@ pub(super) struct Writer {
     pub(super) scratch: Scratch,
 }
 
-/// Length and next hop of the longest prefix of at most the node's depth covering the
-/// node `(level, base)`, from its parent's record (the parent's covering route or
-/// cover) or, at level 0, the first-level record.
+/// Length and next hop of the longest prefix longer than /16 and of at most the node's
+/// depth covering the node `(level, base)`, from its parent's record (the parent's
+/// covering route or cover); at level 0, none (0 and NONE).
 pub(super) fn cover_for(w: &Writer, level: usize, base: u128) -> (u8, u32) {
     match parent(level, base) {
-        // Prefixes of at most 16 bits are not pushed into nodes (see `Runs6::short`).
+        // Prefixes of at most 16 bits are not pushed into nodes (see `First::short`).
         None => (0, NONE),
         Some((pl, pb)) => {
             let p = &w.nodes[&(pl as u8, pb)];

@@ -25,7 +25,7 @@ pub struct PipelineReport {
     pub packets: u64,
     /// Packets the ports transmitted.
     pub tx_packets: u64,
-    /// Longest worker run time, seconds.
+    /// Longest worker run time, seconds (with rounds, summed over the runs).
     pub seconds: f64,
     pub mpps: f64,
     /// Received bits per second of `size`-byte frames, in Gbit/s (RouteBricks'
@@ -47,9 +47,9 @@ pub struct PipelineReport {
     /// With `profile`: TSC cycles of one call's timing (two counter reads back to
     /// back, the least of many), included in each call's cycles.
     pub timer_cycles: f64,
-    /// Another application run with the same frames, workers and batches (right after
-    /// this one, or in turns with it), whose figures this run's are compared with
-    /// (none unless asked for).
+    /// Another application run with the same frame size, flows, workers and batches
+    /// (right after this one, or in turns with it), whose figures this run's are
+    /// compared with (none unless asked for).
     pub baseline: Option<BaselineReport>,
 }
 

@@ -6,9 +6,9 @@
 //! wins; a packet matching none is dropped.
 //!
 //! `IPClassifier` and `IPFilter` examine the network header annotation (set by
-//! CheckIPHeader or MarkIPHeader) and the transport header that follows it; when the
-//! annotation is not set, the IP header is taken to start at the data start and the
-//! transport header to follow it after IHL*4 bytes.
+//! CheckIPHeader, or FromDump with FORCE_IP) and the transport header that follows it;
+//! when the annotation is not set, the IP header is taken to start at the data start and
+//! the transport header to follow it after IHL*4 bytes.
 
 pub(crate) mod bytes;
 pub(crate) mod ipexpr;

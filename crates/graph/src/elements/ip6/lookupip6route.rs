@@ -336,7 +336,7 @@ impl Element for LookupIP6Route {
         if verdicts.iter().fold(false, |other, &v| other | (v >= direct)) {
             for (p, v) in batch.iter_mut().zip(verdicts.iter_mut()) {
                 if *v < direct || *v == Ipv6Lpm::NO_ROUTE {
-                    // An output port already, or no route: no output has that number, so
+                    // An output port already; or no route, a number no output has, so
                     // `Outputs::push_each` drops the packet, as Click kills it.
                     continue;
                 }
