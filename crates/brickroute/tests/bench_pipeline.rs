@@ -119,7 +119,7 @@ fn route_apps_are_compared_with_forwarding_run_right_after() {
     let out = pipeline_out(&["--app", "route6", "--packets", "6400", "--baseline", "route"]);
     let line = out
         .lines()
-        .find(|l| l.starts_with("baseline route (right after, same frames and workers): "))
+        .find(|l| l.starts_with("baseline route (right after, same frame size, flows and workers): "))
         .unwrap_or_else(|| panic!("no baseline line:\n{}", out));
     assert!(
         line.contains(" cycles/packet; route6 takes ") && line.ends_with("x its cycles a packet"),
@@ -199,7 +199,7 @@ fn rounds_alternate_the_app_and_its_baseline_and_report_medians() {
         out
     );
     assert!(
-        out.contains("baseline forward (in turns, same frames and workers): "),
+        out.contains("baseline forward (in turns, same frame size, flows and workers): "),
         "{}",
         out
     );

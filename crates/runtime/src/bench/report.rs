@@ -314,7 +314,7 @@ impl fmt::Display for PipelineReport {
             };
             writeln!(
                 f,
-                "baseline {} ({}, same frames and workers): {:.3} Mpps, {:.1} cycles/packet; \
+                "baseline {} ({}, same frame size, flows and workers): {:.3} Mpps, {:.1} cycles/packet; \
                  {} takes {:.2}x its cycles a packet",
                 b.app,
                 when,
