@@ -114,8 +114,9 @@ fn deletes_restore_covering_prefixes() {
 
 #[test]
 fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
-    // 256 /24s with distinct next hops give the 10.1.0.0/16 chunk 256 runs; host routes
-    // and a /25 under slots 0, 63, 64, 200 and 255 give it kids in words 0, 1 and 3.
+    // 256 /24s with distinct next hops give the 10.1.0.0/16 chunk 256 runs; host routes,
+    // a /25 and a /26 under slots 0, 63, 64, 130, 200 and 255 give it kids in all four
+    // bitmap words.
     let t = Ipv4Lpm::new();
     for j in 0..=255u8 {
         t.insert(ip(10, 1, j, 0), 24, 1000 + u32::from(j));
@@ -123,6 +124,7 @@ fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
     t.insert(ip(10, 1, 0, 7), 32, 1);
     t.insert(ip(10, 1, 63, 255), 32, 2);
     t.insert(ip(10, 1, 64, 128), 25, 3);
+    t.insert(ip(10, 1, 130, 64), 26, 6);
     t.insert(ip(10, 1, 200, 0), 32, 4);
     t.insert(ip(10, 1, 255, 255), 32, 5);
     let probes = [
@@ -135,6 +137,10 @@ fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
         (ip(10, 1, 64, 255), 3),
         (ip(10, 1, 65, 128), 1065),
         (ip(10, 1, 128, 9), 1128),
+        (ip(10, 1, 130, 63), 1130),
+        (ip(10, 1, 130, 64), 6),
+        (ip(10, 1, 130, 127), 6),
+        (ip(10, 1, 130, 128), 1130),
         (ip(10, 1, 200, 0), 4),
         (ip(10, 1, 200, 1), 1200),
         (ip(10, 1, 255, 254), 1255),
@@ -155,7 +161,9 @@ fn a_chunk_with_every_slot_different_and_kids_in_every_bitmap_word() {
     // Taking the kids away one by one restores the /24 values under them.
     t.remove(ip(10, 1, 64, 128), 25);
     t.remove(ip(10, 1, 255, 255), 32);
+    t.remove(ip(10, 1, 130, 64), 26);
     assert_eq!(t.lookup(ip(10, 1, 64, 200)), Some(1064));
+    assert_eq!(t.lookup(ip(10, 1, 130, 100)), Some(1130));
     assert_eq!(t.lookup(ip(10, 1, 255, 255)), Some(1255));
     assert_eq!(t.lookup(ip(10, 1, 0, 7)), Some(1));
 }
@@ -1373,17 +1381,24 @@ fn edges6(routes: &[(u128, u8, u32)]) -> Vec<u128> {
     v
 }
 
-/// Large nodes: a /16 whose bits 16..24 hold 120 /24s of alternating next hops (a
-/// stride-8 node of more than 33 runs, stored one value per slot), a /32 with 20 /48s,
-/// a /32 with 300 /48s and a /64 with 1,000 /80s (split nodes of 40, 600 and 2,000
-/// runs), built in bulk and by inserts, checked at every prefix edge while half the
-/// routes go and come back with other next hops.
+/// Nodes of every kind and size: /32s with 2, 5 and 12 /48s (keyed nodes of 5, 11 and
+/// 25 runs: one, two and four lines), a /16 whose bits 16..24 hold 120 /24s of
+/// alternating next hops (a stride-8 node of more than 33 runs, stored one value per
+/// slot), a /32 with 20 /48s, a /32 with 300 /48s and a /64 with 1,000 /80s (split nodes
+/// of 40, 600 and 2,000 runs), built in bulk and by inserts, checked at every prefix edge
+/// while half the routes go and come back with other next hops.
 #[test]
 fn ipv6_nodes_of_every_size_match_a_reference_through_updates() {
     let mut routes: Vec<(u128, u8, u32)> = Vec::new();
     let base16 = ip6("2001::");
     for i in 0..120u128 {
         routes.push((base16 | (i * 2) << 104, 24, (i % 3) as u32));
+    }
+    for (k, n) in [2u128, 5, 12].into_iter().enumerate() {
+        let keyed = ip6("2a00:1460::") | (k as u128) << 96;
+        for i in 0..n {
+            routes.push((keyed | (i * 7 + 1) << 80, 48, 200 + (10 * k as u128 + i) as u32));
+        }
     }
     let small = ip6("2a00:1450::");
     for i in 0..20u128 {
