@@ -442,8 +442,8 @@ fn demo_interrupted_tears_everything_down() {
     );
     // The router process has ended too.
     for p in router_pids {
-        // SAFETY: signal 0 only checks whether the process exists.
         assert_ne!(
+            // SAFETY: signal 0 only checks whether the process exists.
             unsafe { libc::kill(p, 0) },
             0,
             "router process {} still running",

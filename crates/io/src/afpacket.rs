@@ -108,8 +108,9 @@ struct TxScratch {
 
 // SAFETY: the raw pointers in `TxScratch` are only written and read inside one
 // `tx_burst` call (while the packets they point to are borrowed), never dereferenced
-// outside it; `RxRing`'s mapping is owned by the ring and read under its mutex.
+// outside it.
 unsafe impl Send for TxScratch {}
+// SAFETY: `RxRing`'s mapping is owned by the ring and read under its mutex.
 unsafe impl Send for RxRing {}
 
 /// A memory mapping, unmapped on drop.

@@ -119,8 +119,8 @@ impl<T: Copy> Ring<T> {
     }
 
     fn slot(&self, index: u32) -> *mut T {
-        // SAFETY (of the pointer arithmetic): `index & (size - 1)` < size, and `descs`
-        // is followed by `size` entries inside the mapping.
+        // SAFETY: pointer arithmetic only: `index & (size - 1)` < size, and `descs` is
+        // followed by `size` entries inside the mapping.
         unsafe { self.descs.add((index & (self.size - 1)) as usize) }
     }
 
@@ -570,9 +570,9 @@ impl Xsk {
         // SAFETY: all-zero is a valid xdp_mmap_offsets (plain integers).
         let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-        // SAFETY: `off` is writable for `len` bytes; the kernel writes at most that.
         step(
             "read the ring offsets",
+            // SAFETY: `off` is writable for `len` bytes; the kernel writes at most that.
             check(unsafe {
                 libc::getsockopt(
                     fd.as_raw_fd(),
@@ -645,9 +645,9 @@ impl Xsk {
             sxdp_queue_id: queue,
             sxdp_shared_umem_fd: shared_fd,
         };
-        // SAFETY: `addr` is a valid sockaddr_xdp of the size passed.
         step(
             what,
+            // SAFETY: `addr` is a valid sockaddr_xdp of the size passed.
             check(unsafe {
                 libc::bind(
                     fd.as_raw_fd(),

@@ -409,12 +409,13 @@ impl Dir16 {
                     _ => slot_word(p, j) as usize,
                 }
             };
-            // SAFETY: a 16-bit value is below 2^16, the dictionary's length (for a mark
-            // the entry read is meaningless, and the answer is redone below).
             let v = if W == 2 {
                 // (No dictionary entry 0 to hold the default route here.)
                 or_default(x as u32, dflt)
             } else {
+                // SAFETY: an 8- or 16-bit value is below 2^16, the dictionary's length
+                // (for a mark the entry read is meaningless, and the answer is redone
+                // below).
                 unsafe { dict.get_unchecked(x) }.load(Ordering::Relaxed)
             };
             // A mark (a kid slot, about 0.6 % of table queries, or a fronted chunk): the

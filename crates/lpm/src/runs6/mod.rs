@@ -387,9 +387,9 @@ impl Runs6 {
             rest &= rest - 1;
             let mut nh = (v[i & 31] >> 32) as u32;
             if nh == NONE {
-                // SAFETY: `i < len` (only those bits are set); a 16-bit slot is below
-                // the length of `short`, 2^16.
+                // SAFETY: `i < len` (only those bits are set).
                 let k = unsafe { *keys.get_unchecked(i) };
+                // SAFETY: a 16-bit slot is below the length of `short`, 2^16.
                 nh = unsafe { first.short.get_unchecked(slot_at::<0, 16>(k) as usize) }
                     .load(Ordering::Acquire);
             }
