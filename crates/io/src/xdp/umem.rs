@@ -477,6 +477,11 @@ fn set_opt<T>(fd: &OwnedFd, opt: libc::c_int, v: &T) -> io::Result<()> {
 }
 
 /// An AF_XDP socket bound to one queue of one interface, using a (shared) UMEM.
+///
+/// It has no `Drop` of its own: the frames in its rings stay lent until the UMEM goes,
+/// since nothing tells when the kernel is done with them. So a socket closed while
+/// another still shares its UMEM keeps up to its rings' worth of frames out of use; a
+/// router opens its ports together and closes them together.
 pub struct Xsk {
     fill: Ring<u64>,
     completion: Ring<u64>,
