@@ -182,6 +182,8 @@ fn more_distinct_next_hops_than_the_dictionary_holds() {
         grown.insert(a, l, nh);
     }
     for t in [&built, &grown] {
+        // 32-bit next hops, none behind a front.
+        assert_eq!((t.inner.value_log2(), t.inner.fronted_chunks()), (2, 0));
         let addrs: Vec<u32> = (0..n).map(|i| route(i).0 | (i & 0xff)).collect();
         let mut out = vec![0u32; addrs.len()];
         t.lookup_batch(&addrs, &mut out);
@@ -359,27 +361,94 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The next hops of live routes, each with its number of routes: what decides whether
+/// an IPv4 table's dictionary indices fit its value width.
+#[derive(Default)]
+struct LiveHops {
+    routes: std::collections::HashMap<u32, usize>,
+    /// The most next hops live at once.
+    most: usize,
+    /// How often a next hop went from no route to one (each such hop may take a new
+    /// dictionary index).
+    arrivals: usize,
+}
+
+impl LiveHops {
+    fn add(&mut self, nh: u32) {
+        let n = self.routes.entry(nh).or_insert(0);
+        if *n == 0 {
+            self.arrivals += 1;
+        }
+        *n += 1;
+        self.most = self.most.max(self.routes.len());
+    }
+
+    fn drop(&mut self, nh: u32) {
+        if let Some(n) = self.routes.get_mut(&nh) {
+            *n -= 1;
+            if *n == 0 {
+                self.routes.remove(&nh);
+            }
+        }
+    }
+
+    /// `route`'s next hop replaces `prev` (if any), or goes (`route` `None`).
+    fn change(&mut self, prev: Option<u32>, route: Option<u32>) {
+        if let Some(p) = prev {
+            self.drop(p);
+        }
+        if let Some(n) = route {
+            self.add(n);
+        }
+    }
+}
+
+/// What the crate documentation promises of an IPv4 table's value width: a table made
+/// empty keeps byte values while no more than 254 next hops ever arrived, is built again
+/// wider once more than 254 are live at once, and leaves no chunk behind a front (whose
+/// keys take the slow path) after any insert. Returns log2 of its values' bytes.
+fn check_width(t: &Ipv4Lpm, hops: &LiveHops) -> Result<u32, TestCaseError> {
+    let width = t.inner.value_log2();
+    if hops.arrivals <= 254 {
+        prop_assert_eq!(width, 0, "{} next hops arrived", hops.arrivals);
+    }
+    if hops.most > 254 {
+        prop_assert!(width >= 1, "{} next hops live at once, byte values", hops.most);
+    }
+    prop_assert_eq!(t.inner.fronted_chunks(), 0, "chunks behind a front");
+    Ok(width)
+}
+
 /// Runs `ops` on an empty table and the naive reference side by side, then compares them
 /// around every prefix ever installed and at `probes`, singly and in a batch, and
 /// removes every route again. With `memory_back`, the emptied table must take no more
 /// memory than a new one (not so for a table built again wider on the way, whose
-/// arena stays).
-fn replay_against_reference(ops: &[Op], probes: &[u32], memory_back: bool) -> Result<(), TestCaseError> {
+/// arena stays). Returns log2 of the bytes of the table's values before the removals
+/// (see [`check_width`]).
+fn replay_against_reference(ops: &[Op], probes: &[u32], memory_back: bool) -> Result<u32, TestCaseError> {
     let t = Ipv4Lpm::new();
     let mut r = NaiveLpm::new();
+    let mut hops = LiveHops::default();
     let mut installed = Vec::new();
     for op in ops {
         match *op {
             Op::Insert(a, l, n) => {
-                prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n));
+                let prev = r.insert(a, l, n);
+                prop_assert_eq!(t.insert(a, l, n), prev);
+                hops.change(prev, Some(n));
                 installed.push(a);
             }
-            Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
+            Op::Remove(a, l) => {
+                let prev = r.remove(a, l);
+                prop_assert_eq!(t.remove(a, l), prev);
+                hops.change(prev, None);
+            }
             Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
         }
     }
     prop_assert_eq!(t.routes(), r.routes());
     prop_assert_eq!(t.len(), r.len());
+    let width = check_width(&t, &hops)?;
     let mut addrs: Vec<u32> = probes.to_vec();
     for &a in &installed {
         addrs.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xff, a ^ 0x80]);
@@ -403,7 +472,7 @@ fn replay_against_reference(ops: &[Op], probes: &[u32], memory_back: bool) -> Re
     for &a in &addrs {
         prop_assert_eq!(t.lookup(a), None);
     }
-    Ok(())
+    Ok(width)
 }
 
 proptest! {
@@ -412,7 +481,8 @@ proptest! {
     #[test]
     fn matches_reference(ops in proptest::collection::vec(op_strategy(), 1..200),
                          probes in proptest::collection::vec(addr_strategy(), 64)) {
-        replay_against_reference(&ops, &probes, true)?;
+        // (Fewer than 255 next hops arrive: byte values throughout.)
+        prop_assert_eq!(replay_against_reference(&ops, &probes, true)?, 0);
     }
 }
 
@@ -424,42 +494,75 @@ fn many_hops_op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Inserts of 255 /24s of 100.64.0.0/16 (outside the bases of [`addr_strategy`]), each
+/// with a next hop of its own that no other operation uses: in a row, they make more
+/// next hops live than byte values index.
+fn hop_burst() -> impl Iterator<Item = Op> {
+    (0..255u32).map(|i| Op::Insert(ip(100, 64, i as u8, 0), 24, 100_000 + i))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Enough distinct next hops that most tables outgrow their byte values on the way
-    /// and are built again with 16-bit ones, between any two operations.
+    /// Every table outgrows its byte values on the way and is built again with 16-bit
+    /// ones, between two random operations: many through the operations' own next hops
+    /// (5,000 of them), the others at the latest in [`hop_burst`], spliced in anywhere.
     #[test]
     fn tables_that_outgrow_their_value_width_match_reference(
-        ops in proptest::collection::vec(many_hops_op_strategy(), 300..900),
+        mut ops in proptest::collection::vec(many_hops_op_strategy(), 300..900),
+        at in any::<prop::sample::Index>(),
         probes in proptest::collection::vec(addr_strategy(), 64),
     ) {
-        replay_against_reference(&ops, &probes, false)?;
+        let at = at.index(ops.len() + 1);
+        ops.splice(at..at, hop_burst());
+        prop_assert_eq!(replay_against_reference(&ops, &probes, false)?, 1);
     }
 }
 
 /// `changes` on a table holding `start`, applied by [`Ipv4Lpm::apply`] and one by one
-/// to the naive reference, compared at every changed prefix and `probes`.
+/// to the naive reference, compared at every changed prefix and `probes`. With
+/// `fill` = `Some(k)`, /24s of 100.64.0.0/16 with next hops of their own first bring the
+/// start's live next hops up to `254 - k`, so that a few new next hops in `changes`
+/// outgrow the byte values in the middle of the changes.
 fn apply_against_reference(
     start: &[(u32, u8, u32)],
+    fill: Option<usize>,
     changes: &[(u32, u8, Option<u32>)],
     probes: &[u32],
 ) -> Result<(), TestCaseError> {
     let t = Ipv4Lpm::new();
     let mut r = NaiveLpm::new();
+    let mut hops = LiveHops::default();
     for &(a, l, n) in start {
         t.insert(a, l, n);
-        r.insert(a, l, n);
+        hops.change(r.insert(a, l, n), Some(n));
+    }
+    let filler = fill.map_or(0, |k| (254 - k).saturating_sub(hops.routes.len()));
+    for i in 0..filler as u32 {
+        let (a, n) = (ip(100, 64, i as u8, 0), 100_000 + i);
+        t.insert(a, 24, n);
+        hops.change(r.insert(a, 24, n), Some(n));
     }
     t.apply(changes);
     for &(a, l, n) in changes {
-        match n {
+        let prev = match n {
             Some(n) => r.insert(a, l, n),
             None => r.remove(a, l),
         };
+        hops.change(prev, n);
     }
     prop_assert_eq!(t.routes(), r.routes());
     prop_assert_eq!(t.len(), r.len());
+    // (A bulk build picks its width from the next hops it holds: no bound from those
+    // that arrived before.)
+    if changes.len() < 1024 {
+        check_width(&t, &hops)?;
+    } else {
+        prop_assert_eq!(t.inner.fronted_chunks(), 0, "chunks behind a front");
+        if hops.routes.len() > 254 {
+            prop_assert!(t.inner.value_log2() >= 1);
+        }
+    }
     let mut addrs: Vec<u32> = probes.to_vec();
     for &(a, _, _) in changes {
         addrs.extend([a, a.wrapping_sub(1), a | 0xff]);
@@ -485,17 +588,21 @@ proptest! {
 
     /// Few changes (applied one by one) and many (built into a new table), over tables
     /// with prefixes that nest, collide and repeat within the changes, and next hops
-    /// past the byte values of a table made empty.
+    /// past the byte values of a table made empty: in half the cases the start holds
+    /// 250 to 254 next hops, so that few changes mostly outgrow the byte values midway
+    /// (the table is replaced by a wider one between two of them), and many build a
+    /// table of 16-bit values.
     #[test]
     fn applied_changes_match_reference(
         start in proptest::collection::vec((addr_strategy(), len_strategy(), 0u32..600), 0..300),
+        fill in proptest::option::of(0usize..5),
         changes in prop_oneof![
             proptest::collection::vec(change_strategy(), 0..50),
             proptest::collection::vec(change_strategy(), 1024..3000),
         ],
         probes in proptest::collection::vec(addr_strategy(), 64),
     ) {
-        apply_against_reference(&start, &changes, &probes)?;
+        apply_against_reference(&start, fill, &changes, &probes)?;
     }
 }
 
@@ -509,24 +616,33 @@ fn many_changes_appear_to_readers_at_once() {
         .map(|i| (ip(10, 0, 0, 0) + (i << 8), 24, Some(i + 1)))
         .collect();
     let done = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
     let reader = {
-        let (t, done) = (t.clone(), done.clone());
+        let (t, done, started) = (t.clone(), done.clone(), started.clone());
         std::thread::spawn(move || {
             let mut seen_first = 0u64;
-            while !done.load(Ordering::Relaxed) {
+            // From before the apply (see `started`) until the writer is done and the
+            // reader has seen the routes a while: it reads throughout the apply.
+            while !done.load(Ordering::Acquire) || seen_first < 100 {
                 let mut out = [0u32; 2];
                 t.lookup_batch(&[first, last], &mut out);
                 if out[0] != Ipv4Lpm::NO_ROUTE {
                     assert_eq!(out, [1, 4096], "the first route without the last");
                     seen_first += 1;
+                } else {
+                    assert_eq!(out, [Ipv4Lpm::NO_ROUTE; 2], "the last route without the first");
                 }
+                started.store(true, Ordering::Release);
             }
-            seen_first
         })
     };
+    // The reader reads the empty table before the changes start.
+    while !started.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
     t.apply(&changes);
     assert_eq!(t.lookup(last), Some(4096));
-    done.store(true, Ordering::Relaxed);
+    done.store(true, Ordering::Release);
     reader.join().expect("reader");
 }
 
@@ -640,7 +756,7 @@ fn readers_never_see_wrong_answers_for_unchanged_prefixes() {
     assert_eq!(t.len(), 4);
 }
 
-fn ip6(s: &str) -> u128 {
+pub(crate) fn ip6(s: &str) -> u128 {
     u128::from(s.parse::<std::net::Ipv6Addr>().expect("test address"))
 }
 
@@ -835,6 +951,7 @@ proptest! {
             }
         }
         prop_assert_eq!(t.routes(), r.routes());
+        prop_assert_eq!(t.len(), r.len());
         let addrs = probes_around6(&installed, &probes);
         let mut out = vec![0u32; addrs.len()];
         t.lookup_batch(&addrs, &mut out);
@@ -846,17 +963,22 @@ proptest! {
         for (a, l, _) in r.routes() {
             prop_assert!(t.remove(a, l).is_some());
         }
+        prop_assert!(t.is_empty());
         prop_assert_eq!(t.memory_bytes(), Ipv6Lpm::new().memory_bytes());
+        t.lookup_batch(&addrs, &mut out);
+        prop_assert!(out.iter().all(|&o| o == Ipv6Lpm::NO_ROUTE));
     }
 
-    /// A bulk-built table answers like the reference, also after updates interleaved
-    /// with lookups change its built nodes.
+    /// A bulk-built table (IPv4 and IPv6) answers like the reference, singly and in
+    /// batches, before and after updates interleaved with lookups change its built
+    /// chunks and nodes.
     #[test]
     fn built_tables_match_reference(routes in proptest::collection::vec(
                                         (addr_strategy(), len_strategy(), 0u32..1000), 0..150),
                                     routes6 in proptest::collection::vec(
                                         (addr6_strategy(), len6_strategy(), 0u32..1000), 0..100),
                                     ops in proptest::collection::vec(op_strategy(), 0..60),
+                                    ops6 in proptest::collection::vec(op6_strategy(), 0..60),
                                     probes in proptest::collection::vec(addr_strategy(), 32)) {
         let t = Ipv4Lpm::build(&routes);
         let t6 = Ipv6Lpm::build(&routes6);
@@ -870,26 +992,54 @@ proptest! {
         }
         prop_assert_eq!(t.routes(), r.routes());
         prop_assert_eq!(t6.routes(), r6.routes());
-        let addrs6 = probes_around6(&routes6.iter().map(|x| x.0).collect::<Vec<_>>(), &[]);
-        for &a in &addrs6 {
-            prop_assert_eq!(t6.lookup(a), r6.lookup(a));
-        }
-        for op in &ops {
-            match *op {
-                Op::Insert(a, l, n) => prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n)),
-                Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
-                Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
-            }
-        }
+        prop_assert_eq!((t.len(), t6.len()), (r.len(), r6.len()));
         let mut addrs = probes.clone();
         for &(a, _, _) in &routes {
             addrs.extend([a, a.wrapping_sub(1), a.wrapping_add(1), a | 0xff]);
         }
-        let mut out = vec![0u32; addrs.len()];
-        t.lookup_batch(&addrs, &mut out);
-        for (&a, &o) in addrs.iter().zip(&out) {
-            prop_assert_eq!(o, r.lookup(a).unwrap_or(Ipv4Lpm::NO_ROUTE), "address {:08x}", a);
+        let mut installed6: Vec<u128> = routes6.iter().map(|x| x.0).collect();
+        let compare = |t: &Ipv4Lpm, r: &NaiveLpm, t6: &Ipv6Lpm, r6: &NaiveLpm6, addrs: &[u32], installed6: &[u128]| {
+            let mut out = vec![0u32; addrs.len()];
+            t.lookup_batch(addrs, &mut out);
+            for (&a, &o) in addrs.iter().zip(&out) {
+                let want = r.lookup(a);
+                prop_assert_eq!(o, want.unwrap_or(Ipv4Lpm::NO_ROUTE), "batch {:08x}", a);
+                prop_assert_eq!(t.lookup(a), want, "single {:08x}", a);
+            }
+            let addrs6 = probes_around6(installed6, &[]);
+            let mut out = vec![0u32; addrs6.len()];
+            t6.lookup_batch(&addrs6, &mut out);
+            for (&a, &o) in addrs6.iter().zip(&out) {
+                let want = r6.lookup(a);
+                prop_assert_eq!(o, want.unwrap_or(Ipv6Lpm::NO_ROUTE), "batch {:x}", a);
+                prop_assert_eq!(t6.lookup(a), want, "single {:x}", a);
+            }
+            Ok(())
+        };
+        compare(&t, &r, &t6, &r6, &addrs, &installed6)?;
+        for op in &ops {
+            match *op {
+                Op::Insert(a, l, n) => {
+                    prop_assert_eq!(t.insert(a, l, n), r.insert(a, l, n));
+                    addrs.push(a);
+                }
+                Op::Remove(a, l) => prop_assert_eq!(t.remove(a, l), r.remove(a, l)),
+                Op::Lookup(a) => prop_assert_eq!(t.lookup(a), r.lookup(a)),
+            }
         }
+        for op in &ops6 {
+            match *op {
+                Op6::Insert(a, l, n) => {
+                    prop_assert_eq!(t6.insert(a, l, n), r6.insert(a, l, n));
+                    installed6.push(a);
+                }
+                Op6::Remove(a, l) => prop_assert_eq!(t6.remove(a, l), r6.remove(a, l)),
+                Op6::Lookup(a) => prop_assert_eq!(t6.lookup(a), r6.lookup(a)),
+            }
+        }
+        prop_assert_eq!(t.routes(), r.routes());
+        prop_assert_eq!(t6.routes(), r6.routes());
+        compare(&t, &r, &t6, &r6, &addrs, &installed6)?;
     }
 }
 
@@ -967,20 +1117,27 @@ fn ipv6_a_change_below_and_at_its_prefix_appears_at_once() {
     });
 }
 
-/// IPv6, in a split node (a /32 with hundreds of /48s): a /44's change rebuilds the
-/// one sub-node under its high byte and, below it, the node of a /48 that inherits it;
-/// one store into the split node's top shows both.
-#[test]
-fn ipv6_a_change_in_a_split_node_appears_at_once() {
-    let t = Arc::new(Ipv6Lpm::new());
+/// A split node (2001:db8::/32 with hundreds of /48s) holding 2001:db8:1230::/44 (next
+/// hop 1), with a node below it for 2001:db8:1234::/48 (holding a /56) that inherits the
+/// /44. (`runs6::tests` checks that a change of the /44 rebuilds one sub-node.)
+pub(crate) fn split_node_table6() -> Ipv6Lpm {
+    let t = Ipv6Lpm::new();
     let base = ip6("2001:db8::");
     // /48s at every third slot of 0..600 (high bytes 0..=2): 400 runs, a split node.
     for i in 0..200u128 {
         t.insert(base | (i * 3) << 80, 48, 1_000_000 + i as u32);
     }
     t.insert(ip6("2001:db8:1230::"), 44, 1);
-    // A node for 2001:db8:1234::/48 (holding a /56) that inherits the /44.
     t.insert(ip6("2001:db8:1234:100::"), 56, 500_000);
+    t
+}
+
+/// IPv6, in a split node ([`split_node_table6`]): a /44's change rebuilds the one
+/// sub-node under its high byte and, below it, the node of a /48 that inherits it; one
+/// store into the split node's top shows both.
+#[test]
+fn ipv6_a_change_in_a_split_node_appears_at_once() {
+    let t = Arc::new(split_node_table6());
     let below = vec![ip6("2001:db8:1234:200::1")];
     a_change_appears_at_once(t, below, ip6("2001:db8:1235::1"), |t, nh| {
         t.insert(ip6("2001:db8:1230::"), 44, nh);
@@ -1206,9 +1363,39 @@ fn prefixes_with_host_bits_load_as_their_network_and_are_reported() {
         one.host_bits_warning("t.txt").as_deref(),
         Some("t.txt:2: 10.0.0.1/8 has host bits set after the prefix length; loaded as 10.0.0.0/8")
     );
+    let three = table::parse(b"10.0.0.1/8 1\n::1/0 2\n\n1.2.3.4/24 3\n", "t.txt").expect("loads");
+    assert_eq!(
+        three.host_bits_warning("t.txt").as_deref(),
+        Some(
+            "t.txt:1: 10.0.0.1/8 has host bits set after the prefix length; loaded as 10.0.0.0/8 \
+             (and 2 more lines like it)"
+        )
+    );
+    assert_eq!(three.v6, vec![(0, 0, 2)]);
     let clean = table::parse(b"10.0.0.0/8 1\n::/0 2\n", "t.txt").expect("loads");
     assert!(clean.host_bits.is_empty());
     assert_eq!(clean.host_bits_warning("t.txt"), None);
+}
+
+#[test]
+fn written_tables_list_ipv4_then_ipv6_and_parse_back() {
+    let t = table::RouteTable {
+        v4: vec![
+            (ip(10, 0, 0, 0), 8, 1),
+            (0, 0, 4_294_967_294),
+            (ip(192, 0, 2, 1), 32, 0),
+        ],
+        v6: vec![(ip6("2001:db8::"), 32, 70_000), (0, 0, 3), (ip6("::1"), 128, 5)],
+        host_bits: Vec::new(),
+    };
+    let mut text = Vec::new();
+    table::write(&t, &mut text).expect("written to memory");
+    assert_eq!(
+        String::from_utf8(text.clone()).expect("UTF-8"),
+        "10.0.0.0/8 1\n0.0.0.0/0 4294967294\n192.0.2.1/32 0\n\
+         2001:db8::/32 70000\n::/0 3\n::1/128 5\n"
+    );
+    assert_eq!(table::parse(&text, "t.txt").expect("parses"), t);
 }
 
 #[test]
@@ -1258,27 +1445,97 @@ fn table_errors_name_file_line_and_reason() {
     );
 }
 
+/// Whether `routes` are sorted by address then length, without repeats, and with no
+/// host bits set after their length.
+fn sorted_unique_networks<K: Key>(routes: &[(K, u8, u32)]) -> bool {
+    routes.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1))
+        && routes.iter().all(|&(a, l, _)| a.masked(l) == a)
+}
+
+/// The shape the `synth` module documents: prefix-length shares, more-specifics, next
+/// hops 1..=250, the address space, sorted unique networks, and query streams.
 #[test]
 fn synthetic_tables_have_the_documented_shape() {
     let v4 = synth::ipv4_table(100_000, 3);
     assert_eq!(v4, synth::ipv4_table(100_000, 3), "same seed, same table");
+    assert_ne!(
+        synth::ipv4_table(1_000, 3),
+        synth::ipv4_table(1_000, 4),
+        "another seed, another table"
+    );
+    assert!((99_000..=101_000).contains(&v4.len()), "{} prefixes", v4.len());
+    assert!(sorted_unique_networks(&v4));
     let share = |len: u8| v4.iter().filter(|r| r.1 == len).count() as f64 / v4.len() as f64;
     assert!((0.58..0.64).contains(&share(24)), "/24 share {}", share(24));
+    assert!((0.11..0.135).contains(&share(22)), "/22 share {}", share(22));
+    assert!(v4.iter().all(|r| (8..=32).contains(&r.1)));
+    // Unicast space: first octet 1..=223, neither 10 nor 127.
+    for &(a, l, _) in &v4 {
+        let o = a >> 24;
+        assert!((1..=223).contains(&o) && o != 10 && o != 127, "{:#x}/{}", a, l);
+    }
+    // Next hops 1..=250, all of them used.
+    let hops: std::collections::BTreeSet<u32> = v4.iter().map(|r| r.2).collect();
+    assert_eq!(hops, (1..=250).collect());
+    // About 55 % of the prefixes of /12 and longer are more-specifics of another,
+    // at most 12 bits shorter.
+    let set: std::collections::HashSet<(u32, u8)> = v4.iter().map(|r| (r.0, r.1)).collect();
+    let long: Vec<_> = v4.iter().filter(|r| r.1 >= 12).collect();
+    let nested = long
+        .iter()
+        .filter(|&&&(a, l, _)| (l.saturating_sub(12).max(1)..l).any(|s| set.contains(&(a.masked(s), s))))
+        .count();
+    let nested_share = nested as f64 / long.len() as f64;
+    assert!((0.50..0.60).contains(&nested_share), "nested {}", nested_share);
+
     let v6 = synth::ipv6_table(50_000, 3);
+    assert!(sorted_unique_networks(&v6));
     let mut counts = [0usize; 129];
     for r in &v6 {
         counts[r.1 as usize] += 1;
     }
-    let most = (0..=128).max_by_key(|&l| counts[l]).unwrap_or(0);
-    assert_eq!(most, 48);
-    assert!(v6.iter().any(|r| r.1 > 64));
-    // Nested more-specifics: many prefixes have a covering prefix in the table.
-    let t = Ipv4Lpm::build(&v4);
-    let nested = v4
+    // /48 the most common, then /32, then /44; lengths 19 to 128.
+    let mut by_count: Vec<usize> = (0..=128).collect();
+    by_count.sort_by_key(|&l| std::cmp::Reverse(counts[l]));
+    assert_eq!(by_count[..3], [48, 32, 44]);
+    assert!(counts[..19].iter().all(|&c| c == 0));
+    assert!(counts[128] > 0 && v6.iter().any(|r| (65..128).contains(&r.1)));
+    // Inside the RIRs' blocks: 2001::/16, 2400::/12, 2600::/12, 2800::/13, 2a00::/11,
+    // 2c00::/12.
+    for &(a, l, nh) in &v6 {
+        let top = (a >> 112) as u16;
+        let inside = matches!(top, 0x2001 | 0x2400..=0x240f | 0x2600..=0x260f | 0x2800..=0x2807 | 0x2a00..=0x2a1f | 0x2c00..=0x2c0f);
+        assert!(inside, "{}/{}", std::net::Ipv6Addr::from(a), l);
+        assert!((1..=250).contains(&nh));
+    }
+    let set6: std::collections::HashSet<(u128, u8)> = v6.iter().map(|r| (r.0, r.1)).collect();
+    let long6: Vec<_> = v6.iter().filter(|r| r.1 >= 20).collect();
+    let nested6 = long6
         .iter()
-        .filter(|&&(a, l, _)| (1..l).any(|s| t.get(a, s).is_some()))
+        .filter(|&&&(a, l, _)| (l - 12..l).any(|s| set6.contains(&(a.masked(s), s))))
         .count();
-    assert!(nested * 100 / v4.len() >= 35, "nested {}", nested);
+    let nested6_share = nested6 as f64 / long6.len() as f64;
+    assert!((0.50..0.62).contains(&nested6_share), "nested {}", nested6_share);
+
+    // Table queries fall inside a table prefix; random IPv6 ones inside 2000::/3.
+    let covered = |a: u32| (0..=32).any(|l| set.contains(&(a.masked(l), l)));
+    let q = synth::ipv4_queries(&v4, 2_000, synth::Queries::Table, 5);
+    assert_eq!(q.len(), 2_000);
+    assert!(q.iter().all(|&a| covered(a)));
+    let random = synth::ipv4_queries(&v4, 2_000, synth::Queries::Random, 5);
+    assert!(
+        random.iter().any(|&a| !covered(a)),
+        "random queries all inside the table"
+    );
+    let covered6 = |a: u128| (0..=128).any(|l| set6.contains(&(a.masked(l), l)));
+    let q6 = synth::ipv6_queries(&v6, 2_000, synth::Queries::Table, 5);
+    assert!(q6.iter().all(|&a| covered6(a)));
+    let random6 = synth::ipv6_queries(&v6, 2_000, synth::Queries::Random, 5);
+    assert!(random6.iter().all(|&a| a >> 125 == 1));
+    assert!(
+        random6.iter().any(|&a| (a >> 112) as u16 >= 0x3000),
+        "random queries all below 3000::"
+    );
 }
 
 /// Longest match by probing one hash map per length, longest first: obviously correct
@@ -1381,14 +1638,12 @@ fn edges6(routes: &[(u128, u8, u32)]) -> Vec<u128> {
     v
 }
 
-/// Nodes of every kind and size: /32s with 2, 5 and 12 /48s (keyed nodes of 5, 11 and
-/// 25 runs: one, two and four lines), a /16 whose bits 16..24 hold 120 /24s of
-/// alternating next hops (a stride-8 node of more than 33 runs, stored one value per
-/// slot), a /32 with 20 /48s, a /32 with 300 /48s and a /64 with 1,000 /80s (split nodes
-/// of 40, 600 and 2,000 runs), built in bulk and by inserts, checked at every prefix edge
-/// while half the routes go and come back with other next hops.
-#[test]
-fn ipv6_nodes_of_every_size_match_a_reference_through_updates() {
+/// Routes that make nodes of every kind and size: /32s with 2, 5 and 12 /48s (keyed
+/// nodes of 5, 11 and 25 runs: one, two and four lines), a /16 whose bits 16..24 hold
+/// 120 /24s of alternating next hops (a stride-8 node of more than 33 runs, stored one
+/// value per slot), a /32 with 20 /48s, a /32 with 300 /48s and a /64 with 1,000 /80s
+/// (split nodes of 40, 600 and 2,000 runs); `runs6::tests` checks those shapes.
+pub(crate) fn every_size_routes6() -> Vec<(u128, u8, u32)> {
     let mut routes: Vec<(u128, u8, u32)> = Vec::new();
     let base16 = ip6("2001::");
     for i in 0..120u128 {
@@ -1421,6 +1676,16 @@ fn ipv6_nodes_of_every_size_match_a_reference_through_updates() {
         (ip6("2c0f:f000:1:2:0:5::1"), 128, 11),
         (ip6("2001:0:200::"), 40, 12),
     ]);
+    routes
+}
+
+/// Nodes of every kind and size ([`every_size_routes6`]), built in bulk and by inserts,
+/// checked at every prefix edge while half the routes go and come back with other next
+/// hops.
+#[test]
+fn ipv6_nodes_of_every_size_match_a_reference_through_updates() {
+    let routes = every_size_routes6();
+    let big = ip6("2c0f:f000:1:2::");
     let probes = edges6(&routes);
     let mut maps = hashed(&routes, 128);
     let built = Ipv6Lpm::build(&routes);
@@ -1435,9 +1700,8 @@ fn ipv6_nodes_of_every_size_match_a_reference_through_updates() {
             assert_eq!(t.remove(a, l), Some(nh), "route {}", i);
         }
     }
-    for (i, &(a, l, _)) in routes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+    for &(a, l, _) in routes.iter().step_by(2) {
         maps[l as usize].remove(&a);
-        let _ = i;
     }
     check6(&built, &maps, &probes);
     check6(&inserted, &maps, &probes);
@@ -1617,6 +1881,7 @@ fn tables_built_with_more_hops_than_indices_answer_batches_from_their_next_hops(
         (0, 0, 12),
     ]);
     let t = Ipv4Lpm::build(&routes);
+    assert_eq!((t.inner.value_log2(), t.inner.fronted_chunks()), (2, 0));
     assert_eq!(t.lookup(ip(30, 0, 7, 9)), Some(u32::MAX - 1));
     let mut probes: Vec<u32> = vec![
         ip(30, 0, 7, 0),

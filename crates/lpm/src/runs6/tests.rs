@@ -173,3 +173,99 @@ fn a_node_of_many_runs_is_split() {
     check(&t, &|i| i % 2 == 1);
     assert_eq!(link(&t) & (DIRECT | SPLIT), DIRECT | SPLIT);
 }
+
+/// The routes of `ipv6_nodes_of_every_size_match_a_reference_through_updates` make the
+/// nodes it names, built in bulk or by inserts: a direct stride-8 node, keyed nodes of
+/// one, two and four lines, and split nodes.
+#[test]
+fn the_every_size_routes_make_nodes_of_every_kind() {
+    let routes = crate::tests::every_size_routes6();
+    let built = Runs6::build(&routes);
+    let inserted = Runs6::new();
+    for &(a, l, nh) in &routes {
+        inserted.insert(a, l, nh);
+    }
+    let ip6 = crate::tests::ip6;
+    for (t, bulk) in [(&built, true), (&inserted, false)] {
+        let w = t.lock();
+        let node = |level: u8, base: &str| {
+            let link = w.nodes[&(level, ip6(base))].link;
+            (
+                link & (DIRECT | SPLIT | TWO_LINES),
+                (link >> RUNS_SHIFT) as usize + 1,
+            )
+        };
+        // 2001::/16, bits 16..24: slot 0 links the /40's nodes, then 119 /24s each
+        // followed by a slot of no route, and no route from slot 239 on: 240 runs.
+        assert_eq!(node(0, "2001::"), (DIRECT, 240), "bulk {bulk}");
+        // Two, five and twelve /48s under no route, each a run between two: 5, 11 and
+        // 25 runs, in one line, two and four (keys, padded to eight, then values).
+        assert_eq!(node(2, "2a00:1460::"), (0, 5), "bulk {bulk}");
+        assert_eq!(node(2, "2a00:1461::"), (TWO_LINES, 11), "bulk {bulk}");
+        assert_eq!(node(2, "2a00:1462::"), (TWO_LINES, 25), "bulk {bulk}");
+        assert_eq!([5, 11, 25].map(|n| node_bytes(n) / 64), [1, 2, 4], "bulk {bulk}");
+        // Split: 20 /48s under a /32 (40 runs), 300 /48s (600) and 1,000 /80s (2,000).
+        let split = [
+            node(2, "2a00:1450::"),
+            node(2, "2a00:1451::"),
+            node(4, "2c0f:f000:1:2::"),
+        ];
+        if bulk {
+            // The 32-line top, then a direct sub-node (32 lines) per high byte of more
+            // than 33 runs: high byte 0 (slots 0 to 133), 0 to 3 (0 to 897), and 0 to
+            // 19 (0 to 4,995); the other high bytes hold one run, in the top.
+            assert_eq!(
+                split,
+                [
+                    (DIRECT | SPLIT, 32 + 32),
+                    (DIRECT | SPLIT, 32 + 4 * 32),
+                    (DIRECT | SPLIT, 32 + 20 * 32)
+                ]
+            );
+        } else {
+            // (Sub-nodes rebuilt one by one are placed on their own: the lines of the
+            // node's block are those of its last whole build.)
+            assert_eq!(split.map(|s| s.0), [DIRECT | SPLIT; 3]);
+        }
+    }
+}
+
+/// In the table of `ipv6_a_change_in_a_split_node_appears_at_once`, 2001:db8::/32 is a
+/// split node, and a change of the /44 under its high byte 0x12 rebuilds that high
+/// byte's sub-node alone (and the /48's node below it): the node's top block stays, and
+/// answers follow.
+#[test]
+fn a_change_under_one_high_byte_of_a_split_node_rebuilds_its_sub_node() {
+    let t = crate::tests::split_node_table6();
+    let ip6 = crate::tests::ip6;
+    let base = ip6("2001:db8::");
+    // The value word of high byte 0x12 in the top of the split node `link`.
+    let top_of = |link: u64| {
+        assert_eq!(link & (DIRECT | SPLIT), DIRECT | SPLIT);
+        // SAFETY: the caller holds the writer lock, so the node is live; it is split,
+        // so its top holds a value per high byte.
+        unsafe { (*direct_word::<true>(link, 0x1234)).load(Ordering::Relaxed) }
+    };
+    let (link, subs, old_top) = {
+        let w = t.inner.lock();
+        let rec = &w.nodes[&(2, base)];
+        (rec.link, rec.subs.clone(), top_of(rec.link))
+    };
+    let below = ip6("2001:db8:1234:200::1");
+    let probes = [ip6("2001:db8:1235::1"), below, ip6("2001:db8:1234:100::1")];
+    let answers = |t: &crate::Ipv6Lpm| probes.map(|a| t.lookup(a));
+    assert_eq!(answers(&t), [Some(1), Some(1), Some(500_000)]);
+    assert_eq!(t.insert(ip6("2001:db8:1230::"), 44, 2), Some(1));
+    let w = t.inner.lock();
+    let rec = &w.nodes[&(2, base)];
+    assert_eq!(rec.link, link, "the split node's top block was replaced");
+    let top = top_of(link);
+    // High byte 0x12's sub-node (placed on its own when the /44 came) is replaced by a
+    // new one, which the top links; the other sub-nodes stay.
+    assert_eq!((old_top & SUB, top & SUB), (SUB, SUB));
+    let gone: Vec<u64> = subs.iter().filter(|s| !rec.subs.contains(s)).copied().collect();
+    let new: Vec<u64> = rec.subs.iter().filter(|s| !subs.contains(s)).copied().collect();
+    assert_eq!((gone, new), (vec![old_top & !SUB], vec![top & !SUB]));
+    drop(w);
+    assert_eq!(answers(&t), [Some(2), Some(2), Some(500_000)]);
+}
