@@ -18,23 +18,24 @@ fn table_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, path)
 }
 
-fn lookup(table: &str, input: &str) -> std::process::Output {
-    let (_dir, path) = table_file(table);
+/// `fib lookup --table PATH` with `input` on standard input.
+fn lookup_at(path: &std::path::Path, input: &str) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
         .args(["fib", "lookup", "--table"])
-        .arg(&path)
+        .arg(path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run brickroute");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write stdin");
+    // (It may exit before reading a bad table's input: a closed pipe is no failure.)
+    let _ = child.stdin.take().expect("stdin").write_all(input.as_bytes());
     child.wait_with_output().expect("wait")
+}
+
+fn lookup(table: &str, input: &str) -> std::process::Output {
+    let (_dir, path) = table_file(table);
+    lookup_at(&path, input)
 }
 
 const TABLE: &str = "\
@@ -291,4 +292,171 @@ fn a_reader_that_goes_away_ends_fib_commands_quietly() {
         );
         assert!(err.is_empty(), "{args:?} wrote to standard error: {err}");
     }
+}
+
+#[test]
+fn lookup_keeps_the_families_apart_and_answers_in_input_order() {
+    // Routes and queries of both families interleaved. 8000::/1 covers every IPv6
+    // address whose first bit is set: an IPv4 query must not be answered from it.
+    let out = lookup(
+        "2001:db8::/32 6\n10.0.0.0/8 4\n8000::/1 9\n2001:db8:0:1::/64 66\n10.1.0.0/16 44\n",
+        "2001:db8::1\n10.2.3.4\n2001:db9::1\n10.1.0.1\n200.0.0.1\nc000::1\n\
+         2001:db8:0:1::5\n::\n0.0.0.0\n",
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(common::stderr(&out), "");
+    assert_eq!(
+        common::stdout(&out),
+        "2001:db8::1 6\n10.2.3.4 4\n2001:db9::1 -\n10.1.0.1 44\n200.0.0.1 -\nc000::1 9\n\
+         2001:db8:0:1::5 66\n:: -\n0.0.0.0 -\n"
+    );
+}
+
+#[test]
+fn one_bad_address_on_stdin_fails_the_run_in_the_singular() {
+    // An address followed by another word is not an address either.
+    let out = lookup(TABLE, "10.1.2.3\n2001:db8::1 10\n2001:db8::1\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        common::stderr(&out),
+        "brickroute fib lookup: stdin:2: \"2001:db8::1 10\" is not an IPv4 or IPv6 address\n\
+         brickroute fib lookup: 1 line of standard input was not an address\n"
+    );
+    assert_eq!(common::stdout(&out), "10.1.2.3 3\n2001:db8::1 10\n");
+}
+
+#[test]
+fn table_errors_name_the_file_and_line_and_print_no_answers() {
+    // An IPv6 line past blank and comment lines.
+    let (_dir, path) = table_file("10.0.0.0/8 1\n\n# six\n2001:db8::/32 2\n2001:db8::/129 3\n");
+    let out = lookup_at(&path, "10.0.0.1\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        common::stderr(&out),
+        format!(
+            "brickroute fib lookup: {}:5: prefix length \"129\" is not a number from 0 to 128\n",
+            path.display()
+        )
+    );
+    assert_eq!(common::stdout(&out), "");
+    // A table that is not there: no line to name.
+    let missing = path.with_file_name("missing.txt");
+    let out = lookup_at(&missing, "10.0.0.1\n");
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "brickroute fib lookup: {}: cannot read: ",
+            missing.display()
+        )) && err.ends_with('\n')
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_eq!(common::stdout(&out), "");
+}
+
+#[test]
+fn bench_json_lines_parse_as_objects_with_consistent_figures() {
+    let (_dir, path) = table_file("10.0.0.0/8 1\n2001:db8::/32 2\n10.1.0.0/16 3\n");
+    let table = path.to_str().expect("utf-8");
+    let args = ["fib", "bench", "--table", table, "--json", "--batch", "8"];
+    let out = common::brickroute(&[&args[..], QUICK_BENCH].concat());
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = common::stdout(&out);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for (v, family, prefixes) in [(&lines[0], "ipv4", 2), (&lines[1], "ipv6", 1)] {
+        let num = |k: &str| {
+            v[k].as_f64()
+                .unwrap_or_else(|| panic!("{k} is not a number in {v}"))
+        };
+        assert_eq!(v["family"], family, "{v}");
+        assert_eq!(v["queries"], "random", "{v}");
+        assert_eq!(v["prefixes"], prefixes, "{v}");
+        assert_eq!(v["batch"], 8, "{v}");
+        let lps = num("lookups_per_sec");
+        assert!(
+            0.0 < num("lookups_per_sec_min")
+                && num("lookups_per_sec_min") <= lps
+                && lps <= num("lookups_per_sec_max"),
+            "{v}"
+        );
+        // ns per lookup is the rate's inverse (both rounded as printed).
+        let ns = num("ns_per_lookup");
+        assert!((ns - 1e9 / lps).abs() <= 1e-3 + ns * 1e-6, "{v}");
+        assert!(v["memory_bytes"].as_u64().is_some_and(|m| m > 0), "{v}");
+        assert!(v["control_bytes"].as_u64().is_some(), "{v}");
+        assert!(num("build_seconds") >= 0.0, "{v}");
+        // 20 updates were timed.
+        assert!(
+            0.0 < num("update_median_us") && num("update_median_us") <= num("update_p99_us"),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn bench_refuses_bad_arguments_and_empty_tables_with_a_reason() {
+    let (_dir, path) = table_file("# nothing but comments\n\n");
+    let table = path.to_str().expect("utf-8");
+    let out = common::brickroute(&["fib", "bench", "--table", table, "--runs", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        common::stderr(&out),
+        "brickroute fib bench: the table has no routes\n"
+    );
+    assert_eq!(common::stdout(&out), "");
+    std::fs::write(&path, "10.0.0.0/8 1\n").expect("write table");
+    for zero in ["--batch", "--runs", "--count"] {
+        let out = common::brickroute(&["fib", "bench", "--table", table, zero, "0"]);
+        assert_eq!(out.status.code(), Some(1), "{zero}");
+        assert_eq!(
+            common::stderr(&out),
+            "brickroute fib bench: --batch, --runs and --count must be at least 1\n",
+            "{zero}"
+        );
+        assert_eq!(common::stdout(&out), "", "{zero}");
+    }
+}
+
+#[test]
+fn gen_is_reproducible_by_seed_and_keeps_to_its_family() {
+    let gen = |family: &str, seed: &str| {
+        let out = common::brickroute(&["fib", "gen", "--family", family, "--count", "300", "--seed", seed]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        common::stdout(&out)
+    };
+    let v4 = gen("4", "5");
+    assert_eq!(gen("4", "5"), v4, "the same seed gave another table");
+    assert_ne!(gen("4", "6"), v4, "another seed gave the same table");
+    let v6 = gen("6", "5");
+    for (text, ipv4) in [(&v4, true), (&v6, false)] {
+        assert!(text.lines().count() >= 250, "{text}");
+        for line in text.lines() {
+            let (prefix, hop) = line.split_once(' ').unwrap_or_else(|| panic!("{line}"));
+            hop.parse::<u32>().unwrap_or_else(|_| panic!("{line}"));
+            let (addr, len) = prefix.split_once('/').unwrap_or_else(|| panic!("{line}"));
+            let addr: std::net::IpAddr = addr.parse().unwrap_or_else(|_| panic!("{line}"));
+            let len: u32 = len.parse().unwrap_or_else(|_| panic!("{line}"));
+            assert_eq!(addr.is_ipv4(), ipv4, "{line}");
+            // A network: no bits set past the length.
+            let host = match addr {
+                std::net::IpAddr::V4(a) => u128::from(u32::from(a)) << 96,
+                std::net::IpAddr::V6(a) => u128::from(a),
+            };
+            assert!(len <= if ipv4 { 32 } else { 128 }, "{line}");
+            assert_eq!(host.checked_shl(len).unwrap_or(0), 0, "{line}");
+        }
+    }
+    // Both families together are the two tables, as `lookup` loads them without a
+    // warning.
+    let both = gen("both", "5");
+    assert!(both.starts_with(&v4) && both.ends_with(&v6) && both.len() == v4.len() + v6.len());
+    let out = lookup(&both, "");
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(common::stderr(&out), "");
+    assert_eq!(common::stdout(&out), "");
 }

@@ -468,27 +468,14 @@ fn workers_never_see_a_route_on_another_pairs_gateway_during_ctrl_writes() {
     use std::sync::atomic::AtomicBool;
     let h = Harness::new(&IpLookupClass::RADIX, "11.0.0.0/8 10.9.9.9 1", 1, 3);
     let done = Arc::new(AtomicBool::new(false));
-    let worker = {
-        let (spec, done) = (h.spec.clone(), done.clone());
-        std::thread::spawn(move || {
-            let info = WorkerInfo { index: 1, count: 2 };
-            let mut w = spec.instantiate(info);
-            let stop = StopFlag::new();
-            let mut cx = Context::new(info, &stop);
-            let mut routed = 0u64;
-            while !done.load(Ordering::Relaxed) {
-                let mut outs: Vec<PacketBatch> = (0..3).map(|_| PacketBatch::new()).collect();
-                let mut b: PacketBatch = vec![pkt([11, 1, 1, 1], [11, 1, 1, 1])].into_iter().collect();
-                w.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
-                assert!(outs[2].is_empty(), "11.1.1.1 left on the new pair's port");
-                if let Some(p) = outs[1].iter().next() {
-                    assert_eq!(p.anno().dst_ip(), [10, 9, 9, 9]);
-                    routed += 1;
-                }
-            }
-            routed
-        })
-    };
+    let worker = route_until(&h, &done, |outs| {
+        assert!(outs[2].is_empty(), "11.1.1.1 left on the new pair's port");
+        let routed = outs[1].iter().next().map(|p| p.anno().dst_ip());
+        if let Some(gw) = routed {
+            assert_eq!(gw, [10, 9, 9, 9]);
+        }
+        routed.is_some()
+    });
     let others: String = (0..500)
         .map(|i| format!("add 30.{}.{}.0/24 1\n", i >> 8, i & 0xff))
         .collect();
@@ -506,4 +493,122 @@ fn workers_never_see_a_route_on_another_pairs_gateway_during_ctrl_writes() {
     }
     done.store(true, Ordering::Relaxed);
     assert!(worker.join().expect("worker") > 0);
+}
+
+#[test]
+fn workers_see_a_large_or_failed_ctrl_write_whole_or_not_at_all() {
+    // Each successful write moves 11/8 between output 1 (no gateway) and output 2 (via
+    // 10.2.2.2) by removing it, adding 600 other routes, adding it back and removing
+    // the others: 1,202 changes, enough to be published at once (`Ipv4Lpm::apply`;
+    // smaller writes reach the table one change at a time). Each failed write removes
+    // it and adds a few others before a bad command. A worker routing 11.1.1.1
+    // meanwhile must find one of the two routes every time: never no route, never the
+    // gateway of one with the output of the other.
+    use std::sync::atomic::AtomicBool;
+    for class in [
+        &IpLookupClass::RADIX,
+        &IpLookupClass::LINEAR,
+        &IpLookupClass::DIRECT,
+    ] {
+        let mut h = Harness::new(class, "11.0.0.0/8 1", 1, 3);
+        let done = Arc::new(AtomicBool::new(false));
+        let worker = route_until(&h, &done, |outs| {
+            let seen: Vec<(usize, [u8; 4])> = (0..3)
+                .flat_map(|o| outs[o].iter().map(move |p| (o, p.anno().dst_ip())))
+                .collect();
+            assert!(
+                seen == [(1, [11, 1, 1, 1])] || seen == [(2, [10, 2, 2, 2])],
+                "11.1.1.1 came out as {:?}",
+                seen
+            );
+            true
+        });
+        let routes = |word: &str, n: u32, tail: &str| -> String {
+            (0..n)
+                .map(|i| format!("{word} 30.{}.{}.0/24{tail}\n", i >> 8, i & 0xff))
+                .collect()
+        };
+        let (others, undo) = (routes("add", 600, " 1"), routes("remove", 600, ""));
+        let few = routes("add", 3, " 10.3.3.3 2");
+        for round in 0..30 {
+            let route = if round % 2 == 0 { "10.2.2.2 2" } else { "1" };
+            h.write(
+                "ctrl",
+                &format!("remove 11.0.0.0/8\n{others}add 11.0.0.0/8 {route}\n{undo}"),
+            )
+            .unwrap();
+            assert_eq!(
+                h.write("ctrl", &format!("remove 11.0.0.0/8\n{few}frob 11.0.0.0/8 0\n")),
+                Err("bad command 'frob'".to_string()),
+                "{}",
+                class.name()
+            );
+        }
+        done.store(true, Ordering::Relaxed);
+        assert!(worker.join().expect("worker") > 0);
+        // The last write (round 29) left 11/8 on output 1, and none of the others.
+        let out = h.push(
+            0,
+            vec![
+                pkt([11, 1, 1, 1], [11, 1, 1, 1]),
+                pkt([30, 0, 1, 1], [30, 0, 1, 1]),
+                pkt([30, 2, 5, 1], [30, 2, 5, 1]),
+            ],
+        );
+        assert_eq!(annos(&out[1]), vec![[11, 1, 1, 1]], "{}", class.name());
+        assert!(out[0].is_empty() && out[2].is_empty(), "{}", class.name());
+    }
+}
+
+#[test]
+fn direct_ctrl_set_adds_but_never_replaces() {
+    // As Click's DirectIPLookup, whose add_route ignores the replace flag: `set` in a
+    // `ctrl` write adds a new prefix and refuses an existing one, and a refused write
+    // is undone whole.
+    let mut h = Harness::new(&IpLookupClass::DIRECT, "10.0.0.0/8 1", 1, 3);
+    assert_eq!(
+        h.write("ctrl", "set 12.0.0.0/8 2\nset 10.0.0.0/8 10.2.2.2 2"),
+        Err("conflict with existing route '10.0.0.0/8 - 1'".to_string())
+    );
+    assert_eq!(h.read("table"), "10.0.0.0/8\t\t0.0.0.0\t\t1\n");
+    let out = h.push(0, vec![pkt([12, 1, 1, 1], [12, 1, 1, 1])]);
+    assert!(out.iter().all(|o| o.is_empty()), "12/8 was added");
+    h.write("ctrl", "set 12.0.0.0/8 10.2.2.2 2").unwrap();
+    let out = h.push(
+        0,
+        vec![
+            pkt([10, 1, 1, 1], [10, 1, 1, 1]),
+            pkt([12, 1, 1, 1], [12, 1, 1, 1]),
+        ],
+    );
+    assert_eq!(annos(&out[1]), vec![[10, 1, 1, 1]]);
+    assert_eq!(annos(&out[2]), vec![[10, 2, 2, 2]]);
+}
+
+/// A second worker instance of `h`'s element, on its own thread, routing one packet to
+/// 11.1.1.1 after another until `done`: `check` sees each push's three outputs and says
+/// whether the packet was routed. The thread returns how many were.
+fn route_until(
+    h: &Harness,
+    done: &Arc<std::sync::atomic::AtomicBool>,
+    check: impl Fn(&[PacketBatch]) -> bool + Send + 'static,
+) -> std::thread::JoinHandle<u64> {
+    let (spec, done) = (h.spec.clone(), done.clone());
+    std::thread::spawn(move || {
+        let info = WorkerInfo { index: 1, count: 2 };
+        let mut w = spec.instantiate(info);
+        let stop = StopFlag::new();
+        let mut cx = Context::new(info, &stop);
+        let mut routed = 0u64;
+        // At least one push, however soon `done` comes.
+        loop {
+            let mut outs: Vec<PacketBatch> = (0..3).map(|_| PacketBatch::new()).collect();
+            let mut b: PacketBatch = vec![pkt([11, 1, 1, 1], [11, 1, 1, 1])].into_iter().collect();
+            w.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
+            routed += u64::from(check(&outs));
+            if done.load(std::sync::atomic::Ordering::Relaxed) {
+                return routed;
+            }
+        }
+    })
 }

@@ -263,3 +263,64 @@ fn lookup_handler_names_the_output_and_gateway() {
         Some(Ok("-1".to_string()))
     );
 }
+
+#[test]
+fn handlers_add_and_remove_routes_longer_than_64_bits() {
+    // Nested under a /64: a /65 (the 65th bit decides), a /120, a /127 and a /128 with a
+    // gateway, each added and removed by handler.
+    let mut h = Harness::new(&LookupIP6RouteClass, "2001:db8:1:2::/64 0", 1, 5);
+    h.write("add", "2001:db8:1:2:8000::/65 1").unwrap();
+    h.write("ctrl", "add 2001:db8:1:2:ffff:ffff:ffff:fffe/127 2")
+        .unwrap();
+    h.write("add", "2001:db8:1:2:ffff:ffff:ffff:ffff fe80::9 3")
+        .unwrap();
+    h.write("add", "2001:db8:1:2::100/120 4").unwrap();
+    let probes = || {
+        vec![
+            pkt("2001:db8:1:2:7fff:ffff:ffff:ffff"),
+            pkt("2001:db8:1:2:8000::"),
+            pkt("2001:db8:1:2:ffff:ffff:ffff:fffd"),
+            pkt("2001:db8:1:2:ffff:ffff:ffff:fffe"),
+            pkt("2001:db8:1:2:ffff:ffff:ffff:ffff"),
+            pkt("2001:db8:1:2::1ff"),
+            pkt("2001:db8:1:2::200"),
+            pkt("2001:db8:1:3::"),
+        ]
+    };
+    let out = h.push(0, probes());
+    assert_eq!(
+        annos(&out[0]),
+        vec!["2001:db8:1:2:7fff:ffff:ffff:ffff", "2001:db8:1:2::200"]
+    );
+    assert_eq!(
+        annos(&out[1]),
+        vec!["2001:db8:1:2:8000::", "2001:db8:1:2:ffff:ffff:ffff:fffd"]
+    );
+    assert_eq!(annos(&out[2]), vec!["2001:db8:1:2:ffff:ffff:ffff:fffe"]);
+    assert_eq!(annos(&out[3]), vec!["fe80::9"]);
+    assert_eq!(annos(&out[4]), vec!["2001:db8:1:2::1ff"]);
+    assert_eq!(
+        h.spec
+            .read_handler_with("lookup", "2001:db8:1:2:ffff:ffff:ffff:ffff"),
+        Some(Ok("3 fe80::9".to_string()))
+    );
+    // Without the /65 and the /127, their addresses fall back to the /64; the /128
+    // stays.
+    h.write("ctrl", "remove 2001:db8:1:2:ffff:ffff:ffff:fffe/127")
+        .unwrap();
+    h.write("remove", "2001:db8:1:2:8000::/65").unwrap();
+    let out = h.push(0, probes());
+    assert_eq!(
+        annos(&out[0]),
+        vec![
+            "2001:db8:1:2:7fff:ffff:ffff:ffff",
+            "2001:db8:1:2:8000::",
+            "2001:db8:1:2:ffff:ffff:ffff:fffd",
+            "2001:db8:1:2:ffff:ffff:ffff:fffe",
+            "2001:db8:1:2::200"
+        ]
+    );
+    assert!(out[1].is_empty() && out[2].is_empty());
+    assert_eq!(annos(&out[3]), vec!["fe80::9"]);
+    assert_eq!(annos(&out[4]), vec!["2001:db8:1:2::1ff"]);
+}
