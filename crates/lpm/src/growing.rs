@@ -137,21 +137,16 @@ impl GrowingDir16 {
 
     /// Applies `changes` in order (`Some`: install, `None`: remove). Many against the
     /// table's size ([`bulk`]) are built into a new table with the routes it holds and
-    /// published with one store; fewer are applied one by one.
+    /// published with one store; fewer go into the current table together
+    /// ([`Dir16::apply_all`]), which is then built again wider if they outgrew it.
     pub fn apply(&self, changes: &[(u32, u8, Option<u32>)]) {
         let _writer = self.lock();
         let guard = epoch::pin();
         let t = self.current(&guard);
         if !bulk(changes.len(), t.len()) {
-            for &(key, len, nh) in changes {
-                match nh {
-                    Some(nh) => {
-                        self.insert_locked(&guard, key, len, nh);
-                    }
-                    None => {
-                        self.current(&guard).remove(key, len);
-                    }
-                }
+            t.apply_all(changes);
+            if t.outgrown() {
+                self.replace(&guard, Dir16::build_at_least(&t.routes(), t.value_log2() + 1));
             }
             return;
         }

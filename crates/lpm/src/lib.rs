@@ -502,7 +502,10 @@ impl Ipv4Lpm {
     /// routes) are built into a new table together with the routes it holds, which
     /// replaces it with one store: readers see every change at once, and a million
     /// routes load in a bulk build's time (about 0.1 s) where inserts take a few
-    /// microseconds each. Fewer are applied one by one, each visible on its own.
+    /// microseconds each. Fewer go into the table in place and are published together,
+    /// with one store as well (a copy of the first level when they change more than one
+    /// /16): readers see all of them or none, but for a change of the default route,
+    /// which is stored on its own just after the others.
     ///
     /// # Panics
     /// If a length or next hop is out of range (as for [`Self::insert`]), before any

@@ -239,7 +239,8 @@ struct Control {
     hop_index: HopIndex<(u32, i32)>,
     seq: u64,
     /// While a `ctrl` write runs: its table changes, applied together when it ends
-    /// (`Ipv4Lpm::apply`: a large write is built into a new table at once).
+    /// (`Ipv4Lpm::apply`: workers see the write whole; a large one is built into a new
+    /// table).
     pending: Option<Vec<(u32, u8, Option<u32>)>>,
     /// Next-hop indices freed during a `ctrl` write: until its changes reach the table,
     /// routes there may still use them, so they are reused only after.
@@ -425,8 +426,9 @@ impl IpLookupSpec {
 
     /// The `ctrl` handler: `add`/`set`/`remove` commands, one per line, all or nothing.
     /// The table changes when the write has been checked whole: with `Ipv4Lpm::apply`,
-    /// so a large write (a full table) is built into a new table that readers see at
-    /// once, in a bulk build's time.
+    /// so workers see the write whole or not at all (but for a default-route change,
+    /// stored just after the rest), and a large write (a full table) is built into a
+    /// new table in a bulk build's time.
     fn ctrl(&self, text: &str) -> Result<(), String> {
         let mut ctl = self.lock();
         let text = uncomment(text);

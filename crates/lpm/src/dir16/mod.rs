@@ -146,6 +146,23 @@ unsafe impl Send for Dir16 {}
 // SAFETY: see `Send`; all shared mutation goes through atomics or the writer mutex.
 unsafe impl Sync for Dir16 {}
 
+/// Records in the writer's per-/16 covers that `key/len` (at most 16 bits, not 0) was
+/// set to `nh` or removed, and appends the /16s whose cover value changed to `changed`.
+fn short_change(w: &mut Writer, key: u32, len: u8, nh: Option<u32>, changed: &mut Vec<usize>) {
+    let span = 1usize << (TOP_BITS - u32::from(len));
+    let start = (key >> TOP_BITS) as usize;
+    let change = ShortChange::new(&w.short, key, len, nh, NONE, 0);
+    for i in start..start + span {
+        if change.owns(w.top_len[i]) {
+            w.top_len[i] = change.set_len;
+            if w.top_val[i] != change.set_val {
+                w.top_val[i] = change.set_val;
+                changed.push(i);
+            }
+        }
+    }
+}
+
 impl Drop for Dir16 {
     fn drop(&mut self) {
         let w = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
@@ -458,23 +475,8 @@ impl Dir16 {
     pub fn insert(&self, key: u32, len: u8, nh: u32) -> Option<u32> {
         let key = key.masked(len);
         let mut w = self.lock();
-        let prev = if u32::from(len) <= TOP_BITS {
-            w.short[len as usize].insert(key, nh)
-        } else {
-            let list = &mut w.chunks[(key >> TOP_BITS) as usize];
-            match find(list, key as u16, len) {
-                Ok(i) => Some(std::mem::replace(&mut list[i].nh, nh)),
-                Err(i) => {
-                    list.insert(i, Sub::new(key, len, nh));
-                    None
-                }
-            }
-        };
-        if prev.is_none() {
-            w.count += 1;
-        }
+        let prev = self.record(&mut w, key, len, Some(nh));
         if prev != Some(nh) {
-            w.acquire_hop(nh, &self.dict);
             self.apply(&mut w, key, len, Some(nh));
             if let Some(old) = prev {
                 w.release_hop(old);
@@ -487,17 +489,81 @@ impl Dir16 {
     pub fn remove(&self, key: u32, len: u8) -> Option<u32> {
         let key = key.masked(len);
         let mut w = self.lock();
-        let old = if u32::from(len) <= TOP_BITS {
-            w.short[len as usize].remove(&key)?
-        } else {
-            let list = &mut w.chunks[(key >> TOP_BITS) as usize];
-            let i = find(list, key as u16, len).ok()?;
-            list.remove(i).nh
-        };
-        w.count -= 1;
+        let old = self.record(&mut w, key, len, None)?;
         self.apply(&mut w, key, len, None);
         w.release_hop(old);
         Some(old)
+    }
+
+    /// Applies `changes` in order (`Some`: install, `None`: remove) to the writer's
+    /// record, then publishes every /16 they changed together: with one store into the
+    /// first level when they changed one, else in a copy of the first level that one
+    /// store publishes. So readers see all of the changes or none, but for a change of
+    /// the default route, which is stored on its own after the others.
+    pub fn apply_all(&self, changes: &[(u32, u8, Option<u32>)]) {
+        let mut w = self.lock();
+        let (mut changed, mut released, mut default) = (Vec::new(), Vec::new(), None);
+        for &(key, len, nh) in changes {
+            let key = key.masked(len);
+            let prev = self.record(&mut w, key, len, nh);
+            if prev == nh {
+                continue;
+            }
+            released.extend(prev);
+            if len == 0 {
+                default = Some(nh);
+            } else if u32::from(len) <= TOP_BITS {
+                short_change(&mut w, key, len, nh, &mut changed);
+            } else {
+                changed.push((key >> TOP_BITS) as usize);
+            }
+        }
+        changed.sort_unstable();
+        changed.dedup();
+        let guard = epoch::pin();
+        let mut retired: Vec<u64> = Vec::new();
+        self.publish(&mut w, &changed, &mut retired, &guard);
+        if let Some(nh) = default {
+            self.set_default(nh.unwrap_or(NONE));
+        }
+        self.retire(retired, &guard);
+        // The replaced chunks' indices stay valid until readers are done with them.
+        for old in released {
+            w.release_hop(old);
+        }
+    }
+
+    /// Sets `key/len` (masked) to `nh` in the writer's record, or removes it (`None`),
+    /// counting routes and giving a new next hop its dictionary index; returns the
+    /// prefix's previous next hop. The caller publishes the change, then releases the
+    /// previous next hop.
+    fn record(&self, w: &mut Writer, key: u32, len: u8, nh: Option<u32>) -> Option<u32> {
+        let prev = if u32::from(len) <= TOP_BITS {
+            match nh {
+                Some(nh) => w.short[len as usize].insert(key, nh),
+                None => w.short[len as usize].remove(&key),
+            }
+        } else {
+            let list = &mut w.chunks[(key >> TOP_BITS) as usize];
+            match (find(list, key as u16, len), nh) {
+                (Ok(i), Some(nh)) => Some(std::mem::replace(&mut list[i].nh, nh)),
+                (Ok(i), None) => Some(list.remove(i).nh),
+                (Err(i), Some(nh)) => {
+                    list.insert(i, Sub::new(key, len, nh));
+                    None
+                }
+                (Err(_), None) => None,
+            }
+        };
+        match (prev, nh) {
+            (None, Some(_)) => w.count += 1,
+            (Some(_), None) => w.count -= 1,
+            _ => {}
+        }
+        if let Some(nh) = nh.filter(|&nh| prev != Some(nh)) {
+            w.acquire_hop(nh, &self.dict);
+        }
+        prev
     }
 
     /// Brings the lookup structure in line with the writer's record after `key/len` was
@@ -506,40 +572,38 @@ impl Dir16 {
         let guard = epoch::pin();
         let mut retired: Vec<u64> = Vec::new();
         if len == 0 {
-            let v = nh.unwrap_or(NONE);
-            self.default.store(v, Ordering::Release);
-            self.dict[0].store(v, Ordering::Release);
+            self.set_default(nh.unwrap_or(NONE));
         } else if u32::from(len) <= TOP_BITS {
-            let span = 1usize << (TOP_BITS - u32::from(len));
-            let start = (key >> TOP_BITS) as usize;
-            let change = ShortChange::new(&w.short, key, len, nh, NONE, 0);
-            let (set_len, set_val) = (change.set_len, change.set_val);
             let mut changed = Vec::new();
-            for i in start..start + span {
-                if change.owns(w.top_len[i]) {
-                    w.top_len[i] = set_len;
-                    if w.top_val[i] != set_val {
-                        w.top_val[i] = set_val;
-                        changed.push(i);
-                    }
-                }
-            }
-            let top = self.top.load(&guard);
-            if let [c] = changed[..] {
-                self.rebuild(w, top, c, &mut retired);
-            } else if !changed.is_empty() {
-                // Many /16s change: their chunks go into a copy of the first level,
-                // which one store publishes, so readers see all of them or none.
-                let copy = self.top.copy(&guard);
-                for c in changed {
-                    self.rebuild(w, &copy, c, &mut retired);
-                }
-                self.top.replace(copy, &guard);
-            }
+            short_change(w, key, len, nh, &mut changed);
+            self.publish(w, &changed, &mut retired, &guard);
         } else {
             self.rebuild(w, self.top.load(&guard), (key >> TOP_BITS) as usize, &mut retired);
         }
         self.retire(retired, &guard);
+    }
+
+    /// The default route's next hop (NONE: no default route).
+    fn set_default(&self, v: u32) {
+        self.default.store(v, Ordering::Release);
+        self.dict[0].store(v, Ordering::Release);
+    }
+
+    /// Rebuilds the chunks of the /16s `changed` (distinct) and publishes them with one
+    /// store: into the first level for one /16, else a copy of it for many, so readers
+    /// see all of them or none.
+    fn publish(&self, w: &mut Writer, changed: &[usize], retired: &mut Vec<u64>, guard: &Guard) {
+        match *changed {
+            [] => {}
+            [c] => self.rebuild(w, self.top.load(guard), c, retired),
+            _ => {
+                let copy = self.top.copy(guard);
+                for &c in changed {
+                    self.rebuild(w, &copy, c, retired);
+                }
+                self.top.replace(copy, guard);
+            }
+        }
     }
 
     /// Rebuilds the chunk of /16 `c` from the writer's record and links it with one

@@ -499,8 +499,8 @@ fn workers_never_see_a_route_on_another_pairs_gateway_during_ctrl_writes() {
 fn workers_see_a_large_or_failed_ctrl_write_whole_or_not_at_all() {
     // Each successful write moves 11/8 between output 1 (no gateway) and output 2 (via
     // 10.2.2.2) by removing it, adding 600 other routes, adding it back and removing
-    // the others: 1,202 changes, enough to be published at once (`Ipv4Lpm::apply`;
-    // smaller writes reach the table one change at a time). Each failed write removes
+    // the others: 1,202 changes, enough to be built into a new table (`Ipv4Lpm::apply`;
+    // smaller writes are published together in place). Each failed write removes
     // it and adds a few others before a bad command. A worker routing 11.1.1.1
     // meanwhile must find one of the two routes every time: never no route, never the
     // gateway of one with the output of the other.
