@@ -27,8 +27,9 @@ pub trait Port: Send + Sync {
     /// Counters of `queue` (zero for a queue that does not exist).
     fn stats(&self, queue: usize) -> QueueStats;
 
-    /// Frames lost on receive on `queue` before the port could deliver them (its ring
-    /// was full); 0 for ports that cannot lose any or cannot tell.
+    /// Frames lost on receive on `queue` before the port could deliver them, as the
+    /// kernel counts them (a full ring, and for AF_XDP its socket's other drops); 0 for
+    /// ports that cannot lose any or cannot tell.
     fn rx_dropped(&self, _queue: usize) -> u64 {
         0
     }
