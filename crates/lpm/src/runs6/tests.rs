@@ -1,7 +1,8 @@
 use super::*;
 
-/// The SSE2 path (CPUs without AVX2) answers like the reference too; the shared
-/// tests run the AVX2 path where the CPU has it.
+/// The SSE2 path (CPUs without AVX2) answers like the reference too, over nodes of
+/// every kind (those of [`crate::tests::every_size_routes6`]); the shared tests run the
+/// AVX2 path where the CPU has it.
 #[test]
 fn the_portable_path_matches_the_reference() {
     let mut routes: Vec<(u128, u8, u32)> = Vec::new();
@@ -14,6 +15,8 @@ fn the_portable_path_matches_the_reference() {
     }
     routes.push((base | 5 << 80 | 7 << 60, 68, 77));
     routes.push((base | 5 << 80 | 7 << 60 | 9, 128, 78));
+    // And nodes of every kind and size (asserted by the test below).
+    routes.extend(crate::tests::every_size_routes6());
     let t = Runs6::build(&routes);
     let reference = crate::reference::NaiveLpm6::new();
     let mut reference = reference;
