@@ -496,12 +496,13 @@ fn workers_never_see_a_route_on_another_pairs_gateway_during_ctrl_writes() {
 }
 
 #[test]
-fn workers_see_a_large_or_failed_ctrl_write_whole_or_not_at_all() {
+fn workers_see_a_ctrl_write_whole_or_not_at_all() {
     // Each successful write moves 11/8 between output 1 (no gateway) and output 2 (via
     // 10.2.2.2) by removing it, adding 600 other routes, adding it back and removing
     // the others: 1,202 changes, enough to be built into a new table (`Ipv4Lpm::apply`;
     // smaller writes are published together in place). Each failed write removes
-    // it and adds a few others before a bad command. A worker routing 11.1.1.1
+    // it and adds a few others before a bad command; each small one removes it and
+    // adds it back on the same route. A worker routing 11.1.1.1
     // meanwhile must find one of the two routes every time: never no route, never the
     // gateway of one with the output of the other.
     use std::sync::atomic::AtomicBool;
@@ -543,6 +544,11 @@ fn workers_see_a_large_or_failed_ctrl_write_whole_or_not_at_all() {
                 "{}",
                 class.name()
             );
+            // A small write, published whole as well: 11/8 is never missing in between.
+            for _ in 0..20 {
+                h.write("ctrl", &format!("remove 11.0.0.0/8\nadd 11.0.0.0/8 {route}\n"))
+                    .unwrap();
+            }
         }
         done.store(true, Ordering::Relaxed);
         assert!(worker.join().expect("worker") > 0);
