@@ -113,17 +113,19 @@ impl GrowingDir16 {
 
     pub fn insert(&self, key: u32, len: u8, nh: u32) -> Option<u32> {
         let _writer = self.lock();
-        self.insert_locked(&epoch::pin(), key, len, nh)
+        let guard = epoch::pin();
+        let t = self.current(&guard);
+        let prev = t.insert(key, len, nh);
+        self.grow_if_outgrown(&guard, t);
+        prev
     }
 
-    /// [`Self::insert`] by the writer holding the lock.
-    fn insert_locked(&self, guard: &Guard, key: u32, len: u8, nh: u32) -> Option<u32> {
-        let t = self.current(guard);
-        let prev = t.insert(key, len, nh);
+    /// Builds `t`, the current table, again at the next width up if a change left it a
+    /// next hop whose index does not fit its values, and publishes that in its place.
+    fn grow_if_outgrown(&self, guard: &Guard, t: &Dir16) {
         if t.outgrown() {
             self.replace(guard, Dir16::build_at_least(&t.routes(), t.value_log2() + 1));
         }
-        prev
     }
 
     /// Publishes `new` in place of the current table with one store.
@@ -145,9 +147,7 @@ impl GrowingDir16 {
         let t = self.current(&guard);
         if !bulk(changes.len(), t.len()) {
             t.apply_all(changes);
-            if t.outgrown() {
-                self.replace(&guard, Dir16::build_at_least(&t.routes(), t.value_log2() + 1));
-            }
+            self.grow_if_outgrown(&guard, t);
             return;
         }
         // Each prefix's last change decides.

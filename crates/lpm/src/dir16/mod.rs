@@ -146,19 +146,40 @@ unsafe impl Send for Dir16 {}
 // SAFETY: see `Send`; all shared mutation goes through atomics or the writer mutex.
 unsafe impl Sync for Dir16 {}
 
-/// Records in the writer's per-/16 covers that `key/len` (at most 16 bits, not 0) was
-/// set to `nh` or removed, and appends the /16s whose cover value changed to `changed`.
-fn short_change(w: &mut Writer, key: u32, len: u8, nh: Option<u32>, changed: &mut Vec<usize>) {
-    let span = 1usize << (TOP_BITS - u32::from(len));
-    let start = (key >> TOP_BITS) as usize;
-    let change = ShortChange::new(&w.short, key, len, nh, NONE, 0);
-    for i in start..start + span {
-        if change.owns(w.top_len[i]) {
-            w.top_len[i] = change.set_len;
-            if w.top_val[i] != change.set_val {
-                w.top_val[i] = change.set_val;
-                changed.push(i);
+/// What recorded changes leave to publish: the /16s whose chunks need rebuilding, the
+/// default route's new next hop (NONE: removed), and the next hops they replaced.
+#[derive(Default)]
+struct Pending {
+    changed: Vec<usize>,
+    default: Option<u32>,
+    released: Vec<u32>,
+}
+
+impl Pending {
+    /// Notes that `key/len` (masked), recorded as `prev`, is now `nh` (`None`: removed).
+    /// A short prefix's per-/16 covers are updated in the writer here.
+    fn note(&mut self, w: &mut Writer, key: u32, len: u8, nh: Option<u32>, prev: Option<u32>) {
+        if prev == nh {
+            return;
+        }
+        self.released.extend(prev);
+        if len == 0 {
+            self.default = Some(nh.unwrap_or(NONE));
+        } else if u32::from(len) <= TOP_BITS {
+            let span = 1usize << (TOP_BITS - u32::from(len));
+            let start = (key >> TOP_BITS) as usize;
+            let change = ShortChange::new(&w.short, key, len, nh, NONE, 0);
+            for i in start..start + span {
+                if change.owns(w.top_len[i]) {
+                    w.top_len[i] = change.set_len;
+                    if w.top_val[i] != change.set_val {
+                        w.top_val[i] = change.set_val;
+                        self.changed.push(i);
+                    }
+                }
             }
+        } else {
+            self.changed.push((key >> TOP_BITS) as usize);
         }
     }
 }
@@ -476,12 +497,9 @@ impl Dir16 {
         let key = key.masked(len);
         let mut w = self.lock();
         let prev = self.record(&mut w, key, len, Some(nh));
-        if prev != Some(nh) {
-            self.apply(&mut w, key, len, Some(nh));
-            if let Some(old) = prev {
-                w.release_hop(old);
-            }
-        }
+        let mut pending = Pending::default();
+        pending.note(&mut w, key, len, Some(nh), prev);
+        self.commit(&mut w, pending);
         prev
     }
 
@@ -490,8 +508,9 @@ impl Dir16 {
         let key = key.masked(len);
         let mut w = self.lock();
         let old = self.record(&mut w, key, len, None)?;
-        self.apply(&mut w, key, len, None);
-        w.release_hop(old);
+        let mut pending = Pending::default();
+        pending.note(&mut w, key, len, None, Some(old));
+        self.commit(&mut w, pending);
         Some(old)
     }
 
@@ -502,41 +521,19 @@ impl Dir16 {
     /// the default route, which is stored on its own after the others.
     pub fn apply_all(&self, changes: &[(u32, u8, Option<u32>)]) {
         let mut w = self.lock();
-        let (mut changed, mut released, mut default) = (Vec::new(), Vec::new(), None);
+        let mut pending = Pending::default();
         for &(key, len, nh) in changes {
             let key = key.masked(len);
             let prev = self.record(&mut w, key, len, nh);
-            if prev == nh {
-                continue;
-            }
-            released.extend(prev);
-            if len == 0 {
-                default = Some(nh);
-            } else if u32::from(len) <= TOP_BITS {
-                short_change(&mut w, key, len, nh, &mut changed);
-            } else {
-                changed.push((key >> TOP_BITS) as usize);
-            }
+            pending.note(&mut w, key, len, nh, prev);
         }
-        changed.sort_unstable();
-        changed.dedup();
-        let guard = epoch::pin();
-        let mut retired: Vec<u64> = Vec::new();
-        self.publish(&mut w, &changed, &mut retired, &guard);
-        if let Some(nh) = default {
-            self.set_default(nh.unwrap_or(NONE));
-        }
-        self.retire(retired, &guard);
-        // The replaced chunks' indices stay valid until readers are done with them.
-        for old in released {
-            w.release_hop(old);
-        }
+        self.commit(&mut w, pending);
     }
 
     /// Sets `key/len` (masked) to `nh` in the writer's record, or removes it (`None`),
     /// counting routes and giving a new next hop its dictionary index; returns the
-    /// prefix's previous next hop. The caller publishes the change, then releases the
-    /// previous next hop.
+    /// prefix's previous next hop. The caller notes the change in a [`Pending`] and
+    /// commits it.
     fn record(&self, w: &mut Writer, key: u32, len: u8, nh: Option<u32>) -> Option<u32> {
         let prev = if u32::from(len) <= TOP_BITS {
             match nh {
@@ -566,27 +563,24 @@ impl Dir16 {
         prev
     }
 
-    /// Brings the lookup structure in line with the writer's record after `key/len` was
-    /// set to `nh` (`None`: removed).
-    fn apply(&self, w: &mut Writer, key: u32, len: u8, nh: Option<u32>) {
+    /// Brings the lookup structure in line with the writer's record after the changes
+    /// `pending` noted: publishes their /16s together, then the default route, and
+    /// releases the replaced next hops (their indices stay valid until readers are done
+    /// with the replaced chunks).
+    fn commit(&self, w: &mut Writer, mut pending: Pending) {
+        pending.changed.sort_unstable();
+        pending.changed.dedup();
         let guard = epoch::pin();
         let mut retired: Vec<u64> = Vec::new();
-        if len == 0 {
-            self.set_default(nh.unwrap_or(NONE));
-        } else if u32::from(len) <= TOP_BITS {
-            let mut changed = Vec::new();
-            short_change(w, key, len, nh, &mut changed);
-            self.publish(w, &changed, &mut retired, &guard);
-        } else {
-            self.rebuild(w, self.top.load(&guard), (key >> TOP_BITS) as usize, &mut retired);
+        self.publish(w, &pending.changed, &mut retired, &guard);
+        if let Some(v) = pending.default {
+            self.default.store(v, Ordering::Release);
+            self.dict[0].store(v, Ordering::Release);
         }
         self.retire(retired, &guard);
-    }
-
-    /// The default route's next hop (NONE: no default route).
-    fn set_default(&self, v: u32) {
-        self.default.store(v, Ordering::Release);
-        self.dict[0].store(v, Ordering::Release);
+        for old in pending.released {
+            w.release_hop(old);
+        }
     }
 
     /// Rebuilds the chunks of the /16s `changed` (distinct) and publishes them with one
