@@ -512,3 +512,60 @@ fn batch_answers_follow_default_route_changes_in_chunks_and_kids() {
     built.clear();
     assert_eq!(batch(&built), [NONE; 5]);
 }
+
+/// A next hop's dictionary index, freed when its last route goes, is handed to a new
+/// next hop only once every reader that could still read it through a replaced chunk
+/// has unpinned; until then such a reader keeps getting the old next hop.
+#[test]
+fn a_freed_dictionary_index_is_reused_only_after_held_guards_unpin() {
+    let index_of = |t: &Dir16, nh: u32| t.writer.lock().unwrap().dict.index(nh);
+    let t = Dir16::new();
+    t.insert(ip(10, 1, 2, 0), 24, 7);
+    assert_eq!(index_of(&t, 7), Some(1));
+    let guard = epoch::pin();
+    // The first level as this reader loaded it: its entries link chunks that stay
+    // allocated while the guard is pinned.
+    let held: Vec<AtomicU64> = t
+        .top
+        .load(&guard)
+        .iter()
+        .map(|e| AtomicU64::new(e.load(Ordering::Acquire)))
+        .collect();
+    assert_eq!(t.remove(ip(10, 1, 2, 0), 24), Some(7));
+    assert_eq!(index_of(&t, 7), None);
+    t.insert(ip(11, 1, 2, 0), 24, 9);
+    for _ in 0..1000 {
+        epoch::pin().flush();
+    }
+    t.insert(ip(12, 1, 2, 0), 24, 5);
+    // Index 1 is not reused while the guard is held, however often the collector runs.
+    assert_eq!(index_of(&t, 9), Some(2));
+    assert_eq!(index_of(&t, 5), Some(3));
+    assert_eq!(t.lookup_pinned(&held, ip(10, 1, 2, 9)), 7);
+    assert_eq!(t.lookup(ip(10, 1, 2, 9)), NONE);
+    drop(guard);
+    // (Other tests' threads pin too, so the epoch may need a few rounds to advance.)
+    let mut rounds = 0;
+    while t.writer.lock().unwrap().dict.free.lock().unwrap().is_empty() {
+        rounds += 1;
+        assert!(rounds < 1_000_000, "the freed index never came back");
+        epoch::pin().flush();
+        std::thread::yield_now();
+    }
+    t.insert(ip(13, 1, 2, 0), 24, 6);
+    assert_eq!(index_of(&t, 6), Some(1));
+    assert_eq!(
+        t.writer.lock().unwrap().dict.next,
+        4,
+        "no new index was handed out"
+    );
+    assert_probes(
+        &t,
+        &[
+            (ip(10, 1, 2, 9), NONE),
+            (ip(11, 1, 2, 9), 9),
+            (ip(12, 1, 2, 9), 5),
+            (ip(13, 1, 2, 9), 6),
+        ],
+    );
+}
