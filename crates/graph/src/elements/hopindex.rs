@@ -68,21 +68,29 @@ impl<K: Copy + Eq + Hash> HopIndex<K> {
         Some((h, true))
     }
 
-    /// Drops a reference to index `h`, which holds `pair` (or is a port). True when
-    /// that was the last one of a pair's index: the caller frees it with
-    /// [`Self::free_later`] once no route in the table can still name it.
-    pub(crate) fn release(&mut self, h: u32, pair: K) -> bool {
+    /// Drops a reference to index `h` (a pair's or a port's). True when that was the
+    /// last one of a pair's index: the pair keeps the index, and gets it back if
+    /// acquired again, until the caller retires it with [`Self::retire`] once no route
+    /// in the table can still name it.
+    pub(crate) fn release(&mut self, h: u32) -> bool {
         let refs = &mut self.refs[h as usize];
         *refs -= 1;
-        if *refs == 0 && h as usize >= self.direct {
-            self.ids.remove(&pair);
-            return true;
-        }
-        false
+        *refs == 0 && h as usize >= self.direct
     }
 
-    /// Makes `freed` reusable after the grace period described above.
-    pub(crate) fn free_later(&self, freed: Vec<u32>) {
+    /// Takes each index of `released` (with the pair it held) that is still unused
+    /// from its pair, and makes it reusable after the grace period described above. An
+    /// index its pair acquired again since is kept; one listed twice is freed once.
+    /// (A `ctrl` write retires its released indices when it ends, so that undoing a
+    /// failed write gives each route back the index the table still has for it.)
+    pub(crate) fn retire(&mut self, released: impl IntoIterator<Item = (u32, K)>) {
+        let mut freed = Vec::new();
+        for (h, pair) in released {
+            if self.refs[h as usize] == 0 && self.ids.get(&pair) == Some(&h) {
+                self.ids.remove(&pair);
+                freed.push(h);
+            }
+        }
         if freed.is_empty() {
             return;
         }
@@ -104,15 +112,17 @@ mod tests {
         assert_eq!(ix.acquire((8, 1)), Some((3, true)));
         // Four indices: two ports, two pairs.
         assert_eq!(ix.acquire((9, 1)), None);
-        assert!(!ix.release(1, (0, 1)));
-        assert!(!ix.release(2, (7, 0)));
-        assert!(ix.release(2, (7, 0)));
-        // Released but not freed: still full.
+        assert!(!ix.release(1));
+        assert!(!ix.release(2));
+        assert!(ix.release(2));
+        // Released but not retired: still full, and the pair gets its index back.
         assert_eq!(ix.acquire((9, 1)), None);
-        // Freed while this thread holds a pin, as a worker does from its lookup until it
-        // has read the pair: however often the collector runs, not reusable yet.
+        assert_eq!(ix.acquire((7, 0)), Some((2, false)));
+        assert!(ix.release(2));
+        // Retired while this thread holds a pin, as a worker does from its lookup until
+        // it has read the pair: however often the collector runs, not reusable yet.
         let held = lpm::pin();
-        ix.free_later(vec![2]);
+        ix.retire([(2, (7, 0)), (2, (7, 0))]);
         for _ in 0..10_000 {
             drop(lpm::pin());
         }
@@ -131,5 +141,12 @@ mod tests {
             std::thread::yield_now();
         };
         assert_eq!(got, (2, true));
+        // Listed twice, freed once: two pairs never share it.
+        assert_eq!(ix.acquire((10, 1)), None);
+        // An index its pair acquired again before the retire stays the pair's.
+        assert!(ix.release(3));
+        assert_eq!(ix.acquire((8, 1)), Some((3, false)));
+        ix.retire([(3, (8, 1))]);
+        assert_eq!(ix.acquire((8, 1)), Some((3, false)));
     }
 }

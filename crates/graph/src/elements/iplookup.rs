@@ -242,9 +242,11 @@ struct Control {
     /// (`Ipv4Lpm::apply`: workers see the write whole; a large one is built into a new
     /// table).
     pending: Option<Vec<(u32, u8, Option<u32>)>>,
-    /// Next-hop indices freed during a `ctrl` write: until its changes reach the table,
-    /// routes there may still use them, so they are reused only after.
-    held_hops: Vec<u32>,
+    /// Next-hop indices whose last route a `ctrl` write removed, with their pairs:
+    /// until the write's changes reach the table, routes there may still name them, so
+    /// they are retired only after (and a pair acquired again meanwhile, as when a
+    /// failed write is undone, keeps its index).
+    held_hops: Vec<(u32, (u32, i32))>,
 }
 
 /// The configured element, shared by every worker.
@@ -307,12 +309,13 @@ impl IpLookupSpec {
     }
 
     fn release_hop(&self, ctl: &mut Control, h: u32) {
-        let v = self.hops[h as usize].load(Ordering::Relaxed);
-        if ctl.hop_index.release(h, ((v >> 32) as u32, v as u32 as i32)) {
+        if ctl.hop_index.release(h) {
+            let v = self.hops[h as usize].load(Ordering::Relaxed);
+            let pair = ((v >> 32) as u32, v as u32 as i32);
             if ctl.pending.is_some() {
-                ctl.held_hops.push(h);
+                ctl.held_hops.push((h, pair));
             } else {
-                ctl.hop_index.free_later(vec![h]);
+                ctl.hop_index.retire([(h, pair)]);
             }
         }
     }
@@ -455,21 +458,24 @@ impl IpLookupSpec {
         }
         if result.is_err() {
             // None of the write's changes reaches the table; the undoing ones do: they
-            // set each prefix back to its route from before the write (under the
-            // next-hop index it has now, which may be a new one for the same pair).
+            // set each prefix back to its route from before the write, under the
+            // next-hop index the table has for it (a pair whose last route the write
+            // removed keeps its index until the write ends), so undoing needs no new
+            // index and cannot fail for want of one.
             ctl.pending = Some(Vec::new());
             while let Some((r, cmd)) = log.pop() {
-                let _ = match cmd {
+                let undone = match cmd {
                     Cmd::Remove => self.add_route(&mut ctl, r, false).map(|_| ()),
                     Cmd::Add => self.remove_route(&mut ctl, r).map(|_| ()),
                     Cmd::Set => self.add_route(&mut ctl, r, true).map(|_| ()),
                 };
+                debug_assert!(undone.is_ok(), "undoing {:?} of {:?} failed", cmd, r);
             }
         }
         let changes = ctl.pending.take().unwrap_or_default();
         self.lpm.apply(&changes);
         let held = std::mem::take(&mut ctl.held_hops);
-        ctl.hop_index.free_later(held);
+        ctl.hop_index.retire(held);
         result
     }
 
@@ -529,7 +535,10 @@ impl IpLookupSpec {
     pub fn lookup_text(&self, addr: &str) -> Result<String, String> {
         let a = Ipv4Addr::from_arg(uncomment(addr).trim())
             .ok_or_else(|| format!("expected IP address, not '{}'", addr))?;
-        Ok(match self.lpm.lookup(u32::from(a)) {
+        // Pinned until the index's pair is read, as a worker is: a write that frees
+        // the index meanwhile cannot give it to another pair before then.
+        let guard = lpm::pin();
+        Ok(match self.lpm.lookup_in(&guard, u32::from(a)) {
             Some(h) => {
                 let v = self.hops[h as usize].load(Ordering::Relaxed);
                 let (gw, port) = ((v >> 32) as u32, v as u32 as i32);

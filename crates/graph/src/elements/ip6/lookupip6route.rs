@@ -142,9 +142,9 @@ impl LookupIP6RouteSpec {
     }
 
     fn release_hop(&self, ctl: &mut Control, r: &Route) {
-        if ctl.hop_index.release(r.hop, (r.gw, r.port)) {
+        if ctl.hop_index.release(r.hop) {
             // The route is out of the table already.
-            ctl.hop_index.free_later(vec![r.hop]);
+            ctl.hop_index.retire([(r.hop, (r.gw, r.port))]);
         }
     }
 
@@ -222,7 +222,9 @@ impl LookupIP6RouteSpec {
     fn lookup_text(&self, text: &str) -> Result<String, String> {
         let a = Ipv6Addr::from_arg(uncomment(text).trim())
             .ok_or_else(|| format!("expected IPv6 address, not '{}'", text.trim()))?;
-        let Some(h) = self.lpm.lookup(u128::from(a)) else {
+        // Pinned until the index's pair is read, as a worker is (see `hopindex.rs`).
+        let guard = lpm::pin();
+        let Some(h) = self.lpm.lookup_in(&guard, u128::from(a)) else {
             return Ok("-1".to_string());
         };
         if h < direct_ports(self.noutputs) as u32 {

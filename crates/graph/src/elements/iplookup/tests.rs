@@ -437,8 +437,9 @@ fn a_large_ctrl_write_loads_a_whole_table() {
 
 #[test]
 fn a_failed_ctrl_write_leaves_routes_on_their_gateways() {
-    // The write frees 10.9.9.9's index and gives it to a new pair before it fails; the
-    // route it removed comes back on its own gateway, also once the index is reused.
+    // The write removes 10.9.9.9's last route and gives a new pair an index before it
+    // fails; the route it removed comes back on its own gateway, also once more pairs
+    // take indices.
     let mut h = Harness::new(&IpLookupClass::RADIX, "11.0.0.0/8 10.9.9.9 1", 1, 3);
     assert_eq!(
         h.write("ctrl", "remove 11.0.0.0/8\nadd 12.0.0.0/8 10.7.7.7 2\nfrob"),
@@ -617,4 +618,55 @@ fn route_until(
             }
         }
     })
+}
+
+#[test]
+fn a_failed_ctrl_write_in_a_full_hop_table_gives_routes_back_their_own_gateways() {
+    // Every next-hop index taken: one output (index 0) and 65,535 routes, each on a
+    // gateway of its own. Undoing a failed write needs the indices its removals
+    // released, so they stay their pairs' until the write ends: given to another pair,
+    // the restored route would leave on that pair's gateway.
+    let mut h = Harness::new(&IpLookupClass::RADIX, "", 1, 1);
+    let gw_of = |i: u32| format!("11.0.{}.{}", i >> 8, i & 0xff);
+    let full: String = (0..(MAX_HOPS as u32 - 1))
+        .map(|i| format!("add 10.{}.{}.0/24 {} 0\n", i >> 8, i & 0xff, gw_of(i)))
+        .collect();
+    h.write("ctrl", &full).unwrap();
+    let too_many = Err("Virtual port table size limit exceeded".to_string());
+    assert_eq!(h.write("add", "99.0.0.0/8 12.1.1.1 0"), too_many);
+    assert_eq!(
+        h.write("ctrl", "remove 10.0.5.0/24\nfrob"),
+        Err("bad command 'frob'".to_string())
+    );
+    for _ in 0..100 {
+        lpm::reclaim();
+    }
+    // Nothing was freed: the table is as full as before, and 10.0.5/24 still routes
+    // through its own gateway.
+    assert_eq!(h.write("add", "99.0.0.0/8 12.1.1.1 0"), too_many);
+    assert_eq!(h.read("table").lines().count(), MAX_HOPS - 1);
+    let out = h.push(0, vec![pkt([10, 0, 5, 1], [10, 0, 5, 1])]);
+    assert_eq!(annos(&out[0]), vec![[11, 0, 0, 5]]);
+    // A write that removes a route and puts it back needs no new index either.
+    h.write("ctrl", "remove 10.0.5.0/24\nadd 10.0.5.0/24 11.0.0.5 0")
+        .unwrap();
+    // Removed for good, the route's index serves a new pair once the grace period is
+    // over.
+    h.write("remove", "10.0.5.0/24").unwrap();
+    let mut rounds = 0;
+    while h.write("add", "99.0.0.0/8 12.1.1.1 0").is_err() {
+        rounds += 1;
+        assert!(rounds < 100_000, "the removed route's index never came back");
+        lpm::reclaim();
+        std::thread::yield_now();
+    }
+    let out = h.push(
+        0,
+        vec![
+            pkt([99, 1, 1, 1], [99, 1, 1, 1]),
+            pkt([10, 0, 5, 1], [10, 0, 5, 1]),
+            pkt([10, 0, 6, 1], [10, 0, 6, 1]),
+        ],
+    );
+    assert_eq!(annos(&out[0]), vec![[12, 1, 1, 1], [11, 0, 0, 6]]);
 }
