@@ -109,9 +109,10 @@
 //! that is the longest over more than one /16) or the whole table (an IPv4 table growing
 //! wider values, or many changes applied at once) shows only in views made after it;
 //! other changes may show at once, as they are stored into structures the view shares.
-//! Each change still shows whole or not at all, and an address no change touched
-//! answers as before. So a reader takes a new view whenever it repins: what a view can
-//! miss is what changed since its reader last repinned.
+//! Each address's answer still takes each change whole or not at all (a batch may
+//! answer some addresses from before a change and others from after it), and an
+//! address no change touched answers as before. So a reader takes a new view whenever
+//! it repins: what a view can miss is what changed since its reader last repinned.
 //! (`brickroute fib bench` does so every 2,048 lookups. In its loop over batches of 32
 //! IPv4 table queries, a call per batch that loads the pointers anew ran 2-9 % slower
 //! than a view, see `docs/LPM.md`.)

@@ -336,8 +336,9 @@ impl Dir16 {
     /// chunk prefetched, then every chunk is read, so cache misses overlap.
     #[inline]
     pub fn lookup_batch_in(&self, guard: &Guard, keys: &[u32], out: &mut [u32]) {
-        // (One first level for the whole call: a change published meanwhile shows in
-        // all of its answers or in none.)
+        // (One first level for the whole call: a change that replaces it shows in all
+        // of the call's answers or in none. A change stored into a chunk's link may
+        // show in some answers only, each address answering from before or after it.)
         self.view(guard).lookup_batch(keys, out)
     }
 
@@ -517,8 +518,8 @@ impl Dir16 {
     /// Applies `changes` in order (`Some`: install, `None`: remove) to the writer's
     /// record, then publishes every /16 they changed together: with one store into the
     /// first level when they changed one, else in a copy of the first level that one
-    /// store publishes. So readers see all of the changes or none, but for a change of
-    /// the default route, which is stored on its own after the others.
+    /// store publishes. So each lookup sees all of the changes or none, but for a
+    /// change of the default route, which is stored on its own after the others.
     pub fn apply_all(&self, changes: &[(u32, u8, Option<u32>)]) {
         let mut w = self.lock();
         let mut pending = Pending::default();

@@ -286,8 +286,9 @@ impl Runs6 {
     /// [`Self::lookup_in`]).
     #[inline]
     pub fn lookup_batch_in(&self, guard: &Guard, keys: &[u128], out: &mut [u32]) {
-        // (One first level for the whole call: a change published meanwhile shows in
-        // all of its answers or in none.)
+        // (One first level for the whole call: a change that replaces it shows in all
+        // of the call's answers or in none. A change stored into a node's link may
+        // show in some answers only, each address answering from before or after it.)
         self.view(guard).lookup_batch(keys, out)
     }
 
