@@ -92,7 +92,10 @@ impl ElementClass for IpLookupClass {
                             first_err.get_or_insert_with(|| CmdError::TooManyHops.text(self.flavor));
                         }
                     }
-                    _ => {
+                    Some(_) => {
+                        first_err.get_or_insert_with(|| format!("argument {} bad OUTPUT", i + 1));
+                    }
+                    None => {
                         first_err.get_or_insert_with(|| {
                             format!("argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT'", i + 1)
                         });
@@ -401,15 +404,16 @@ impl IpLookupSpec {
         log: Option<&mut Vec<(Route, Cmd)>>,
     ) -> Result<(), String> {
         let remove = cmd == Cmd::Remove;
-        let route = parse_route(text, remove)
-            .filter(|r| r.port >= if remove { -1 } else { 0 } && (r.port as i64) < self.noutputs as i64)
-            .ok_or_else(|| {
-                if remove {
-                    "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
-                } else {
-                    "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
-                }
-            })?;
+        let route = parse_route(text, remove).ok_or_else(|| {
+            if remove {
+                "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
+            } else {
+                "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
+            }
+        })?;
+        if route.port < if remove { -1 } else { 0 } || route.port as i64 >= self.noutputs as i64 {
+            return Err("bad OUTPUT".to_string());
+        }
         let undo = match cmd {
             Cmd::Add | Cmd::Set => match self.add_route(ctl, route, cmd == Cmd::Set) {
                 Ok(Some(old)) => (old, Cmd::Set),

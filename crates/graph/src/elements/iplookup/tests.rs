@@ -78,7 +78,7 @@ fn packets_without_route_are_dropped() {
 fn configuration_errors() {
     assert_eq!(
         build_error(&IpLookupClass::RADIX, "10.0.0.0/8 0, 10.0.0.0/8 5", 1, 2),
-        "e :: RadixIPLookup: argument 2 should be 'ADDR/MASK [GATEWAY] OUTPUT'"
+        "e :: RadixIPLookup: argument 2 bad OUTPUT"
     );
     assert_eq!(
         build_error(&IpLookupClass::LINEAR, "10.0.0.0/8", 1, 2),
@@ -94,6 +94,10 @@ fn configuration_errors() {
     );
     assert_eq!(
         build_error(&IpLookupClass::RADIX, "10.0.0.0/8 -1", 1, 2),
+        "e :: RadixIPLookup: argument 1 bad OUTPUT"
+    );
+    assert_eq!(
+        build_error(&IpLookupClass::RADIX, "10.0.0.0/8 1.2.3.4", 1, 2),
         "e :: RadixIPLookup: argument 1 should be 'ADDR/MASK [GATEWAY] OUTPUT'"
     );
     // Mask forms, `-` gateway, host bits, and a duplicate prefix (the first one wins).
@@ -226,16 +230,15 @@ fn add_set_remove_texts() {
         h.write("add", "10.0.0.0/8"),
         Err("expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string())
     );
-    assert_eq!(
-        h.write("add", "10.0.0.0/8 2"),
-        Err("expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string())
-    );
+    assert_eq!(h.write("add", "10.0.0.0/8 2"), Err("bad OUTPUT".to_string()));
+    assert_eq!(h.write("set", "10.0.0.0/8 -1"), Err("bad OUTPUT".to_string()));
     assert_eq!(
         h.write("set", "bogus 1"),
         Err("expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string())
     );
+    assert_eq!(h.write("remove", "10.0.0.0/8 2"), Err("bad OUTPUT".to_string()));
     assert_eq!(
-        h.write("remove", "10.0.0.0/8 2"),
+        h.write("remove", "10.0.0.0/8 1.2.3.4 0 x"),
         Err("expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string())
     );
     assert_eq!(
