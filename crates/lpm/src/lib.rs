@@ -41,8 +41,11 @@
 //! prefix longer than /16 rebuilds that /16's chunk from the list and publishes it with
 //! **one** `Release` store into the first level. A change to a prefix of at most 16 bits
 //! rebuilds the chunk of each /16 it is the longest cover of: one such /16 gets it with
-//! one store, more get theirs in a copy of the first level that one store publishes. A
-//! next hop gets a dictionary index when its first route arrives (the dictionary entry
+//! one store, more get theirs in a copy of the first level that one store publishes. The
+//! default route is entry 0 of the next-hop dictionary, which belongs to the first level:
+//! a change of it publishes a copy of both, so that a reader takes its chunks and its
+//! default from one first level and never mixes a chunk from before one change with a
+//! default from after a later one. A next hop gets a dictionary index when its first route arrives (the dictionary entry
 //! is stored before any chunk using it is published); past the indices a table holds
 //! (254 in one built with at most 254 next hops or made empty, else 65,533), chunks
 //! holding a next hop without an index store wider values instead, behind a front that

@@ -2021,3 +2021,50 @@ proptest! {
         prop_assert_eq!(inserted.memory_bytes(), Ipv6Lpm::new().memory_bytes());
     }
 }
+
+/// A reader never combines a chunk from before a more-specific route came with the
+/// default route from after a later change of it: 10.1.2.0/24 comes (2), the default
+/// route goes from 1 to 3 and back, the /24 goes, over and over, so 10.1.2.x answers 1
+/// or 2 at every moment and never 3.
+#[test]
+fn ipv4_answers_never_mix_a_route_with_a_later_default_route() {
+    let t = Arc::new(Ipv4Lpm::new());
+    t.insert(0, 0, 1);
+    let prefix = ip(10, 1, 2, 0);
+    let keys: Vec<u32> = (0..32).map(|i| prefix | (i * 7)).collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = [true, false]
+        .into_iter()
+        .map(|batch| {
+            let (t, done, keys) = (t.clone(), done.clone(), keys.clone());
+            std::thread::spawn(move || {
+                let mut out = vec![0u32; keys.len()];
+                let mut rounds = 0u64;
+                while !done.load(Ordering::Acquire) || rounds < 1000 {
+                    if batch {
+                        t.lookup_batch(&keys, &mut out);
+                    } else {
+                        for (o, &k) in out.iter_mut().zip(&keys) {
+                            *o = t.lookup(k).unwrap_or(Ipv4Lpm::NO_ROUTE);
+                        }
+                    }
+                    for (&k, &o) in keys.iter().zip(&out) {
+                        assert!(o == 1 || o == 2, "{:08x} answered {o} (batch: {batch})", k);
+                    }
+                    rounds += 1;
+                }
+                rounds
+            })
+        })
+        .collect();
+    for _ in 0..10_000 {
+        t.insert(prefix, 24, 2);
+        t.insert(0, 0, 3);
+        t.insert(0, 0, 1);
+        t.remove(prefix, 24);
+    }
+    done.store(true, Ordering::Release);
+    for r in readers {
+        assert!(r.join().expect("reader panicked") >= 1000);
+    }
+}

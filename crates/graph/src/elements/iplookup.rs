@@ -433,9 +433,8 @@ impl IpLookupSpec {
 
     /// The `ctrl` handler: `add`/`set`/`remove` commands, one per line, all or nothing.
     /// The table changes when the write has been checked whole: with `Ipv4Lpm::apply`,
-    /// so workers see the write whole or not at all (but for a default-route change,
-    /// stored just after the rest), and a large write (a full table) is built into a
-    /// new table in a bulk build's time.
+    /// so workers see the write whole or not at all, and a large write (a full table)
+    /// is built into a new table in a bulk build's time.
     fn ctrl(&self, text: &str) -> Result<(), String> {
         let mut ctl = self.lock();
         let text = uncomment(text);

@@ -9,7 +9,7 @@
 //! (about 18 on a BGP table) and published with one `Release` store into the first
 //! level; the replaced chunk is freed through the epoch collector.
 
-use crate::first::FirstLevel;
+use crate::first::{FirstLevel, Level};
 use crate::key::NONE;
 use crate::key::{per_length_routes, Key, PrefixHasher, PrefixMap, ShortChange};
 use crate::mem::{prefetch, HugeSlice};
@@ -111,19 +111,59 @@ fn or_default(v: u32, dflt: u32) -> u32 {
     }
 }
 
+/// The first level: one link per /16, and the next-hop dictionary.
+struct Top {
+    links: HugeSlice<AtomicU64>,
+    /// Next hops by dictionary index (see [`Dict`]); entry 0 is the default route's.
+    /// The default route changes only with a new first level: a reader combines the
+    /// chunks and the default of the one first level it loaded, so no answer mixes a
+    /// chunk from before a change of a covered prefix with a default from after a
+    /// later change (or the other way round), as a default stored in place let readers
+    /// do. Indices are handed out and freed in the current first level's dictionary;
+    /// a copy takes the whole dictionary with it.
+    dict: HugeSlice<AtomicU32>,
+}
+
+impl Top {
+    /// Links `links`, with no next hop known but the default route `default`.
+    fn new(links: HugeSlice<AtomicU64>, default: u32) -> Top {
+        // (The entries of the marks are read by the batch path for keys it redoes,
+        // and never answered.)
+        Top {
+            links,
+            dict: HugeSlice::new(DICT, |i| AtomicU32::new(if i == 0 { default } else { NONE })),
+        }
+    }
+}
+
+impl Level for Top {
+    fn duplicate(&self) -> Top {
+        Top {
+            links: self.links.duplicate(),
+            dict: self.dict.duplicate(),
+        }
+    }
+
+    fn copy_from(&mut self, from: &Top) {
+        self.links.copy_from(&from.links);
+        self.dict.copy_from(&from.dict);
+    }
+
+    fn bytes(&self) -> usize {
+        self.links.bytes() + self.dict.bytes()
+    }
+}
+
 /// The IPv4 table.
 pub struct Dir16 {
-    /// One link per /16, behind one pointer (see `first.rs`): a change of a prefix
-    /// shorter than /16 that changes several /16s publishes a changed copy.
-    top: FirstLevel<HugeSlice<AtomicU64>>,
+    /// One link per /16 and the default route, behind one pointer (see `first.rs`): a
+    /// change of a prefix shorter than /16 that changes several /16s, several /16s
+    /// changed at once, or a change of the default route publishes a changed copy.
+    top: FirstLevel<Top>,
     /// The chunks of a bulk build, packed in one huge-page block. Chunks in it are never
     /// freed one by one: when an update replaces one, its words stay (counted in
     /// `memory_bytes`) until the table is dropped.
     arena: Option<HugeSlice<u64>>,
-    /// The default route (`/0`), kept out of the chunks so changing it is one store.
-    default: AtomicU32,
-    /// Next hops by dictionary index (see [`Dict`]).
-    dict: HugeSlice<AtomicU32>,
     writer: Mutex<Writer>,
     /// Bytes of live heap chunks (outside the arena).
     heap_bytes: AtomicUsize,
@@ -187,7 +227,7 @@ impl Pending {
 impl Drop for Dir16 {
     fn drop(&mut self) {
         let w = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
-        for e in self.top.get_mut().iter() {
+        for e in self.top.get_mut().links.iter() {
             let e = e.load(Ordering::Relaxed);
             let arena = self.arena.as_ref().is_some_and(|a| a.contains(ptr_of(e)));
             if !arena && !w.uniform_refs.contains_key(&e) {
@@ -214,7 +254,7 @@ impl Default for Dir16 {
 #[derive(Clone, Copy)]
 pub struct Dir16View<'g> {
     table: &'g Dir16,
-    top: &'g [AtomicU64],
+    top: &'g Top,
 }
 
 impl Dir16View<'_> {
@@ -253,12 +293,8 @@ impl Dir16 {
         let dict = Dict::new(narrow);
         let none = uniform_chunk(NONE, &dict, &heap_bytes);
         Dir16 {
-            top: FirstLevel::new(HugeSlice::new(TOP, |_| AtomicU64::new(none))),
+            top: FirstLevel::new(Top::new(HugeSlice::new(TOP, |_| AtomicU64::new(none)), NONE)),
             arena: None,
-            default: AtomicU32::new(NONE),
-            // (The entries of the marks are read by the batch path for keys it redoes,
-            // and never answered.)
-            dict: HugeSlice::new(DICT, |_| AtomicU32::new(NONE)),
             writer: Mutex::new(Writer {
                 short: (0..=TOP_BITS).map(|_| PrefixMap::default()).collect(),
                 chunks: vec![Vec::new(); TOP],
@@ -310,19 +346,19 @@ impl Dir16 {
     /// shifts need no count register).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt,bmi2")]
-    unsafe fn lookup_popcnt(&self, top: &[AtomicU64], key: u32) -> u32 {
+    unsafe fn lookup_popcnt(&self, top: &Top, key: u32) -> u32 {
         self.lookup_pinned(top, key)
     }
 
     /// Callers hold an epoch guard, under which they loaded `top`.
     #[inline(always)]
-    fn lookup_pinned(&self, top: &[AtomicU64], key: u32) -> u32 {
-        let e = top[(key >> TOP_BITS) as usize].load(Ordering::Acquire);
+    fn lookup_pinned(&self, top: &Top, key: u32) -> u32 {
+        let e = top.links[(key >> TOP_BITS) as usize].load(Ordering::Acquire);
         // SAFETY: every first-level entry links a published chunk, which stays allocated
         // while the caller's guard is pinned (it is freed only through the epoch
         // collector after being unlinked); its kids live as long as it does.
-        let r = unsafe { chunk_lookup(e, key, &self.dict) };
-        or_default(r, self.default.load(Ordering::Acquire))
+        let r = unsafe { chunk_lookup(e, key, &top.dict) };
+        or_default(r, top.dict[0].load(Ordering::Relaxed))
     }
 
     /// [`Self::lookup_batch_in`] pinning for the call.
@@ -358,7 +394,7 @@ impl Dir16 {
         not(all(target_feature = "popcnt", target_feature = "bmi2"))
     ))]
     #[target_feature(enable = "popcnt,bmi2")]
-    unsafe fn lookup_batch_popcnt(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
+    unsafe fn lookup_batch_popcnt(&self, top: &Top, keys: &[u32], out: &mut [u32]) {
         self.lookup_batch_pinned(top, keys, out)
     }
 
@@ -366,7 +402,7 @@ impl Dir16 {
     /// loop inlined here; wider ones a call, so that a caller into which this is
     /// inlined holds one width's loop, not three.
     #[inline(always)]
-    fn lookup_batch_pinned(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
+    fn lookup_batch_pinned(&self, top: &Top, keys: &[u32], out: &mut [u32]) {
         if self.narrow == 0 {
             self.lookup_groups::<0>(top, keys, out);
         } else {
@@ -376,7 +412,7 @@ impl Dir16 {
 
     /// [`Self::lookup_batch_pinned`] for tables of 16- and 32-bit values.
     #[inline(never)]
-    fn lookup_batch_wide(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
+    fn lookup_batch_wide(&self, top: &Top, keys: &[u32], out: &mut [u32]) {
         if self.narrow == 1 {
             self.lookup_groups::<1>(top, keys, out);
         } else {
@@ -386,24 +422,32 @@ impl Dir16 {
 
     /// The groups of `keys` in a table whose narrow values are `1 << W` bytes.
     #[inline(always)]
-    fn lookup_groups<const W: u32>(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32]) {
+    fn lookup_groups<const W: u32>(&self, top: &Top, keys: &[u32], out: &mut [u32]) {
         const CHUNK: usize = 32;
-        let dflt = self.default.load(Ordering::Acquire);
+        let dflt = top.dict[0].load(Ordering::Relaxed);
+        let (top, dict): (&[AtomicU64], &[AtomicU32]) = (&top.links, &top.dict);
         let out = &mut out[..keys.len()];
         let mut ks = keys.chunks_exact(CHUNK);
         let mut os = out.chunks_exact_mut(CHUNK);
         // Whole groups have a length the compiler knows, so it unrolls their loops.
         for (k, o) in (&mut ks).zip(&mut os) {
-            self.lookup_group::<W>(top, k, o, dflt);
+            self.lookup_group::<W>(top, dict, k, o, dflt);
         }
         if !ks.remainder().is_empty() {
-            self.lookup_group::<W>(top, ks.remainder(), os.into_remainder(), dflt);
+            self.lookup_group::<W>(top, dict, ks.remainder(), os.into_remainder(), dflt);
         }
     }
 
     /// One group of up to 32 keys, in a table whose narrow values are `1 << W` bytes.
     #[inline(always)]
-    fn lookup_group<const W: u32>(&self, top: &[AtomicU64], keys: &[u32], out: &mut [u32], dflt: u32) {
+    fn lookup_group<const W: u32>(
+        &self,
+        top: &[AtomicU64],
+        dict: &[AtomicU32],
+        keys: &[u32],
+        out: &mut [u32],
+        dflt: u32,
+    ) {
         let len = keys.len().min(32);
         let keys = &keys[..len];
         let out = &mut out[..len];
@@ -428,7 +472,6 @@ impl Dir16 {
             // (`& 31` only tells the compiler the index fits the array.)
             ptrs[i & 31].write(chunk);
         });
-        let dict: &[AtomicU32] = &self.dict;
         let mut slow = 0u32;
         for_each_key(len, |i| {
             // SAFETY: the first pass wrote `ptrs[..len]`.
@@ -518,8 +561,8 @@ impl Dir16 {
     /// Applies `changes` in order (`Some`: install, `None`: remove) to the writer's
     /// record, then publishes every /16 they changed together: with one store into the
     /// first level when they changed one, else in a copy of the first level that one
-    /// store publishes. So each lookup sees all of the changes or none, but for a
-    /// change of the default route, which is stored on its own after the others.
+    /// store publishes (with a change of the default route, always a copy). So each
+    /// lookup sees all of the changes or none.
     pub fn apply_all(&self, changes: &[(u32, u8, Option<u32>)]) {
         let mut w = self.lock();
         let mut pending = Pending::default();
@@ -559,13 +602,13 @@ impl Dir16 {
             _ => {}
         }
         if let Some(nh) = nh.filter(|&nh| prev != Some(nh)) {
-            w.acquire_hop(nh, &self.dict);
+            w.acquire_hop(nh, &self.top.load(&epoch::pin()).dict);
         }
         prev
     }
 
     /// Brings the lookup structure in line with the writer's record after the changes
-    /// `pending` noted: publishes their /16s together, then the default route, and
+    /// `pending` noted: publishes their /16s and the default route together, and
     /// releases the replaced next hops (their indices stay valid until readers are done
     /// with the replaced chunks).
     fn commit(&self, w: &mut Writer, mut pending: Pending) {
@@ -573,28 +616,35 @@ impl Dir16 {
         pending.changed.dedup();
         let guard = epoch::pin();
         let mut retired: Vec<u64> = Vec::new();
-        self.publish(w, &pending.changed, &mut retired, &guard);
-        if let Some(v) = pending.default {
-            self.default.store(v, Ordering::Release);
-            self.dict[0].store(v, Ordering::Release);
-        }
+        self.publish(w, &pending.changed, pending.default, &mut retired, &guard);
         self.retire(retired, &guard);
         for old in pending.released {
             w.release_hop(old);
         }
     }
 
-    /// Rebuilds the chunks of the /16s `changed` (distinct) and publishes them with one
-    /// store: into the first level for one /16, else a copy of it for many, so readers
-    /// see all of them or none.
-    fn publish(&self, w: &mut Writer, changed: &[usize], retired: &mut Vec<u64>, guard: &Guard) {
-        match *changed {
-            [] => {}
-            [c] => self.rebuild(w, self.top.load(guard), c, retired),
+    /// Rebuilds the chunks of the /16s `changed` (distinct) and publishes them, with the
+    /// default route's new next hop if `default` has one, with one store: into the
+    /// first level for one /16, else a copy of it, so readers see all of them or none.
+    fn publish(
+        &self,
+        w: &mut Writer,
+        changed: &[usize],
+        default: Option<u32>,
+        retired: &mut Vec<u64>,
+        guard: &Guard,
+    ) {
+        match (changed, default) {
+            ([], None) => {}
+            (&[c], None) => self.rebuild(w, &self.top.load(guard).links, c, retired),
             _ => {
                 let copy = self.top.copy(guard);
                 for &c in changed {
-                    self.rebuild(w, &copy, c, retired);
+                    self.rebuild(w, &copy.links, c, retired);
+                }
+                if let Some(v) = default {
+                    // (Not yet shared.)
+                    copy.dict[0].store(v, Ordering::Relaxed);
                 }
                 self.top.replace(copy, guard);
             }
@@ -664,24 +714,24 @@ impl Dir16 {
             _ => 2,
         });
         let mut t = Dir16::with_values(narrow);
+        let mut default = NONE;
         // (Field by field: the writer record is borrowed while the others are set.)
         let w = t.writer.get_mut().unwrap_or_else(|p| p.into_inner());
-        let top = t.top.get_mut();
+        let Top { links: top, dict } = t.top.get_mut();
         for (i, &(k, l, nh)) in v.iter().enumerate() {
             // Of equal prefixes (adjacent after the sort) only the last counts.
             if v.get(i + 1).is_some_and(|n| (n.0, n.1) == (k, l)) {
                 continue;
             }
             w.count += 1;
-            w.acquire_hop(nh, &t.dict);
+            w.acquire_hop(nh, dict);
             if u32::from(l) > TOP_BITS {
                 w.chunks[(k >> TOP_BITS) as usize].push(Sub::new(k, l, nh));
                 continue;
             }
             w.short[l as usize].insert(k, nh);
             if l == 0 {
-                *t.default.get_mut() = nh;
-                t.dict[0].store(nh, Ordering::Relaxed);
+                default = nh;
                 continue;
             }
             // In address order a prefix comes after every prefix containing it.
@@ -723,6 +773,7 @@ impl Dir16 {
             }
         }
         t.retire(retired, &epoch::pin());
+        t.top.get_mut().dict[0].store(default, Ordering::Relaxed);
         t
     }
 
@@ -742,7 +793,7 @@ impl Dir16 {
     /// The first-level entry of /16 `c`.
     #[cfg(test)]
     fn link(&self, c: usize) -> u64 {
-        self.top.load(&epoch::pin())[c].load(Ordering::Relaxed)
+        self.top.load(&epoch::pin()).links[c].load(Ordering::Relaxed)
     }
 
     /// How many first-level entries link a chunk behind a front.
@@ -750,6 +801,7 @@ impl Dir16 {
     pub fn fronted_chunks(&self) -> usize {
         self.top
             .load(&epoch::pin())
+            .links
             .iter()
             .filter(|e| e.load(Ordering::Relaxed) & FRONTED != 0)
             .count()
@@ -787,21 +839,16 @@ impl Dir16 {
         self.lock().count
     }
 
-    /// Removes every route: the default route with one store, then the others with one
-    /// store of a first level whose every entry links the no-route chunk; the chunks
-    /// are retired.
+    /// Removes every route with one store of a first level whose every entry links the
+    /// no-route chunk and that has no default route; the chunks are retired.
     pub fn clear(&self) {
         let mut w = self.lock();
         let guard = epoch::pin();
-        self.default.store(NONE, Ordering::Release);
-        self.dict[0].store(NONE, Ordering::Release);
         let mut retired = Vec::new();
-        let empty = Box::new(HugeSlice::new(TOP, |_| {
-            AtomicU64::new(w.uniform_link(NONE, &self.heap_bytes))
-        }));
+        let links = HugeSlice::new(TOP, |_| AtomicU64::new(w.uniform_link(NONE, &self.heap_bytes)));
         let old = self.top.load(&guard);
-        self.top.replace(empty, &guard);
-        for (i, e) in old.iter().enumerate() {
+        self.top.replace(Box::new(Top::new(links, NONE)), &guard);
+        for (i, e) in old.links.iter().enumerate() {
             w.release(e.load(Ordering::Relaxed), &mut retired);
             w.top_len[i] = 0;
             w.top_val[i] = NONE;
@@ -824,7 +871,6 @@ impl Dir16 {
     /// heap chunks.
     pub fn lookup_bytes(&self) -> usize {
         self.top.load(&epoch::pin()).bytes()
-            + self.dict.bytes()
             + self.arena.as_ref().map_or(0, |a| a.bytes())
             + self.heap_bytes.load(Ordering::Relaxed)
     }

@@ -49,13 +49,13 @@ fn a_replaced_first_level_is_not_reused_while_a_guard_holds_it() {
     t.insert(ip(10, 0, 0, 0), 12, 1);
     let guard = epoch::pin();
     let held = t.top.load(&guard);
-    let before: Vec<u64> = held.iter().map(|e| e.load(Ordering::Relaxed)).collect();
+    let before: Vec<u64> = held.links.iter().map(|e| e.load(Ordering::Relaxed)).collect();
     for nh in 2..100 {
         t.insert(ip(10, 0, 0, 0), 12, nh);
         // (The collector runs, as other threads' pins make it.)
         epoch::pin().flush();
     }
-    assert!(held.iter().map(|e| e.load(Ordering::Relaxed)).eq(before));
+    assert!(held.links.iter().map(|e| e.load(Ordering::Relaxed)).eq(before));
     assert_eq!(t.lookup_in(&guard, ip(10, 15, 1, 1)), 99);
     // The answers through the held copy are those from when it was loaded.
     assert_eq!(t.lookup_pinned(held, ip(10, 15, 1, 1)), 1);
@@ -525,12 +525,7 @@ fn a_freed_dictionary_index_is_reused_only_after_held_guards_unpin() {
     let guard = epoch::pin();
     // The first level as this reader loaded it: its entries link chunks that stay
     // allocated while the guard is pinned.
-    let held: Vec<AtomicU64> = t
-        .top
-        .load(&guard)
-        .iter()
-        .map(|e| AtomicU64::new(e.load(Ordering::Acquire)))
-        .collect();
+    let held = t.top.load(&guard).duplicate();
     assert_eq!(t.remove(ip(10, 1, 2, 0), 24), Some(7));
     assert_eq!(index_of(&t, 7), None);
     t.insert(ip(11, 1, 2, 0), 24, 9);
