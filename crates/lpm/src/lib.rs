@@ -64,11 +64,16 @@
 //! most 16 bits are not pushed into nodes: a per-/16 array holds their next hop (read by
 //! lookups that end at no route inside a node), so such a change rebuilds no node: it
 //! stores into that array (and the first-level leaf of a /16 without nodes) for each /16
-//! it is the longest cover of, in place for one /16, for more in a copy of the first
-//! level that one store publishes.
+//! it is the longest cover of, in a copy of the first level that one store publishes.
+//! The default route lives in the first level too, and changes the same way: a lookup
+//! that ends at no route in a node takes its fallback from the first level it loaded.
 //!
 //! In both, every address flips from its old to its new answer exactly once, and no
-//! address outside the changed prefix sees any change.
+//! address outside the changed prefix sees any change. One exception remains in IPv6:
+//! nodes are shared by successive first levels, so a reader whose call (or view) began
+//! before a change of a prefix of at most 16 bits, or of the default route, and that
+//! reads a node changed after it, combines that node with the old fallback (IPv4's
+//! chunks hold their /16's covers, and its first levels share nothing that changes).
 //!
 //! # Memory reclamation
 //!

@@ -88,6 +88,15 @@ struct First {
     /// lookup that ends at NONE in a node reads this entry (a /16 without nodes has the
     /// value in its first-level leaf).
     short: HugeSlice<AtomicU32>,
+    /// The default route's next hop (NONE without one).
+    ///
+    /// `short` and `default` change only with a new first level: a reader takes them
+    /// from the first level it loaded, which no later change of them alters, so a
+    /// lookup no longer reads a node from before a more-specific route came and a
+    /// cover from after a later change (stored in place, they let it). Nodes are
+    /// shared with later first levels, though: a reader whose call or view outlives a
+    /// change of a cover still reads them as they change (docs/LPM.md, "Not met").
+    default: AtomicU32,
 }
 
 impl First {
@@ -95,6 +104,7 @@ impl First {
         First {
             top: HugeSlice::new(TOP, |_| AtomicU64::new(leaf(NONE))),
             short: HugeSlice::new(TOP, |_| AtomicU32::new(NONE)),
+            default: AtomicU32::new(NONE),
         }
     }
 }
@@ -104,6 +114,7 @@ impl Level for First {
         First {
             top: self.top.duplicate(),
             short: self.short.duplicate(),
+            default: AtomicU32::new(self.default.load(Ordering::Relaxed)),
         }
     }
 
@@ -114,21 +125,20 @@ impl Level for First {
     fn copy_from(&mut self, from: &First) {
         self.top.copy_from(&from.top);
         self.short.copy_from(&from.short);
+        *self.default.get_mut() = from.default.load(Ordering::Relaxed);
     }
 }
 
 /// The IPv6 table.
 pub struct Runs6 {
-    /// Behind one pointer (see `first.rs`): a change of a prefix shorter than /16 that
-    /// changes several /16s publishes a changed copy.
+    /// Behind one pointer (see `first.rs`): a change of a prefix of at most 16 bits
+    /// publishes a changed copy.
     first: FirstLevel<First>,
     /// Nodes of a bulk build, packed in one huge-page block; never freed one by one
     /// (replaced ones stay until the table is dropped, counted in `lookup_bytes`).
     /// (Atomic words: a kid slot's value word is replaced in place when the kid is, and a
     /// split node's top value when the sub-node under it is.)
     arena: Option<HugeSlice<AtomicU64>>,
-    /// The default route (`/0`).
-    default: AtomicU32,
     writer: Mutex<Writer>,
     /// Bytes of live heap nodes.
     heap_bytes: AtomicUsize,
@@ -209,7 +219,6 @@ impl Runs6 {
         Runs6 {
             first: FirstLevel::new(First::empty()),
             arena: None,
-            default: AtomicU32::new(NONE),
             writer: Mutex::new(Writer {
                 routes: (0..=128).map(|_| PrefixMap::default()).collect(),
                 top_len: vec![0; TOP],
@@ -272,8 +281,8 @@ impl Runs6 {
             v = unsafe { final_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }.1;
             level += 1;
         }
-        let v = or_default((v >> 32) as u32, first.short[i].load(Ordering::Acquire));
-        or_default(v, self.default.load(Ordering::Acquire))
+        let v = or_default((v >> 32) as u32, first.short[i].load(Ordering::Relaxed));
+        or_default(v, first.default.load(Ordering::Relaxed))
     }
 
     /// Looks up `keys` 32 at a time, level by level over the group, prefetching each
@@ -309,7 +318,7 @@ impl Runs6 {
 
     #[inline(always)]
     fn lookup_batch_pinned<const AVX2: bool>(&self, first: &First, keys: &[u128], out: &mut [u32]) {
-        let dflt = self.default.load(Ordering::Acquire);
+        let dflt = first.default.load(Ordering::Relaxed);
         for (ks, os) in keys.chunks(32).zip(out.chunks_mut(32)) {
             self.lookup_group::<AVX2>(first, ks, os, dflt);
         }
@@ -430,7 +439,10 @@ impl Runs6 {
         let mut retired: Vec<u64> = Vec::new();
         let mut dirty: Vec<Dirty> = Vec::new();
         if len == 0 {
-            self.default.store(nh.unwrap_or(NONE), Ordering::Release);
+            let copy = self.first.copy(&guard);
+            // (Not yet shared.)
+            copy.default.store(nh.unwrap_or(NONE), Ordering::Relaxed);
+            self.first.replace(copy, &guard);
             return;
         }
         if u32::from(len) <= TOP_BITS {
@@ -440,11 +452,14 @@ impl Runs6 {
             let owned: Vec<usize> = (start..start + span)
                 .filter(|&i| change.owns(w.top_len[i]))
                 .collect();
-            let current = self.first.load(&guard);
-            // One /16 changes in place; more change in a copy published whole, so that
-            // readers see all of them or none.
-            let copy = (owned.len() > 1).then(|| self.first.copy(&guard));
-            let first = copy.as_deref().unwrap_or(current);
+            // In a copy published whole, so that readers see all of the /16s or none,
+            // and take `short` from one first level (see `First::default`). (An
+            // unchanged one is not published.)
+            let copy = (!owned.is_empty()).then(|| self.first.copy(&guard));
+            let first = match copy.as_deref() {
+                Some(c) => c,
+                None => self.first.load(&guard),
+            };
             for i in owned {
                 w.top_len[i] = change.set_len;
                 w.top_val[i] = change.set_val;
@@ -697,7 +712,7 @@ impl Runs6 {
             w.count += 1;
             w.routes[l as usize].insert(k, nh);
             if l == 0 {
-                *t.default.get_mut() = nh;
+                *t.first.get_mut().default.get_mut() = nh;
                 continue;
             }
             if u32::from(l) <= TOP_BITS {
@@ -805,12 +820,11 @@ impl Runs6 {
         self.lock().count
     }
 
-    /// Removes every route: the default route with one store, then the others with one
-    /// store of an empty first level; the nodes are retired.
+    /// Removes every route with one store of an empty first level; the nodes are
+    /// retired.
     pub fn clear(&self) {
         let mut w = self.lock();
         let guard = epoch::pin();
-        self.default.store(NONE, Ordering::Release);
         self.first.replace(Box::new(First::empty()), &guard);
         let retired: Vec<u64> = w
             .nodes
