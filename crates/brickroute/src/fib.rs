@@ -4,7 +4,7 @@
 use lpm::synth::{self, Queries};
 use lpm::table::{self, RouteTable};
 use lpm::{Ipv4Lpm, Ipv6Lpm, Lpm, LpmView, ReadGuard};
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -92,8 +92,8 @@ pub struct BenchArgs {
     /// Addresses per lookup_batch call.
     #[arg(long, default_value_t = 32)]
     batch: usize,
-    /// Query addresses per run (IPv6 uses half).
-    #[arg(long, default_value_t = 4 << 20)]
+    /// Query addresses per run (IPv6 uses half), at most 2^26.
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 26))]
     count: usize,
     /// Timed runs; the median is reported.
     #[arg(long, default_value_t = 5)]
@@ -124,8 +124,8 @@ enum Family {
 pub struct GenArgs {
     #[arg(long, value_enum, default_value = "both")]
     family: Family,
-    /// Prefixes (default: 1000000 IPv4, 234000 IPv6).
-    #[arg(long)]
+    /// Prefixes (default: 1000000 IPv4, 234000 IPv6), at most 2^24.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1 << 24))]
     count: Option<usize>,
     #[arg(long, default_value_t = SEED)]
     seed: u64,
@@ -160,37 +160,55 @@ fn lookup(a: LookupArgs) -> Result<(), String> {
     let t = load_table(&a.table, "lookup")?;
     let v4 = Ipv4Lpm::build(&t.v4);
     let v6 = Ipv6Lpm::build(&t.v6);
-    let stdin = std::io::stdin().lock();
+    let mut stdin = BufReader::with_capacity(1 << 16, std::io::stdin());
     let mut out = BufWriter::new(std::io::stdout().lock());
+    let flush = |out: &mut BufWriter<_>| out.flush().map_err(|e| format!("standard output: {}", e));
     let mut bad = 0usize;
-    for (i, line) in stdin.lines().enumerate() {
-        let line = line.map_err(|e| format!("standard input: {}", e))?;
-        // (`#` starts a comment, as in route files.)
-        let text = line.split('#').next().unwrap_or("").trim();
-        if text.is_empty() {
-            continue;
+    let mut line = Vec::new();
+    for n in 1.. {
+        line.clear();
+        let got = stdin
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("standard input: {}", e))?;
+        if got == 0 {
+            break;
         }
-        let hop = match text.parse::<IpAddr>() {
-            Ok(IpAddr::V4(x)) => v4.lookup(u32::from(x)),
-            Ok(IpAddr::V6(x)) => v6.lookup(u128::from(x)),
-            Err(_) => {
-                // Reported and skipped: the addresses after it are still answered.
-                eprintln!(
-                    "brickroute fib lookup: stdin:{}: {:?} is not an IPv4 or IPv6 address",
-                    i + 1,
-                    text
-                );
+        // (`#` starts a comment, as in route files.)
+        let text = std::str::from_utf8(&line).map(|l| l.split('#').next().unwrap_or("").trim());
+        let hop = match text.as_ref().map(|t| t.parse::<IpAddr>()) {
+            Ok(_) if text == Ok("") => None,
+            Ok(Ok(IpAddr::V4(x))) => Some(v4.lookup(u32::from(x))),
+            Ok(Ok(IpAddr::V6(x))) => Some(v6.lookup(u128::from(x))),
+            bad_line => {
+                // Reported and skipped: the addresses after it are still answered (and
+                // those before it are out first).
+                flush(&mut out)?;
+                match bad_line {
+                    Err(_) => eprintln!("brickroute fib lookup: stdin:{}: not UTF-8 text", n),
+                    _ => eprintln!(
+                        "brickroute fib lookup: stdin:{}: {:?} is not an IPv4 or IPv6 address",
+                        n,
+                        text.unwrap_or_default()
+                    ),
+                }
                 bad += 1;
                 continue;
             }
         };
-        let w = match hop {
-            Some(h) => writeln!(out, "{} {}", text, h),
-            None => writeln!(out, "{} -", text),
-        };
-        w.map_err(|e| format!("standard output: {}", e))?;
+        if let (Some(hop), Ok(text)) = (hop, text) {
+            let w = match hop {
+                Some(h) => writeln!(out, "{} {}", text, h),
+                None => writeln!(out, "{} -", text),
+            };
+            w.map_err(|e| format!("standard output: {}", e))?;
+        }
+        // Answers go out whenever no more input is waiting, so a caller that writes an
+        // address and waits for its answer gets it.
+        if stdin.buffer().is_empty() {
+            flush(&mut out)?;
+        }
     }
-    out.flush().map_err(|e| format!("standard output: {}", e))?;
+    flush(&mut out)?;
     match bad {
         0 => Ok(()),
         1 => Err("1 line of standard input was not an address".to_string()),
@@ -376,7 +394,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             &t.v6,
             name,
             &a,
-            || synth::ipv6_queries(&t.v6, a.count / 2, kind, 12345),
+            || synth::ipv6_queries(&t.v6, a.count.div_ceil(2), kind, 12345),
             || None,
         )?
         .print(a.json);
@@ -430,6 +448,12 @@ fn bench_family<T: Lpm>(
         }
     };
     let (lps_min, lps, lps_max) = ours.spread();
+    if !(lps_min > 0.0 && lps_max.is_finite()) {
+        return Err(format!(
+            "{} queries ran too fast to time ({} lookups/s): raise --count",
+            family, lps_min
+        ));
+    }
     drop(ours);
     let (median, p99) = updates(routes, a.updates, q.clone(), lpm.clone(), |p, l, nh| {
         match nh {

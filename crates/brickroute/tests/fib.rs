@@ -19,7 +19,7 @@ fn table_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 /// `fib lookup --table PATH` with `input` on standard input.
-fn lookup_at(path: &std::path::Path, input: &str) -> std::process::Output {
+fn lookup_at(path: &std::path::Path, input: impl AsRef<[u8]>) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
         .args(["fib", "lookup", "--table"])
         .arg(path)
@@ -29,11 +29,11 @@ fn lookup_at(path: &std::path::Path, input: &str) -> std::process::Output {
         .spawn()
         .expect("run brickroute");
     // (It may exit before reading a bad table's input: a closed pipe is no failure.)
-    let _ = child.stdin.take().expect("stdin").write_all(input.as_bytes());
+    let _ = child.stdin.take().expect("stdin").write_all(input.as_ref());
     child.wait_with_output().expect("wait")
 }
 
-fn lookup(table: &str, input: &str) -> std::process::Output {
+fn lookup(table: &str, input: impl AsRef<[u8]>) -> std::process::Output {
     let (_dir, path) = table_file(table);
     lookup_at(&path, input)
 }
@@ -260,7 +260,7 @@ fn gen_writes_a_table_lookup_can_load() {
     let first = text.lines().next().expect("a line");
     let prefix = first.split_whitespace().next().expect("prefix");
     let addr = prefix.split('/').next().expect("address");
-    let out = lookup(&text, &format!("{}\n", addr));
+    let out = lookup(&text, format!("{}\n", addr));
     assert!(out.status.success(), "{}", common::stderr(&out));
     assert!(common::stdout(&out).starts_with(addr));
     assert!(!common::stdout(&out).ends_with(" -\n"));
@@ -410,7 +410,7 @@ fn bench_refuses_bad_arguments_and_empty_tables_with_a_reason() {
     );
     assert_eq!(common::stdout(&out), "");
     std::fs::write(&path, "10.0.0.0/8 1\n").expect("write table");
-    for zero in ["--batch", "--runs", "--count"] {
+    for zero in ["--batch", "--runs"] {
         let out = common::brickroute(&["fib", "bench", "--table", table, zero, "0"]);
         assert_eq!(out.status.code(), Some(1), "{zero}");
         assert_eq!(
@@ -459,4 +459,111 @@ fn gen_is_reproducible_by_seed_and_keeps_to_its_family() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     assert_eq!(common::stderr(&out), "");
     assert_eq!(common::stdout(&out), "");
+}
+
+#[test]
+fn bench_counts_out_of_range_are_refused_and_one_query_still_gives_finite_json() {
+    let (_dir, path) = table_file("10.0.0.0/8 1\n2001:db8::/32 7\n0.0.0.0/0 9\n");
+    let table = path.to_str().expect("utf-8");
+    for (count, want) in [
+        ("0", "0 is not in 1..=67108864"),
+        ("1099511627776", "is not in 1..=67108864"),
+    ] {
+        let out = common::brickroute(&["fib", "bench", "--table", table, "--count", count]);
+        assert_eq!(out.status.code(), Some(2), "{count}");
+        assert!(common::stderr(&out).contains(want), "{}", common::stderr(&out));
+    }
+    let out = common::brickroute(&["fib", "gen", "--count", "18446744073709551615"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("is not in 0..=16777216"),
+        "{}",
+        common::stderr(&out)
+    );
+    // One query: IPv4 gets it, and IPv6 (half the count, rounded up) one too, where it
+    // got none and printed `inf`.
+    let out = common::brickroute(&[
+        "fib",
+        "bench",
+        "--table",
+        table,
+        "--count",
+        "1",
+        "--runs",
+        "1",
+        "--updates",
+        "4",
+        "--json",
+        "--no-baseline",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = common::stdout(&out);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        for key in ["lookups_per_sec", "ns_per_lookup"] {
+            let x = v[key].as_f64().unwrap_or_else(|| panic!("{key}: {line}"));
+            assert!(x > 0.0 && x.is_finite(), "{key}: {line}");
+        }
+    }
+}
+
+#[test]
+fn gen_seeds_zero_and_one_give_different_tables() {
+    let gen = |seed: &str| {
+        let out = common::brickroute(&["fib", "gen", "--family", "4", "--count", "50", "--seed", seed]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        common::stdout(&out)
+    };
+    assert_ne!(gen("0"), gen("1"));
+}
+
+#[test]
+fn a_line_of_stdin_that_is_not_utf8_is_reported_and_the_others_answered() {
+    let out = lookup(TABLE, b"10.1.2.3\n\xff\xfe\n10.0.0.1\n".as_slice());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(common::stdout(&out), "10.1.2.3 3\n10.0.0.1 1\n");
+    assert_eq!(
+        common::stderr(&out),
+        "brickroute fib lookup: stdin:2: not UTF-8 text\n\
+         brickroute fib lookup: 1 line of standard input was not an address\n"
+    );
+}
+
+#[test]
+fn lookup_answers_each_address_before_the_next_arrives() {
+    use std::io::BufRead;
+    let (_dir, path) = table_file(TABLE);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args(["fib", "lookup", "--table"])
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run brickroute");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.expect("read stdout")).is_err() {
+                break;
+            }
+        }
+    });
+    // Standard input stays open: each answer must come while the next address is
+    // still to be written.
+    for (query, want) in [("10.1.2.3", "10.1.2.3 3"), ("2001:db8::1", "2001:db8::1 10")] {
+        writeln!(stdin, "{query}").expect("write stdin");
+        stdin.flush().expect("flush stdin");
+        let got = rx.recv_timeout(std::time::Duration::from_secs(30));
+        if got.is_err() {
+            let _ = child.kill();
+        }
+        assert_eq!(got.as_deref(), Ok(want));
+    }
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+    reader.join().expect("reader");
 }

@@ -20,7 +20,8 @@ pub struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed.max(1))
+        // (xorshift's state must not be 0: seed 0 gets a state no other seed has.)
+        Rng(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
     }
     pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;

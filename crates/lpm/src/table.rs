@@ -88,6 +88,14 @@ impl fmt::Display for Prefix {
     }
 }
 
+/// `s` as a decimal number: ASCII digits only (`str::parse` also takes a leading `+`).
+fn decimal(s: &str) -> Option<u32> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
 /// Parses `ADDR/LEN` into its network, and whether `ADDR` had host bits set after the
 /// length (they are cleared: `10.1.2.3/8` is `10.0.0.0/8`).
 pub fn parse_prefix(s: &str) -> Result<(Prefix, bool), String> {
@@ -98,8 +106,8 @@ pub fn parse_prefix(s: &str) -> Result<(Prefix, bool), String> {
         .parse()
         .map_err(|_| format!("{:?} is not an IPv4 or IPv6 address", addr))?;
     let max = if ip.is_ipv4() { 32 } else { 128 };
-    let len: u8 = match len.parse::<u32>() {
-        Ok(l) if l <= max => l as u8,
+    let len: u8 = match decimal(len) {
+        Some(l) if l <= max => l as u8,
         _ => {
             return Err(format!(
                 "prefix length {:?} is not a number from 0 to {}",
@@ -142,8 +150,8 @@ pub fn parse_line(line: &str) -> Result<Option<RouteLine>, String> {
         ));
     }
     let (p, host_bits) = parse_prefix(prefix)?;
-    let nh = match nh.parse::<u32>() {
-        Ok(v) if v <= MAX_NEXT_HOP => v,
+    let nh = match decimal(nh) {
+        Some(v) if v <= MAX_NEXT_HOP => v,
         _ => {
             return Err(format!(
                 "next hop {:?} is not a number from 0 to {}",

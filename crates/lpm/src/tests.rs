@@ -1477,6 +1477,15 @@ fn table_errors_name_file_line_and_reason() {
             "t.txt:1: \"10.0.0.300\" is not an IPv4 or IPv6 address",
         ),
         (b"# ok\n\xff/8 1\n", "t.txt:2: not UTF-8 text"),
+        // Decimal digits only: `str::parse` alone takes a sign.
+        (
+            b"10.0.0.0/8 +5\n",
+            "t.txt:1: next hop \"+5\" is not a number from 0 to 4294967294",
+        ),
+        (
+            b"10.0.0.0/+8 5\n",
+            "t.txt:1: prefix length \"+8\" is not a number from 0 to 32",
+        ),
     ];
     for (text, want) in cases {
         let err = table::parse(text, "t.txt").expect_err("bad table");
