@@ -68,12 +68,15 @@
 //! The default route lives in the first level too, and changes the same way: a lookup
 //! that ends at no route in a node takes its fallback from the first level it loaded.
 //!
+//! Nodes, though, are shared by successive first levels, so a reader whose call (or
+//! view) began before a change of such a fallback could read a node changed after it
+//! and pair it with the old fallback. So the writer counts its changes (a sequence
+//! lock), and an IPv6 lookup that ended at no route in a node and took a fallback is
+//! looked up again if a change began since its first level was loaded. (IPv4's chunks
+//! hold their /16's covers, and its first levels share nothing that changes.)
+//!
 //! In both, every address flips from its old to its new answer exactly once, and no
-//! address outside the changed prefix sees any change. One exception remains in IPv6:
-//! nodes are shared by successive first levels, so a reader whose call (or view) began
-//! before a change of a prefix of at most 16 bits, or of the default route, and that
-//! reads a node changed after it, combines that node with the old fallback (IPv4's
-//! chunks hold their /16's covers, and its first levels share nothing that changes).
+//! address outside the changed prefix sees any change.
 //!
 //! # Memory reclamation
 //!

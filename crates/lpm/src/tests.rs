@@ -2116,3 +2116,24 @@ fn ipv6_answers_never_mix_a_route_with_a_later_short_cover() {
         keys,
     );
 }
+
+/// A view made before a change of the default route, then a node changed after it: the
+/// address that loses its route there answers the default route of now (or its route
+/// of before), never the default route the view's first level holds, which the address
+/// never had while the route was gone.
+#[test]
+fn ipv6_a_view_never_pairs_a_later_node_with_its_old_default_route() {
+    let t = Ipv6Lpm::new();
+    t.insert(0, 0, 1);
+    t.insert(ip6("2001:db8:1::"), 48, 2);
+    // (Keeps the nodes above the /48 alive, so removing it stores into a node that the
+    // view's first level shares.)
+    t.insert(ip6("2001:db8:2::"), 48, 5);
+    let guard = pin();
+    let view = t.view(&guard);
+    t.insert(0, 0, 3);
+    t.remove(ip6("2001:db8:1::"), 48);
+    let mut out = [0u32; 2];
+    view.lookup_batch(&[ip6("2001:db8:1::1"), ip6("2001:db8:2::1")], &mut out);
+    assert_eq!(out, [3, 5]);
+}

@@ -26,7 +26,7 @@ use crossbeam_epoch::{self as epoch, Guard};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Address bits of the first level.
@@ -93,9 +93,11 @@ struct First {
     /// `short` and `default` change only with a new first level: a reader takes them
     /// from the first level it loaded, which no later change of them alters, so a
     /// lookup no longer reads a node from before a more-specific route came and a
-    /// cover from after a later change (stored in place, they let it). Nodes are
+    /// fallback from after a later change (stored in place, they let it). Nodes are
     /// shared with later first levels, though: a reader whose call or view outlives a
-    /// change of a cover still reads them as they change (docs/LPM.md, "Not met").
+    /// change of a fallback still reads them as they change, so a lookup that ended at
+    /// NONE in a node checks [`Runs6::changes`] and looks the key up again if a change
+    /// began in between.
     default: AtomicU32,
 }
 
@@ -139,6 +141,12 @@ pub struct Runs6 {
     /// (Atomic words: a kid slot's value word is replaced in place when the kid is, and a
     /// split node's top value when the sub-node under it is.)
     arena: Option<HugeSlice<AtomicU64>>,
+    /// Changes begun and ended, counted twice each (odd while one is under way): a
+    /// lookup that took a fallback (a node's NONE answered from `short` or the default
+    /// route) is redone if this moved since its first level was loaded, so it never
+    /// combines a node changed after a fallback changed with the old fallback. A
+    /// sequence lock on the rare path only: other answers come from one path of nodes.
+    changes: AtomicU64,
     writer: Mutex<Writer>,
     /// Bytes of live heap nodes.
     heap_bytes: AtomicUsize,
@@ -196,6 +204,9 @@ fn parent(level: usize, base: u128) -> Option<(usize, u128)> {
 pub struct Runs6View<'g> {
     table: &'g Runs6,
     first: &'g First,
+    guard: &'g Guard,
+    /// [`Runs6::changes`] when `first` was loaded.
+    changes: u64,
 }
 
 impl Runs6View<'_> {
@@ -203,14 +214,14 @@ impl Runs6View<'_> {
     #[inline]
     pub fn lookup_batch(&self, keys: &[u128], out: &mut [u32]) {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
-        let (table, first) = (self.table, self.first);
+        let (table, first, recheck) = (self.table, self.first, (self.guard, self.changes));
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
             // SAFETY: the CPU supports AVX2, BMI1, BMI2 and POPCNT (checked just above).
-            unsafe { table.lookup_batch_avx2(first, keys, out) };
+            unsafe { table.lookup_batch_avx2(first, keys, out, recheck) };
             return;
         }
-        table.lookup_batch_pinned::<false>(first, keys, out);
+        table.lookup_batch_pinned::<false>(first, keys, out, recheck);
     }
 }
 
@@ -219,6 +230,7 @@ impl Runs6 {
         Runs6 {
             first: FirstLevel::new(First::empty()),
             arena: None,
+            changes: AtomicU64::new(0),
             writer: Mutex::new(Writer {
                 routes: (0..=128).map(|_| PrefixMap::default()).collect(),
                 top_len: vec![0; TOP],
@@ -253,25 +265,57 @@ impl Runs6 {
     /// first level and the nodes loaded from it allocated).
     #[inline]
     pub fn lookup_in(&self, guard: &Guard, key: u128) -> u32 {
-        let first = self.first.load(guard);
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
-            // SAFETY: the CPU supports AVX2, BMI1, BMI2 and POPCNT (checked just above).
-            return unsafe { self.lookup_avx2(first, key) };
+        loop {
+            let changes = self.changes.load(Ordering::Acquire);
+            let first = self.first.load(guard);
+            #[cfg(target_arch = "x86_64")]
+            let (r, fell) = if has_avx2() {
+                // SAFETY: the CPU supports AVX2, BMI1, BMI2 and POPCNT (checked just above).
+                unsafe { self.lookup_avx2(first, key) }
+            } else {
+                self.lookup_pinned::<false>(first, key)
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let (r, fell) = self.lookup_pinned::<false>(first, key);
+            if !fell || self.unchanged_since(changes) {
+                return r;
+            }
+            std::hint::spin_loop();
         }
-        self.lookup_pinned::<false>(first, key)
+    }
+
+    /// Whether no change began since [`Self::changes`] read `changes` (odd: one was
+    /// under way then). The reads before the call are ordered before its load of the
+    /// count, so any store of a change they saw shows here as a moved count.
+    #[inline]
+    fn unchanged_since(&self, changes: u64) -> bool {
+        fence(Ordering::Acquire);
+        changes & 1 == 0 && self.changes.load(Ordering::Relaxed) == changes
+    }
+
+    /// Runs the writer's `change` between two steps of [`Self::changes`].
+    fn counted<R>(&self, change: impl FnOnce() -> R) -> R {
+        let n = self.changes.load(Ordering::Relaxed);
+        self.changes.store(n + 1, Ordering::Relaxed);
+        // Orders the odd count before every store of the change (a reader that sees
+        // one of them and then fences sees the count moved).
+        fence(Ordering::Release);
+        let r = change();
+        self.changes.store(n + 2, Ordering::Release);
+        r
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
-    unsafe fn lookup_avx2(&self, first: &First, key: u128) -> u32 {
+    unsafe fn lookup_avx2(&self, first: &First, key: u128) -> (u32, bool) {
         self.lookup_pinned::<true>(first, key)
     }
 
     /// Callers hold an epoch guard, under which they loaded `first` (and, with `AVX2`,
     /// run on a CPU with AVX2, BMI2 and POPCNT).
     #[inline(always)]
-    fn lookup_pinned<const AVX2: bool>(&self, first: &First, key: u128) -> u32 {
+    /// The answer, and whether it took a fallback after a node's NONE.
+    fn lookup_pinned<const AVX2: bool>(&self, first: &First, key: u128) -> (u32, bool) {
         let i = slot_of(key, 0, TOP_BITS) as usize;
         let mut v = first.top[i].load(Ordering::Acquire);
         let mut level = 0;
@@ -281,8 +325,12 @@ impl Runs6 {
             v = unsafe { final_word::<AVX2>(v, slot_of(key, DEPTHS[level], STRIDES[level])) }.1;
             level += 1;
         }
-        let v = or_default((v >> 32) as u32, first.short[i].load(Ordering::Relaxed));
-        or_default(v, first.default.load(Ordering::Relaxed))
+        let nh = (v >> 32) as u32;
+        let v = or_default(nh, first.short[i].load(Ordering::Relaxed));
+        (
+            or_default(v, first.default.load(Ordering::Relaxed)),
+            level > 0 && nh == NONE,
+        )
     }
 
     /// Looks up `keys` 32 at a time, level by level over the group, prefetching each
@@ -304,28 +352,75 @@ impl Runs6 {
     /// The table with its current first level loaded, for batch lookups under `guard`.
     #[inline]
     pub fn view<'g>(&'g self, guard: &'g Guard) -> Runs6View<'g> {
+        let changes = self.changes.load(Ordering::Acquire);
         Runs6View {
             table: self,
             first: self.first.load(guard),
+            guard,
+            changes,
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
-    unsafe fn lookup_batch_avx2(&self, first: &First, keys: &[u128], out: &mut [u32]) {
-        self.lookup_batch_pinned::<true>(first, keys, out)
+    unsafe fn lookup_batch_avx2(
+        &self,
+        first: &First,
+        keys: &[u128],
+        out: &mut [u32],
+        recheck: (&Guard, u64),
+    ) {
+        self.lookup_batch_pinned::<true>(first, keys, out, recheck)
     }
 
     #[inline(always)]
-    fn lookup_batch_pinned<const AVX2: bool>(&self, first: &First, keys: &[u128], out: &mut [u32]) {
+    /// `recheck`: the caller's guard, and [`Self::changes`] when it loaded `first`.
+    fn lookup_batch_pinned<const AVX2: bool>(
+        &self,
+        first: &First,
+        keys: &[u128],
+        out: &mut [u32],
+        recheck: (&Guard, u64),
+    ) {
         let dflt = first.default.load(Ordering::Relaxed);
         for (ks, os) in keys.chunks(32).zip(out.chunks_mut(32)) {
-            self.lookup_group::<AVX2>(first, ks, os, dflt);
+            let fell = self.lookup_group::<AVX2>(first, ks, os, dflt);
+            if fell != 0 {
+                self.recheck_fallbacks(ks, os, fell, recheck);
+            }
+        }
+    }
+
+    /// Looks the keys of `fell` (answered by a fallback after a node's NONE) up again,
+    /// each on its own, if a change began since the caller loaded its first level.
+    #[cold]
+    #[inline(never)]
+    fn recheck_fallbacks(
+        &self,
+        keys: &[u128],
+        out: &mut [u32],
+        mut fell: u32,
+        (guard, changes): (&Guard, u64),
+    ) {
+        if self.unchanged_since(changes) {
+            return;
+        }
+        while fell != 0 {
+            let i = fell.trailing_zeros() as usize;
+            fell &= fell - 1;
+            out[i] = self.lookup_in(guard, keys[i]);
         }
     }
 
     #[inline(always)]
-    fn lookup_group<const AVX2: bool>(&self, first: &First, keys: &[u128], out: &mut [u32], dflt: u32) {
+    /// Returns the keys whose answer took a fallback after a node's NONE.
+    fn lookup_group<const AVX2: bool>(
+        &self,
+        first: &First,
+        keys: &[u128],
+        out: &mut [u32],
+        dflt: u32,
+    ) -> u32 {
         let len = keys.len().min(32);
         let mut v = [0u64; 32];
         // Each linked key's slot in the node `v[i]` links (computed with its prefetch;
@@ -392,11 +487,13 @@ impl Runs6 {
             // SAFETY: `AVX2`, and `out` holds 32 answers (as above).
             rest = unsafe { answers_avx2(&v, out, dflt) } & linked;
         }
+        let mut fell = 0;
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
             let mut nh = (v[i & 31] >> 32) as u32;
             if nh == NONE {
+                fell |= 1 << i;
                 // SAFETY: `i < len` (only those bits are set).
                 let k = unsafe { *keys.get_unchecked(i) };
                 // SAFETY: a 16-bit slot is below the length of `short`, 2^16.
@@ -405,6 +502,7 @@ impl Runs6 {
             }
             out[i] = or_default(nh, dflt);
         }
+        fell
     }
 
     /// Installs `key/len -> nh`; returns the previous next hop of that prefix.
@@ -416,7 +514,7 @@ impl Runs6 {
             w.count += 1;
         }
         if prev != Some(nh) {
-            self.apply(&mut w, key, len, Some(nh), prev.is_none());
+            self.counted(|| self.apply(&mut w, key, len, Some(nh), prev.is_none()));
         }
         prev
     }
@@ -427,7 +525,7 @@ impl Runs6 {
         let mut w = self.lock();
         let old = w.routes[len as usize].remove(&key)?;
         w.count -= 1;
-        self.apply(&mut w, key, len, None, true);
+        self.counted(|| self.apply(&mut w, key, len, None, true));
         Some(old)
     }
 

@@ -30,12 +30,13 @@ fn the_portable_path_matches_the_reference() {
     }
     let mut out = vec![0u32; probes.len()];
     let guard = epoch::pin();
+    let changes = t.changes.load(Ordering::Acquire);
     let first = t.first.load(&guard);
-    t.lookup_batch_pinned::<false>(first, &probes, &mut out);
+    t.lookup_batch_pinned::<false>(first, &probes, &mut out, (&guard, changes));
     for (&a, &o) in probes.iter().zip(&out) {
         let want = reference.lookup(a).unwrap_or(NONE);
         assert_eq!(o, want, "batch {:x}", a);
-        assert_eq!(t.lookup_pinned::<false>(first, a), want, "single {:x}", a);
+        assert_eq!(t.lookup_pinned::<false>(first, a).0, want, "single {:x}", a);
     }
 }
 
@@ -166,7 +167,8 @@ fn a_node_of_many_runs_is_split() {
             assert_eq!(o, w, "{:x}", a);
         }
         let guard = epoch::pin();
-        t.lookup_batch_pinned::<false>(t.first.load(&guard), &probes, &mut out);
+        let changes = t.changes.load(Ordering::Acquire);
+        t.lookup_batch_pinned::<false>(t.first.load(&guard), &probes, &mut out, (&guard, changes));
         assert_eq!(out, want);
     };
     check(&t, &|_| true);
@@ -271,4 +273,28 @@ fn a_change_under_one_high_byte_of_a_split_node_rebuilds_its_sub_node() {
     assert_eq!((gone, new), (vec![old_top & !SUB], vec![top & !SUB]));
     drop(w);
     assert_eq!(answers(&t), [Some(2), Some(2), Some(500_000)]);
+}
+
+/// The portable batch path redoes a key that fell back to a default route changed since
+/// its first level was loaded, as the AVX2 path does (lpm's tests, through a view).
+#[test]
+fn the_portable_batch_rechecks_fallbacks_after_a_change() {
+    let t = Runs6::new();
+    t.insert(0, 0, 1);
+    t.insert(0x2001_0db8_0001u128 << 80, 48, 2);
+    t.insert(0x2001_0db8_0002u128 << 80, 48, 5);
+    let guard = epoch::pin();
+    let changes = t.changes.load(Ordering::Acquire);
+    let first = t.first.load(&guard);
+    t.insert(0, 0, 3);
+    t.remove(0x2001_0db8_0001u128 << 80, 48);
+    let mut out = [0u32; 2];
+    let keys = [(0x2001_0db8_0001u128 << 80) | 1, (0x2001_0db8_0002u128 << 80) | 1];
+    t.lookup_batch_pinned::<false>(first, &keys, &mut out, (&guard, changes));
+    assert_eq!(out, [3, 5]);
+    // Without a change since, the first level's own answers stand.
+    let changes = t.changes.load(Ordering::Acquire);
+    let first = t.first.load(&guard);
+    t.lookup_batch_pinned::<false>(first, &keys, &mut out, (&guard, changes));
+    assert_eq!(out, [3, 5]);
 }
