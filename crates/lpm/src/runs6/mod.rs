@@ -293,16 +293,23 @@ impl Runs6 {
         changes & 1 == 0 && self.changes.load(Ordering::Relaxed) == changes
     }
 
-    /// Runs the writer's `change` between two steps of [`Self::changes`].
+    /// Runs the writer's `change` between two steps of [`Self::changes`] (the second
+    /// also if it panics: an odd count left behind would keep readers that took a
+    /// fallback looking up again for ever).
     fn counted<R>(&self, change: impl FnOnce() -> R) -> R {
+        struct End<'a>(&'a AtomicU64, u64);
+        impl Drop for End<'_> {
+            fn drop(&mut self) {
+                self.0.store(self.1, Ordering::Release);
+            }
+        }
         let n = self.changes.load(Ordering::Relaxed);
         self.changes.store(n + 1, Ordering::Relaxed);
         // Orders the odd count before every store of the change (a reader that sees
         // one of them and then fences sees the count moved).
         fence(Ordering::Release);
-        let r = change();
-        self.changes.store(n + 2, Ordering::Release);
-        r
+        let _end = End(&self.changes, n + 2);
+        change()
     }
 
     #[cfg(target_arch = "x86_64")]
