@@ -164,49 +164,51 @@ fn lookup(a: LookupArgs) -> Result<(), String> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     let flush = |out: &mut BufWriter<_>| out.flush().map_err(|e| format!("standard output: {}", e));
     let mut bad = 0usize;
-    let mut line = Vec::new();
+    let mut raw = Vec::new();
     for n in 1.. {
-        line.clear();
-        let got = stdin
-            .read_until(b'\n', &mut line)
-            .map_err(|e| format!("standard input: {}", e))?;
-        if got == 0 {
-            break;
-        }
-        // (`#` starts a comment, as in route files.)
-        let text = std::str::from_utf8(&line).map(|l| l.split('#').next().unwrap_or("").trim());
-        let hop = match text.as_ref().map(|t| t.parse::<IpAddr>()) {
-            Ok(_) if text == Ok("") => None,
-            Ok(Ok(IpAddr::V4(x))) => Some(v4.lookup(u32::from(x))),
-            Ok(Ok(IpAddr::V6(x))) => Some(v6.lookup(u128::from(x))),
-            bad_line => {
-                // Reported and skipped: the addresses after it are still answered (and
-                // those before it are out first).
-                flush(&mut out)?;
-                match bad_line {
-                    Err(_) => eprintln!("brickroute fib lookup: stdin:{}: not UTF-8 text", n),
-                    _ => eprintln!(
-                        "brickroute fib lookup: stdin:{}: {:?} is not an IPv4 or IPv6 address",
-                        n,
-                        text.unwrap_or_default()
-                    ),
-                }
-                bad += 1;
-                continue;
-            }
-        };
-        if let (Some(hop), Ok(text)) = (hop, text) {
-            let w = match hop {
-                Some(h) => writeln!(out, "{} {}", text, h),
-                None => writeln!(out, "{} -", text),
-            };
-            w.map_err(|e| format!("standard output: {}", e))?;
-        }
         // Answers go out whenever no more input is waiting, so a caller that writes an
         // address and waits for its answer gets it.
         if stdin.buffer().is_empty() {
             flush(&mut out)?;
         }
+        raw.clear();
+        let got = stdin
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| format!("standard input: {}", e))?;
+        if got == 0 {
+            break;
+        }
+        // A bad line is reported and skipped: the addresses after it are still answered
+        // (and those before it are out first).
+        let Ok(line) = std::str::from_utf8(&raw) else {
+            flush(&mut out)?;
+            eprintln!("brickroute fib lookup: stdin:{}: not UTF-8 text", n);
+            bad += 1;
+            continue;
+        };
+        // (`#` starts a comment, as in route files.)
+        let text = line.split('#').next().unwrap_or("").trim();
+        if text.is_empty() {
+            continue;
+        }
+        let hop = match text.parse::<IpAddr>() {
+            Ok(IpAddr::V4(x)) => v4.lookup(u32::from(x)),
+            Ok(IpAddr::V6(x)) => v6.lookup(u128::from(x)),
+            Err(_) => {
+                flush(&mut out)?;
+                eprintln!(
+                    "brickroute fib lookup: stdin:{}: {:?} is not an IPv4 or IPv6 address",
+                    n, text
+                );
+                bad += 1;
+                continue;
+            }
+        };
+        let w = match hop {
+            Some(h) => writeln!(out, "{} {}", text, h),
+            None => writeln!(out, "{} -", text),
+        };
+        w.map_err(|e| format!("standard output: {}", e))?;
     }
     flush(&mut out)?;
     match bad {

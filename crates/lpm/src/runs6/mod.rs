@@ -214,14 +214,13 @@ impl Runs6View<'_> {
     #[inline]
     pub fn lookup_batch(&self, keys: &[u128], out: &mut [u32]) {
         assert!(out.len() >= keys.len(), "lookup_batch: output shorter than input");
-        let (table, first, recheck) = (self.table, self.first, (self.guard, self.changes));
         #[cfg(target_arch = "x86_64")]
         if has_avx2() {
             // SAFETY: the CPU supports AVX2, BMI1, BMI2 and POPCNT (checked just above).
-            unsafe { table.lookup_batch_avx2(first, keys, out, recheck) };
+            unsafe { self.table.lookup_batch_avx2(self, keys, out) };
             return;
         }
-        table.lookup_batch_pinned::<false>(first, keys, out, recheck);
+        self.table.lookup_batch_pinned::<false>(self, keys, out);
     }
 }
 
@@ -318,10 +317,10 @@ impl Runs6 {
         self.lookup_pinned::<true>(first, key)
     }
 
-    /// Callers hold an epoch guard, under which they loaded `first` (and, with `AVX2`,
-    /// run on a CPU with AVX2, BMI2 and POPCNT).
+    /// The answer, and whether it took a fallback after a node's NONE. Callers hold an
+    /// epoch guard, under which they loaded `first` (and, with `AVX2`, run on a CPU with
+    /// AVX2, BMI2 and POPCNT).
     #[inline(always)]
-    /// The answer, and whether it took a fallback after a node's NONE.
     fn lookup_pinned<const AVX2: bool>(&self, first: &First, key: u128) -> (u32, bool) {
         let i = slot_of(key, 0, TOP_BITS) as usize;
         let mut v = first.top[i].load(Ordering::Acquire);
@@ -370,30 +369,18 @@ impl Runs6 {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
-    unsafe fn lookup_batch_avx2(
-        &self,
-        first: &First,
-        keys: &[u128],
-        out: &mut [u32],
-        recheck: (&Guard, u64),
-    ) {
-        self.lookup_batch_pinned::<true>(first, keys, out, recheck)
+    unsafe fn lookup_batch_avx2(&self, view: &Runs6View<'_>, keys: &[u128], out: &mut [u32]) {
+        self.lookup_batch_pinned::<true>(view, keys, out)
     }
 
+    /// Through `view`, a view of this table.
     #[inline(always)]
-    /// `recheck`: the caller's guard, and [`Self::changes`] when it loaded `first`.
-    fn lookup_batch_pinned<const AVX2: bool>(
-        &self,
-        first: &First,
-        keys: &[u128],
-        out: &mut [u32],
-        recheck: (&Guard, u64),
-    ) {
-        let dflt = first.default.load(Ordering::Relaxed);
+    fn lookup_batch_pinned<const AVX2: bool>(&self, view: &Runs6View<'_>, keys: &[u128], out: &mut [u32]) {
+        let dflt = view.first.default.load(Ordering::Relaxed);
         for (ks, os) in keys.chunks(32).zip(out.chunks_mut(32)) {
-            let fell = self.lookup_group::<AVX2>(first, ks, os, dflt);
+            let fell = self.lookup_group::<AVX2>(view.first, ks, os, dflt);
             if fell != 0 {
-                self.recheck_fallbacks(ks, os, fell, recheck);
+                self.recheck_fallbacks(view, ks, os, fell);
             }
         }
     }
@@ -402,20 +389,14 @@ impl Runs6 {
     /// each on its own, if a change began since the caller loaded its first level.
     #[cold]
     #[inline(never)]
-    fn recheck_fallbacks(
-        &self,
-        keys: &[u128],
-        out: &mut [u32],
-        mut fell: u32,
-        (guard, changes): (&Guard, u64),
-    ) {
-        if self.unchanged_since(changes) {
+    fn recheck_fallbacks(&self, view: &Runs6View<'_>, keys: &[u128], out: &mut [u32], mut fell: u32) {
+        if self.unchanged_since(view.changes) {
             return;
         }
         while fell != 0 {
             let i = fell.trailing_zeros() as usize;
             fell &= fell - 1;
-            out[i] = self.lookup_in(guard, keys[i]);
+            out[i] = self.lookup_in(view.guard, keys[i]);
         }
     }
 
@@ -558,13 +539,11 @@ impl Runs6 {
                 .filter(|&i| change.owns(w.top_len[i]))
                 .collect();
             // In a copy published whole, so that readers see all of the /16s or none,
-            // and take `short` from one first level (see `First::default`). (An
-            // unchanged one is not published.)
-            let copy = (!owned.is_empty()).then(|| self.first.copy(&guard));
-            let first = match copy.as_deref() {
-                Some(c) => c,
-                None => self.first.load(&guard),
-            };
+            // and take `short` from one first level (see `First::default`).
+            if owned.is_empty() {
+                return;
+            }
+            let first = self.first.copy(&guard);
             for i in owned {
                 w.top_len[i] = change.set_len;
                 w.top_val[i] = change.set_val;
@@ -578,9 +557,7 @@ impl Runs6 {
                     first.short[i].store(change.set_val, Ordering::Release);
                 }
             }
-            if let Some(copy) = copy {
-                self.first.replace(copy, &guard);
-            }
+            self.first.replace(first, &guard);
         } else {
             let owner = owner_level(len);
             let mut deleted: Vec<(usize, u128)> = Vec::new();

@@ -30,13 +30,12 @@ fn the_portable_path_matches_the_reference() {
     }
     let mut out = vec![0u32; probes.len()];
     let guard = epoch::pin();
-    let changes = t.changes.load(Ordering::Acquire);
-    let first = t.first.load(&guard);
-    t.lookup_batch_pinned::<false>(first, &probes, &mut out, (&guard, changes));
+    let view = t.view(&guard);
+    t.lookup_batch_pinned::<false>(&view, &probes, &mut out);
     for (&a, &o) in probes.iter().zip(&out) {
         let want = reference.lookup(a).unwrap_or(NONE);
         assert_eq!(o, want, "batch {:x}", a);
-        assert_eq!(t.lookup_pinned::<false>(first, a).0, want, "single {:x}", a);
+        assert_eq!(t.lookup_pinned::<false>(view.first, a).0, want, "single {:x}", a);
     }
 }
 
@@ -167,8 +166,7 @@ fn a_node_of_many_runs_is_split() {
             assert_eq!(o, w, "{:x}", a);
         }
         let guard = epoch::pin();
-        let changes = t.changes.load(Ordering::Acquire);
-        t.lookup_batch_pinned::<false>(t.first.load(&guard), &probes, &mut out, (&guard, changes));
+        t.lookup_batch_pinned::<false>(&t.view(&guard), &probes, &mut out);
         assert_eq!(out, want);
     };
     check(&t, &|_| true);
@@ -284,17 +282,14 @@ fn the_portable_batch_rechecks_fallbacks_after_a_change() {
     t.insert(0x2001_0db8_0001u128 << 80, 48, 2);
     t.insert(0x2001_0db8_0002u128 << 80, 48, 5);
     let guard = epoch::pin();
-    let changes = t.changes.load(Ordering::Acquire);
-    let first = t.first.load(&guard);
+    let view = t.view(&guard);
     t.insert(0, 0, 3);
     t.remove(0x2001_0db8_0001u128 << 80, 48);
     let mut out = [0u32; 2];
     let keys = [(0x2001_0db8_0001u128 << 80) | 1, (0x2001_0db8_0002u128 << 80) | 1];
-    t.lookup_batch_pinned::<false>(first, &keys, &mut out, (&guard, changes));
+    t.lookup_batch_pinned::<false>(&view, &keys, &mut out);
     assert_eq!(out, [3, 5]);
     // Without a change since, the first level's own answers stand.
-    let changes = t.changes.load(Ordering::Acquire);
-    let first = t.first.load(&guard);
-    t.lookup_batch_pinned::<false>(first, &keys, &mut out, (&guard, changes));
+    t.lookup_batch_pinned::<false>(&t.view(&guard), &keys, &mut out);
     assert_eq!(out, [3, 5]);
 }
