@@ -848,13 +848,26 @@ impl<'a> Parser<'a> {
             return Ok(c);
         }
         self.pos += 1;
+        // Each `?:` nests its branches one level deeper, like a parenthesis: a long
+        // chain of them must end in an error, not exhaust the stack.
+        if self.depth >= MAX_DEPTH {
+            return Err("expression nested too deeply".into());
+        }
+        self.depth += 1;
+        let r = self.branches();
+        self.depth -= 1;
+        let (a, b) = r?;
+        Ok(Expr::Cond(Box::new(c), Box::new(a), Box::new(b)))
+    }
+
+    /// The two branches of a `?:` after its `?`.
+    fn branches(&mut self) -> Result<(Expr, Expr), String> {
         let a = self.expr()?;
         if self.peek() != Some(":") {
             return Err("missing ':' in ternary expression".into());
         }
         self.pos += 1;
-        let b = self.expr()?;
-        Ok(Expr::Cond(Box::new(c), Box::new(a), Box::new(b)))
+        Ok((a, self.expr()?))
     }
 
     fn orexpr(&mut self) -> Result<Expr, String> {

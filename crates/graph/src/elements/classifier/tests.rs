@@ -306,6 +306,28 @@ fn classifier_errors() {
 }
 
 #[test]
+fn expressions_nested_past_the_limit_are_refused_not_a_crash() {
+    let c = &IPClassifierClass;
+    let deep = "e :: IPClassifier: pattern 0: expression nested too deeply";
+    // 30,000 ternaries, nested in their else branches: once a stack overflow.
+    let chain = format!("{}icmp, -", "tcp ? udp : ".repeat(30_000));
+    assert_eq!(build_error(c, &chain, 1, 2), deep);
+    let parens = format!("{}tcp{}, -", "(".repeat(1_000), ")".repeat(1_000));
+    assert_eq!(build_error(c, &parens, 1, 2), deep);
+    assert_eq!(
+        build_error(c, &format!("{}tcp, -", "not ".repeat(100_000)), 1, 2),
+        deep
+    );
+    // A chain of 150 is within the limit and means what it says: TCP takes the first
+    // branch (false), UDP reaches the last test (true), ICMP falls through (false).
+    let ok = format!("{}udp ? true : false, -", "tcp ? false : ".repeat(150));
+    let mut h = Harness::new(c, &ok, 1, 2);
+    assert_eq!(one(&mut h, udp_pkt(1, 2)), Some(0));
+    assert_eq!(one(&mut h, tcp_pkt(1, 2, 0)), Some(1));
+    assert_eq!(one(&mut h, icmp_pkt(8)), Some(1));
+}
+
+#[test]
 fn classifier_program_handler() {
     let h = Harness::new(&ClassifierClass, "12/0806 20/0001, 12/0800, -", 1, 3);
     assert_eq!(
