@@ -26,7 +26,8 @@ define($IN conf/samples/router-sample.pcap,
        $OUT1 router-if1.pcap, $OUT2 router-if2.pcap, $OUT3 router-if3.pcap);
 
 // One output interface: TTL, fragmentation, Ethernet header, capture file.
-// Output 0 carries the ICMP errors it generates, to be routed.
+// Output 0 carries the ICMP errors it generates, to be routed, at most 1,000 a second
+// (bursts of 20; RFC 1812 4.3.2.8 asks for a limit), the rest dropped.
 elementclass OutInterface { $myip, $mtu, $mymac, $nexthop, $file |
     input -> dt :: DecIPTTL
           -> fr :: IPFragmenter($mtu)
@@ -34,8 +35,8 @@ elementclass OutInterface { $myip, $mtu, $mymac, $nexthop, $file |
           -> cnt :: Counter
           -> Queue(1000)
           -> ToDump($file);
-    dt[1] -> ICMPError($myip, timeexceeded) -> output;
-    fr[1] -> ICMPError($myip, unreachable, needfrag, PMTU $mtu) -> output;
+    dt[1] -> ICMPError($myip, timeexceeded) -> limit :: RatedSplitter(1000) -> output;
+    fr[1] -> ICMPError($myip, unreachable, needfrag, PMTU $mtu) -> limit;
 }
 
 src :: FromDump($IN, STOP true);

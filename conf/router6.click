@@ -23,14 +23,15 @@ define($IN conf/samples/router6-sample.pcap,
        $OUT1 router6-if1.pcap, $OUT2 router6-if2.pcap);
 
 // One output interface: hop limit, Ethernet header, capture file. Output 0 carries
-// the ICMPv6 errors it generates, to be routed.
+// the ICMPv6 errors it generates, to be routed, at most 1,000 a second (bursts of 20;
+// RFC 4443 2.4 (f) requires a limit), the rest dropped.
 elementclass OutInterface6 { $myip, $mymac, $nexthop, $file |
     input -> dh :: DecIP6HLIM
           -> EtherEncap(0x86dd, $mymac, $nexthop)
           -> cnt :: Counter
           -> Queue(1000)
           -> ToDump($file);
-    dh[1] -> ICMP6Error($myip, 3, 0) -> output;
+    dh[1] -> ICMP6Error($myip, 3, 0) -> RatedSplitter(1000) -> output;
 }
 
 src :: FromDump($IN, STOP true);

@@ -21,13 +21,14 @@
 define($METHOD XDP);
 
 // One output interface: TTL, Ethernet header, counter, device.
-// Output 0 carries the ICMP errors it generates, to be routed.
+// Output 0 carries the ICMP errors it generates, to be routed, at most 1,000 a second
+// (bursts of 20; RFC 1812 4.3.2.8 asks for a limit), the rest dropped.
 elementclass OutInterface { $dev, $myip, $mymac, $nexthop |
     input -> dt :: DecIPTTL
           -> EtherEncap(0x0800, $mymac, $nexthop)
           -> cnt :: Counter
           -> ToDevice($dev, METHOD $METHOD);
-    dt[1] -> ICMPError($myip, timeexceeded) -> output;
+    dt[1] -> ICMPError($myip, timeexceeded) -> RatedSplitter(1000) -> output;
 }
 
 chk :: CheckIPHeader;

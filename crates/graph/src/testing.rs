@@ -56,6 +56,17 @@ impl Harness {
         }
     }
 
+    /// Another worker's instance of the same configured element: handler state and
+    /// anything else the spec shares is shared with this one.
+    pub fn another_worker(&self) -> Harness {
+        Harness {
+            spec: self.spec.clone(),
+            element: self.spec.instantiate(WorkerInfo { index: 1, count: 2 }),
+            outs: (0..self.outs.len()).map(|_| PacketBatch::new()).collect(),
+            stop: StopFlag::new(),
+        }
+    }
+
     /// Pushes `pkts` as one batch into input `port`; returns the packets that came out
     /// of each output, in order.
     pub fn push(&mut self, port: usize, pkts: Vec<Packet>) -> Vec<Vec<Packet>> {

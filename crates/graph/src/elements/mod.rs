@@ -16,10 +16,12 @@ pub(crate) mod paint;
 pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
+pub(crate) mod ratedsplitter;
 pub(crate) mod slots;
 pub mod sources;
 pub(crate) mod strip;
 pub(crate) mod switch;
+pub(crate) mod tokenbucket;
 
 pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(discard::DiscardClass));
@@ -31,6 +33,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(switch::TeeClass));
     reg.add(Arc::new(switch::HashSwitchClass));
     reg.add(Arc::new(switch::RoundRobinSwitchClass));
+    reg.add(Arc::new(ratedsplitter::RatedSplitterClass));
     reg.add(Arc::new(print::PrintClass));
     reg.add(Arc::new(null::NullClass::NULL));
     reg.add(Arc::new(null::NullClass::PUSH));

@@ -5,8 +5,9 @@
 //! TYPE is an ICMPv6 error type: 1 (destination unreachable), 2 (packet too big), 3
 //! (time exceeded) or 4 (parameter problem). No error is sent, and the input is dropped,
 //! for (RFC 4443 2.4 (e)): a packet without a network header; an ICMPv6 error message
-//! (an ICMPv6 message right after the IPv6 header whose type is below 128, or too
-//! short to tell); a packet to a multicast address, or one that came as a link-level
+//! or redirect (an ICMPv6 message whose type is below 128 or 137, or too short to tell,
+//! found after the extension headers Hop-by-Hop, Routing, Destination Options,
+//! Fragment (of a first fragment) and Authentication); a packet to a multicast address, or one that came as a link-level
 //! broadcast or multicast (packet type annotation), except for packet too big and for
 //! parameter problem code 2; a packet whose source is the unspecified address,
 //! multicast, or the loopback address.
@@ -20,6 +21,9 @@
 //! checksum over the IPv6 pseudo-header, the destination IPv6 annotation set to its
 //! destination, the FIX_IP_SRC annotation set, a fresh timestamp, and its network
 //! header set.
+//!
+//! RFC 4443 2.4 (f) requires the errors a node sends to be rate-limited: as in Click,
+//! that is a `RatedSplitter` after this element (conf/router6.click has one).
 
 use crate::args::Args;
 use crate::element::*;
@@ -33,6 +37,9 @@ use std::sync::Arc;
 const NEXT_ICMP6: u8 = 58;
 const PACKET_TOO_BIG: u8 = 2;
 const PARAM_PROBLEM: u8 = 4;
+const REDIRECT: u8 = 137;
+/// The largest error: its payload length field has 16 bits.
+const MAX_MTU: usize = 40 + u16::MAX as usize;
 /// IPv6 header and ICMPv6 header.
 const HEADERS: usize = 48;
 
@@ -59,8 +66,8 @@ impl ElementClass for ICMP6ErrorClass {
         if !(1..=4).contains(&icmp_type) {
             return Err(cx.error(format!("ICMP6 type {} is not an error type", icmp_type)));
         }
-        if mtu < HEADERS {
-            return Err(cx.error(format!("MTU must be at least {}", HEADERS)));
+        if !(HEADERS..=MAX_MTU).contains(&mtu) {
+            return Err(cx.error(format!("MTU must be from {} to {}", HEADERS, MAX_MTU)));
         }
         Ok(Arc::new(ICMP6Error {
             src: src.octets(),
@@ -102,7 +109,7 @@ impl ICMP6Error {
         let h = nh.first_chunk::<40>()?;
         let src: [u8; 16] = h[8..24].try_into().ok()?;
         let dst: [u8; 16] = h[24..40].try_into().ok()?;
-        if h[6] == NEXT_ICMP6 && nh.get(40).is_none_or(|&t| t < 128) {
+        if !answerable_payload(h[6], &nh[40..]) {
             return None;
         }
         let pt = p.anno().packet_type;
@@ -147,6 +154,37 @@ impl ICMP6Error {
         a.timestamp = now;
         q.set_network_header(0, 40);
         Some(q)
+    }
+}
+
+/// Whether the payload after the fixed header (first header `next`) may be answered:
+/// not an ICMPv6 error or redirect, nor an ICMPv6 message too short to show its type,
+/// after any extension headers RFC 8200 lists before an upper layer (Hop-by-Hop 0,
+/// Routing 43, Destination Options 60, Fragment 44, Authentication 51). A non-first
+/// fragment does not show its upper-layer header and is answered, as is a chain that
+/// runs past the packet's end or reaches No Next Header (as Linux's `is_ineligible`).
+fn answerable_payload(mut next: u8, payload: &[u8]) -> bool {
+    let mut at = 0usize;
+    loop {
+        let len = match next {
+            0 | 43 | 60 => payload.get(at + 1).map(|&l| (usize::from(l) + 1) * 8),
+            51 => payload.get(at + 1).map(|&l| (usize::from(l) + 2) * 4),
+            44 => match payload.get(at + 2..at + 4) {
+                // A non-first fragment (offset bits set): no upper-layer header here.
+                Some(o) if u16::from_be_bytes([o[0], o[1]]) & 0xfff8 != 0 => return true,
+                Some(_) => Some(8),
+                None => None,
+            },
+            NEXT_ICMP6 => {
+                return payload.get(at).is_some_and(|&t| t >= 128 && t != REDIRECT);
+            }
+            _ => return true,
+        };
+        let Some(len) = len else {
+            return true;
+        };
+        next = payload[at];
+        at += len;
     }
 }
 
@@ -311,6 +349,71 @@ mod tests {
         );
     }
 
+    /// A packet whose payload is `chain` (extension headers, then what follows), with
+    /// `first` as the fixed header's next header.
+    fn with_chain(first: u8, chain: &[u8]) -> Packet {
+        let mut b = ip6_packet("2001:db8:5::9", "2001:db8:7::1", 1, chain);
+        b[6] = first;
+        marked(&b)
+    }
+
+    #[test]
+    fn icmp_errors_and_redirects_behind_extension_headers_are_not_answered() {
+        let mut e = Harness::new(&ICMP6ErrorClass, "2001:db8::fe, 3, 0", 1, 1);
+        // Hop-by-Hop (8 bytes: next 58, length 0, PadN) then destination unreachable.
+        let hbh_error = with_chain(0, &[58, 0, 1, 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        // Destination Options of 16 bytes (length 1), Routing (8), then time exceeded.
+        let mut two = vec![43, 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        two.extend_from_slice(&[58, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]);
+        let dst_routing_error = with_chain(60, &two);
+        // A first fragment (offset 0, more fragments) of a parameter problem.
+        let first_fragment = with_chain(44, &[58, 0, 0, 1, 0, 0, 0, 7, 4, 0, 0, 0, 0, 0, 0, 0]);
+        // Authentication header (length 1: (1 + 2) * 4 = 12 bytes), then an error.
+        let mut ah = vec![58, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
+        ah.extend_from_slice(&[2, 0, 0, 0, 0, 0, 5, 0xdc]);
+        let ah_error = with_chain(51, &ah);
+        // A redirect (137), after no extension header and after Hop-by-Hop.
+        let redirect = with_chain(58, &[137, 0, 0, 0, 0, 0, 0, 0]);
+        let hbh_redirect = with_chain(0, &[58, 0, 1, 4, 0, 0, 0, 0, 137, 0, 0, 0, 0, 0, 0, 0]);
+        // An ICMPv6 header cut off after a Hop-by-Hop header.
+        let hbh_short = with_chain(0, &[58, 0, 1, 4, 0, 0, 0, 0]);
+        let pkts = vec![
+            hbh_error,
+            dst_routing_error,
+            first_fragment,
+            ah_error,
+            redirect,
+            hbh_redirect,
+            hbh_short,
+        ];
+        assert!(e.push(0, pkts)[0].is_empty());
+
+        // Answered: an echo request behind Hop-by-Hop; a non-first fragment (offset 8,
+        // whose bytes after the fragment header are data, not a type); a chain cut off
+        // inside a header; No Next Header (59); UDP behind Destination Options.
+        let hbh_echo = with_chain(0, &[58, 0, 1, 4, 0, 0, 0, 0, 128, 0, 0, 0, 0, 0, 0, 0]);
+        let later_fragment = with_chain(44, &[58, 0, 0, 0x40, 0, 0, 0, 7, 1, 0, 0, 0]);
+        let cut_chain = with_chain(0, &[58]);
+        let no_next = with_chain(59, &[]);
+        let dst_udp = with_chain(60, &[17, 0, 1, 4, 0, 0, 0, 0, 0, 53, 0, 53, 0, 8, 0, 0]);
+        let out = e.push(0, vec![hbh_echo, later_fragment, cut_chain, no_next, dst_udp]);
+        assert_eq!(out[0].len(), 5);
+        assert!(out[0].iter().all(|q| q.data()[40] == 3));
+    }
+
+    #[test]
+    fn the_largest_mtu_fills_the_payload_length_field_exactly() {
+        // A 65,575-byte packet (the largest payload length) answered with MTU 65575:
+        // the quote is 65,527 bytes and the payload length field says 65,535.
+        let big = ip6_packet("2001:db8:5::9", "2001:db8:7::1", 1, &vec![9u8; 65_535]);
+        let mut e = Harness::new(&ICMP6ErrorClass, "2001:db8::fe, 3, 0, MTU 65575", 1, 1);
+        let out = e.push(0, vec![marked(&big)]);
+        let q = &out[0][0];
+        assert_eq!(q.len(), 65_575);
+        assert_eq!(&q.data()[4..6], &[0xff, 0xff]);
+        assert_eq!(q.data(), &expected("2001:db8:5::9", 3, 0, 0, &big[..65_527])[..]);
+    }
+
     #[test]
     fn config_errors() {
         let err = |c| build_error(&ICMP6ErrorClass, c, 1, 1);
@@ -330,7 +433,12 @@ mod tests {
         );
         assert_eq!(
             err("2001:db8::fe, 3, 0, MTU 40"),
-            "e :: ICMP6Error: MTU must be at least 48"
+            "e :: ICMP6Error: MTU must be from 48 to 65575"
+        );
+        // The error's payload length field has 16 bits.
+        assert_eq!(
+            err("2001:db8::fe, 3, 0, MTU 65576"),
+            "e :: ICMP6Error: MTU must be from 48 to 65575"
         );
     }
 }
