@@ -170,6 +170,10 @@ mod tests {
         let mut h = Harness::new(&RatedSplitterClass, "10", 1, 2);
         let out = h.push(0, numbered(4));
         assert_eq!((out[0].len(), out[1].len()), (1, 3));
+        // Rate 0 lets nothing through, as in Click (an idle bucket never fills).
+        let mut h = Harness::new(&RatedSplitterClass, "0", 1, 2);
+        let out = h.push(0, numbered(4));
+        assert_eq!((out[0].len(), out[1].len()), (0, 4));
     }
 
     #[test]

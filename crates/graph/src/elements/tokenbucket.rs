@@ -79,7 +79,11 @@ impl TokenCounter {
 
     pub fn refill(&mut self, rate: &TokenRate, now: u64) {
         let diff = now.saturating_sub(self.time_point);
-        if diff >= rate.time_until_full as u64 {
+        if rate.tokens_per_tick == 0 {
+            // An idle rate (0 a second) never refills. (Click's 32-bit tick difference
+            // never reaches its idle `time_until_full`, all ones; ours is 64 bits and
+            // starts at 2^32, so the test below would fill the bucket once.)
+        } else if diff >= rate.time_until_full as u64 {
             self.tokens = MAX_TOKENS;
         } else if diff > 0 {
             let add = (diff as u32).wrapping_mul(rate.tokens_per_tick);
@@ -142,5 +146,22 @@ mod tests {
         assert!(!c.remove_if(&r, 1));
         c.refill(&r, t0 + 101);
         assert!(c.remove_if(&r, 1));
+    }
+
+    #[test]
+    fn an_idle_rate_never_refills() {
+        let idle = TokenRate::new(0, 2);
+        assert_eq!(idle.rate(), 0);
+        let mut c = TokenCounter::new();
+        // The first refill of a new counter (time point 0) fills any other rate.
+        c.refill(&idle, 1 << 32);
+        assert!(!c.remove_if(&idle, 1));
+        c.refill(&idle, (1 << 32) + 1_000_000);
+        assert!(!c.remove_if(&idle, 1));
+        // What was set stays until taken.
+        c.set(&idle, 1);
+        c.refill(&idle, (1 << 32) + 2_000_000);
+        assert!(c.remove_if(&idle, 1));
+        assert!(!c.remove_if(&idle, 1));
     }
 }
