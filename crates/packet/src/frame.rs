@@ -18,7 +18,19 @@ pub const FRAME_DATA: usize = 2048;
 /// Size of a standard frame buffer.
 pub const FRAME_SIZE: usize = DEFAULT_HEADROOM + FRAME_DATA;
 
+/// The largest buffer a packet grows into (by [`Packet::push`] or [`Packet::put`]
+/// beyond its room): header positions are kept as `i32`, so every byte of such a
+/// buffer has one.
+pub const MAX_BUFFER: usize = i32::MAX as usize;
+
 const NO_HEADER: i32 = -1;
+
+/// What `push`/`put` do when even the largest buffer is too small.
+#[cold]
+#[inline(never)]
+fn cannot_grow(len: usize, n: usize) -> ! {
+    panic!("a packet of {len} bytes cannot grow by {n}: packet buffers hold at most {MAX_BUFFER} bytes")
+}
 
 /// Bytes of the user annotation area that lie in a frame's first cache line, with the
 /// buffer pointer and the offsets (Click's destination address, paint, ICMP parameter,
@@ -92,7 +104,8 @@ impl Frame {
     }
 
     pub(crate) fn with_capacity(cap: usize) -> Box<Frame> {
-        let cap = cap.min(u32::MAX as usize);
+        // A frame shorter than asked for would let `head + len` run past its buffer.
+        let cap = u32::try_from(cap).expect("a frame's capacity fits 32 bits") as usize;
         if cap == 0 {
             return Frame::empty(NonNull::dangling(), 0, None);
         }
@@ -396,24 +409,43 @@ impl Packet {
         self.set_user_anno(crate::anno::DST_IP6_ANNO_OFFSET, &addr);
     }
 
-    /// Prepends `n` bytes (Click's `push`); their contents are unspecified. Moves the data
-    /// into a larger buffer when the headroom is too small (rare: not on the fast path).
+    /// Prepends `n` bytes (Click's `push`); their contents are unspecified. Moves the
+    /// packet into a larger buffer when the headroom is too small (rare: not on the fast
+    /// path), headroom included, so bytes a `pull` left there stay in front of the data.
+    ///
+    /// # Panics
+    /// If that buffer would exceed [`MAX_BUFFER`] bytes. Where `n` comes from a
+    /// configuration or from packet contents, use [`Packet::try_push`].
     #[inline]
     pub fn push(&mut self, n: usize) {
-        if n > self.headroom() {
-            self.regrow(n + DEFAULT_HEADROOM, 0);
+        if !self.try_push(n) {
+            cannot_grow(self.len(), n);
         }
+    }
+
+    /// [`Packet::push`] that refuses instead of panicking: false, with the packet
+    /// unchanged, when the packet would need a buffer of more than [`MAX_BUFFER`] bytes.
+    /// (Click's `push` kills the packet when it cannot reallocate; a caller drops it.)
+    #[inline]
+    #[must_use]
+    pub fn try_push(&mut self, n: usize) -> bool {
+        if n > self.headroom() && !self.regrow_front(n) {
+            return false;
+        }
+        // `n <= head` now, so neither field can wrap.
         let f: &mut Frame = &mut self.frame;
         f.head -= n as u32;
         f.len += n as u32;
+        true
     }
 
     /// Prepends the `N` bytes of `hdr` and marks them as the MAC header (Click's
     /// `push_mac_header`): one headroom check, one copy, no per-byte bounds checks.
+    /// Panics as [`Packet::push`] does.
     #[inline]
     pub fn push_mac_header_bytes<const N: usize>(&mut self, hdr: &[u8; N]) {
-        if N > self.headroom() {
-            self.regrow(N + DEFAULT_HEADROOM, 0);
+        if N > self.headroom() && !self.regrow_front(N) {
+            cannot_grow(self.len(), N);
         }
         // One load of the frame pointer: through `self.frame`, every field access after
         // a store reloads it (the compiler cannot tell the frame from the packet slot).
@@ -452,12 +484,28 @@ impl Packet {
     }
 
     /// Appends `n` bytes at the end (Click's `put`); their contents are unspecified.
+    ///
+    /// # Panics
+    /// If the packet would need a buffer of more than [`MAX_BUFFER`] bytes. Where `n`
+    /// comes from a configuration or from packet contents, use [`Packet::try_put`].
     #[inline]
     pub fn put(&mut self, n: usize) {
-        if n > self.tailroom() {
-            self.regrow(self.headroom(), n);
+        if !self.try_put(n) {
+            cannot_grow(self.len(), n);
         }
+    }
+
+    /// [`Packet::put`] that refuses instead of panicking: false, with the packet
+    /// unchanged, when the packet would need a buffer of more than [`MAX_BUFFER`] bytes.
+    #[inline]
+    #[must_use]
+    pub fn try_put(&mut self, n: usize) -> bool {
+        if n > self.tailroom() && !self.regrow(0, n.saturating_add(DEFAULT_HEADROOM)) {
+            return false;
+        }
+        // `n <= tailroom` now, so the length stays within the buffer.
         self.frame.len += n as u32;
+        true
     }
 
     /// Removes `n` bytes from the end (Click's `take`); clamps at the length.
@@ -476,26 +524,59 @@ impl Packet {
         }
     }
 
+    /// Moves the packet into a buffer with room for `n` bytes in front of the data and
+    /// [`DEFAULT_HEADROOM`] more (as a fresh packet has after an encapsulation), or
+    /// returns false. The caller has found `n` larger than the headroom.
     #[cold]
     #[inline(never)]
-    fn regrow(&mut self, headroom: usize, extra_tail: usize) {
-        let len = self.len();
-        let cap = headroom + len + extra_tail + DEFAULT_HEADROOM;
+    fn regrow_front(&mut self, n: usize) -> bool {
+        let front = (n - self.headroom()).saturating_add(DEFAULT_HEADROOM);
+        self.regrow(front, DEFAULT_HEADROOM)
+    }
+
+    /// Moves the packet into a new buffer with `front` more bytes of headroom and `back`
+    /// bytes of tailroom, or returns false, leaving it as it is, if that buffer would
+    /// exceed [`MAX_BUFFER`].
+    ///
+    /// The old buffer up to the end of the data moves whole, as in Click's
+    /// `expensive_uniqueify`: bytes a `pull` left in the headroom (a stripped Ethernet
+    /// header that an `Unstrip` brings back) and the header positions that point at them
+    /// stay where they were relative to the data.
+    #[cold]
+    #[inline(never)]
+    fn regrow(&mut self, front: usize, back: usize) -> bool {
+        let end = self.headroom() + self.len();
+        let Some(cap) = front
+            .checked_add(end)
+            .and_then(|c| c.checked_add(back))
+            .filter(|&c| c <= MAX_BUFFER)
+        else {
+            return false;
+        };
         let mut nf = pool::take(cap);
-        let old_head = self.frame.head as i32;
-        nf.buf_mut()[headroom..headroom + len].copy_from_slice(self.data());
-        let shift = headroom as i32 - old_head;
-        let adj = |o: i32| if o == NO_HEADER { o } else { (o + shift).max(0) };
-        nf.head = headroom as u32;
-        nf.len = len as u32;
-        nf.mac = adj(self.frame.mac);
-        nf.net = adj(self.frame.net);
-        nf.trans = adj(self.frame.trans);
+        nf.buf_mut()[front..front + end].copy_from_slice(&self.frame.buf()[..end]);
+        // Header positions move with the bytes. One past the data (at most the old
+        // buffer's end, where `abs` clamps it) names no byte either way: it is clamped
+        // to the new buffer, which keeps every position within `MAX_BUFFER`, an i32.
+        let new_cap = nf.capacity() as i32;
+        let moved = |o: i32| {
+            if o == NO_HEADER {
+                o
+            } else {
+                o.saturating_add(front as i32).min(new_cap)
+            }
+        };
+        nf.head = (front + self.headroom()) as u32;
+        nf.len = self.frame.len;
+        nf.mac = moved(self.frame.mac);
+        nf.net = moved(self.frame.net);
+        nf.trans = moved(self.frame.trans);
         nf.copy_anno_from(&self.frame);
         // SAFETY: the old frame is taken out exactly once and replaced immediately.
         let old = unsafe { ManuallyDrop::take(&mut self.frame) };
         self.frame = ManuallyDrop::new(nf);
         pool::recycle(old);
+        true
     }
 
     #[inline]
@@ -786,6 +867,84 @@ mod tests {
         assert_eq!(&p.data()[DEFAULT_HEADROOM + 10..], &[7; 20]);
         assert_eq!(p.network_header_offset(), Some((DEFAULT_HEADROOM + 10) as isize));
         assert_eq!(p.network_header_length(), 20);
+    }
+
+    /// An Ethernet header (dst 00:11:22:33:44:55, src 66:77:88:99:aa:bb, IPv4) and the
+    /// first 4 bytes of an IPv4 header, MAC header marked, stripped to the IP header with
+    /// the network header marked there and the paint annotation set.
+    fn stripped_frame() -> (Packet, [u8; 18]) {
+        let bytes = [
+            0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0x08, 0x00, 0x45, 0x00,
+            0x00, 0x14,
+        ];
+        let mut p = Packet::from_slice(&bytes);
+        p.set_mac_header(0);
+        p.pull(14);
+        p.set_network_header(0, 4);
+        p.anno_mut().set_paint(9);
+        (p, bytes)
+    }
+
+    #[test]
+    fn a_push_that_moves_the_packet_keeps_the_bytes_before_the_data() {
+        let (mut p, bytes) = stripped_frame();
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM + 14);
+        // One byte more than the headroom: a new buffer.
+        p.push(DEFAULT_HEADROOM + 15);
+        assert_eq!(p.len(), DEFAULT_HEADROOM + 15 + 4);
+        assert_eq!(&p.data()[DEFAULT_HEADROOM + 1..], &bytes[..]);
+        // The headers still name the same bytes, and the annotations came along.
+        assert_eq!(p.mac_header_offset(), Some(DEFAULT_HEADROOM as isize + 1));
+        assert_eq!(p.mac_header(), Some(&bytes[..]));
+        assert_eq!(p.network_header(), Some(&bytes[14..]));
+        assert_eq!(p.network_header_length(), 4);
+        assert_eq!(p.anno().paint(), 9);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM);
+    }
+
+    #[test]
+    fn a_put_that_moves_the_packet_keeps_the_bytes_before_the_data() {
+        let (mut p, bytes) = stripped_frame();
+        p.put(FRAME_DATA);
+        assert_eq!(p.len(), 4 + FRAME_DATA);
+        assert_eq!(&p.data()[..4], &bytes[14..]);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM + 14);
+        assert_eq!(&p.mac_header().unwrap()[..18], &bytes[..]);
+        // Within the headroom now: the stripped header is back.
+        p.push(14);
+        assert_eq!(&p.data()[..18], &bytes[..]);
+        assert_eq!(p.mac_header_offset(), Some(0));
+        assert_eq!(p.network_header_offset(), Some(14));
+        assert_eq!(p.anno().paint(), 9);
+    }
+
+    #[test]
+    fn growth_past_the_largest_buffer_is_refused() {
+        let mut p = Packet::from_slice(&[1, 2, 3]);
+        p.set_network_header(1, 2);
+        // Grown by n either way, the packet needs n + 259 bytes: its 3, the 128 of
+        // headroom it has (a put) or gets anew (a push), and 128 spare at the end.
+        for n in [MAX_BUFFER - 258, MAX_BUFFER, u32::MAX as usize, usize::MAX] {
+            assert!(!p.try_push(n), "push {n}");
+            assert!(!p.try_put(n), "put {n}");
+        }
+        // Refused means untouched.
+        assert_eq!(p.data(), &[1, 2, 3]);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM);
+        assert_eq!(p.network_header_offset(), Some(1));
+        // The largest growth fits exactly (one buffer of MAX_BUFFER bytes, zeroed).
+        assert!(p.try_push(MAX_BUFFER - 259));
+        assert_eq!(p.buffer().len(), MAX_BUFFER);
+        assert_eq!(&p.data()[MAX_BUFFER - 259..], &[1, 2, 3]);
+        assert_eq!(p.network_header_offset(), Some(MAX_BUFFER as isize - 258));
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "a packet of 3 bytes cannot grow by 4294967296: packet buffers hold at most 2147483647 bytes"
+    )]
+    fn push_past_the_largest_buffer_panics_with_a_message() {
+        Packet::from_slice(&[1, 2, 3]).push(1 << 32);
     }
 
     #[test]

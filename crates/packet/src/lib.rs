@@ -20,4 +20,4 @@ pub mod views;
 pub use anno::{Anno, Timestamp};
 pub use batch::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
 pub use chunk::{ChunkCounts, ChunkPool, ChunkPoolError, Chunks};
-pub use frame::{Packet, DEFAULT_HEADROOM, FRAME_DATA};
+pub use frame::{Packet, DEFAULT_HEADROOM, FRAME_DATA, MAX_BUFFER};

@@ -8,7 +8,8 @@
 //! TSC cycles of passes that moved packets apart from those of passes that found
 //! nothing ("empty polls"), so cycles per packet can be reported without the idle
 //! spinning. A worker stops when the router's stop flag is set (after one last pass in
-//! which sources see the request and flush) or when all its sources are done.
+//! which sources see the request and flush) or when all its sources are done. A worker
+//! that panics sets the stop flag, and the run ends with its panic.
 
 pub mod bench;
 pub mod device;
@@ -181,6 +182,12 @@ impl Runtime {
 
     /// Runs until every worker's sources are done or the router's stop flag is set;
     /// then lets the elements clean up ([`RouterSpec::cleanup`]).
+    ///
+    /// # Panics
+    /// If a worker panics: its panic sets the stop flag, so the other workers end after
+    /// one more pass, as on any stop; the elements clean up; then the panic of the
+    /// lowest-numbered worker that panicked resumes on the calling thread (its message
+    /// was printed where it happened, by the panic hook).
     pub fn run(&self, spec: &RouterSpec) -> RunStats {
         self.run_until(spec, None, || false)
     }
@@ -219,6 +226,10 @@ impl Runtime {
                     std::thread::Builder::new()
                         .name(format!("worker{}", i))
                         .spawn_scoped(s, move || {
+                            let _ending = WorkerEnd {
+                                finished,
+                                stop: spec.stop_flag(),
+                            };
                             let pinned = core.filter(|c| core_affinity::set_for_current(*c)).map(|c| c.id);
                             packet::pool::prefill(prefill);
                             let mut st = worker_loop(
@@ -231,7 +242,6 @@ impl Runtime {
                                 profile,
                             );
                             st.core = pinned;
-                            finished.fetch_add(1, Ordering::Release);
                             st
                         })
                         .expect("spawn worker thread")
@@ -244,18 +254,38 @@ impl Runtime {
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect::<Vec<_>>()
+            handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
         });
         let elapsed = start.elapsed();
+        // A panicked worker stopped the others; the elements still flush and close
+        // what they hold before its panic goes on.
         spec.cleanup();
+        let workers = workers
+            .into_iter()
+            .map(|w| w.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect();
         RunStats {
             workers,
             elapsed,
             tsc_hz: hz,
         }
+    }
+}
+
+/// Counts a worker as finished when its thread ends, also by a panic, which stops the
+/// router: the supervisor waits for every worker, and a worker that can no longer run
+/// its share of the graph must not leave the others running for ever.
+struct WorkerEnd<'a> {
+    finished: &'a AtomicUsize,
+    stop: &'a graph::StopFlag,
+}
+
+impl Drop for WorkerEnd<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.stop.request();
+        }
+        self.finished.fetch_add(1, Ordering::Release);
     }
 }
 

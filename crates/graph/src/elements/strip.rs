@@ -1,19 +1,28 @@
 //! `Strip(LENGTH)` and `Unstrip(LENGTH)`: remove or restore bytes at the front of each
-//! packet, as Click's elements of the same names.
+//! packet, as Click's elements of the same names. Unstrip's handler `drops` (read)
+//! counts packets too large to grow by LENGTH, which it drops.
 
 use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::{Packet, PacketBatch};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub struct StripClass;
 pub struct UnstripClass;
 
-fn length(args: &mut Args, cx: &BuildContext) -> Result<usize, ConfigError> {
+/// The most bytes an Unstrip restores: the largest IP datagram. Click takes any
+/// unsigned number, but a packet pushed past its headroom gets a buffer of that size
+/// of its own, so a length beyond any stack of headers is refused at configuration
+/// rather than costing up to gigabytes per packet (or, past a buffer's limit, every
+/// packet).
+const MAX_UNSTRIP: u32 = 65_535;
+
+fn length(args: &mut Args, cx: &BuildContext) -> Result<u32, ConfigError> {
     let n = args.required::<u32>("LENGTH").map_err(|e| cx.error(e))?;
     args.finish().map_err(|e| cx.error(e))?;
-    Ok(n as usize)
+    Ok(n)
 }
 
 impl ElementClass for StripClass {
@@ -25,8 +34,7 @@ impl ElementClass for StripClass {
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
         Ok(Arc::new(StripSpec {
-            n: length(args, cx)?,
-            unstrip: false,
+            n: length(args, cx)? as usize,
         }))
     }
 }
@@ -39,60 +47,71 @@ impl ElementClass for UnstripClass {
         PortCount::parse("1/1")
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
-        Ok(Arc::new(StripSpec {
-            n: length(args, cx)?,
-            unstrip: true,
+        let n = length(args, cx)?;
+        if n > MAX_UNSTRIP {
+            return Err(cx.error(format!("LENGTH must be at most {}", MAX_UNSTRIP)));
+        }
+        Ok(Arc::new(UnstripSpec {
+            n: n as usize,
+            drops: Arc::new(AtomicU64::new(0)),
         }))
     }
 }
 
 struct StripSpec {
     n: usize,
-    unstrip: bool,
 }
 
 impl ElementSpec for StripSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
-        Box::new(Strip {
+        Box::new(Strip { n: self.n })
+    }
+}
+
+struct UnstripSpec {
+    n: usize,
+    drops: Arc<AtomicU64>,
+}
+
+impl ElementSpec for UnstripSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(Unstrip {
             n: self.n,
-            unstrip: self.unstrip,
+            drops: self.drops.clone(),
         })
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        vec![HandlerInfo::read("drops")]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "drops").then(|| self.drops.load(Ordering::Relaxed).to_string())
     }
 }
 
 struct Strip {
     n: usize,
-    unstrip: bool,
 }
 
 impl Element for Strip {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        if self.unstrip {
-            // Moves the data start back into the headroom: the bytes a Strip removed
-            // reappear (Click's `push`).
-            for p in batch.iter_mut() {
-                p.push(self.n);
+        // Click's `pull`: a packet shorter than LENGTH becomes empty. Testing the
+        // length first lets the compiler drop `pull`'s own clamp on the usual path.
+        let n = self.n;
+        let strip = |p: &mut Packet| {
+            if p.len() >= n {
+                p.pull(n);
+            } else {
+                empty(p);
             }
-        } else {
-            // Click's `pull`: a packet shorter than LENGTH becomes empty. Testing the
-            // length first lets the compiler drop `pull`'s own clamp on the usual path.
-            let n = self.n;
-            let strip = |p: &mut Packet| {
-                if p.len() >= n {
-                    p.pull(n);
-                } else {
-                    empty(p);
-                }
-            };
-            // Two packets a round: the out-of-line call keeps the compiler from
-            // unrolling, and the loop's own instructions are a third of the work.
-            let (pairs, rest) = batch.as_mut_slice().as_chunks_mut::<2>();
-            for [a, b] in pairs {
-                strip(a);
-                strip(b);
-            }
-            rest.iter_mut().for_each(strip);
+        };
+        // Two packets a round: the out-of-line call keeps the compiler from
+        // unrolling, and the loop's own instructions are a third of the work.
+        let (pairs, rest) = batch.as_mut_slice().as_chunks_mut::<2>();
+        for [a, b] in pairs {
+            strip(a);
+            strip(b);
         }
+        rest.iter_mut().for_each(strip);
         out.push_batch(0, batch);
     }
 }
@@ -105,10 +124,46 @@ fn empty(p: &mut Packet) {
     p.pull(p.len());
 }
 
+struct Unstrip {
+    n: usize,
+    drops: Arc<AtomicU64>,
+}
+
+impl Element for Unstrip {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        // Moves the data start back into the headroom: the bytes a Strip removed
+        // reappear (Click's `push`).
+        let n = self.n;
+        if let Some(failed) = batch.iter_mut().position(|p| !p.try_push(n)) {
+            self.drop_ungrowable(batch, failed);
+        }
+        out.push_batch(0, batch);
+    }
+}
+
+impl Unstrip {
+    /// Packet `failed` of the batch could not grow by LENGTH (the packets before it
+    /// did, the ones after it are untried): drops it and every later packet that cannot
+    /// grow either, as Click drops a packet whose `push` fails to reallocate.
+    #[cold]
+    #[inline(never)]
+    fn drop_ungrowable(&self, batch: &mut PacketBatch, failed: usize) {
+        let before = batch.len();
+        let mut i = 0;
+        batch.retain_mut(|p| {
+            let keep = i < failed || (i > failed && p.try_push(self.n));
+            i += 1;
+            keep
+        });
+        self.drops
+            .fetch_add((before - batch.len()) as u64, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{build_error, Harness};
+    use crate::testing::{build, build_error, Harness};
 
     #[test]
     fn strip_removes_front_bytes() {
@@ -165,6 +220,40 @@ mod tests {
     }
 
     #[test]
+    fn unstrip_past_the_headroom_brings_back_the_stripped_header() {
+        // Ethernet (dst 00:11:22:33:44:55, src 66:77:88:99:aa:bb, IPv4) and 4 bytes of IP.
+        let eth = [
+            0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0x08, 0x00,
+        ];
+        let mut frame = eth.to_vec();
+        frame.extend_from_slice(&[0x45, 0x00, 0x00, 0x14]);
+        let mut s = Harness::new(&StripClass, "14", 1, 1);
+        let stripped = s.push_bytes(0, &frame).remove(0);
+        // 129 more bytes than the 128 + 14 of headroom: the packet moves to a new buffer.
+        let mut u = Harness::new(&UnstripClass, "143", 1, 1);
+        let out = u.push(0, stripped).remove(0);
+        let d = out[0].data();
+        assert_eq!(d.len(), 147);
+        assert_eq!(&d[129..], &frame[..]);
+        assert_eq!(u.read("drops"), "0");
+    }
+
+    #[test]
+    fn unstrip_drops_a_packet_too_large_to_grow() {
+        // Grown by 200 bytes (72 past its headroom) this packet would need a buffer
+        // larger than any packet may have.
+        let huge = Packet::alloc(packet::MAX_BUFFER - packet::DEFAULT_HEADROOM - 10);
+        let mut u = Harness::new(&UnstripClass, "200", 1, 1);
+        let out = u.push(
+            0,
+            vec![Packet::from_slice(&[1]), huge, Packet::from_slice(&[2, 3])],
+        );
+        let got: Vec<(usize, &[u8])> = out[0].iter().map(|p| (p.len(), &p.data()[200..])).collect();
+        assert_eq!(got, vec![(201, &[1u8][..]), (202, &[2, 3][..])]);
+        assert_eq!(u.read("drops"), "1");
+    }
+
+    #[test]
     fn bad_arguments() {
         assert_eq!(
             build_error(&StripClass, "", 1, 1),
@@ -178,5 +267,13 @@ mod tests {
             build_error(&StripClass, "1, 2", 1, 1),
             "e :: Strip: too many arguments"
         );
+        // The length a review found panicking, and the first one past the bound.
+        for too_long in ["4294967295", "65536"] {
+            assert_eq!(
+                build_error(&UnstripClass, too_long, 1, 1),
+                "e :: Unstrip: LENGTH must be at most 65535"
+            );
+        }
+        assert!(build(&UnstripClass, "65535", 1, 1).is_ok());
     }
 }
