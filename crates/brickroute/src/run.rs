@@ -86,6 +86,11 @@ fn strerror(e: &std::io::Error) -> String {
 /// interfaces `FromDevice` and `ToDevice` name.
 fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<RouterSpec, String> {
     let mut defines = HashMap::new();
+    // Click's driver takes one configuration: a file (-f or an argument) or an
+    // expression (-e), and refuses a second one whatever its kind.
+    if args.file.is_some() && args.expr.is_some() {
+        return Err("router configuration specified twice".into());
+    }
     let mut file = args.file.clone();
     for r in &args.rest {
         if let Some((k, v)) = is_definition(r) {
@@ -101,15 +106,17 @@ fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<Ro
     let (text, name) = match (&args.expr, &file) {
         (Some(e), _) => (e.clone(), "<expr>".to_string()),
         (None, Some(f)) if f != "-" => {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {}", f, strerror(&e)))?;
+            let bytes = std::fs::read(f).map_err(|e| format!("{}: {}", f, strerror(&e)))?;
+            let text = lang::source_text(&bytes, f).map_err(|e| e.to_string())?;
             (text, f.clone())
         }
         _ => {
-            let mut s = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| format!("<stdin>: {}", e))?;
-            (s, "<stdin>".to_string())
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("<stdin>: {}", strerror(&e)))?;
+            let text = lang::source_text(&bytes, "<stdin>").map_err(|e| e.to_string())?;
+            (text, "<stdin>".to_string())
         }
     };
     // Opening an AF_PACKET interface changes a kernel flag that only an orderly exit

@@ -488,3 +488,135 @@ fn ipv6_packets_are_checked_routed_and_their_hop_limit_decremented() {
     let got: Vec<Vec<u8>> = recs.into_iter().map(|r| r.data).collect();
     assert_eq!(got, vec![want]);
 }
+
+#[test]
+fn a_file_and_an_expression_are_one_configuration_too_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.click");
+    std::fs::write(&f, "InfiniteSource -> Discard;\n").unwrap();
+    let f = f.to_str().unwrap();
+    for args in [
+        vec!["run", "-q", "-f", f, "-e", "InfiniteSource -> Discard"],
+        vec!["run", "-q", "-e", "InfiniteSource -> Discard", "-f", f],
+        vec!["run", "-q", f, "-e", "InfiniteSource -> Discard"],
+        vec![
+            "run",
+            "-q",
+            "-f",
+            "/nonexistent/r.click",
+            "-e",
+            "InfiniteSource -> Discard",
+        ],
+    ] {
+        let o = brickroute(&args);
+        assert_eq!(o.status.code(), Some(1), "{:?}", args);
+        assert_eq!(
+            stderr(&o),
+            "router configuration specified twice\nRouter could not be initialized!\n",
+            "{:?}",
+            args
+        );
+    }
+}
+
+#[test]
+fn bytes_that_are_not_utf8_may_be_in_comments_and_are_located_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("latin1.click");
+    std::fs::write(
+        &f,
+        b"// caf\xe9\nInfiniteSource(LIMIT 2, STOP true) /* \xff */ -> c :: Counter -> Discard;\n",
+    )
+    .unwrap();
+    let o = brickroute(&["run", "--no-summary", f.to_str().unwrap(), "-h", "c.count"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o), "2\n");
+
+    std::fs::write(
+        &f,
+        b"InfiniteSource -> Discard;\nPrint(\"caf\xe9\") -> Discard;\n",
+    )
+    .unwrap();
+    let o = brickroute(&["run", "-q", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let want = format!(
+        "{}:2:11: error: byte 0xE9 is not UTF-8 (configurations are read as UTF-8; other bytes may appear only in comments)\n",
+        f.display()
+    );
+    assert!(stderr(&o).starts_with(&want), "stderr: {}", stderr(&o));
+}
+
+#[test]
+fn string_escapes_decode_as_in_click() {
+    let o = brickroute(&[
+        "run",
+        "--no-summary",
+        "-e",
+        r#"InfiniteSource(DATA "x", LIMIT 1, STOP true) -> Print("a\012b\x41\<43>") -> Discard"#,
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(stderr(&o), "a\nbAC:    1 | 78\n");
+
+    let o = brickroute(&["run", "-q", "-e", r#"InfiniteSource -> Print("\377") -> Discard"#]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(
+            "LABEL expects string: its escapes make byte 0xFF (byte 1 of the value), which is not UTF-8 text"
+        ),
+        "stderr: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn ip_addresses_may_have_leading_zeros() {
+    // An IPv4 header (checksum not checked by CheckIPHeader2) to 10.0.0.1, then one
+    // to 10.0.0.2.
+    for (dst, hits) in [("0a000001", "3"), ("0a000002", "0")] {
+        let config = format!(
+            "InfiniteSource(DATA \\<45000014 00000000 40000000 01020304 {}>, LIMIT 3, STOP true) \
+             -> s :: SetIPAddress(010.000.000.001) -> CheckIPHeader2 \
+             -> ic :: IPClassifier(dst host 10.0.0.01, -) -> hit :: Counter -> Discard; \
+             ic[1] -> Discard",
+            dst
+        );
+        let o = brickroute(&[
+            "run",
+            "--no-summary",
+            "-e",
+            &config,
+            "-h",
+            "s.addr",
+            "-h",
+            "hit.count",
+        ]);
+        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            format!("s.addr:\n10.0.0.1\n\nhit.count:\n{}\n\n", hits)
+        );
+    }
+}
+
+#[test]
+fn a_requirement_brickroute_lacks_is_an_error() {
+    let o = brickroute(&[
+        "run",
+        "-q",
+        "-e",
+        "require(unknownpkg); InfiniteSource -> Discard",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("<expr>:1:9: error: requirement 'unknownpkg' not available\n"),
+        "stderr: {}",
+        stderr(&o)
+    );
+    let o = brickroute(&[
+        "run",
+        "-q",
+        "-e",
+        "require(ip6, userlevel); InfiniteSource -> Discard",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+}

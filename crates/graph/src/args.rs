@@ -132,46 +132,134 @@ pub fn split_words(s: &str) -> Vec<String> {
     words
 }
 
-/// Removes one level of quoting: `"a\nb"` becomes `a`, newline, `b`; `'x'` is literal.
-/// Unquoted text is returned unchanged. (Click's `cp_unquote`.)
-pub fn unquote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                for d in chars.by_ref() {
-                    if d == '\'' {
-                        break;
-                    }
-                    out.push(d);
-                }
+fn hex_digit(c: u8) -> Option<u32> {
+    (c as char).to_digit(16)
+}
+
+/// Position after the comment starting at `b[i]` (`//` to the end of the line, or
+/// `/* ... */`).
+fn skip_comment(b: &[u8], i: usize) -> usize {
+    let mut j = i + 2;
+    if b[i + 1] == b'/' {
+        while j < b.len() && b[j] != b'\n' && b[j] != b'\r' {
+            j += 1;
+        }
+        j
+    } else {
+        while j + 1 < b.len() && !(b[j] == b'*' && b[j + 1] == b'/') {
+            j += 1;
+        }
+        (j + 2).min(b.len())
+    }
+}
+
+/// Click's `cp_process_backslash`: `b[i]` is a backslash. Appends what the escape
+/// stands for to `out` and returns the position after it. `\[newline]` is nothing;
+/// `\a \b \f \n \r \t \v` are C's; `\` and one to three octal digits is that byte;
+/// `\x` and hex digits is a byte (the last two digits count, as in Click, whose
+/// accumulator is truncated to a char); `\<hex digits>` is one byte per pair of digits,
+/// spaces and comments ignored; any other escaped character is itself.
+fn process_backslash(b: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
+    let Some(&e) = b.get(i + 1) else {
+        out.push(b'\\');
+        return b.len();
+    };
+    match e {
+        b'\r' if b.get(i + 2) == Some(&b'\n') => i + 3,
+        b'\r' | b'\n' => i + 2,
+        b'0'..=b'7' => {
+            let mut j = i + 1;
+            let mut v = 0u32;
+            while j < b.len() && j < i + 4 && (b'0'..=b'7').contains(&b[j]) {
+                v = v * 8 + u32::from(b[j] - b'0');
+                j += 1;
             }
-            '"' => {
-                while let Some(d) = chars.next() {
-                    match d {
-                        '"' => break,
-                        '\\' => match chars.next() {
-                            Some('n') => out.push('\n'),
-                            Some('t') => out.push('\t'),
-                            Some('r') => out.push('\r'),
-                            Some('a') => out.push('\x07'),
-                            Some('b') => out.push('\x08'),
-                            Some('f') => out.push('\x0c'),
-                            Some('v') => out.push('\x0b'),
-                            Some('0') => out.push('\0'),
-                            Some('\n') => {}
-                            Some(e) => out.push(e),
-                            None => {}
-                        },
-                        _ => out.push(d),
+            out.push(v as u8);
+            j
+        }
+        b'x' => {
+            let mut j = i + 2;
+            let mut v = 0u32;
+            while let Some(d) = b.get(j).and_then(|&c| hex_digit(c)) {
+                v = (v << 4 | d) & 0xff;
+                j += 1;
+            }
+            out.push(v as u8);
+            j
+        }
+        b'<' => {
+            let mut j = i + 2;
+            let mut high: Option<u32> = None;
+            while j < b.len() {
+                match b[j] {
+                    b'>' => return j + 1,
+                    b'/' if j + 1 < b.len() && matches!(b[j + 1], b'/' | b'*') => {
+                        j = skip_comment(b, j);
+                        continue;
+                    }
+                    c => {
+                        if let Some(d) = hex_digit(c) {
+                            match high.take() {
+                                Some(h) => out.push((h << 4 | d) as u8),
+                                None => high = Some(d),
+                            }
+                        }
                     }
                 }
+                j += 1;
+            }
+            b.len()
+        }
+        c => {
+            out.push(match c {
+                b'a' => 7,
+                b'b' => 8,
+                b'f' => 12,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'v' => 11,
+                other => other,
+            });
+            i + 2
+        }
+    }
+}
+
+/// Removes one level of quoting, as bytes (Click's `cp_unquote`): `'...'` is literal;
+/// inside `"..."` backslash escapes are processed (see [`process_backslash`]); outside
+/// quotes only `\<hex>` is. `"a\012b"` is `a`, newline, `b`.
+pub fn unquote_bytes(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut quote = 0u8;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'"' | b'\'' if quote == 0 => quote = c,
+            b'"' | b'\'' if quote == c => quote = 0,
+            b'\\' if i + 1 < b.len() && (quote == b'"' || quote == 0 && b[i + 1] == b'<') => {
+                i = process_backslash(b, i, &mut out);
+                continue;
             }
             _ => out.push(c),
         }
+        i += 1;
     }
     out
+}
+
+/// [`unquote_bytes`] as text, for words the configuration language itself reads
+/// (requirement names, classifier patterns, file names in line directives). Escapes
+/// that make bytes that are not UTF-8 become U+FFFD, which no such word contains, so
+/// the word is then refused where it is used. Element arguments of type `String`
+/// refuse such bytes with their own error instead.
+pub fn unquote(s: &str) -> String {
+    match String::from_utf8(unquote_bytes(s)) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
 }
 
 fn keyword_of(arg: &str) -> Option<(&str, &str)> {
@@ -210,6 +298,12 @@ pub trait FromArg: Sized {
     /// What the value should be, for errors ("N expects integer").
     const WHAT: &'static str;
     fn from_arg(s: &str) -> Option<Self>;
+    /// Why `s` is not a value of this type, when there is more to say than [`WHAT`].
+    ///
+    /// [`WHAT`]: FromArg::WHAT
+    fn why_not(_s: &str) -> Option<String> {
+        None
+    }
 }
 
 impl Args {
@@ -267,7 +361,10 @@ impl Args {
     }
 
     fn convert<T: FromArg>(kw: &str, s: &str) -> Result<T, String> {
-        T::from_arg(s).ok_or_else(|| format!("{} expects {}", kw, T::WHAT))
+        T::from_arg(s).ok_or_else(|| match T::why_not(s) {
+            Some(why) => format!("{} expects {}: {}", kw, T::WHAT, why),
+            None => format!("{} expects {}", kw, T::WHAT),
+        })
     }
 
     /// A mandatory parameter given by position or as `KW value`.
@@ -329,10 +426,21 @@ impl Args {
     }
 }
 
+/// A string argument is text: escapes that make bytes that are not UTF-8 (`"\377"`)
+/// are refused rather than changed.
 impl FromArg for String {
     const WHAT: &'static str = "string";
     fn from_arg(s: &str) -> Option<Self> {
-        Some(unquote(s))
+        String::from_utf8(unquote_bytes(s)).ok()
+    }
+    fn why_not(s: &str) -> Option<String> {
+        let e = String::from_utf8(unquote_bytes(s)).err()?;
+        let at = e.utf8_error().valid_up_to();
+        Some(format!(
+            "its escapes make byte 0x{:02X} (byte {} of the value), which is not UTF-8 text",
+            e.as_bytes()[at],
+            at + 1
+        ))
     }
 }
 
@@ -348,18 +456,37 @@ impl FromArg for bool {
     }
 }
 
+/// The digits of `s` in base `radix` with the underscores Click's `IntArg` allows
+/// (single ones between digits, `1_000`) removed; None if `s` is not such a run.
+fn digits_without_underscores(s: &str, radix: u32) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut after_digit = false;
+    for c in s.chars() {
+        if c == '_' && after_digit {
+            after_digit = false;
+        } else if c.is_digit(radix) {
+            out.push(c);
+            after_digit = true;
+        } else {
+            return None;
+        }
+    }
+    after_digit.then_some(out)
+}
+
 fn parse_u64(s: &str) -> Option<u64> {
     let s = s.trim();
     let s = s.strip_prefix('+').unwrap_or(s);
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(&h.replace('_', ""), 16).ok()
+    let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        (h, 16)
     } else if let Some(b) = s.strip_prefix("0b").or_else(|| s.strip_prefix("0B")) {
-        u64::from_str_radix(b, 2).ok()
-    } else if s.len() > 1 && s.starts_with('0') && s.bytes().all(|c| c.is_ascii_digit()) {
-        u64::from_str_radix(&s[1..], 8).ok()
+        (b, 2)
+    } else if s.len() > 1 && s.starts_with('0') {
+        (s, 8)
     } else {
-        s.parse().ok()
-    }
+        (s, 10)
+    };
+    u64::from_str_radix(&digits_without_underscores(digits, radix)?, radix).ok()
 }
 
 fn parse_i64(s: &str) -> Option<i64> {
@@ -415,10 +542,31 @@ impl FromArg for Ipv4Addr {
     }
 }
 
-/// Click accepts dotted quads with fewer than four parts only as prefixes; addresses are
-/// full dotted quads.
-fn parse_ipv4(s: &str) -> Option<Ipv4Addr> {
-    s.parse().ok()
+/// Click's `IPAddressArg::basic_parse`: one to four decimal parts of at most 255
+/// separated by dots, leading zeros allowed (`010.000.000.001` is 10.0.0.1, not
+/// octal). Returns the address, missing parts zero, and the number of parts.
+fn parse_dotted(s: &str) -> Option<(Ipv4Addr, usize)> {
+    let mut octets = [0u8; 4];
+    let mut n = 0;
+    for part in s.split('.') {
+        if n == 4 || part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let digits = part.trim_start_matches('0');
+        octets[n] = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().ok()?
+        };
+        n += 1;
+    }
+    Some((Ipv4Addr::from(octets), n))
+}
+
+/// An IPv4 address: a full dotted quad. Click accepts fewer than four parts only as
+/// the address of a prefix (`10/8`).
+pub fn parse_ipv4(s: &str) -> Option<Ipv4Addr> {
+    parse_dotted(s).and_then(|(a, n)| (n == 4).then_some(a))
 }
 
 impl FromArg for Ipv6Addr {
@@ -472,22 +620,11 @@ impl FromArg for Ipv4Prefix {
 
 /// A prefix's address part may have fewer than four parts (`10/8`, `192.168/16`).
 fn parse_prefix_addr(s: &str) -> Option<Ipv4Addr> {
-    let parts: Vec<&str> = s.split('.').collect();
-    if parts.is_empty() || parts.len() > 4 {
-        return None;
-    }
-    let mut o = [0u8; 4];
-    for (i, p) in parts.iter().enumerate() {
-        if p.is_empty() || !p.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        o[i] = p.parse().ok()?;
-    }
-    Some(Ipv4Addr::from(o))
+    parse_dotted(s).map(|(a, _)| a)
 }
 
-/// An Ethernet address: `00:11:22:33:44:55` (one or two hex digits per part) or
-/// `00-11-22-33-44-55`.
+/// An Ethernet address: six parts of one or two hex digits separated by `:` or by `-`
+/// (`00:11:22:33:44:55`, `0-1-2-3-4-5`), as Click's `EtherAddressArg`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct EtherAddr(pub [u8; 6]);
 
@@ -502,7 +639,7 @@ impl FromArg for EtherAddr {
         }
         let mut a = [0u8; 6];
         for (i, p) in parts.iter().enumerate() {
-            if p.is_empty() || p.len() > 2 || (sep == '-' && p.len() != 2) {
+            if p.is_empty() || p.len() > 2 || !p.bytes().all(|c| c.is_ascii_hexdigit()) {
                 return None;
             }
             a[i] = u8::from_str_radix(p, 16).ok()?;
@@ -523,29 +660,90 @@ impl std::fmt::Display for EtherAddr {
     }
 }
 
-/// A time interval (`1s`, `250ms`, `10us`, `1.5`, `2min`, `1h`), in nanoseconds.
+/// A time interval, in nanoseconds, as Click's `SecondsArg` reads it: a decimal
+/// number (`1.5`, `1_000`, `1e-3`) and an optional unit, `s`/`sec` (the default),
+/// `m`/`min`, `h`/`hr` or `d`/`day`, which may carry a prefix `m`, `u` or `n` (`250ms`,
+/// `10usec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Interval(pub u64);
+
+/// Click's `seconds_units`, in Click's order (the first whose name ends the text is
+/// the unit): name, seconds.
+const SECONDS_UNITS: [(&str, f64); 8] = [
+    ("s", 1.0),
+    ("sec", 1.0),
+    ("m", 60.0),
+    ("min", 60.0),
+    ("h", 3600.0),
+    ("hr", 3600.0),
+    ("d", 86400.0),
+    ("day", 86400.0),
+];
+
+/// Click's `preparse_fraction`: an optional `+`, decimal digits with single
+/// underscores between them and at most one `.`, then an optional exponent. Returns
+/// the number in a form `f64::from_str` reads, or None.
+fn decimal_number(s: &str) -> Option<String> {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let mut out = String::with_capacity(s.len());
+    let (mut after_digit, mut any_digit, mut point) = (false, false, false);
+    for c in mantissa.chars() {
+        match c {
+            '_' if after_digit => after_digit = false,
+            '.' if !point && (after_digit || out.is_empty()) => {
+                point = true;
+                after_digit = false;
+                out.push('.');
+            }
+            '0'..='9' => {
+                out.push(c);
+                after_digit = true;
+                any_digit = true;
+            }
+            _ => return None,
+        }
+    }
+    if !any_digit || mantissa.ends_with('_') {
+        return None;
+    }
+    if let Some(e) = exponent {
+        let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        out.push('e');
+        out.push_str(e);
+    }
+    Some(out)
+}
 
 impl FromArg for Interval {
     const WHAT: &'static str = "time interval";
     fn from_arg(s: &str) -> Option<Self> {
         let s = s.trim();
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(s.len());
-        let (num, unit) = s.split_at(split);
-        let v: f64 = num.parse().ok()?;
-        let mult = match unit.trim() {
-            "" | "s" | "sec" | "secs" => 1e9,
-            "ms" | "msec" => 1e6,
-            "us" | "usec" => 1e3,
-            "ns" | "nsec" => 1.0,
-            "m" | "min" | "mins" => 60e9,
-            "h" | "hr" | "hrs" => 3600e9,
-            _ => return None,
-        };
-        Some(Interval((v * mult).round() as u64))
+        let (mut num, mut seconds) = (s, 1.0);
+        if let Some(&(name, unit)) = SECONDS_UNITS.iter().find(|(name, _)| s.ends_with(name)) {
+            num = &s[..s.len() - name.len()];
+            seconds = unit;
+            let prefix = match num.as_bytes().last() {
+                Some(b'm') => Some(1e-3),
+                Some(b'u') => Some(1e-6),
+                Some(b'n') => Some(1e-9),
+                _ => None,
+            };
+            if let Some(p) = prefix {
+                num = &num[..num.len() - 1];
+                seconds *= p;
+            }
+            num = num.trim_end();
+        }
+        let v: f64 = decimal_number(num)?.parse().ok()?;
+        let ns = (v * seconds * 1e9).round();
+        (ns.is_finite() && ns < u64::MAX as f64).then_some(Interval(ns as u64))
     }
 }
 
@@ -657,5 +855,113 @@ mod tests {
         assert_eq!(Bandwidth::from_arg("8kbps"), Some(Bandwidth(1000.0)));
         assert_eq!(unquote("\"a\\tb\""), "a\tb");
         assert_eq!(split_words("a \"b c\" d"), vec!["a", "\"b c\"", "d"]);
+    }
+
+    #[test]
+    fn backslash_escapes_decode_as_clicks_cp_unquote() {
+        // One to three octal digits.
+        assert_eq!(String::from_arg(r#""a\012b""#).unwrap(), "a\nb");
+        assert_eq!(String::from_arg(r#""\1010""#).unwrap(), "A0");
+        assert_eq!(String::from_arg(r#""\0x""#).unwrap(), "\0x");
+        // \x takes every hex digit that follows; the byte is the last two.
+        assert_eq!(String::from_arg(r#""c\x41-d""#).unwrap(), "cA-d");
+        assert_eq!(String::from_arg(r#""c\x41d""#).unwrap(), "c\x1d");
+        // \<hex> inside and outside double quotes, spaces and comments ignored; not
+        // inside single quotes.
+        assert_eq!(String::from_arg(r"\<41 42>").unwrap(), "AB");
+        assert_eq!(String::from_arg(r#"x"\<43/* c */44>"y"#).unwrap(), "xCDy");
+        assert_eq!(String::from_arg(r"'\<41>'").unwrap(), r"\<41>");
+        // Other escapes, and escapes outside quotes are literal.
+        assert_eq!(String::from_arg(r#""\$\,\"\\q""#).unwrap(), "$,\"\\q");
+        assert_eq!(String::from_arg(r"a\nb").unwrap(), r"a\nb");
+        assert_eq!(String::from_arg("\"a\\\nb\"").unwrap(), "ab");
+        assert_eq!(unquote_bytes(r#""\377\<fe>""#), vec![0xff, 0xfe]);
+    }
+
+    #[test]
+    fn a_string_argument_whose_escapes_are_not_utf8_is_refused() {
+        let mut a = Args::new(r#""ok\377""#);
+        assert_eq!(
+            a.required::<String>("LABEL").unwrap_err(),
+            "LABEL expects string: its escapes make byte 0xFF (byte 3 of the value), which is not UTF-8 text"
+        );
+        // Bytes that make UTF-8 together are text.
+        assert_eq!(String::from_arg(r#""\303\251""#).unwrap(), "\u{e9}");
+    }
+
+    #[test]
+    fn ipv4_parts_are_decimal_with_leading_zeros() {
+        assert_eq!(
+            Ipv4Addr::from_arg("010.000.000.001"),
+            Some(Ipv4Addr::new(10, 0, 0, 1))
+        );
+        assert_eq!(Ipv4Addr::from_arg("10.0.0.01"), Some(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(
+            Ipv4Addr::from_arg("0255.0.0.00000007"),
+            Some(Ipv4Addr::new(255, 0, 0, 7))
+        );
+        assert_eq!(Ipv4Addr::from_arg("10.0.0.256"), None);
+        assert_eq!(Ipv4Addr::from_arg("10.0.0"), None);
+        assert_eq!(Ipv4Addr::from_arg("10.0.0.1.2"), None);
+        assert_eq!(Ipv4Addr::from_arg("10..0.1"), None);
+        assert_eq!(Ipv4Addr::from_arg("+10.0.0.1"), None);
+        assert_eq!(
+            Ipv4Prefix::from_arg("010.0.0.01/32"),
+            Some(Ipv4Prefix {
+                addr: Ipv4Addr::new(10, 0, 0, 1),
+                mask: Ipv4Addr::BROADCAST
+            })
+        );
+        assert_eq!(
+            Ipv4Prefix::from_arg("10.0.0.01"),
+            Ipv4Prefix::from_arg("10.0.0.01/32")
+        );
+    }
+
+    #[test]
+    fn integers_take_underscores_between_digits() {
+        assert_eq!(u32::from_arg("1_000"), Some(1000));
+        assert_eq!(u64::from_arg("1_000_000"), Some(1_000_000));
+        assert_eq!(i32::from_arg("-2_5"), Some(-25));
+        assert_eq!(u32::from_arg("0x1_0"), Some(16));
+        assert_eq!(u32::from_arg("0b1_0"), Some(2));
+        assert_eq!(u32::from_arg("01_0"), Some(8));
+        for bad in ["_1", "1_", "1__0", "0x_1", "0x1_", "1_x"] {
+            assert_eq!(u32::from_arg(bad), None, "{}", bad);
+        }
+    }
+
+    #[test]
+    fn ethernet_parts_have_one_or_two_digits_with_either_separator() {
+        assert_eq!(
+            EtherAddr::from_arg("0-1-2-3-4-5"),
+            Some(EtherAddr([0, 1, 2, 3, 4, 5]))
+        );
+        assert_eq!(
+            EtherAddr::from_arg("a-0b-c-d-e-FF"),
+            Some(EtherAddr([0xa, 0xb, 0xc, 0xd, 0xe, 0xff]))
+        );
+        assert_eq!(EtherAddr::from_arg("0-1-2-3-4-100"), None);
+        assert_eq!(EtherAddr::from_arg("0-1:2-3-4-5"), None);
+        assert_eq!(EtherAddr::from_arg("0-1-2-3-4"), None);
+        assert_eq!(EtherAddr::from_arg("+1-1-2-3-4-5"), None);
+    }
+
+    #[test]
+    fn intervals_take_clicks_units_prefixes_and_exponents() {
+        assert_eq!(Interval::from_arg("1d"), Some(Interval(86_400_000_000_000)));
+        assert_eq!(Interval::from_arg("1day"), Some(Interval(86_400_000_000_000)));
+        assert_eq!(Interval::from_arg("1e-3"), Some(Interval(1_000_000)));
+        assert_eq!(Interval::from_arg("2E+1ms"), Some(Interval(20_000_000)));
+        assert_eq!(Interval::from_arg("1_500us"), Some(Interval(1_500_000)));
+        assert_eq!(Interval::from_arg("3 msec"), Some(Interval(3_000_000)));
+        assert_eq!(Interval::from_arg("2min"), Some(Interval(120_000_000_000)));
+        assert_eq!(Interval::from_arg("1m"), Some(Interval(60_000_000_000)));
+        assert_eq!(Interval::from_arg("1hr"), Some(Interval(3_600_000_000_000)));
+        assert_eq!(Interval::from_arg(".5"), Some(Interval(500_000_000)));
+        assert_eq!(Interval::from_arg("7ns"), Some(Interval(7)));
+        for bad in ["1e", "1e-", "1x", "-1s", "1__0", "s", "1.2.3", "1secs"] {
+            assert_eq!(Interval::from_arg(bad), None, "{}", bad);
+        }
     }
 }

@@ -13,6 +13,7 @@ use crate::error::ConfigError;
 use crate::lang::FlatConfig;
 use crate::registry::Registry;
 use packet::PacketBatch;
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -75,10 +76,12 @@ impl RouterSpec {
 
         // 2. Port counts: used ports, clamped to what the class accepts (Click's
         //    notify_nports), then every connection checked against them.
+        //    A FlatConfig built by hand may repeat a connection; it counts once, as in
+        //    Click, and the first occurrence is kept so that errors keep their order.
+        let mut seen = HashSet::with_capacity(flat.connections.len());
         let mut conns: Vec<(usize, usize, usize, usize, usize)> = Vec::new(); // from, fp, to, tp, idx
         for (i, c) in flat.connections.iter().enumerate() {
-            let key = (c.from, c.from_port, c.to, c.to_port);
-            if !conns.iter().any(|&(a, b, cc, d, _)| (a, b, cc, d) == key) {
+            if seen.insert((c.from, c.from_port, c.to, c.to_port)) {
                 conns.push((c.from, c.from_port, c.to, c.to_port, i));
             }
         }
@@ -939,6 +942,33 @@ mod tests {
         while !g.run_sources().all_done {}
         let seen = log.lock().unwrap().clone();
         (r, seen)
+    }
+
+    #[test]
+    fn a_hundred_thousand_connections_build_and_repeats_count_once() {
+        // Large enough that comparing each connection with all those before it would
+        // take minutes; listed twice, the second time in reverse order, so that a
+        // repeat is never next to its first occurrence.
+        let n = 100_000;
+        let mut elements = Vec::with_capacity(2 * n);
+        for i in 0..n {
+            elements.push(el(&format!("s{}", i), "TestSource", "1", 1));
+            elements.push(el(&format!("d{}", i), "Discard", "", 2));
+        }
+        let once = (0..n).map(|i| conn(2 * i, 0, 2 * i + 1, 0));
+        let connections = once.clone().chain(once.rev()).collect();
+        let flat = FlatConfig {
+            elements,
+            connections,
+            ..Default::default()
+        };
+        let r = build(&flat).unwrap();
+        assert_eq!(r.element_names().count(), 2 * n);
+        let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+        while !g.run_sources().all_done {}
+        for i in [0, 1, n / 2, n - 1] {
+            assert_eq!(r.read_handler(&format!("d{}.count", i)).unwrap(), "1");
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! (count, limit, active, data ...) lives in the spec so handlers see and change it.
 
 use super::tokenbucket::{jiffies, TokenCounter, TokenRate};
-use crate::args::{Args, Bandwidth, FromArg};
+use crate::args::{unquote_bytes, Args, Bandwidth, FromArg};
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::{Packet, PacketBatch, Timestamp};
@@ -36,104 +36,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     }
-}
-
-fn hex_val(c: u8) -> Option<u8> {
-    (c as char).to_digit(16).map(|v| v as u8)
-}
-
-/// Click's `cp_unquote` as bytes: `'...'` is literal; `"..."` takes C escapes (`\n`,
-/// `\xHH`, octal, `\<hex>`); outside quotes text is literal except `\<hex digits and
-/// spaces>`.
-pub fn unquote_bytes(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    let mut quote: Option<u8> = None;
-    while i < b.len() {
-        let c = b[i];
-        match quote {
-            Some(b'\'') => {
-                if c == b'\'' {
-                    quote = None;
-                } else {
-                    out.push(c);
-                }
-                i += 1;
-            }
-            _ if c == b'\\' && b.get(i + 1) == Some(&b'<') => {
-                // \<hex>: pairs of hex digits, white space ignored.
-                i += 2;
-                let mut hi: Option<u8> = None;
-                while i < b.len() && b[i] != b'>' {
-                    if let Some(v) = hex_val(b[i]) {
-                        match hi.take() {
-                            Some(h) => out.push(h << 4 | v),
-                            None => hi = Some(v),
-                        }
-                    }
-                    i += 1;
-                }
-                i += 1;
-            }
-            Some(_) => {
-                // Inside double quotes.
-                if c == b'"' {
-                    quote = None;
-                    i += 1;
-                } else if c == b'\\' && i + 1 < b.len() {
-                    let e = b[i + 1];
-                    i += 2;
-                    match e {
-                        b'a' => out.push(7),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'n' => out.push(b'\n'),
-                        b'r' => out.push(b'\r'),
-                        b't' => out.push(b'\t'),
-                        b'v' => out.push(11),
-                        b'\n' => {}
-                        b'x' => {
-                            let mut v = 0u8;
-                            let mut k = 0;
-                            while k < 2 && i < b.len() {
-                                match hex_val(b[i]) {
-                                    Some(d) => v = v << 4 | d,
-                                    None => break,
-                                }
-                                i += 1;
-                                k += 1;
-                            }
-                            out.push(v);
-                        }
-                        b'0'..=b'7' => {
-                            let mut v = (e - b'0') as u32;
-                            let mut k = 1;
-                            while k < 3 && i < b.len() && (b'0'..=b'7').contains(&b[i]) {
-                                v = v * 8 + (b[i] - b'0') as u32;
-                                i += 1;
-                                k += 1;
-                            }
-                            out.push(v as u8);
-                        }
-                        other => out.push(other),
-                    }
-                } else {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-            None => {
-                if c == b'"' || c == b'\'' {
-                    quote = Some(c);
-                } else {
-                    out.push(c);
-                }
-                i += 1;
-            }
-        }
-    }
-    out
 }
 
 /// A DATA argument: bytes after Click's unquoting.

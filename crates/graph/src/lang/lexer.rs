@@ -420,3 +420,117 @@ impl<'a> Lexer<'a> {
         Ok(out)
     }
 }
+
+/// Byte ranges of the comments in `b`, found as the lexer finds them: `//` to the end
+/// of the line and `/* ... */` outside quotes, also inside `\<...>`.
+fn comment_ranges(b: &[u8]) -> Vec<(usize, usize)> {
+    fn comment_end(b: &[u8], i: usize) -> usize {
+        if b[i + 1] == b'/' {
+            let mut j = i + 2;
+            while j < b.len() && !matches!(b[j], b'\n' | b'\r') {
+                j += 1;
+            }
+            j
+        } else {
+            let mut j = i + 2;
+            while j + 1 < b.len() && !(b[j] == b'*' && b[j + 1] == b'/') {
+                j += 1;
+            }
+            (j + 2).min(b.len())
+        }
+    }
+    fn is_comment(b: &[u8], i: usize) -> bool {
+        b[i] == b'/' && i + 1 < b.len() && matches!(b[i + 1], b'/' | b'*')
+    }
+    // `\<...>` whose body starts at `i`; returns the position after `>`.
+    fn skip_angle(b: &[u8], mut i: usize, ranges: &mut Vec<(usize, usize)>) -> usize {
+        while i < b.len() && b[i] != b'>' {
+            if is_comment(b, i) {
+                let end = comment_end(b, i);
+                ranges.push((i, end));
+                i = end;
+            } else {
+                i += 1;
+            }
+        }
+        (i + 1).min(b.len())
+    }
+    let mut ranges = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            _ if is_comment(b, i) => {
+                let end = comment_end(b, i);
+                ranges.push((i, end));
+                i = end;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' && i + 1 < b.len() {
+                        i = if b[i + 1] == b'<' {
+                            skip_angle(b, i + 2, &mut ranges)
+                        } else {
+                            i + 2
+                        };
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            b'\'' => {
+                i += 1;
+                while i < b.len() && b[i] != b'\'' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'\\' if i + 1 < b.len() && b[i + 1] == b'<' => i = skip_angle(b, i + 2, &mut ranges),
+            _ => i += 1,
+        }
+    }
+    ranges
+}
+
+/// The text of a configuration file read as bytes. Comments may hold bytes that are
+/// not UTF-8 (a Latin-1 name, say), as Click, which reads bytes, allows; they become
+/// U+FFFD. Anywhere else such a byte is an error at its line and column.
+pub(crate) fn source_text(bytes: &[u8], file: &str) -> Result<String, ConfigError> {
+    let comments = comment_ranges(bytes);
+    let in_comment = |at: usize| {
+        let k = comments.partition_point(|&(start, _)| start <= at);
+        k > 0 && at < comments[k - 1].1
+    };
+    let mut text = String::with_capacity(bytes.len());
+    let mut first_bad: Option<(usize, u8)> = None;
+    let mut at = 0;
+    while at < bytes.len() {
+        match std::str::from_utf8(&bytes[at..]) {
+            Ok(rest) => {
+                text.push_str(rest);
+                break;
+            }
+            Err(e) => {
+                let good = e.valid_up_to();
+                text.push_str(&String::from_utf8_lossy(&bytes[at..at + good]));
+                let bad = at + good;
+                if first_bad.is_none() && !in_comment(bad) {
+                    first_bad = Some((text.len(), bytes[bad]));
+                }
+                text.push(char::REPLACEMENT_CHARACTER);
+                at = bad + e.error_len().unwrap_or(bytes.len() - bad);
+            }
+        }
+    }
+    match first_bad {
+        None => Ok(text),
+        Some((pos, byte)) => Err(SourceMap::new(&text, file).error(
+            pos,
+            format!(
+                "byte 0x{:02X} is not UTF-8 (configurations are read as UTF-8; other bytes may appear only in comments)",
+                byte
+            ),
+        )),
+    }
+}

@@ -26,6 +26,13 @@ pub fn parse(source: &str, file: &str, defines: &HashMap<String, String>) -> Res
     parser::parse(source, file, defines)
 }
 
+/// The text of a configuration read as bytes (a file, standard input): bytes that
+/// are not UTF-8 are accepted in comments and otherwise refused with an error at
+/// `file:line:column`.
+pub fn source_text(bytes: &[u8], file: &str) -> Result<String, ConfigError> {
+    lexer::source_text(bytes, file)
+}
+
 /// Like [`parse`], with `is_class` telling which names are primitive element classes
 /// (for instance `|n| registry.get(n).is_some()`).
 pub fn parse_with_classes(

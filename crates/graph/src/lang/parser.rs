@@ -982,18 +982,21 @@ impl<'a> Parser<'a> {
                 continue;
             };
             let ty = unquote(first);
-            let ok = match (ty.as_str(), words.len()) {
+            // As in Click, `require(NAME)` means `require(package NAME)`.
+            let package = match (ty.as_str(), words.len()) {
                 ("library", 2) => {
                     return Err(self.err(open.end, "'require(library ...)' is not supported"));
                 }
-                ("compact_config", 1) => true,
-                ("package", 2) => true,
-                ("package" | "library", 1) => false,
-                (t, 1) => !t.is_empty(),
-                _ => false,
+                ("compact_config", 1) => None,
+                ("package", 2) => Some(unquote(&words[1])),
+                ("package" | "library", 1) => return Err(self.err(open.end, "syntax error at requirement")),
+                (t, 1) if !t.is_empty() => Some(ty.clone()),
+                _ => return Err(self.err(open.end, "syntax error at requirement")),
             };
-            if !ok {
-                return Err(self.err(open.end, "syntax error at requirement"));
+            if let Some(name) = package {
+                if !PROVIDED_REQUIREMENTS.contains(&name.as_str()) {
+                    return Err(self.err(open.end, format!("requirement '{}' not available", name)));
+                }
             }
             self.requirements.push(arg);
         }
@@ -1106,6 +1109,12 @@ fn check_pseudo(
     }
     Ok(n)
 }
+
+/// The packages `require` accepts. brickroute loads no packages (Click's userlevel
+/// driver loads them from CLICKPATH); it answers for the features these names stand for
+/// in Click's element map: it runs at user level, with 64-bit integers, and has IPv6
+/// elements. Any other requirement fails as in Click.
+pub(crate) const PROVIDED_REQUIREMENTS: [&str; 3] = ["userlevel", "int64", "ip6"];
 
 /// Gives an anonymous element (named `;Class@N`) its final name `Class@N`, or the next
 /// free number if that name is taken.

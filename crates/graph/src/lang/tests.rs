@@ -550,6 +550,50 @@ fn define_and_substitution() {
     assert_eq!(fc.elements[0].config, "2");
 }
 
+/// The configuration string of the first element of `src`.
+fn first_config(src: &str) -> String {
+    ok(src).elements[0].config.clone()
+}
+
+#[test]
+fn variable_values_are_expanded_in_turn() {
+    assert_eq!(first_config("define($a 1, $b $a); Print($b) -> Discard;"), "1");
+    assert_eq!(
+        first_config("define($a 1, $b <$a>, $c $b$b); Print($c) -> Discard;"),
+        "<1><1>"
+    );
+    // A value defined in terms of itself stops expanding at Click's depth limit: the
+    // value is expanded at depths 1 to 10, each adding one x, and left as is at 11.
+    assert_eq!(
+        first_config("define($a x$a); Print($a) -> Discard;"),
+        format!("{}$a", "x".repeat(11))
+    );
+    // In double quotes the expanded value is quoted.
+    assert_eq!(
+        first_config("define($a \"q\", $b $a); Print(\"[$b]\") -> Discard;"),
+        "\"[\\\"q\\\"]\""
+    );
+}
+
+#[test]
+fn braced_variables_take_defaults_words_and_variable_names() {
+    assert_eq!(first_config("define($Y 7); Print(${X-$Y}) -> Discard;"), "7");
+    assert_eq!(first_config("Print(${X-$Y}) -> Discard;"), "$Y");
+    assert_eq!(
+        first_config("define($X a b c); Print(${X[1]}, ${X[0]}, ${ X [2] }, ${X[3]}, ${X[9]-d}) -> Discard;"),
+        "b, a, c, , "
+    );
+    assert_eq!(first_config("Print(${X[1]-d}) -> Discard;"), "d");
+    assert_eq!(first_config("define($n X, $X 5); Print(${$n}) -> Discard;"), "5");
+    // An expanded name that is undefined is left expanded.
+    assert_eq!(
+        first_config("define($n Z); Print(${$n}, $(x$n)) -> Discard;"),
+        "${Z}, $(xZ)"
+    );
+    // `$$` is a variable name of its own, undefined here.
+    assert_eq!(first_config("define($X 1); Print($$X) -> Discard;"), "$$X");
+}
+
 #[test]
 fn variables_in_compounds_are_lexically_scoped() {
     let fc = ok(
@@ -613,13 +657,14 @@ fn formal_parameter_errors() {
 
 #[test]
 fn requirements_are_recorded() {
-    let fc = ok("require(fastclassifier, package \"foo\", compact_config);\nIdle -> Discard;");
+    let fc = ok("require(userlevel, package \"ip6\", compact_config, int64);\nIdle -> Discard;");
     assert_eq!(
         fc.requirements,
         vec![
-            "fastclassifier".to_string(),
-            "package \"foo\"".to_string(),
-            "compact_config".to_string()
+            "userlevel".to_string(),
+            "package \"ip6\"".to_string(),
+            "compact_config".to_string(),
+            "int64".to_string()
         ]
     );
     assert_eq!(
@@ -630,6 +675,55 @@ fn requirements_are_recorded() {
         err_head("require(library lib.click);"),
         "t.click:1:9: error: 'require(library ...)' is not supported"
     );
+}
+
+#[test]
+fn requirements_brickroute_does_not_provide_fail_as_in_click() {
+    assert_eq!(
+        err_head("Idle -> Discard;\n  require(unknownpkg);"),
+        "t.click:2:11: error: requirement 'unknownpkg' not available"
+    );
+    assert_eq!(
+        err_head("require(ip6, package \"fastclassifier\")"),
+        "t.click:1:9: error: requirement 'fastclassifier' not available"
+    );
+    assert_eq!(
+        err_head("elementclass C { require(linuxmodule); input -> output }"),
+        "t.click:1:26: error: requirement 'linuxmodule' not available"
+    );
+}
+
+// ---- configuration bytes ----
+
+#[test]
+fn bytes_that_are_not_utf8_are_accepted_in_comments_only() {
+    let text = source_text(
+        b"// caf\xe9\nIdle /* \xff\xfe */ -> Print(\"//x\") -> Discard; // \xe9",
+        "t.click",
+    )
+    .unwrap();
+    let fc = parse(&text, "t.click", &no_defines()).unwrap();
+    assert_eq!(
+        elems(&fc),
+        vec![
+            e3("Idle@1", "Idle", ""),
+            e3("Print@2", "Print", "\"//x\""),
+            e3("Discard@3", "Discard", "")
+        ]
+    );
+
+    let e = source_text(
+        b"Idle -> /* \xff */ Discard;\nPrint(\"caf\xe9\") -> Discard;",
+        "t.click",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string().lines().next().unwrap(),
+        "t.click:2:11: error: byte 0xE9 is not UTF-8 (configurations are read as UTF-8; other bytes may appear only in comments)"
+    );
+    // `//` inside a string does not start a comment.
+    let e = source_text(b"Print(\"http://\xe9\") -> Discard;", "t.click").unwrap_err();
+    assert_eq!(e.landmark.unwrap().column, 15);
 }
 
 // ---- errors ----

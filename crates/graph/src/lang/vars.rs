@@ -2,6 +2,7 @@
 //! `VariableEnvironment`) and the assignment of compound arguments to formal
 //! parameters (Click's `cp_assign_arguments`).
 
+use crate::args::split_words;
 use std::rc::Rc;
 
 /// A scope of variables: the file's `define`s (and command-line definitions) at depth
@@ -69,24 +70,62 @@ fn quote_inner(s: &str, out: &mut String) {
     }
 }
 
-/// Looks `var` up (`${NAME-DEFAULT}` supplies a default) and appends its value, quoted
-/// for a double-quoted context. Returns false if the variable is undefined.
-fn expand_var(var: &str, braces: bool, quote: u8, env: &Env, out: &mut String) -> bool {
-    let (name, default) = match var.find('-') {
-        Some(i) if braces => (&var[..i], Some(&var[i + 1..])),
-        _ => (var, None),
-    };
-    let value = env.lookup(name).or(default);
-    match value {
-        Some(v) if quote == b'"' => {
-            quote_inner(v, out);
-            true
+/// How a variable was written: `$NAME` (also `$?`, `$#`, `$$`), `${...}` or `$(...)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum VarForm {
+    Plain,
+    Braces,
+    Parens,
+}
+
+/// Click's `VariableEnvironment::expand`: the text `var` stands for, or None if it is
+/// undefined. Inside braces `var` is `NAME`, optionally `[N]` (the Nth space-separated
+/// word of the value, counting from 0; empty past the last), optionally `-DEFAULT`
+/// (used when NAME is undefined), white space allowed around NAME. A value, and a
+/// default, is itself expanded, down to Click's depth limit.
+fn lookup(var: &str, form: VarForm, env: &Env, depth: usize) -> Option<String> {
+    let mut name = var;
+    let mut word_index = None;
+    let mut default = None;
+    if form == VarForm::Braces {
+        let b = var.as_bytes();
+        let skip_space = |mut i: usize| {
+            while i < b.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            i
+        };
+        let start = skip_space(0);
+        let mut s = start;
+        while s < b.len() && (b[s].is_ascii_alphanumeric() || b[s] == b'_') {
+            s += 1;
         }
-        Some(v) => {
-            out.push_str(v);
-            true
+        name = &var[start..s];
+        s = skip_space(s);
+        if s < b.len() && b[s] == b'[' {
+            let digits = skip_space(s + 1);
+            s = digits;
+            while s < b.len() && b[s].is_ascii_digit() {
+                s += 1;
+            }
+            if s > digits && s < b.len() && b[s] == b']' {
+                word_index = var[digits..s].parse::<usize>().ok();
+                s = skip_space(s + 1);
+            }
         }
-        None => false,
+        if s < b.len() && b[s] == b'-' {
+            default = Some(&var[s + 1..]);
+        }
+    }
+    match env.lookup(name) {
+        Some(value) => {
+            let value = expand_at(value, env, depth + 1);
+            Some(match word_index {
+                Some(i) => split_words(&value).into_iter().nth(i).unwrap_or_default(),
+                None => value,
+            })
+        }
+        None => default.map(|d| expand_at(d, env, depth + 1)),
     }
 }
 
@@ -107,17 +146,20 @@ fn skip_comment(b: &[u8], s: usize) -> usize {
     }
 }
 
-/// Substitutes `$NAME`, `${NAME}`, `${NAME-DEFAULT}` (and variables inside `$(...)`)
-/// in `config`. Nothing is substituted inside single quotes or comments; inside double
-/// quotes the value is backslash-quoted. Undefined variables are left as written.
+/// Substitutes `$NAME`, `${NAME}`, `${NAME[N]}`, `${NAME-DEFAULT}` and `$(NAME)` in
+/// `config`, as Click's `cp_expand` does: a variable's value is expanded in turn, and a
+/// variable name containing `$` is expanded before it is looked up. Nothing is
+/// substituted inside single quotes or comments; inside double quotes the value is
+/// backslash-quoted. Undefined variables are left as written.
 pub(crate) fn expand(config: &str, env: &Env) -> String {
-    expand_nested(config, env, 0)
+    expand_at(config, env, 0)
 }
 
-/// `$(...)` nests; past this depth the text inside is left alone.
-const MAX_NESTING: usize = 32;
+/// Click stops substituting past this depth of values within values, so a variable
+/// defined in terms of itself ends up unexpanded instead of looping.
+const MAX_DEPTH: usize = 10;
 
-fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
+fn expand_at(config: &str, env: &Env, depth: usize) -> String {
     if !config.contains('$') {
         return config.to_string();
     }
@@ -140,26 +182,17 @@ fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
                 s = skip_comment(b, s);
                 continue;
             }
-            b'$' if s + 1 < b.len() && quote != b'\'' => {
+            b'$' if s + 1 < b.len() && quote != b'\'' && depth <= MAX_DEPTH => {
                 let before = s;
                 let next = b[s + 1];
-                if next == b'{' {
+                let (form, name_start, name_end, end) = if next == b'{' {
                     let Some(close) = config[s + 2..].find('}') else {
                         break;
                     };
-                    let var = &config[s + 2..s + 2 + close];
-                    s = s + 2 + close + 1;
-                    out.push_str(&config[copied..before]);
-                    if expand_var(var, true, quote, env, &mut out) {
-                        copied = s;
-                    } else {
-                        copied = before;
-                    }
-                    continue;
+                    (VarForm::Braces, s + 2, s + 2 + close, s + 2 + close + 1)
                 } else if next == b'(' {
                     let mut level = 1;
                     let mut nquote = 0u8;
-                    let mut inner_var = false;
                     let mut i = s + 2;
                     while i < b.len() && level > 0 {
                         match b[i] {
@@ -173,7 +206,6 @@ fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
                                 }
                             }
                             b'\\' if i + 1 < b.len() && nquote != b'\'' => i += 1,
-                            b'$' if nquote != b'\'' => inner_var = true,
                             _ => {}
                         }
                         i += 1;
@@ -181,51 +213,40 @@ fn expand_nested(config: &str, env: &Env, nesting: usize) -> String {
                     if level > 0 {
                         break;
                     }
-                    let inner = &config[s + 2..i - 1];
-                    s = i;
-                    let inner_var = inner_var && nesting < MAX_NESTING;
-                    let name = if inner_var {
-                        expand_nested(inner, env, nesting + 1)
-                    } else {
-                        inner.to_string()
-                    };
-                    out.push_str(&config[copied..before]);
-                    if expand_var(&name, false, quote, env, &mut out) {
-                        copied = s;
-                    } else if inner_var {
-                        out.push_str("$(");
-                        out.push_str(&name);
-                        out.push(')');
-                        copied = s;
-                    } else {
-                        copied = before;
-                    }
-                    continue;
+                    (VarForm::Parens, s + 2, i - 1, i)
                 } else if next.is_ascii_alphanumeric() || next == b'_' {
                     let mut i = s + 1;
                     while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
                         i += 1;
                     }
-                    let var = &config[s + 1..i];
-                    s = i;
-                    out.push_str(&config[copied..before]);
-                    copied = if expand_var(var, false, quote, env, &mut out) {
-                        s
-                    } else {
-                        before
-                    };
+                    (VarForm::Plain, s + 1, i, i)
+                } else if matches!(next, b'?' | b'#' | b'$') {
+                    (VarForm::Plain, s + 1, s + 2, s + 2)
+                } else {
+                    s += 1;
                     continue;
-                } else if next == b'?' || next == b'#' {
-                    let var = &config[s + 1..s + 2];
-                    s += 2;
-                    out.push_str(&config[copied..before]);
-                    copied = if expand_var(var, false, quote, env, &mut out) {
-                        s
-                    } else {
-                        before
-                    };
-                    continue;
+                };
+                let written = &config[name_start..name_end];
+                let name_has_var = form != VarForm::Plain && written.contains('$');
+                let name = if name_has_var {
+                    expand_at(written, env, depth + 1)
+                } else {
+                    written.to_string()
+                };
+                out.push_str(&config[copied..before]);
+                s = end;
+                copied = end;
+                match lookup(&name, form, env, depth) {
+                    Some(text) if quote == b'"' => quote_inner(&text, &mut out),
+                    Some(text) => out.push_str(&text),
+                    None if name_has_var => {
+                        out.push_str(&config[before..name_start]);
+                        out.push_str(&name);
+                        out.push_str(&config[name_end..end]);
+                    }
+                    None => copied = before,
                 }
+                continue;
             }
             _ => {}
         }

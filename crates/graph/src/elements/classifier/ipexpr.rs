@@ -16,8 +16,7 @@
 //! from the previous test (`src port 80 or 81`).
 
 use super::program::{Base, Expr};
-use crate::args::{unquote, FromArg, Ipv4Prefix};
-use std::net::Ipv4Addr;
+use crate::args::{parse_ipv4, unquote, FromArg, Ipv4Prefix};
 
 const UNKNOWN: i32 = -1000;
 const PROTO_ICMP: i32 = 1;
@@ -370,7 +369,7 @@ fn parse_uint(s: &str) -> Option<u32> {
 }
 
 fn parse_addr(s: &str) -> Option<u32> {
-    s.parse::<Ipv4Addr>().ok().map(u32::from)
+    parse_ipv4(s).map(u32::from)
 }
 
 fn parse_prefix(s: &str) -> Option<(u32, u32)> {
