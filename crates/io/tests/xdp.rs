@@ -984,6 +984,10 @@ fn ports_sharing_a_umem_forward_without_copies_and_get_every_frame_back() {
         assert_eq!(ya.mode(), XdpMode::Copy);
         let from = Peer::on("xb");
         let to = Peer::on("yb");
+        // A shared UMEM's receive sides are filled by the first receive call, once
+        // every port sharing it is open (a router's workers start polling then).
+        let mut b = PacketBatch::new();
+        assert_eq!((xa.rx_burst(0, &mut b, 32), ya.rx_burst(0, &mut b, 32)), (0, 0));
 
         let sent: Vec<Vec<u8>> = (0..300).map(stream_frame).collect();
         for f in &sent {
@@ -994,7 +998,6 @@ fn ports_sharing_a_umem_forward_without_copies_and_get_every_frame_back() {
         let mut want = Vec::new();
         let mut made = 0;
         let mut received = 0;
-        let mut b = PacketBatch::new();
         let mut out = PacketBatch::new();
         let deadline = Instant::now() + WAIT;
         while received < sent.len() && Instant::now() < deadline {
@@ -1054,10 +1057,11 @@ fn ports_sharing_a_umem_forward_without_copies_and_get_every_frame_back() {
         let f = xa.xdp_stats(0).frames;
         assert_eq!(f, ya.xdp_stats(0).frames, "one UMEM behind both ports");
         assert_eq!((f.total, f.packets, f.in_kernel()), (4096, 0, 0), "{:?}", f);
-        // Both receive sides are full again (2,048 frames each at most, topped up in
-        // k_p batches), and nothing waits to be sent.
+        // Both receive sides are full again (half the UMEM split between the two
+        // sockets, 1,024 frames each at most, topped up in k_p batches), and nothing
+        // waits to be sent.
         assert!(
-            f.fill + f.rx > 2 * (2048 - 32) && f.fill + f.rx <= 2 * 2048,
+            f.fill + f.rx > 2 * 1024 - 32 && f.fill + f.rx <= 2 * 1024,
             "{:?}",
             f
         );
@@ -1101,5 +1105,251 @@ fn packets_cross_umems_by_copy_and_outlive_their_port() {
         assert_eq!(kept.data(), &sent[5][..], "readable after its port closed");
         drop(kept);
         assert_no_frame_leaked(&ya);
+    });
+}
+
+/// Adds veth pair `name`a (address 198.18.`net`.1/24, MAC 02:00:00:00:`net`:0a) -
+/// `name`b (MAC 02:00:00:00:`net`:0b) to the namespace.
+fn add_pair(ns: &Netns, name: &str, net: u8) {
+    let sh = |cmd: &str| {
+        let mut a = vec!["ip", "netns", "exec", &ns.name];
+        a.extend(cmd.split(' '));
+        run(&a);
+    };
+    sh(&format!(
+        "ip link add {name}a address 02:00:00:00:{net:02x}:0a type veth \
+         peer name {name}b address 02:00:00:00:{net:02x}:0b"
+    ));
+    sh(&format!("ip addr add 198.18.{net}.1/24 dev {name}a"));
+    sh(&format!("ip link set {name}a up"));
+    sh(&format!("ip link set {name}b up"));
+}
+
+/// Five interfaces share each worker's UMEM of `UmemSet::DEFAULT_FRAMES` (as in
+/// `brickroute run`): every one receives, and packets made by an element (copied into
+/// the UMEM) are sent on every one. Each receive side holds its share, half the UMEM
+/// split five ways (819 frames), so the other half stays free for transmit.
+#[test]
+fn five_interfaces_sharing_a_umem_all_receive_and_transmit() {
+    let ns = Netns::new(1);
+    let names = ["p1", "p2", "p3", "p4"];
+    for (i, n) in names.iter().enumerate() {
+        add_pair(&ns, n, 10 + i as u8);
+    }
+    ns.enter(move || {
+        let cfg = XdpConfig::default();
+        let umems = UmemSet::new(UmemSet::DEFAULT_FRAMES, cfg.frame_size);
+        let mut ifs = vec![("xa".to_string(), "xb".to_string(), XA_MAC)];
+        for (i, n) in names.iter().enumerate() {
+            let mac = [0x02, 0, 0, 0, 10 + i as u8, 0x0a];
+            ifs.push((format!("{}a", n), format!("{}b", n), mac));
+        }
+        let ports: Vec<XdpPort> = ifs
+            .iter()
+            .map(|(a, _, _)| XdpPort::open_shared(a, 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e)))
+            .collect();
+        // The workers' first polls fill the receive sides.
+        let mut b = PacketBatch::new();
+        for p in &ports {
+            assert_eq!(p.rx_burst(0, &mut b, 32), 0);
+        }
+        let f = ports[0].xdp_stats(0).frames;
+        assert_eq!(f.total, 8192);
+        assert_eq!(f.fill, 5 * 819, "{:?}", f);
+        assert_eq!(f.free, 8192 - 5 * 819, "{:?}", f);
+
+        for (port, (_, peer_if, mac)) in ports.iter().zip(&ifs) {
+            let peer = Peer::on(peer_if);
+            let sent: Vec<Vec<u8>> = (0..200)
+                .map(|i| {
+                    let mut f = stream_frame(i);
+                    f[..6].copy_from_slice(mac);
+                    f
+                })
+                .collect();
+            for f in &sent {
+                peer.send(f);
+            }
+            let got: Vec<Vec<u8>> = receive_on(port, &[0], sent.len())
+                .into_iter()
+                .map(|(_, f)| f)
+                .collect();
+            assert!(
+                got == sent,
+                "{}: received {} of 200 frames",
+                port.ifname(),
+                got.len()
+            );
+
+            // Made by an element: 300 frames, more than a receive share, each copied
+            // into a free UMEM frame.
+            let made: Vec<Vec<u8>> = (0..300)
+                .map(|i| {
+                    let mut f = vec![0u8; 60];
+                    f[..6].copy_from_slice(&[0x02, 0, 0, 0, mac[4], 0x0b]);
+                    f[6..12].copy_from_slice(mac);
+                    f[12] = 0x88;
+                    f[13] = 0xb5;
+                    f[14..16].copy_from_slice(&(i as u16).to_be_bytes());
+                    f
+                })
+                .collect();
+            let mut accepted = 0;
+            for chunk in made.chunks(32) {
+                let mut out: PacketBatch = chunk.iter().map(|f| Packet::from_slice(f)).collect();
+                accepted += port.tx_burst(0, &mut out);
+            }
+            assert_eq!(accepted, 300, "{}: {:?}", port.ifname(), port.xdp_stats(0));
+            let at_peer = peer.receive(made.len(), |f| f[6..12] == mac[..]);
+            assert!(
+                at_peer == made,
+                "{}: {} of 300 made frames at the peer",
+                port.ifname(),
+                at_peer.len()
+            );
+            let x = port.xdp_stats(0);
+            assert_eq!((x.tx_copied, x.tx_no_room), (300, 0));
+            assert_eq!(port.tx_dropped(0), 0);
+            assert_eq!(port.rx_dropped(0), 0);
+        }
+    });
+}
+
+/// A UMEM too small to give every socket sharing it a receive share of two receive
+/// batches refuses the socket that would not fit, and says why.
+#[test]
+fn a_umem_too_small_for_its_sockets_is_refused() {
+    let ns = Netns::new(1);
+    add_second_pair(&ns);
+    add_pair(&ns, "p1", 10);
+    ns.enter(|| {
+        let cfg = XdpConfig::default();
+        // 512 frames: 256 for receive sides, 128 each for two sockets (four batches of
+        // 32, what each gets when it opens), 85 each for three.
+        let umems = UmemSet::new(512, cfg.frame_size);
+        let _xa = XdpPort::open_shared("xa", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        let _ya = XdpPort::open_shared("ya", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        let e = XdpPort::open_shared("p1a", 1, &cfg, &umems).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "p1a: queue 0: a UMEM of 512 frames is too small for 3 AF_XDP sockets: half of it \
+             is split among their receive sides, 85 frames each, fewer than 4 receive \
+             batches (128); open fewer interfaces with METHOD XDP"
+        );
+        assert_eq!(attached_xdp_program("p1a").unwrap(), None);
+    });
+}
+
+/// An interface with more receive queues than the port opens is refused: the program
+/// would hand what arrives on the other queues to the kernel.
+#[test]
+fn fewer_queues_than_the_interface_receives_on_are_refused() {
+    let ns = Netns::new(2);
+    ns.enter(|| {
+        let e = XdpPort::open("xa", 1, &XdpConfig::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "xa: the interface has 2 receive queues and 1 worker to read them (AF_XDP reads \
+             one queue per worker; frames arriving on the other 1 queue would go to the \
+             kernel instead of the router): run 2 workers (--threads 2) or give the \
+             interface 1 queue (ethtool -L xa rx 1)"
+        );
+        assert_eq!(attached_xdp_program("xa").unwrap(), None);
+        // The queues in use count, not the most the interface could have: with one
+        // of its two in use, one queue is all of them.
+        run(&["ethtool", "-L", "xa", "rx", "1"]);
+        drop(open(1));
+    });
+}
+
+/// While the interface is down, transmit refuses everything (as AF_PACKET does), and
+/// nothing refused is sent later when the interface comes back up.
+#[test]
+fn transmit_on_a_down_interface_is_refused_and_not_sent_later() {
+    let ns = Netns::new(1);
+    let name = ns.name.clone();
+    ns.enter(move || {
+        let port = open(1);
+        let peer = Peer::open();
+        let frame = |i: u16| {
+            udp_frame(
+                XA_MAC,
+                XB_MAC,
+                XA_IP,
+                [198, 18, 2, 2],
+                6000 + i,
+                9,
+                &[i as u8; 40],
+            )
+        };
+        run(&["ip", "-n", &name, "link", "set", "xa", "down"]);
+        // The first burst finds the interface down when the kernel is woken; the
+        // second one before anything is queued.
+        for first in [0u16, 20] {
+            let mut b: PacketBatch = (first..first + 20)
+                .map(|i| Packet::from_slice(&frame(i)))
+                .collect();
+            assert_eq!(port.tx_burst(0, &mut b), 0);
+            assert!(b.is_empty());
+        }
+        assert_eq!(port.stats(0).tx_packets, 0);
+        assert_eq!(port.xdp_stats(0).tx_link_down, 40);
+        assert_eq!(port.tx_dropped(0), 40);
+        assert_no_frame_leaked(&port);
+
+        run(&["ip", "-n", &name, "link", "set", "xa", "up"]);
+        let mut b: PacketBatch = (100..105).map(|i| Packet::from_slice(&frame(i))).collect();
+        assert_eq!(port.tx_burst(0, &mut b), 5);
+        let want: Vec<Vec<u8>> = (100..105).map(frame).collect();
+        // Only the frames sent while the interface was up reach the peer.
+        let got = peer.receive(45, |f| f[6..12] == XA_MAC);
+        assert!(
+            got == want,
+            "frames at the peer: {} (want the last 5 only)",
+            got.len()
+        );
+        assert_eq!(port.stats(0).tx_packets, 5);
+        assert_eq!(port.tx_dropped(0), 40);
+        assert_no_frame_leaked(&port);
+    });
+}
+
+/// Frames longer than the interface's MTU allows are refused: MTU + 14 bytes, 4 more
+/// with an 802.1Q tag (the MTU is 1400 here, the peer's 1500).
+#[test]
+fn frames_longer_than_the_mtu_allows_are_refused() {
+    let ns = Netns::new(1);
+    let name = ns.name.clone();
+    run(&["ip", "-n", &name, "link", "set", "xa", "mtu", "1400"]);
+    ns.enter(|| {
+        let port = open(1);
+        let peer = Peer::open();
+        // Marker byte at the end; `tagged` puts an 802.1Q tag (VLAN 5) after the MACs.
+        let frame = |len: usize, tagged: bool, marker: u8| {
+            let mut f = XB_MAC.to_vec();
+            f.extend_from_slice(&XA_MAC);
+            if tagged {
+                f.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+            }
+            f.extend_from_slice(&[0x88, 0xb5]);
+            f.resize(len - 1, 0x77);
+            f.push(marker);
+            f
+        };
+        let mut b = PacketBatch::new();
+        b.push(Packet::from_slice(&frame(1414, false, 1)));
+        b.push(Packet::from_slice(&frame(1415, false, 2)));
+        b.push(Packet::from_slice(&frame(1418, true, 3)));
+        b.push(Packet::from_slice(&frame(1419, true, 4)));
+        assert_eq!(port.tx_burst(0, &mut b), 2);
+        assert_eq!(port.xdp_stats(0).tx_too_long, 2);
+        assert_eq!(port.tx_dropped(0), 2);
+        let markers: Vec<u8> = peer
+            .receive(4, |f| f[6..12] == XA_MAC)
+            .iter()
+            .map(|f| *f.last().unwrap())
+            .collect();
+        assert_eq!(markers, vec![1, 3]);
+        assert_no_frame_leaked(&port);
     });
 }

@@ -59,7 +59,8 @@ pub enum Method {
 
 /// The method tried first when no element of an interface gives `METHOD`: AF_XDP,
 /// falling back to AF_PACKET (with a warning) where the interface cannot take
-/// brickroute's XDP program or AF_XDP sockets.
+/// brickroute's XDP program or AF_XDP sockets, or has more receive queues than there
+/// are workers (AF_XDP reads one queue per worker, AF_PACKET all of them).
 pub const DEFAULT_METHOD: Method = Method::Xdp;
 
 impl Method {
@@ -186,7 +187,11 @@ impl DeviceTable {
     }
 
     /// A table that opens the network interfaces the configuration names, with
-    /// [`open_interface_sharing`] and one UMEM per worker for all of them. Of each
+    /// [`open_interface_sharing`] and one UMEM per worker for all of them
+    /// ([`io::UmemSet::DEFAULT_FRAMES`] frames: half split among the receive sides of
+    /// the AF_XDP interfaces, a few batches each when it opens and the rest at the
+    /// workers' first polls, once every interface is open; half left for transmit). Of
+    /// each
     /// interface opened with METHOD PACKET, the kernel's IPv4 forwarding is turned off
     /// or kept as `kernel` says ([`keep_kernel_out`]); [`DeviceTable::clear`] (or
     /// dropping the table) restores it.

@@ -67,7 +67,8 @@ pub enum AttachRequest {
 pub struct XdpConfig {
     /// UMEM frames per queue. A port opened on its own ([`XdpPort::open`]) gets UMEMs of
     /// this many frames; each socket's receive side holds at most half of it (and at
-    /// most a ring's worth), also in a shared UMEM.
+    /// most a ring's worth), also in a shared UMEM, where it holds no more than its
+    /// share: half the UMEM split among the sockets sharing it.
     pub frames_per_queue: u32,
     /// Bytes per UMEM frame: 2048 or 4096.
     pub frame_size: u32,
@@ -103,8 +104,13 @@ impl Default for XdpConfig {
 pub struct XdpQueueStats {
     /// Where the queue's UMEM frames are.
     pub frames: FrameCounts,
-    /// Packets dropped on transmit because they were longer than a UMEM frame.
+    /// Packets dropped on transmit because they were longer than the interface's MTU
+    /// allows (MTU + 14 bytes, + 4 with an 802.1Q or 802.1ad tag; the MTU read at open)
+    /// or than a UMEM frame.
     pub tx_too_long: u64,
+    /// Packets dropped on transmit because the interface was down (or gone): not sent
+    /// later when it comes back up.
+    pub tx_link_down: u64,
     /// Packets dropped on transmit because no frame or ring entry was free.
     pub tx_no_room: u64,
     /// Packets sent from the UMEM frame they were received into (no copy).
@@ -224,6 +230,61 @@ fn ipv4_addresses(ifname: &str) -> io::Result<Vec<[u8; 4]>> {
     Ok(out)
 }
 
+/// The receive queues interface `ifname` uses now (ethtool's channels: receive-only plus
+/// combined), and the kind of channel that sets them (`combined`, or `rx` for a
+/// driver with no combined channels, such as veth), or `None` when the driver does not
+/// say (no `get_channels`, or the query failed: the caller then takes netlink's count,
+/// as a port did before). Netlink's `IFLA_NUM_RX_QUEUES` is the most it could use: a
+/// veth made without `numrxqueues` has one queue per possible CPU there but receives
+/// on one.
+fn rx_channels(ifname: &str) -> Option<(u32, &'static str)> {
+    const ETHTOOL_GCHANNELS: u32 = 0x3c;
+    #[repr(C)]
+    #[derive(Default)]
+    struct EthtoolChannels {
+        cmd: u32,
+        max_rx: u32,
+        max_tx: u32,
+        max_other: u32,
+        max_combined: u32,
+        rx_count: u32,
+        tx_count: u32,
+        other_count: u32,
+        combined_count: u32,
+    }
+    /// `struct ifreq` with its `ifr_data` member (40 bytes on 64-bit Linux).
+    #[repr(C)]
+    struct IfreqData {
+        name: [u8; libc::IFNAMSIZ],
+        data: *mut libc::c_void,
+        _pad: [u8; 16],
+    }
+    let mut ch = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..EthtoolChannels::default()
+    };
+    let mut req = IfreqData {
+        name: [0; libc::IFNAMSIZ],
+        data: &mut ch as *mut EthtoolChannels as *mut libc::c_void,
+        _pad: [0; 16],
+    };
+    // ifindex_of checked the name: 1 to 15 bytes, so a NUL follows it.
+    req.name[..ifname.len()].copy_from_slice(ifname.as_bytes());
+    // SAFETY: plain socket(2) call; the result is checked and owned below.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return None;
+    }
+    // SAFETY: `raw` is a new descriptor owned by nobody else.
+    let sock = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    // SAFETY: SIOCETHTOOL with an ifreq whose data points at an ethtool_channels of
+    // the size ETHTOOL_GCHANNELS writes; both outlive the call.
+    let r = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut req as *mut IfreqData) };
+    let n = ch.rx_count.saturating_add(ch.combined_count);
+    let kind = if ch.max_combined > 0 { "combined" } else { "rx" };
+    (r == 0 && n > 0).then_some((n, kind))
+}
+
 /// The XDP program attached to `ifname`, if any.
 pub fn attached_xdp_program(ifname: &str) -> Result<Option<AttachedProgram>, DeviceError> {
     let ifindex = ifindex_of(ifname)?;
@@ -312,10 +373,11 @@ fn open_socket(
     g: Geometry,
     zero_copy: bool,
     umem: &Arc<Umem>,
+    fill_now: bool,
 ) -> Result<Xsk, umem::SetupError> {
     let mut tries = 0;
     loop {
-        match Xsk::open(ifindex, q, g, zero_copy, umem) {
+        match Xsk::open(ifindex, q, g, zero_copy, umem, fill_now) {
             Err(e) if e.error.raw_os_error() == Some(libc::EBUSY) && tries < 50 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -328,19 +390,38 @@ fn open_socket(
 impl XdpPort {
     /// Opens `queues` queues (0..queues) of interface `ifname` with UMEMs of its own
     /// (`cfg.frames_per_queue` frames each); see the module text.
+    /// Each socket's receive side is filled at once, so frames that arrive before the
+    /// first receive call wait in the ring.
     pub fn open(ifname: &str, queues: usize, cfg: &XdpConfig) -> Result<XdpPort, DeviceError> {
         let umems = UmemSet::new(cfg.frames_per_queue, cfg.frame_size);
-        XdpPort::open_shared(ifname, queues, cfg, &umems)
+        XdpPort::open_with(ifname, queues, cfg, &umems, true)
     }
 
     /// Opens `queues` queues (0..queues) of interface `ifname`; queue q uses UMEM q of
     /// `umems`, shared with every other port opened with that set, so packets move
     /// between them without copies. See the module text.
+    ///
+    /// Half of a UMEM's frames are split among the receive sides of the sockets sharing
+    /// it, so each socket's share depends on how many ports share the set: a socket's
+    /// receive side gets a few receive batches ([`umem::FIRST_FILL_BATCHES`]) when it
+    /// opens and the rest of its share from the first receive call on its queue (once
+    /// the ports that share the set are open). Refused when a share would be smaller
+    /// than those first batches.
     pub fn open_shared(
         ifname: &str,
         queues: usize,
         cfg: &XdpConfig,
         umems: &Arc<UmemSet>,
+    ) -> Result<XdpPort, DeviceError> {
+        XdpPort::open_with(ifname, queues, cfg, umems, false)
+    }
+
+    fn open_with(
+        ifname: &str,
+        queues: usize,
+        cfg: &XdpConfig,
+        umems: &Arc<UmemSet>,
+        fill_now: bool,
     ) -> Result<XdpPort, DeviceError> {
         if queues == 0 {
             return Err(DeviceError::new(
@@ -382,7 +463,8 @@ impl XdpPort {
         let ifindex = ifindex_of(ifname)?;
         let state = netlink::link_state(ifindex)
             .map_err(|e| dev_err(ifname, "query the interface (netlink RTM_GETLINK)", e))?;
-        let rx_queues = state.rx_queues.unwrap_or(1).max(1);
+        let most_queues = state.rx_queues.unwrap_or(1).max(1);
+        let (rx_queues, channel) = rx_channels(ifname).unwrap_or((most_queues, "combined"));
         if queues > rx_queues as usize {
             return Err(DeviceError::new(
                 ifname,
@@ -394,10 +476,71 @@ impl XdpPort {
                 ),
             ));
         }
+        if queues < rx_queues as usize {
+            // The program redirects a frame to its receive queue's socket; a queue
+            // without one would hand its frames to the kernel, unseen by the router.
+            let unread = rx_queues as usize - queues;
+            return Err(DeviceError::new(
+                ifname,
+                format!(
+                    "the interface has {} receive queues and {} worker{} to read them (AF_XDP \
+                     reads one queue per worker; frames arriving on the other {} queue{} would \
+                     go to the kernel instead of the router): run {} workers (--threads {}) or \
+                     give the interface {} queue{} (ethtool -L {} {} {})",
+                    rx_queues,
+                    queues,
+                    if queues == 1 { "" } else { "s" },
+                    unread,
+                    if unread == 1 { "" } else { "s" },
+                    rx_queues,
+                    rx_queues,
+                    queues,
+                    if queues == 1 { "" } else { "s" },
+                    ifname,
+                    channel,
+                    queues
+                ),
+            ));
+        }
+        let mut queue_umems = Vec::with_capacity(queues);
+        for q in 0..queues {
+            let umem = umems
+                .umem(q)
+                .map_err(|e| dev_err(ifname, format!("queue {}: allocate the UMEM", q), e))?;
+            // Half the UMEM is split among the receive sides of the sockets sharing
+            // it; each gets its first few batches when it opens, before the share is
+            // known, so a share must hold them.
+            let sockets = umem.members() + 1;
+            let share = umem.receive_share(sockets);
+            let least = umem::FIRST_FILL_BATCHES * cfg.rx_batch.max(1);
+            if share < least {
+                return Err(DeviceError::new(
+                    ifname,
+                    format!(
+                        "queue {}: a UMEM of {} frames is too small for {} AF_XDP sockets: half \
+                         of it is split among their receive sides, {} frames each, fewer than \
+                         {} receive batches ({}); open fewer interfaces with METHOD XDP",
+                        q,
+                        umem.frames(),
+                        sockets,
+                        share,
+                        umem::FIRST_FILL_BATCHES,
+                        least
+                    ),
+                ));
+            }
+            queue_umems.push(umem);
+        }
         clear_leftover(ifname, ifindex, &state)?;
 
-        let xsk_map = bpf::map_create(bpf::BPF_MAP_TYPE_XSKMAP, 4, 4, rx_queues, "brt_xsks")
-            .map_err(|e| dev_err(ifname, "create the XSKMAP", e))?;
+        let xsk_map = bpf::map_create(
+            bpf::BPF_MAP_TYPE_XSKMAP,
+            4,
+            4,
+            most_queues.max(rx_queues),
+            "brt_xsks",
+        )
+        .map_err(|e| dev_err(ifname, "create the XSKMAP", e))?;
         let addr_map = bpf::map_create(bpf::BPF_MAP_TYPE_HASH, 4, 1, MAX_LOCAL_ADDRS, "brt_local_v4")
             .map_err(|e| dev_err(ifname, "create the address map", e))?;
         let insns = program::instructions(xsk_map.as_raw_fd(), addr_map.as_raw_fd());
@@ -416,23 +559,21 @@ impl XdpPort {
             ring_size: cfg.ring_size,
             rx_batch: cfg.rx_batch.max(1),
             tx_batch: cfg.tx_batch.max(1),
+            max_frame: state.mtu.map_or(u32::MAX, |m| m.saturating_add(14)),
         };
         let mut sockets = Vec::with_capacity(queues);
         // Once one queue falls back to copy mode the others are opened in copy mode
         // too (earlier ones stay zero-copy); the port then reports copy mode.
         let mut mode = XdpMode::ZeroCopy;
-        for q in 0..queues as u32 {
-            let umem = umems
-                .umem(q as usize)
-                .map_err(|e| dev_err(ifname, format!("queue {}: allocate the UMEM", q), e))?;
+        for (q, umem) in (0..queues as u32).zip(&queue_umems) {
             let zc = if cfg.zero_copy && mode == XdpMode::ZeroCopy {
-                open_socket(ifindex, q, geometry, true, &umem).ok()
+                open_socket(ifindex, q, geometry, true, umem, fill_now).ok()
             } else {
                 None
             };
             let xsk = match zc {
                 Some(x) => x,
-                None => open_socket(ifindex, q, geometry, false, &umem)
+                None => open_socket(ifindex, q, geometry, false, umem, fill_now)
                     .map_err(|e| dev_err(ifname, format!("queue {}: {}", q, e.step), e.error))?,
             };
             // A socket sharing a UMEM takes the mode of the socket that registered it:
@@ -550,6 +691,7 @@ impl XdpPort {
             XdpQueueStats {
                 frames: x.frame_counts(),
                 tx_too_long: x.tx_too_long,
+                tx_link_down: x.tx_link_down,
                 tx_no_room: x.tx_no_room,
                 tx_in_place: x.tx_in_place,
                 tx_copied: x.tx_copied,
@@ -673,7 +815,7 @@ impl Port for XdpPort {
             return 0;
         }
         let s = self.xdp_stats(queue);
-        s.tx_too_long + s.tx_no_room
+        s.tx_too_long + s.tx_no_room + s.tx_link_down
     }
 
     fn mode(&self) -> Option<String> {

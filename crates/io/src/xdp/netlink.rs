@@ -15,6 +15,7 @@ const NLM_F_ACK: u16 = 0x4;
 const NLA_F_NESTED: u16 = 0x8000;
 const NLA_TYPE_MASK: u16 = 0x3fff;
 
+const IFLA_MTU: u16 = 4;
 const IFLA_NUM_RX_QUEUES: u16 = 32;
 const IFLA_XDP: u16 = 43;
 const IFLA_XDP_FD: u16 = 1;
@@ -42,6 +43,8 @@ pub enum Attached {
 pub struct LinkState {
     /// Receive queues the interface has (`IFLA_NUM_RX_QUEUES`), if reported.
     pub rx_queues: Option<u32>,
+    /// The interface's MTU (`IFLA_MTU`), if reported.
+    pub mtu: Option<u32>,
     /// Mode of the attached XDP program(s).
     pub xdp_attached: Attached,
     /// Id of the attached program (0: none, or several in different modes).
@@ -127,6 +130,7 @@ pub fn parse_link_reply(buf: &[u8]) -> Result<LinkState, ReplyError> {
                     let (ty, payload) = a?;
                     match ty {
                         IFLA_NUM_RX_QUEUES => state.rx_queues = u32_at(payload, 0),
+                        IFLA_MTU => state.mtu = u32_at(payload, 0),
                         IFLA_XDP => {
                             for x in attributes(payload) {
                                 let (xty, xp) = x?;
@@ -263,10 +267,12 @@ mod tests {
     use super::*;
 
     /// An RTM_NEWLINK reply written out by hand: ifinfomsg, IFLA_NUM_RX_QUEUES = 2,
-    /// an unrelated attribute, IFLA_XDP { ATTACHED = 2 (generic), PROG_ID = 77 }.
+    /// IFLA_MTU = 1400, an unrelated attribute, IFLA_XDP { ATTACHED = 2 (generic),
+    /// PROG_ID = 77 }.
     fn reply() -> Vec<u8> {
         let mut body = vec![0u8; 16]; // ifinfomsg
         body.extend_from_slice(&[8, 0, 32, 0, 2, 0, 0, 0]); // NUM_RX_QUEUES
+        body.extend_from_slice(&[8, 0, 4, 0, 0x78, 0x05, 0, 0]); // MTU = 1400
         body.extend_from_slice(&[7, 0, 3, 0, b'd', b'0', 0, 0]); // IFNAME "d0\0", padded
         body.extend_from_slice(&[20, 0, 43, 0x80]); // IFLA_XDP, nested, 16 bytes inside
         body.extend_from_slice(&[5, 0, 2, 0, 2, 0, 0, 0]); // ATTACHED = 2
@@ -285,6 +291,7 @@ mod tests {
             parse_link_reply(&reply()),
             Ok(LinkState {
                 rx_queues: Some(2),
+                mtu: Some(1400),
                 xdp_attached: Attached::Generic,
                 xdp_prog_id: 77
             })

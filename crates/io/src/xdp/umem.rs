@@ -26,7 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 #[derive(Clone, Copy, Debug)]
 pub struct Geometry {
     /// UMEM frames per queue (`XdpConfig::frames_per_queue`): the socket's receive side
-    /// is topped up to min(ring_size, frames / 2).
+    /// is topped up to at most min(ring_size, frames / 2), and to no more than its
+    /// share of the UMEM it uses ([`Umem::receive_share`]).
     pub frames: u32,
     /// Bytes per frame: 2048 or 4096.
     pub frame_size: u32,
@@ -37,6 +38,9 @@ pub struct Geometry {
     /// Completions are reclaimed once this many are there (k_n), or when a transmit
     /// burst needs the frames.
     pub tx_batch: u32,
+    /// The longest frame the interface sends untagged: its MTU plus the 14-byte
+    /// Ethernet header (a frame with an 802.1Q or 802.1ad tag may be 4 bytes longer).
+    pub max_frame: u32,
 }
 
 /// A memory-mapped ring shared with the kernel.
@@ -154,6 +158,27 @@ impl<T: Copy> Ring<T> {
     /// Entries written and not yet consumed by the kernel.
     fn queued_for_kernel(&self) -> u32 {
         self.local.wrapping_sub(self.consumer().load(Ordering::Acquire))
+    }
+
+    /// Takes back the published entries the kernel has not consumed: moves our
+    /// producer index back to the kernel's consumer index. Returns the index of the
+    /// first entry taken back and how many; the caller reads them with `entry` before
+    /// writing again. Only sound while the kernel does not read the ring (see the
+    /// caller).
+    fn unpublish(&mut self) -> (u32, u32) {
+        let consumer = self.consumer().load(Ordering::Acquire);
+        let n = self.local.wrapping_sub(consumer);
+        self.local = consumer;
+        self.cached = consumer;
+        self.producer().store(consumer, Ordering::Release);
+        (consumer, n)
+    }
+
+    /// Reads the entry at ring index `index` (a producer ring's own entry).
+    fn entry(&self, index: u32) -> T {
+        // SAFETY: the slot lies inside the mapped ring (see `slot`); the caller reads
+        // entries it wrote itself and took back from the kernel with `unpublish`.
+        unsafe { self.slot(index).read_volatile() }
     }
 
     // Consumer side.
@@ -311,6 +336,12 @@ impl Drop for Region {
 /// A UMEM: the frames one worker's AF_XDP sockets receive into and transmit from.
 pub(crate) struct Umem {
     pool: Arc<ChunkPool>,
+    /// Live sockets using the UMEM.
+    members: AtomicU32,
+    /// Frames each socket's receive side may hold: half the UMEM split among the
+    /// members, so that the other half stays for transmit copies and packets in the
+    /// graph however many interfaces share the UMEM.
+    rx_share: AtomicU32,
     /// A socket the UMEM is registered with: later sockets bind to share it.
     owner: Mutex<Weak<OwnedFd>>,
     /// The rings of every socket using the UMEM, to count the frames in them.
@@ -347,6 +378,8 @@ impl Umem {
             .map_err(io::Error::other)?;
         Ok(Arc::new(Umem {
             pool,
+            members: AtomicU32::new(0),
+            rx_share: AtomicU32::new(frames / 2),
             owner: Mutex::new(Weak::new()),
             sockets: Mutex::new(Vec::new()),
         }))
@@ -354,6 +387,31 @@ impl Umem {
 
     pub(crate) fn pool(&self) -> &Arc<ChunkPool> {
         &self.pool
+    }
+
+    /// Frames in the UMEM.
+    pub(crate) fn frames(&self) -> u32 {
+        self.pool.chunks()
+    }
+
+    /// Live sockets using the UMEM.
+    pub(crate) fn members(&self) -> u32 {
+        self.members.load(Ordering::Relaxed)
+    }
+
+    /// The receive side each of `sockets` sockets sharing the UMEM may hold.
+    pub(crate) fn receive_share(&self, sockets: u32) -> u32 {
+        self.frames() / 2 / sockets.max(1)
+    }
+
+    fn join(&self) {
+        let n = self.members.fetch_add(1, Ordering::Relaxed) + 1;
+        self.rx_share.store(self.receive_share(n), Ordering::Relaxed);
+    }
+
+    fn leave(&self) {
+        let n = self.members.fetch_sub(1, Ordering::Relaxed) - 1;
+        self.rx_share.store(self.receive_share(n), Ordering::Relaxed);
     }
 
     /// Where the frames are now.
@@ -398,9 +456,10 @@ pub struct UmemSet {
 }
 
 impl UmemSet {
-    /// Frames per UMEM enough for two interfaces at [`crate::XdpConfig`]'s defaults:
-    /// each receive side holds up to 2,048, and as many again are left for transmit
-    /// copies and packets in the graph.
+    /// Frames per UMEM of `brickroute run`: half of them are split among the receive
+    /// sides of the interfaces sharing the UMEM (2,048 each, a ring's worth, for up to
+    /// two interfaces; 819 each for five), the other half is left for transmit copies
+    /// and packets in the graph.
     pub const DEFAULT_FRAMES: u32 = 8192;
 
     /// A set whose UMEMs have `frames` frames of `frame_size` bytes (2048 or 4096).
@@ -451,6 +510,12 @@ pub struct SetupError {
     pub error: io::Error,
 }
 
+/// Whether a wakeup's error says the interface cannot send: it is down (ENETDOWN) or
+/// the socket lost it (ENXIO: unbound, the interface went away).
+fn link_gone(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENETDOWN) | Some(libc::ENXIO))
+}
+
 fn step<T>(step: &'static str, r: io::Result<T>) -> Result<T, SetupError> {
     r.map_err(|error| SetupError { step, error })
 }
@@ -478,10 +543,11 @@ fn set_opt<T>(fd: &OwnedFd, opt: libc::c_int, v: &T) -> io::Result<()> {
 
 /// An AF_XDP socket bound to one queue of one interface, using a (shared) UMEM.
 ///
-/// It has no `Drop` of its own: the frames in its rings stay lent until the UMEM goes,
-/// since nothing tells when the kernel is done with them. So a socket closed while
-/// another still shares its UMEM keeps up to its rings' worth of frames out of use; a
-/// router opens its ports together and closes them together.
+/// Dropping it leaves the UMEM's sockets (the others' receive share grows back), but
+/// the frames in its rings stay lent until the UMEM goes, since nothing tells when the
+/// kernel is done with them. So a socket closed while another still shares its UMEM
+/// keeps up to its rings' worth of frames out of use; a router opens its ports together
+/// and closes them together.
 pub struct Xsk {
     fill: Ring<u64>,
     completion: Ring<u64>,
@@ -496,14 +562,21 @@ pub struct Xsk {
     rx_side: u32,
     /// Frames in the transmit or completion ring, or being sent.
     tx_side: u32,
-    /// The receive side is topped up to this many frames.
-    fill_target: u32,
+    /// The receive side is topped up to this many frames at most (ring size and the
+    /// port's frames per queue); less when the UMEM's share is smaller.
+    rx_cap: u32,
+    /// The last wakeup found the interface down (or gone): transmit refuses packets
+    /// until a wakeup succeeds again.
+    link_down: bool,
     /// Whether the socket shares a UMEM another socket registered.
     shared: bool,
     /// Packets of a transmit burst that are dropped once the UMEM is unlocked.
     spill: PacketBatch,
-    /// Packets given to `transmit` that did not fit a frame (longer than a frame).
+    /// Packets given to `transmit` longer than the interface's MTU allows or than a
+    /// UMEM frame.
     pub tx_too_long: u64,
+    /// Packets given to `transmit` while the interface was down (or gone).
+    pub tx_link_down: u64,
     /// Packets given to `transmit` when no frame or ring entry was free.
     pub tx_no_room: u64,
     /// Packets sent from where they lay in the UMEM (no copy).
@@ -520,18 +593,32 @@ pub struct Xsk {
 // used by one thread at a time (the port keeps it behind a mutex).
 unsafe impl Send for Xsk {}
 
+impl Drop for Xsk {
+    fn drop(&mut self) {
+        self.umem.leave();
+    }
+}
+
+/// Receive batches a socket sharing a UMEM gets at once when it opens, before its
+/// share is known ([`Xsk::open`]); a port refuses a share smaller than this.
+pub(crate) const FIRST_FILL_BATCHES: u32 = 4;
+
 impl Xsk {
     /// Creates a socket on queue `queue` of interface `ifindex` using `umem`: if a
     /// live socket already registered the UMEM, binds with `XDP_SHARED_UMEM` (the mode,
     /// zero-copy or copy, and need_wakeup follow that socket); otherwise registers it
     /// and binds in zero-copy mode (`zero_copy`) or copy mode, with
-    /// `XDP_USE_NEED_WAKEUP`. Then gives the kernel its first receive frames.
+    /// `XDP_USE_NEED_WAKEUP`. With `fill_now`, gives the kernel its receive share of
+    /// frames; otherwise [`FIRST_FILL_BATCHES`] receive batches, and the first
+    /// [`Xsk::receive`] the rest, once every socket that is to share the UMEM has joined
+    /// and the share is known.
     pub(crate) fn open(
         ifindex: u32,
         queue: u32,
         g: Geometry,
         zero_copy: bool,
         umem: &Arc<Umem>,
+        fill_now: bool,
     ) -> Result<Xsk, SetupError> {
         // SAFETY: plain socket(2) call; the result is checked.
         let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
@@ -666,6 +753,7 @@ impl Xsk {
         }
         drop(owner);
         lock(&umem.sockets).push(Arc::downgrade(&rings));
+        umem.join();
 
         let mut xsk = Xsk {
             fill,
@@ -678,10 +766,12 @@ impl Xsk {
             geometry: g,
             rx_side: 0,
             tx_side: 0,
-            fill_target: g.ring_size.min(g.frames / 2),
+            rx_cap: g.ring_size.min(g.frames / 2),
+            link_down: false,
             shared: share_with.is_some(),
             spill: PacketBatch::new(),
             tx_too_long: 0,
+            tx_link_down: 0,
             tx_no_room: 0,
             tx_in_place: 0,
             tx_copied: 0,
@@ -689,9 +779,24 @@ impl Xsk {
         };
         let umem = xsk.umem.clone();
         let mut chunks = umem.pool().lock();
-        xsk.top_up_fill(&mut chunks, true);
+        if fill_now {
+            xsk.top_up_fill(&mut chunks, true);
+        } else {
+            // A few batches now, so that frames arriving between the program's attach
+            // and the worker's first poll are received, not dropped; the rest of the
+            // share once every socket has joined. The port refuses a share smaller than
+            // this, so these first fills never take more than half the UMEM.
+            let first = (FIRST_FILL_BATCHES * g.rx_batch).min(xsk.fill_target());
+            xsk.fill_toward(&mut chunks, first, true);
+        }
         drop(chunks);
         Ok(xsk)
+    }
+
+    /// Frames the receive side is topped up to: the socket's cap, or its share of the
+    /// UMEM when more sockets share it than the cap allows for.
+    fn fill_target(&self) -> u32 {
+        self.rx_cap.min(self.umem.rx_share.load(Ordering::Relaxed))
     }
 
     pub fn fd(&self) -> &OwnedFd {
@@ -729,9 +834,14 @@ impl Xsk {
     /// Gives the kernel free frames for receiving, up to `fill_target` on the receive
     /// side; unless `force`, only once at least `rx_batch` (k_p) can be given at once.
     fn top_up_fill(&mut self, chunks: &mut Chunks<'_>, force: bool) {
-        let want = self.fill_target.saturating_sub(self.rx_side);
+        self.fill_toward(chunks, self.fill_target(), force);
+    }
+
+    /// [`Xsk::top_up_fill`] up to `target` frames on the receive side.
+    fn fill_toward(&mut self, chunks: &mut Chunks<'_>, target: u32, force: bool) {
+        let want = target.saturating_sub(self.rx_side);
         // A batch larger than the receive side would never be reached: cap it.
-        let batch = self.geometry.rx_batch.min(self.fill_target);
+        let batch = self.geometry.rx_batch.min(target);
         if want == 0 || (!force && want < batch) {
             return;
         }
@@ -754,9 +864,8 @@ impl Xsk {
     /// kicks the kernel if it asks for it. Returns (packets, bytes).
     pub fn receive(&mut self, batch: &mut PacketBatch, max: usize) -> (usize, u64) {
         let n = self.rx.available().min(max as u32);
-        if n == 0
-            && self.fill_target.saturating_sub(self.rx_side) < self.geometry.rx_batch.min(self.fill_target)
-        {
+        let target = self.fill_target();
+        if n == 0 && target.saturating_sub(self.rx_side) < self.geometry.rx_batch.min(target) {
             // An idle poll: nothing to read and no fill batch due; the UMEM stays
             // unlocked (a polling worker spins here).
             if self.fill.needs_wakeup() {
@@ -792,9 +901,22 @@ impl Xsk {
     /// Queues the packets of `batch` on the transmit ring and kicks the kernel if it
     /// asks for it; the batch is empty on return. A packet whose buffer is a frame of
     /// this socket's UMEM is sent from where it lies; any other is copied into a free
-    /// frame. Packets that find no free frame or ring entry are dropped and counted.
-    /// Returns (packets, bytes) accepted.
+    /// frame. Packets that find no free frame or ring entry, or are longer than the
+    /// interface's MTU allows, are dropped and counted; so is the whole burst while the
+    /// interface is down (the kernel's wakeup says ENETDOWN or ENXIO), including what
+    /// was queued and not yet read. Returns (packets, bytes) accepted.
     pub fn transmit(&mut self, batch: &mut PacketBatch) -> (usize, u64) {
+        if self.link_down {
+            // A wakeup with nothing new in the ring tells whether the interface is back.
+            match self.wake_transmit() {
+                Err(e) if link_gone(&e) => {
+                    self.tx_link_down += batch.len() as u64;
+                    batch.clear();
+                    return (0, 0);
+                }
+                _ => self.link_down = false,
+            }
+        }
         let umem = self.umem.clone();
         let mut chunks = umem.pool().lock();
         let want = batch.len() as u32;
@@ -811,7 +933,7 @@ impl Xsk {
                 self.spill.push(p);
                 continue;
             }
-            if p.len() > frame_size {
+            if p.len() > frame_size || !self.fits_mtu(p.data()) {
                 self.tx_too_long += 1;
                 self.spill.push(p);
                 continue;
@@ -854,9 +976,60 @@ impl Xsk {
             self.tx_side += queued;
         }
         if self.tx.needs_wakeup() && self.tx.queued_for_kernel() > 0 {
-            self.kick_transmit();
+            if let Err(e) = self.kick_transmit() {
+                if link_gone(&e) {
+                    self.link_down = true;
+                    let (n, b) = self.withdraw_unsent(queued);
+                    queued -= n;
+                    bytes -= b;
+                }
+            }
         }
         (queued as usize, bytes)
+    }
+
+    /// Whether a frame fits the interface's MTU: at most MTU + 14 bytes, or 4 more when
+    /// it carries an 802.1Q or 802.1ad tag. Copy-mode AF_XDP does not check it, and a
+    /// veth or a driver would send (or the peer take) what AF_PACKET refuses.
+    fn fits_mtu(&self, data: &[u8]) -> bool {
+        let len = data.len() as u64;
+        let max = u64::from(self.geometry.max_frame);
+        len <= max || (len <= max + 4 && matches!(data.get(12..14), Some([0x81, 0x00]) | Some([0x88, 0xa8])))
+    }
+
+    /// After a wakeup found the interface down: takes back every transmit descriptor
+    /// the kernel has not read, returns its frame to the free list and counts it as
+    /// refused, so that nothing is sent late when the interface comes back up (as
+    /// AF_PACKET refuses what it is given while the interface is down). Returns how
+    /// many of the burst just queued (its last `this_burst` entries) were taken back,
+    /// and their bytes.
+    ///
+    /// The kernel reads the transmit ring only in a wakeup (sendmsg, poll) or a
+    /// zero-copy driver's pass, and each of those first checks that the interface is
+    /// up and the socket bound (`xsk_check_common`, failing with ENETDOWN or ENXIO as
+    /// our wakeup just did): while it is down nothing reads the entries taken back.
+    /// Only an interface brought back up in the few instructions between that wakeup
+    /// and this, with another thread polling the socket right then, could have the
+    /// kernel read them as they are taken back.
+    fn withdraw_unsent(&mut self, this_burst: u32) -> (u32, u64) {
+        let (first, n) = self.tx.unpublish();
+        let mine = this_burst.min(n);
+        let mut bytes = 0u64;
+        let umem = self.umem.clone();
+        let mut chunks = umem.pool().lock();
+        for i in 0..n {
+            let d = self.tx.entry(first.wrapping_add(i));
+            if i >= n - mine {
+                bytes += u64::from(d.len);
+            }
+            if !chunks.reclaim(d.addr) {
+                self.bad_descs += 1;
+            }
+        }
+        drop(chunks);
+        self.tx_side -= n;
+        self.tx_link_down += u64::from(n);
+        (mine, bytes)
     }
 
     /// Takes the frames the kernel has finished sending back onto the free list.
@@ -882,25 +1055,40 @@ impl Xsk {
     /// Asks the kernel to process the transmit ring. In copy mode each call sends a
     /// bounded number of frames (and answers EAGAIN when more are left), so it repeats
     /// while the ring still has entries.
-    fn kick_transmit(&mut self) {
+    /// Returns the last call's error other than EAGAIN.
+    fn kick_transmit(&mut self) -> io::Result<()> {
         let max_calls = self.geometry.ring_size / 16 + 2;
         for _ in 0..max_calls {
-            // SAFETY: a zero-length sendto with no buffer and no address is the
-            // documented AF_XDP transmit wakeup.
-            let r = unsafe {
-                libc::sendto(
-                    self.fd.as_raw_fd(),
-                    ptr::null(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    ptr::null(),
-                    0,
-                )
-            };
-            let again = r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN);
-            if !again || self.tx.queued_for_kernel() == 0 {
-                break;
+            match self.wake_transmit() {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if self.tx.queued_for_kernel() == 0 {
+                        break;
+                    }
+                }
+                r => return r,
             }
+        }
+        Ok(())
+    }
+
+    /// One transmit wakeup.
+    fn wake_transmit(&self) -> io::Result<()> {
+        // SAFETY: a zero-length sendto with no buffer and no address is the
+        // documented AF_XDP transmit wakeup.
+        let r = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                ptr::null(),
+                0,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
         }
     }
 
