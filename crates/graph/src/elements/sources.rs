@@ -671,6 +671,16 @@ mod tests {
     }
 
     #[test]
+    fn rated_source_at_rate_0_sends_its_first_token_only() {
+        // Click's initialize sets one token; an idle rate never adds another.
+        let mut h = Harness::new(&RatedSourceClass, "RATE 0, LIMIT 5", 0, 1);
+        assert_eq!(run_all(&mut h), (vec![1], TaskStatus::Idle));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(run_all(&mut h), (vec![], TaskStatus::Idle));
+        assert_eq!(h.read("count"), "1");
+    }
+
+    #[test]
     fn rated_source_limit_stop_and_handlers() {
         // A high rate has a large bucket, full at the start: no waiting in this test.
         let mut h = Harness::new(&RatedSourceClass, "\\<01 02>, 1000000, 3, STOP true", 0, 1);
