@@ -47,6 +47,14 @@ pub trait Port: Send + Sync {
         None
     }
 
+    /// Why the port would not receive everything its interface gets, if it would not:
+    /// an AF_XDP port with fewer queues than the interface receives on, whose other
+    /// queues' frames the program hands to the kernel. A port that only transmits may
+    /// still be used; the router refuses to receive from one ([`None`] otherwise).
+    fn receive_problem(&self) -> Option<String> {
+        None
+    }
+
     /// How the port moves frames, when there is more to say than its kind (AF_XDP:
     /// "copy mode, native XDP"); `None` otherwise.
     fn mode(&self) -> Option<String> {

@@ -1262,6 +1262,37 @@ fn fewer_queues_than_the_interface_receives_on_are_refused() {
     });
 }
 
+/// A port sharing a UMEM set opens on an interface with more receive queues than it
+/// has, for transmit: it sends, and says why it would not receive everything (the
+/// router refuses FromDevice on it).
+#[test]
+fn a_shared_port_with_fewer_queues_transmits_and_names_its_receive_problem() {
+    let ns = Netns::new(2);
+    ns.enter(|| {
+        let cfg = XdpConfig::default();
+        let umems = UmemSet::new(UmemSet::DEFAULT_FRAMES, cfg.frame_size);
+        let port = XdpPort::open_shared("xa", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        assert_eq!(
+            port.receive_problem().as_deref(),
+            Some(
+                "the interface has 2 receive queues and 1 worker to read them (AF_XDP reads \
+                 one queue per worker; frames arriving on the other 1 queue would go to the \
+                 kernel instead of the router): run 2 workers (--threads 2) or give the \
+                 interface 1 queue (ethtool -L xa rx 1)"
+            )
+        );
+        let peer = Peer::open();
+        let frame = udp_frame(XA_MAC, XB_MAC, XA_IP, [198, 18, 2, 2], 2000, 9, b"transmit only");
+        let mut b: PacketBatch = std::iter::once(Packet::from_slice(&frame)).collect();
+        assert_eq!(port.tx_burst(0, &mut b), 1);
+        assert_eq!(peer.receive(1, |f| f[6..12] == XA_MAC), vec![frame]);
+        // With every queue opened there is none.
+        drop(port);
+        let both = XdpPort::open_shared("xa", 2, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        assert_eq!(both.receive_problem(), None);
+    });
+}
+
 /// While the interface is down, transmit refuses everything (as AF_PACKET does), and
 /// nothing refused is sent later when the interface comes back up.
 #[test]

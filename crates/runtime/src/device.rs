@@ -274,8 +274,36 @@ impl DeviceTable {
     }
 
     /// The port `name`, opened now if the table opens interfaces and this is its first
-    /// use; `method` is the element's METHOD, if given.
-    fn lookup(&self, name: &str, method: Option<Method>, cx: &BuildContext) -> Result<Device, ConfigError> {
+    /// use; `method` is the element's METHOD, if given. For an element that `receives`,
+    /// a port that would miss some of the interface's frames ([`Port::receive_problem`])
+    /// is refused, or, newly opened with no METHOD given, replaced by AF_PACKET.
+    fn lookup(
+        &self,
+        name: &str,
+        method: Option<Method>,
+        receives: bool,
+        cx: &BuildContext,
+    ) -> Result<Device, ConfigError> {
+        let d = self.lookup_open(name, method, receives, cx)?;
+        match d.port.receive_problem().filter(|_| receives) {
+            Some(why) => Err(cx.error(format!(
+                "cannot receive from device '{}' (METHOD {}): {}: {}",
+                name,
+                d.method.map_or("?", |m| m.name()),
+                name,
+                why
+            ))),
+            None => Ok(d),
+        }
+    }
+
+    fn lookup_open(
+        &self,
+        name: &str,
+        method: Option<Method>,
+        receives: bool,
+        cx: &BuildContext,
+    ) -> Result<Device, ConfigError> {
         let mut map = self.map();
         if let Some(d) = map.get(name) {
             return match (method, d.method) {
@@ -300,7 +328,15 @@ impl DeviceTable {
         };
         let queues = cx.workers.max(1);
         let m = method.unwrap_or(DEFAULT_METHOD);
-        let opened = match opener(name, m, queues) {
+        // Receiving from a port that would miss frames is an error, unless no METHOD
+        // was given: then AF_PACKET, which reads every queue, takes its place.
+        let opened = opener(name, m, queues).and_then(|port| match port.receive_problem() {
+            Some(why) if receives && method.is_none() && m != Method::Packet => {
+                Err(DeviceError::new(name, why))
+            }
+            _ => Ok(port),
+        });
+        let opened = match opened {
             Err(e) if method.is_none() && m != Method::Packet => {
                 // No METHOD given: AF_PACKET works on any interface AF_XDP cannot use.
                 opener(name, Method::Packet, queues)
@@ -418,7 +454,7 @@ impl ElementClass for FromDeviceClass {
         let burst = burst_arg(args, DEFAULT_BATCH, cx)?;
         let method = method_arg(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
-        let device = self.devices.lookup(&dev, method, cx)?;
+        let device = self.devices.lookup(&dev, method, true, cx)?;
         let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(FromDeviceSpec {
             devices: self.devices.clone(),
@@ -553,7 +589,7 @@ impl ElementClass for ToDeviceClass {
             .unwrap_or(DEFAULT_FLUSH_US);
         let method = method_arg(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
-        let device = self.devices.lookup(&dev, method, cx)?;
+        let device = self.devices.lookup(&dev, method, false, cx)?;
         let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(ToDeviceSpec {
             devices: self.devices.clone(),

@@ -161,6 +161,9 @@ pub struct XdpPort {
     addr_map: OwnedFd,
     _prog: OwnedFd,
     _xsk_map: OwnedFd,
+    /// Why the port would miss frames the interface receives (its other queues'), if
+    /// it would: [`Port::receive_problem`].
+    unread_queues: Option<String>,
 }
 
 /// Entries of the address map: IPv4 addresses of the interface the program lets
@@ -394,7 +397,12 @@ impl XdpPort {
     /// first receive call wait in the ring.
     pub fn open(ifname: &str, queues: usize, cfg: &XdpConfig) -> Result<XdpPort, DeviceError> {
         let umems = UmemSet::new(cfg.frames_per_queue, cfg.frame_size);
-        XdpPort::open_with(ifname, queues, cfg, &umems, true)
+        let port = XdpPort::open_with(ifname, queues, cfg, &umems, true)?;
+        // A port of its own is opened to receive: refused when it would miss queues.
+        match port.unread_queues.clone() {
+            Some(why) => Err(DeviceError::new(ifname, why)),
+            None => Ok(port),
+        }
     }
 
     /// Opens `queues` queues (0..queues) of interface `ifname`; queue q uses UMEM q of
@@ -406,7 +414,8 @@ impl XdpPort {
     /// receive side gets a few receive batches ([`umem::FIRST_FILL_BATCHES`]) when it
     /// opens and the rest of its share from the first receive call on its queue (once
     /// the ports that share the set are open). Refused when a share would be smaller
-    /// than those first batches.
+    /// than those first batches. A port with fewer queues than the interface receives
+    /// on is opened (it can transmit) and says so in [`Port::receive_problem`].
     pub fn open_shared(
         ifname: &str,
         queues: usize,
@@ -476,32 +485,29 @@ impl XdpPort {
                 ),
             ));
         }
-        if queues < rx_queues as usize {
-            // The program redirects a frame to its receive queue's socket; a queue
-            // without one would hand its frames to the kernel, unseen by the router.
+        // The program redirects a frame to its receive queue's socket; a queue
+        // without one would hand its frames to the kernel, unseen by the router.
+        let unread_queues = (queues < rx_queues as usize).then(|| {
             let unread = rx_queues as usize - queues;
-            return Err(DeviceError::new(
-                ifname,
-                format!(
-                    "the interface has {} receive queues and {} worker{} to read them (AF_XDP \
+            format!(
+                "the interface has {} receive queues and {} worker{} to read them (AF_XDP \
                      reads one queue per worker; frames arriving on the other {} queue{} would \
                      go to the kernel instead of the router): run {} workers (--threads {}) or \
                      give the interface {} queue{} (ethtool -L {} {} {})",
-                    rx_queues,
-                    queues,
-                    if queues == 1 { "" } else { "s" },
-                    unread,
-                    if unread == 1 { "" } else { "s" },
-                    rx_queues,
-                    rx_queues,
-                    queues,
-                    if queues == 1 { "" } else { "s" },
-                    ifname,
-                    channel,
-                    queues
-                ),
-            ));
-        }
+                rx_queues,
+                queues,
+                if queues == 1 { "" } else { "s" },
+                unread,
+                if unread == 1 { "" } else { "s" },
+                rx_queues,
+                rx_queues,
+                queues,
+                if queues == 1 { "" } else { "s" },
+                ifname,
+                channel,
+                queues
+            )
+        });
         let mut queue_umems = Vec::with_capacity(queues);
         for q in 0..queues {
             let umem = umems
@@ -636,6 +642,7 @@ impl XdpPort {
             addr_map,
             _prog: prog,
             _xsk_map: xsk_map,
+            unread_queues,
         })
     }
 
@@ -779,6 +786,10 @@ impl Port for XdpPort {
 
     fn rx_finished(&self, _queue: usize) -> bool {
         false
+    }
+
+    fn receive_problem(&self) -> Option<String> {
+        self.unread_queues.clone()
     }
 
     fn wait_fd(&self, queue: usize) -> Option<std::os::fd::RawFd> {
