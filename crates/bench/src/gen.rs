@@ -8,6 +8,7 @@
 use crate::net::{now_ns, MsgScratch, PacketSocket};
 use crate::stamp::Stamp;
 use crate::traffic::{FlowSet, TrafficSpec, MAX_SIZE};
+use crate::units::deadline_ns;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -72,7 +73,7 @@ pub fn run(
         None => BATCH,
     };
     let start = now_ns();
-    let end = limits.duration.map(|d| start + d.as_nanos() as u64);
+    let end = limits.duration.map(|d| deadline_ns(start, d));
     let (mut packets, mut bytes, mut dropped, mut index) = (0u64, 0u64, 0u64, 0u64);
     let mut next_tick = start + 1_000_000_000;
     loop {

@@ -3,6 +3,7 @@
 use crate::net::{now_ns, MsgScratch, PacketSocket};
 use crate::stamp::parse_frame;
 use crate::stats::{SinkReport, SinkStats};
+use crate::units::deadline_ns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -39,7 +40,7 @@ pub fn run(
     let mut lens = Vec::with_capacity(BATCH);
     let mut scratch = MsgScratch::default();
     let start = now_ns();
-    let end = limits.duration.map(|d| start + d.as_nanos() as u64);
+    let end = limits.duration.map(|d| deadline_ns(start, d));
     let mut first: Option<u64> = None;
     let mut last = start;
     let mut next_tick = start + 1_000_000_000;
@@ -66,7 +67,7 @@ pub fn run(
         if stop.load(Ordering::Relaxed)
             || end.is_some_and(|e| now >= e)
             || limits.expect.is_some_and(|x| stats.delivered >= x)
-            || (first.is_some() && limits.idle.is_some_and(|i| now - last >= i.as_nanos() as u64))
+            || (first.is_some() && limits.idle.is_some_and(|i| now >= deadline_ns(last, i)))
         {
             break;
         }

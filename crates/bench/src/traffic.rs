@@ -148,7 +148,11 @@ pub struct TrafficSpec {
     pub dst_mac: [u8; 6],
     pub src: Ipv4Net,
     pub dst: Ipv4Net,
-    /// Flow i has UDP source port `src_port + i` (mod the 64512 ports from 1024 up).
+    /// Flow i has UDP source port `src_port + i` (`src_port` from 1024 up), wrapping
+    /// from 65535 to 1024 (the
+    /// generator's 1024 gives `1024 + i mod 64512`); with source and destination
+    /// networks whose host counts both divide 64512 (/32s, for one), flow i + 64512
+    /// repeats flow i's 5-tuple.
     pub src_port: u16,
     pub dst_port: u16,
     pub flows: usize,
@@ -178,6 +182,12 @@ impl FlowSet {
     pub fn new(spec: &TrafficSpec) -> Result<FlowSet, String> {
         if spec.flows == 0 || spec.flows > MAX_FLOWS {
             return Err(format!("--flows must be 1..{}", MAX_FLOWS));
+        }
+        if spec.src_port < 1024 {
+            return Err(format!(
+                "the first UDP source port must be from 1024 up, not {}",
+                spec.src_port
+            ));
         }
         let flows = (0..spec.flows).map(|i| FlowTemplate::new(spec, i)).collect();
         Ok(FlowSet { flows })
@@ -340,6 +350,29 @@ mod tests {
         }
         assert!(FlowSet::new(&spec(0)).is_err());
         assert!(FlowSet::new(&spec(MAX_FLOWS + 1)).is_err());
+    }
+
+    #[test]
+    fn source_ports_wrap_within_1024_to_65535() {
+        let spec = TrafficSpec {
+            src_port: 65534,
+            ..spec(3)
+        };
+        let ports: Vec<u16> = FlowSet::new(&spec)
+            .unwrap()
+            .flows
+            .iter()
+            .map(|f| u16::from_be_bytes([f.headers[34], f.headers[35]]))
+            .collect();
+        assert_eq!(ports, [65534, 65535, 1024]);
+        let low = TrafficSpec {
+            src_port: 1023,
+            ..spec
+        };
+        assert_eq!(
+            FlowSet::new(&low).unwrap_err(),
+            "the first UDP source port must be from 1024 up, not 1023"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `brickroute bench`: the measurement experiments.
 
-use runtime::bench::{pipeline, PipelineOptions};
+use ::bench::units::seconds_option;
+use packet::MAX_BATCH;
+use runtime::bench::{pipeline, PipelineOptions, MAX_FLOWS};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,7 +22,7 @@ pub struct PipelineArgs {
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
     #[arg(long, default_value_t = 64)]
     size: usize,
-    /// Worker threads.
+    /// Worker threads (at least 1).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Random BGP-like routes added to the route table (apps route and route6).
@@ -29,16 +31,18 @@ pub struct PipelineArgs {
     /// Process exactly N packets (default 10,000,000 unless --seconds is given).
     #[arg(long, conflicts_with = "seconds")]
     packets: Option<u64>,
-    /// Run for S seconds with endless traffic.
+    /// Run for S seconds with endless traffic (more than 0, at most 2^64 - 1).
     #[arg(long)]
     seconds: Option<f64>,
-    /// Distinct flows in the traffic.
+    /// Flows in the traffic, 1 to 65536: one template frame each (kept by every
+    /// receiving port), with its own random source address and ports, so 5-tuples
+    /// are distinct but for chance repeats.
     #[arg(long, default_value_t = 1024)]
     flows: usize,
-    /// Receive batch k_p (FromDevice BURST).
+    /// Receive batch k_p (FromDevice BURST, 1 to 256).
     #[arg(long, default_value_t = 32)]
     kp: usize,
-    /// Transmit batch k_n (ToDevice BURST).
+    /// Transmit batch k_n (ToDevice BURST, 1 to 256).
     #[arg(long, default_value_t = 16)]
     kn: usize,
     /// Directory of the shipped configurations.
@@ -83,6 +87,29 @@ fn app_config(app: &str) -> Result<&'static str, String> {
     }
 }
 
+/// The numeric options' ranges, checked here so that the error names the option (the
+/// batches would otherwise fail in the rewritten configuration, blaming its lines).
+fn check_ranges(a: &PipelineArgs) -> Result<(), String> {
+    if !(64..=1518).contains(&a.size) {
+        return Err("--size must be between 64 and 1518 bytes".into());
+    }
+    if a.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if !(1..=MAX_FLOWS).contains(&a.flows) {
+        return Err(format!("--flows must be from 1 to {}", MAX_FLOWS));
+    }
+    for (name, burst) in [("--kp", a.kp), ("--kn", a.kn)] {
+        if !(1..=MAX_BATCH).contains(&burst) {
+            return Err(format!("{} must be from 1 to {}", name, MAX_BATCH));
+        }
+    }
+    if let Some(s) = a.seconds {
+        seconds_option("--seconds", s)?;
+    }
+    Ok(())
+}
+
 fn run_pipeline(a: PipelineArgs) -> ExitCode {
     let conf = match app_config(&a.app) {
         Ok(c) => c,
@@ -91,8 +118,8 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if !(64..=1518).contains(&a.size) {
-        eprintln!("brickroute bench pipeline: --size must be between 64 and 1518 bytes");
+    if let Err(e) = check_ranges(&a) {
+        eprintln!("brickroute bench pipeline: {}", e);
         return ExitCode::from(2);
     }
     // The baseline app's name and configuration.
@@ -114,9 +141,9 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         size: a.size,
         packets: a.packets,
         seconds: a.seconds,
-        threads: a.threads.max(1),
+        threads: a.threads,
         routes: a.routes,
-        flows: a.flows.max(1),
+        flows: a.flows,
         rx_burst: a.kp,
         tx_burst: a.kn,
         pin: !a.no_pin,

@@ -4,7 +4,7 @@ use ::bench::gen::{GenProgress, Limits};
 use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
 use ::bench::testbed;
 use ::bench::traffic::{parse_mac, Ipv4Net, SizeCycle, TrafficSpec};
-use ::bench::units::si;
+use ::bench::units::{seconds_option, si};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -26,13 +26,16 @@ pub struct GenArgs {
     /// Frame sizes of a pcap file's packets, in file order, over and over.
     #[arg(long, value_name = "FILE.pcap")]
     pub sizes_from: Option<PathBuf>,
-    /// Distinct flows (UDP/IPv4 5-tuples), 1..65536; frames take turns over them.
+    /// Flows, 1..65536; frames take turns over them. Flow f goes from host f of --src,
+    /// UDP source port 1024 + (f mod 64512), to host f of --dst: flows f and f + 64512
+    /// have the same 5-tuple when both networks' host counts divide 64512 (as with
+    /// /32s); otherwise every flow's 5-tuple is distinct.
     #[arg(long, default_value_t = 1024)]
     pub flows: usize,
     /// Packets per second (by default, as fast as the interface takes them).
     #[arg(long, value_name = "PPS")]
     pub rate: Option<u64>,
-    /// Seconds to send (10 unless --count is given).
+    /// Seconds to send, more than 0 and at most 2^64 - 1 (10 unless --count is given).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
     /// Frames to send.
@@ -61,10 +64,6 @@ pub struct GenArgs {
     pub quiet: bool,
 }
 
-fn seconds(s: f64, what: &str) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(s).map_err(|_| format!("{} must be a positive number of seconds", what))
-}
-
 fn setup(a: &GenArgs) -> Result<(PacketSocket, TrafficSpec, Limits), String> {
     if let Some(ns) = &a.netns {
         enter_netns(ns)?;
@@ -80,7 +79,7 @@ fn setup(a: &GenArgs) -> Result<(PacketSocket, TrafficSpec, Limits), String> {
         return Err("--rate must be at least 1 packet per second".into());
     }
     let duration = match (a.duration, a.count) {
-        (Some(d), _) => Some(seconds(d, "--duration")?),
+        (Some(d), _) => Some(seconds_option("--duration", d)?),
         (None, Some(_)) => None,
         (None, None) => Some(Duration::from_secs(10)),
     };

@@ -3,7 +3,7 @@
 use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
 use ::bench::sink::SinkLimits;
 use ::bench::stats::SinkStats;
-use ::bench::units::{latency, si};
+use ::bench::units::{latency, seconds_option, si};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -15,7 +15,8 @@ pub struct SinkArgs {
     /// Run in this network namespace (by default, the current one).
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
-    /// Seconds to receive (by default, until SIGINT or another limit).
+    /// Seconds to receive, more than 0 and at most 2^64 - 1 (by default, until SIGINT
+    /// or another limit).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
     /// Packets the generator sent: loss is counted against it, and the sink stops once
@@ -33,21 +34,14 @@ pub struct SinkArgs {
     pub quiet: bool,
 }
 
-fn seconds(s: Option<f64>, what: &str) -> Result<Option<Duration>, String> {
-    s.map(|s| {
-        Duration::try_from_secs_f64(s).map_err(|_| format!("{} must be a positive number of seconds", what))
-    })
-    .transpose()
-}
-
 fn setup(a: &SinkArgs) -> Result<(PacketSocket, SinkLimits), String> {
     if let Some(ns) = &a.netns {
         enter_netns(ns)?;
     }
     let limits = SinkLimits {
-        duration: seconds(a.duration, "--duration")?,
+        duration: a.duration.map(|s| seconds_option("--duration", s)).transpose()?,
         expect: a.expect,
-        idle: seconds(a.idle, "--idle")?,
+        idle: a.idle.map(|s| seconds_option("--idle", s)).transpose()?,
         port: a.port,
     };
     let sock = PacketSocket::open(&a.interface)?;

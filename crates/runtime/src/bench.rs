@@ -76,7 +76,8 @@ pub struct PipelineOptions {
     pub threads: usize,
     /// Random routes to add to the route lookup element.
     pub routes: usize,
-    /// Distinct flows (frames) in the traffic template.
+    /// Flows in the traffic template, 1 to [`MAX_FLOWS`]: one frame each, with its
+    /// own random addresses and ports.
     pub flows: usize,
     /// `FromDevice` BURST (k_p).
     pub rx_burst: usize,
@@ -126,6 +127,12 @@ impl Default for PipelineOptions {
 
 /// Packets run when neither `packets` nor `seconds` is given.
 pub const DEFAULT_PACKETS: u64 = 10_000_000;
+
+/// Most flows in the traffic. Each flow is a template frame kept in memory by every
+/// receiving port (65,536 flows of 1518 bytes take about 100 MB a port), the frames'
+/// IPv4 identification numbers them in 16 bits, and the traffic generator's stamp
+/// names as many.
+pub const MAX_FLOWS: usize = 1 << 16;
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -371,11 +378,35 @@ fn check_options(opts: &PipelineOptions) -> Result<(), String> {
     if opts.packets.is_some() && opts.seconds.is_some() {
         return Err("give a packet count or a duration, not both".into());
     }
-    if opts.seconds.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
-        return Err("the duration must be a positive number of seconds".into());
+    if let Some(s) = opts.seconds {
+        if s.is_nan() || s <= 0.0 {
+            return Err("the duration must be a positive number of seconds".into());
+        }
+        // The run stops after a `Duration` that long: one too long to be one (beyond
+        // 2^64 seconds) is refused here rather than failing the conversion later.
+        if Duration::try_from_secs_f64(s).is_err() {
+            return Err(format!("the duration must be at most {} seconds", u64::MAX));
+        }
+    }
+    if opts.threads == 0 {
+        return Err("at least one worker thread is needed".into());
     }
     if opts.flows == 0 {
         return Err("at least one flow is needed".into());
+    }
+    if opts.flows > MAX_FLOWS {
+        return Err(format!("at most {} flows", MAX_FLOWS));
+    }
+    // (Checked by the device elements too, but their error names a configuration line
+    // that the rewritten BURST is not in.)
+    for (what, burst) in [("receive", opts.rx_burst), ("transmit", opts.tx_burst)] {
+        if !(1..=packet::MAX_BATCH).contains(&burst) {
+            return Err(format!(
+                "the {} batch must be from 1 to {} packets",
+                what,
+                packet::MAX_BATCH
+            ));
+        }
     }
     if opts.routes > 4_000_000 {
         return Err("at most 4000000 random routes".into());
@@ -391,6 +422,12 @@ fn check_options(opts: &PipelineOptions) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The limit of a run of `seconds`, which [`check_options`] found positive and
+/// within a [`Duration`] (as is a round's share of them); saturating all the same.
+fn run_limit(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
 }
 
 /// How much of the traffic one round takes.
@@ -419,7 +456,7 @@ impl Bench {
     /// Builds the configuration `flat` as `opts` says. `endless`: the ports replay their
     /// traffic without end (rounds stop each run themselves).
     fn prepare(flat: &FlatConfig, opts: &PipelineOptions, endless: bool) -> Result<Bench, String> {
-        let threads = opts.threads.max(1);
+        let threads = opts.threads;
         let packets = match opts.seconds {
             Some(_) => None,
             None if endless => None,
@@ -507,7 +544,7 @@ impl Bench {
 
     /// One run: the whole budget (or `seconds`), or a round's share.
     fn run(&self, share: Option<Share>) -> RunStats {
-        let threads = self.opts.threads.max(1);
+        let threads = self.opts.threads;
         let runtime = Runtime::new(threads)
             .pin(self.opts.pin)
             .profile(self.opts.profile);
@@ -517,13 +554,11 @@ impl Bench {
             None => {
                 let rx_ports = &self.ports[..self.nrx];
                 let budgeted = self.packets.is_some();
-                runtime.run_until(&self.spec, self.opts.seconds.map(Duration::from_secs_f64), || {
+                runtime.run_until(&self.spec, self.opts.seconds.map(run_limit), || {
                     budgeted && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
                 })
             }
-            Some(Share::Seconds(s)) => {
-                runtime.run_until(&self.spec, Some(Duration::from_secs_f64(s)), || false)
-            }
+            Some(Share::Seconds(s)) => runtime.run_until(&self.spec, Some(run_limit(s)), || false),
             Some(Share::Packets(n)) => {
                 let until = self.received() + n;
                 runtime.run_until(&self.spec, None, || self.received() >= until)
@@ -536,7 +571,7 @@ impl Bench {
     fn report(&self, runs: &[RunStats]) -> PipelineReport {
         let mut r = report(
             &self.opts,
-            self.opts.threads.max(1),
+            self.opts.threads,
             runs,
             &self.ports,
             self.route_install_seconds,
@@ -1005,5 +1040,80 @@ mod tests {
             pipeline_flat(&no_source, &opts(1, 10, 64)).unwrap_err(),
             "the configuration has no FromDump to feed traffic into"
         );
+    }
+
+    #[test]
+    fn a_duration_beyond_what_a_duration_holds_is_refused_not_a_panic() {
+        for rounds in [1, 2] {
+            let o = PipelineOptions {
+                packets: None,
+                seconds: Some(1e20),
+                rounds,
+                ..opts(1, 10, 64)
+            };
+            assert_eq!(
+                pipeline_flat(&forward_flat(), &o).unwrap_err(),
+                "the duration must be at most 18446744073709551615 seconds",
+                "rounds {}",
+                rounds
+            );
+        }
+        let o = PipelineOptions {
+            packets: None,
+            seconds: Some(0.0),
+            ..opts(1, 10, 64)
+        };
+        assert_eq!(
+            pipeline_flat(&forward_flat(), &o).unwrap_err(),
+            "the duration must be a positive number of seconds"
+        );
+    }
+
+    #[test]
+    fn workers_flows_and_batches_out_of_range_are_refused() {
+        let refused = |o: PipelineOptions| pipeline_flat(&forward_flat(), &o).unwrap_err();
+        assert_eq!(refused(opts(0, 10, 64)), "at least one worker thread is needed");
+        assert_eq!(
+            refused(PipelineOptions {
+                flows: 0,
+                ..opts(1, 10, 64)
+            }),
+            "at least one flow is needed"
+        );
+        assert_eq!(
+            refused(PipelineOptions {
+                flows: 65_537,
+                ..opts(1, 10, 64)
+            }),
+            "at most 65536 flows"
+        );
+        for rx_burst in [0, 257] {
+            assert_eq!(
+                refused(PipelineOptions {
+                    rx_burst,
+                    ..opts(1, 10, 64)
+                }),
+                "the receive batch must be from 1 to 256 packets"
+            );
+        }
+        assert_eq!(
+            refused(PipelineOptions {
+                tx_burst: 257,
+                ..opts(1, 10, 64)
+            }),
+            "the transmit batch must be from 1 to 256 packets"
+        );
+        // The limits themselves run.
+        let r = pipeline_flat(
+            &forward_flat(),
+            &PipelineOptions {
+                flows: 65_536,
+                rx_burst: 256,
+                tx_burst: 1,
+                ..opts(1, 1_000, 64)
+            },
+        )
+        .unwrap();
+        assert_eq!((r.packets, r.tx_packets), (1_000, 1_000));
     }
 }
