@@ -218,9 +218,9 @@ pub fn main(a: DemoArgs) -> ExitCode {
     if method != "PACKET" && method != "XDP" {
         return fail(format!("--method must be PACKET or XDP, not '{}'", a.method));
     }
-    let duration = match Duration::try_from_secs_f64(a.seconds) {
-        Ok(d) if !d.is_zero() => d,
-        _ => return fail("--seconds must be a positive number"),
+    let duration = match ::bench::units::seconds_option("--seconds", a.seconds) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
     };
     let sizes = match SizeCycle::fixed(a.size) {
         Ok(s) => s,
