@@ -741,7 +741,9 @@ fn a_foreign_program_is_refused_and_left_alone() {
             e.to_string(),
             format!(
                 "xa: another XDP program ('foreign_pass', id {}) is attached; brickroute will not \
-                 replace it: detach it first (ip link set dev xa xdp off)",
+                 replace it: detach it first (ip link set dev xa xdp off; if that fails, a \
+                 bpf_link holds it: end the process that holds the link, which `bpftool link` \
+                 lists)",
                 foreign.id
             )
         );

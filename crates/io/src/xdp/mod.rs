@@ -335,7 +335,8 @@ fn clear_leftover(ifname: &str, ifindex: u32, state: &LinkState) -> Result<(), D
             ifname,
             format!(
                 "another XDP program ('{}', id {}) is attached; brickroute will not replace \
-                 it: detach it first (ip link set dev {} xdp off)",
+                 it: detach it first (ip link set dev {} xdp off; if that fails, a bpf_link \
+                 holds it: end the process that holds the link, which `bpftool link` lists)",
                 prog.name, prog.id, ifname
             ),
         ));
