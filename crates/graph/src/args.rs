@@ -75,21 +75,12 @@ pub fn uncomment(s: &str) -> String {
                 }
                 i += 1;
             }
-            b'/' if i + 1 < b.len() && b[i + 1] == b'/' => {
+            b'/' if i + 1 < b.len() && matches!(b[i + 1], b'/' | b'*') => {
                 out.push_str(&s[start..i]);
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
+                if b[i + 1] == b'*' {
+                    out.push(' ');
                 }
-                start = i;
-            }
-            b'/' if i + 1 < b.len() && b[i + 1] == b'*' => {
-                out.push_str(&s[start..i]);
-                out.push(' ');
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i = (i + 2).min(b.len());
+                i = skip_comment(b, i);
                 start = i;
             }
             _ => i += 1,
@@ -138,7 +129,7 @@ fn hex_digit(c: u8) -> Option<u32> {
 
 /// Position after the comment starting at `b[i]` (`//` to the end of the line, or
 /// `/* ... */`).
-fn skip_comment(b: &[u8], i: usize) -> usize {
+pub(crate) fn skip_comment(b: &[u8], i: usize) -> usize {
     let mut j = i + 2;
     if b[i + 1] == b'/' {
         while j < b.len() && b[j] != b'\n' && b[j] != b'\r' {

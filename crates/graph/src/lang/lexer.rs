@@ -424,21 +424,7 @@ impl<'a> Lexer<'a> {
 /// Byte ranges of the comments in `b`, found as the lexer finds them: `//` to the end
 /// of the line and `/* ... */` outside quotes, also inside `\<...>`.
 fn comment_ranges(b: &[u8]) -> Vec<(usize, usize)> {
-    fn comment_end(b: &[u8], i: usize) -> usize {
-        if b[i + 1] == b'/' {
-            let mut j = i + 2;
-            while j < b.len() && !matches!(b[j], b'\n' | b'\r') {
-                j += 1;
-            }
-            j
-        } else {
-            let mut j = i + 2;
-            while j + 1 < b.len() && !(b[j] == b'*' && b[j + 1] == b'/') {
-                j += 1;
-            }
-            (j + 2).min(b.len())
-        }
-    }
+    use crate::args::skip_comment;
     fn is_comment(b: &[u8], i: usize) -> bool {
         b[i] == b'/' && i + 1 < b.len() && matches!(b[i + 1], b'/' | b'*')
     }
@@ -446,7 +432,7 @@ fn comment_ranges(b: &[u8]) -> Vec<(usize, usize)> {
     fn skip_angle(b: &[u8], mut i: usize, ranges: &mut Vec<(usize, usize)>) -> usize {
         while i < b.len() && b[i] != b'>' {
             if is_comment(b, i) {
-                let end = comment_end(b, i);
+                let end = skip_comment(b, i);
                 ranges.push((i, end));
                 i = end;
             } else {
@@ -460,7 +446,7 @@ fn comment_ranges(b: &[u8]) -> Vec<(usize, usize)> {
     while i < b.len() {
         match b[i] {
             _ if is_comment(b, i) => {
-                let end = comment_end(b, i);
+                let end = skip_comment(b, i);
                 ranges.push((i, end));
                 i = end;
             }
