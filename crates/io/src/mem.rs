@@ -5,6 +5,9 @@ use classify::rss::{Reta, Toeplitz};
 use packet::{Packet, PacketBatch};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+/// A queue budget that never runs out.
+const ENDLESS: u64 = u64::MAX;
+
 /// An in-memory port with N RX/TX queue pairs.
 ///
 /// The receive side replays a traffic template. The template, repeated, is the packet
@@ -13,13 +16,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// the indirection table, exactly as a multi-queue NIC steers it; a queue then delivers
 /// its frames in template order, cycling. With a total of N packets, queue q delivers
 /// exactly the packets among the first N of the sequence that steer to q, so the
-/// queues' budgets add up to N exactly. Without a total the traffic never ends.
+/// queues' budgets add up to N exactly. Without a total the traffic never ends. A total
+/// can be raised later ([`MemPort::set_total`]): the queues then go on to deliver the
+/// next packets of the same sequence, so a benchmark can run exact shares in turns.
 ///
 /// [`Port::rx_burst`] writes each frame into a fresh packet from the calling thread's
 /// pool: that copy stands for the NIC's DMA write and is part of the measured cost.
 /// [`Port::tx_burst`] counts the packets and drops them, recycling their frames.
 pub struct MemPort {
     rx: Vec<RxQueue>,
+    /// The queue each template frame steers to.
+    steer: Vec<usize>,
     counters: Vec<CachePadded<QueueCounters>>,
     reta: Reta,
 }
@@ -39,8 +46,8 @@ struct RxQueue {
     /// Every frame is at most [`SHORT_FRAME`] bytes: bursts copy with fixed-size moves
     /// and test no length per packet.
     all_short: bool,
-    /// Packets this queue delivers in all; `None`: endless.
-    budget: Option<u64>,
+    /// Packets this queue delivers in all ([`ENDLESS`]: no end).
+    budget: AtomicU64,
     state: CachePadded<RxState>,
 }
 
@@ -75,24 +82,7 @@ impl MemPort {
             .iter()
             .map(|f| reta.queue_for(toeplitz.hash_frame(f)))
             .collect();
-        let budgets: Vec<Option<u64>> = match total_packets {
-            None => vec![None; nq],
-            Some(total) => {
-                let per_cycle = (0..nq).map(|q| steer.iter().filter(|&&s| s == q).count() as u64);
-                let (cycles, rem) = if frames.is_empty() {
-                    (0, 0)
-                } else {
-                    (
-                        total / frames.len() as u64,
-                        (total % frames.len() as u64) as usize,
-                    )
-                };
-                per_cycle
-                    .enumerate()
-                    .map(|(q, n)| Some(cycles * n + steer[..rem].iter().filter(|&&s| s == q).count() as u64))
-                    .collect()
-            }
-        };
+        let budgets = queue_budgets(&steer, nq, total_packets);
         let rx = budgets
             .into_iter()
             .enumerate()
@@ -113,13 +103,14 @@ impl MemPort {
                     frames: offs,
                     bytes_before,
                     all_short,
-                    budget,
+                    budget: AtomicU64::new(budget.unwrap_or(ENDLESS)),
                     state: CachePadded::default(),
                 }
             })
             .collect();
         MemPort {
             rx,
+            steer,
             counters: (0..nq).map(|_| CachePadded::default()).collect(),
             reta,
         }
@@ -132,13 +123,48 @@ impl MemPort {
     /// Packets queue `q` delivers in all (`None`: endless; 0 for a queue that does not
     /// exist).
     pub fn rx_budget(&self, q: usize) -> Option<u64> {
-        self.rx.get(q).map_or(Some(0), |r| r.budget)
+        self.rx.get(q).map_or(Some(0), |r| {
+            Some(r.budget.load(Ordering::Relaxed)).filter(|&b| b != ENDLESS)
+        })
+    }
+
+    /// Makes the port deliver `total` packets of its sequence in all, counting those it
+    /// has delivered (`None`: endlessly). Raising the total of a port whose queues have
+    /// each delivered their budget makes them go on with the next packets of the
+    /// sequence, exactly as if the larger total had been given at the start; a total
+    /// below what a queue has delivered stops it.
+    pub fn set_total(&self, total: Option<u64>) {
+        let budgets = queue_budgets(&self.steer, self.rx.len(), total);
+        for (rx, b) in self.rx.iter().zip(budgets) {
+            rx.budget.store(b.unwrap_or(ENDLESS), Ordering::Relaxed);
+        }
     }
 
     /// Number of template frames steered to queue `q`.
     pub fn rx_frames(&self, q: usize) -> usize {
         self.rx.get(q).map_or(0, |r| r.frames.len())
     }
+}
+
+/// Each queue's share of the first `total` packets of the sequence (`None`: endless):
+/// the whole template's count of frames steered to it per cycle, plus those of the
+/// last, partial cycle.
+fn queue_budgets(steer: &[usize], queues: usize, total: Option<u64>) -> Vec<Option<u64>> {
+    let Some(total) = total else {
+        return vec![None; queues];
+    };
+    if steer.is_empty() {
+        return vec![Some(0); queues];
+    }
+    let cycles = total / steer.len() as u64;
+    let rem = (total % steer.len() as u64) as usize;
+    (0..queues)
+        .map(|q| {
+            let per_cycle = steer.iter().filter(|&&s| s == q).count() as u64;
+            let partial = steer[..rem].iter().filter(|&&s| s == q).count() as u64;
+            Some(cycles * per_cycle + partial)
+        })
+        .collect()
 }
 
 impl Port for MemPort {
@@ -154,10 +180,8 @@ impl Port for MemPort {
             return 0;
         }
         let delivered = rx.state.delivered.load(Ordering::Relaxed);
-        let n = match rx.budget {
-            Some(b) => (b.saturating_sub(delivered)).min(max as u64) as usize,
-            None => max,
-        };
+        let budget = rx.budget.load(Ordering::Relaxed);
+        let n = budget.saturating_sub(delivered).min(max as u64) as usize;
         if n == 0 {
             return 0;
         }
@@ -207,10 +231,7 @@ impl Port for MemPort {
         match self.rx.get(queue) {
             None => true,
             Some(rx) if rx.frames.is_empty() => true,
-            Some(rx) => match rx.budget {
-                Some(b) => rx.state.delivered.load(Ordering::Relaxed) >= b,
-                None => false,
-            },
+            Some(rx) => rx.state.delivered.load(Ordering::Relaxed) >= rx.budget.load(Ordering::Relaxed),
         }
     }
 
@@ -268,14 +289,20 @@ mod tests {
         got
     }
 
-    #[test]
-    fn budget_split_is_exact_and_follows_rss() {
+    /// Ten frames and the queue of three each steers to, by the RSS hash computed apart.
+    fn ten_frames_over_three_queues() -> (Vec<Vec<u8>>, Vec<usize>) {
         let frames: Vec<Vec<u8>> = (1..=10).map(|i| udp_frame(i, 4)).collect();
         let reta = Reta::new(3);
-        let steer: Vec<usize> = frames
+        let steer = frames
             .iter()
             .map(|f| reta.queue_for(rss_queue_for_frame(f)))
             .collect();
+        (frames, steer)
+    }
+
+    #[test]
+    fn budget_split_is_exact_and_follows_rss() {
+        let (frames, steer) = ten_frames_over_three_queues();
         let port = MemPort::with_traffic(3, &frames, Some(1003));
         assert_eq!(port.queues(), 3);
         let mut total = 0;
@@ -300,6 +327,36 @@ mod tests {
         // Nothing more once the budget is spent.
         let mut b = PacketBatch::new();
         assert_eq!(port.rx_burst(0, &mut b, 32), 0);
+    }
+
+    #[test]
+    fn a_raised_total_goes_on_with_the_sequence() {
+        // Shares of 7, 13 and 0 then 20 more, against the wire sequence's first 40
+        // packets: each queue delivers exactly its packets among them, in order.
+        let (frames, steer) = ten_frames_over_three_queues();
+        let port = MemPort::with_traffic(3, &frames, Some(0));
+        let mut got = vec![Vec::new(); 3];
+        for total in [7, 20, 20, 40] {
+            port.set_total(Some(total));
+            for (q, g) in got.iter_mut().enumerate() {
+                g.extend(drain_queue(&port, q, 4));
+                assert!(port.rx_finished(q));
+            }
+            assert_eq!(port.totals().rx_packets, total);
+        }
+        for (q, g) in got.iter().enumerate() {
+            let want: Vec<Vec<u8>> = (0..40)
+                .filter(|j| steer[j % 10] == q)
+                .map(|j| frames[j % 10].clone())
+                .collect();
+            assert_eq!(*g, want, "queue {}", q);
+        }
+        // And endless from there on.
+        port.set_total(None);
+        assert_eq!(port.rx_budget(0), None);
+        assert!(!port.rx_finished(0));
+        let mut b = PacketBatch::new();
+        assert_eq!(port.rx_burst(0, &mut b, 32), 32);
     }
 
     #[test]

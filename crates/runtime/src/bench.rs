@@ -18,8 +18,9 @@
 //!
 //! A baseline (`baseline`, another configuration) runs with the same frame size, flows,
 //! workers and batches and no routes, right after the run, or with `rounds` above one in
-//! turns with it: both are built first, then run alternately over endless traffic,
-//! each run a share of the packets or seconds, and the report gives the median run's
+//! turns with it: both are built first, then run alternately, each run a share of the
+//! seconds or of the packets (the shares add up to the budget exactly, each run taking
+//! the next packets of the ports' sequence), and the report gives the median run's
 //! cycles a packet and the median of the rounds' ratios.
 //!
 //! A configuration that routes with `LookupIP6Route` (`conf/router6.click`) gets the
@@ -95,8 +96,8 @@ pub struct PipelineOptions {
     /// whose cycles a packet this run's are compared with.
     pub baseline: Option<String>,
     /// Runs in turns: with more than one, the application (and its baseline) run
-    /// `rounds` times each over endless traffic, taking turns, each run a share of the
-    /// packets or seconds; cycles a packet is the median run's, and the ratio to the
+    /// `rounds` times each, taking turns, each run a share of the seconds or of the
+    /// packets (exactly: the shares add up to the packets); cycles a packet is the median run's, and the ratio to the
     /// baseline the median of each round's ratio. One (the default): each runs once,
     /// the baseline right after.
     pub rounds: usize,
@@ -344,20 +345,22 @@ pub fn pipeline_flat(flat: &FlatConfig, opts: &PipelineOptions) -> Result<Pipeli
         }
         return Ok(r);
     }
-    // Rounds: both built first, routes installed once, then run in turns over endless
-    // traffic, each turn a share of the packets (or seconds), so that the two see the
-    // same moments of a shared host.
+    // Rounds: both built first, routes installed once, then run in turns, each turn a
+    // share of the seconds, or of the packets (exactly: the shares add up to the
+    // packets asked for), so that the two see the same moments of a shared host.
     let app = Bench::prepare(flat, opts, true)?;
     let base = match &opts.baseline {
         Some(name) => Some((name, app.prepare_baseline(name, true)?)),
         None => None,
     };
-    let share = match opts.seconds {
-        Some(s) => Share::Seconds(s / rounds as f64),
-        None => Share::Packets((opts.packets.unwrap_or(DEFAULT_PACKETS) / rounds as u64).max(1)),
-    };
+    let packets = opts.packets.unwrap_or(DEFAULT_PACKETS);
     let (mut app_runs, mut base_runs) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
+    for round in 1..=rounds as u64 {
+        let share = match opts.seconds {
+            Some(s) => Share::Seconds(s / rounds as f64),
+            // (At most 2^64 packets by 2^32 rounds: the product fits in a u128.)
+            None => Share::PacketsUpTo((u128::from(packets) * u128::from(round) / rounds as u128) as u64),
+        };
         app_runs.push(app.run(Some(share)));
         if let Some((_, b)) = &base {
             base_runs.push(b.run(Some(share)));
@@ -430,11 +433,18 @@ fn run_limit(seconds: f64) -> Duration {
     Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
 }
 
+/// Receive port `k`'s part of `packets` shared over `ports` ports: the same for each,
+/// the first ones one more where it does not divide.
+fn port_share(packets: u64, k: usize, ports: usize) -> u64 {
+    packets / ports as u64 + u64::from((k as u64) < packets % ports as u64)
+}
+
 /// How much of the traffic one round takes.
 #[derive(Clone, Copy)]
 enum Share {
-    /// Until the receive ports have delivered this many more packets.
-    Packets(u64),
+    /// Until the receive ports have delivered this many packets since they were built
+    /// (this round's share and all rounds' before it).
+    PacketsUpTo(u64),
     /// This many seconds.
     Seconds(f64),
 }
@@ -447,19 +457,19 @@ struct Bench {
     ports: Vec<Arc<MemPort>>,
     /// The first `nrx` ports receive.
     nrx: usize,
-    /// The exact packet budget (none with `seconds`, or for rounds).
+    /// The exact packet budget (none with `seconds`; for rounds, each round's).
     packets: Option<u64>,
     route_install_seconds: f64,
 }
 
 impl Bench {
-    /// Builds the configuration `flat` as `opts` says. `endless`: the ports replay their
-    /// traffic without end (rounds stop each run themselves).
-    fn prepare(flat: &FlatConfig, opts: &PipelineOptions, endless: bool) -> Result<Bench, String> {
+    /// Builds the configuration `flat` as `opts` says. `rounds`: the receive ports start
+    /// with no packets to deliver, and each round gives them its share.
+    fn prepare(flat: &FlatConfig, opts: &PipelineOptions, rounds: bool) -> Result<Bench, String> {
         let threads = opts.threads;
         let packets = match opts.seconds {
             Some(_) => None,
-            None if endless => None,
+            None if rounds => Some(0),
             None => Some(opts.packets.unwrap_or(DEFAULT_PACKETS)),
         };
         let mut rng = Rng::new(opts.seed);
@@ -500,8 +510,7 @@ impl Bench {
         let mut ports: Vec<Arc<MemPort>> = Vec::new();
         for k in 0..nrx.max(ntx) {
             let port = if k < nrx {
-                let budget = packets.map(|n| n / nrx as u64 + u64::from((k as u64) < n % nrx as u64));
-                MemPort::with_traffic(threads, &frames, budget)
+                MemPort::with_traffic(threads, &frames, packets.map(|n| port_share(n, k, nrx)))
             } else {
                 MemPort::new(threads)
             };
@@ -537,11 +546,6 @@ impl Bench {
         })
     }
 
-    /// Packets the receive ports have delivered so far.
-    fn received(&self) -> u64 {
-        self.ports[..self.nrx].iter().map(|p| p.totals().rx_packets).sum()
-    }
-
     /// One run: the whole budget (or `seconds`), or a round's share.
     fn run(&self, share: Option<Share>) -> RunStats {
         let threads = self.opts.threads;
@@ -550,20 +554,21 @@ impl Bench {
             .profile(self.opts.profile);
         // (A round ends with a stop request; the next starts without one.)
         self.spec.stop_flag().clear();
-        match share {
-            None => {
-                let rx_ports = &self.ports[..self.nrx];
-                let budgeted = self.packets.is_some();
-                runtime.run_until(&self.spec, self.opts.seconds.map(run_limit), || {
-                    budgeted && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
-                })
+        let rx_ports = &self.ports[..self.nrx];
+        let budgeted = self.packets.is_some();
+        let limit = match share {
+            None => self.opts.seconds.map(run_limit),
+            Some(Share::Seconds(s)) => Some(run_limit(s)),
+            Some(Share::PacketsUpTo(n)) => {
+                for (k, p) in rx_ports.iter().enumerate() {
+                    p.set_total(Some(port_share(n, k, self.nrx)));
+                }
+                None
             }
-            Some(Share::Seconds(s)) => runtime.run_until(&self.spec, Some(run_limit(s)), || false),
-            Some(Share::Packets(n)) => {
-                let until = self.received() + n;
-                runtime.run_until(&self.spec, None, || self.received() >= until)
-            }
-        }
+        };
+        runtime.run_until(&self.spec, limit, || {
+            budgeted && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
+        })
     }
 
     /// The report of `runs` (one, or a round each): packets, seconds and the workers'
@@ -588,7 +593,7 @@ impl Bench {
     /// The baseline `app` beside this run, built: this run's frame size, flows, workers,
     /// batches and packets or seconds (its frames aimed at its own configuration's
     /// routes), no routes, no profile.
-    fn prepare_baseline(&self, app: &str, endless: bool) -> Result<Bench, String> {
+    fn prepare_baseline(&self, app: &str, rounds: bool) -> Result<Bench, String> {
         let opts = PipelineOptions {
             app: app.to_string(),
             config: None,
@@ -598,7 +603,7 @@ impl Bench {
             ..self.opts.clone()
         };
         load(&opts)
-            .and_then(|flat| Bench::prepare(&flat, &opts, endless))
+            .and_then(|flat| Bench::prepare(&flat, &opts, rounds))
             .map_err(|e| format!("baseline {}: {}", app, e))
     }
 }
