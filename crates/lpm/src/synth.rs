@@ -116,7 +116,7 @@ const V6_POOLS: &[(u16, u16)] = &[
     (0x2c00, 16),
 ];
 
-/// A BGP-shaped IPv4 table of about `n` prefixes (sorted, unique).
+/// A BGP-shaped IPv4 table of `n` prefixes (sorted, unique).
 pub fn ipv4_table(n: usize, seed: u64) -> Vec<(u32, u8, u32)> {
     let mut rng = Rng::new(seed);
     generate(n, V4_SHARES, 32, 12, &mut rng, |rng| {
@@ -134,7 +134,7 @@ pub fn ipv4_table(n: usize, seed: u64) -> Vec<(u32, u8, u32)> {
     .collect()
 }
 
-/// A BGP-shaped IPv6 table of about `n` prefixes (sorted, unique).
+/// A BGP-shaped IPv6 table of `n` prefixes (sorted, unique).
 pub fn ipv6_table(n: usize, seed: u64) -> Vec<(u128, u8, u32)> {
     let mut rng = Rng::new(seed);
     generate(n, V6_SHARES, 128, 20, &mut rng, |rng| {
@@ -143,6 +143,21 @@ pub fn ipv6_table(n: usize, seed: u64) -> Vec<(u128, u8, u32)> {
         let low = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) >> 16;
         top << 112 | low
     })
+}
+
+/// `n` shared out by `shares` (their weights normalised), rounded so the parts add up to
+/// `n`: each gets the floor of its exact part, and the largest remainders one more.
+fn apportion(n: usize, shares: &[(u8, f64)]) -> Vec<usize> {
+    let total: f64 = shares.iter().map(|s| s.1).sum();
+    let exact: Vec<f64> = shares.iter().map(|s| s.1 / total * n as f64).collect();
+    let mut parts: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
+    let short = n.saturating_sub(parts.iter().sum());
+    let mut order: Vec<usize> = (0..shares.len()).collect();
+    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
+    for &i in order.iter().take(short) {
+        parts[i] += 1;
+    }
+    parts
 }
 
 fn mask(width: u32, len: u8) -> u128 {
@@ -161,11 +176,12 @@ fn generate(
     rng: &mut Rng,
     mut random_addr: impl FnMut(&mut Rng) -> u128,
 ) -> Vec<(u128, u8, u32)> {
-    let total: f64 = shares.iter().map(|s| s.1).sum();
     let mut by_len: Vec<Vec<(u128, u32)>> = vec![Vec::new(); width as usize + 1];
     let mut seen: HashSet<(u128, u8)> = HashSet::with_capacity(n * 2);
-    for &(len, share) in shares {
-        let want = ((share / total) * n as f64).round() as usize;
+    // Adds up to `want` new prefixes of length `len`, giving up after a number of
+    // draws that only a length whose space is (nearly) used up reaches; returns how
+    // many it added.
+    let mut fill = |len: u8, want: usize, rng: &mut Rng| -> usize {
         let mut made = 0;
         let mut tries = 0;
         while made < want && tries < want * 20 + 100 {
@@ -202,6 +218,21 @@ fn generate(
                 made += 1;
             }
         }
+        made
+    };
+    let mut made = 0;
+    for (&(len, _), want) in shares.iter().zip(apportion(n, shares)) {
+        made += fill(len, want, rng);
+    }
+    // Lengths with too few prefixes to give their share (the /8s, in a large table)
+    // leave the rest to the most common lengths, so the table has exactly `n`.
+    let mut by_share: Vec<&(u8, f64)> = shares.iter().collect();
+    by_share.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for &&(len, _) in &by_share {
+        if made == n {
+            break;
+        }
+        made += fill(len, n - made, rng);
     }
     let mut out: Vec<(u128, u8, u32)> = by_len
         .iter()
