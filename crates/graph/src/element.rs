@@ -170,6 +170,13 @@ pub trait ElementSpec: Send + Sync {
     /// working instance on worker 0 only and an idle one elsewhere.
     fn instantiate(&self, worker: WorkerInfo) -> Box<dyn Element>;
 
+    /// True if every instance is a pass-through element ([`Element::is_pass_through`]),
+    /// so the router can refuse a cycle made only of them, in which packets would
+    /// circle for ever without an element ever being called.
+    fn is_pass_through(&self) -> bool {
+        false
+    }
+
     /// Names of this element's own handlers (the router adds Click's standard
     /// `name`, `class`, `config`, `ports`, `handlers`).
     fn handlers(&self) -> Vec<HandlerInfo> {

@@ -10,7 +10,7 @@
 use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
-use crate::lang::FlatConfig;
+use crate::lang::{ElementDecl, FlatConfig};
 use crate::registry::Registry;
 use packet::PacketBatch;
 use std::collections::HashSet;
@@ -177,6 +177,12 @@ impl RouterSpec {
                 dest: dest[i].iter().map(|d| d.expect("checked above")).collect(),
             });
         }
+        // 5. No cycle made only of pass-through elements: the graph connects around
+        //    them, so nothing would ever take the packets out of such a cycle.
+        if let Some(cycle) = pass_through_cycle(&elements) {
+            return Err(pass_through_cycle_error(&cycle, &|i| el(i)));
+        }
+
         Ok(RouterSpec {
             elements,
             stop: Arc::new(StopFlag::new()),
@@ -576,10 +582,59 @@ impl GraphInstance {
     }
 }
 
+/// The elements of the first cycle made only of pass-through elements, in the order
+/// packets would go round it, starting from the cycle's first element in the
+/// configuration; `None` without one. (A pass-through element has one output.)
+fn pass_through_cycle(elements: &[ElementEntry]) -> Option<Vec<usize>> {
+    let through = |i: usize| elements[i].spec.is_pass_through();
+    for start in (0..elements.len()).filter(|&i| through(i)) {
+        let mut cycle = vec![start];
+        let mut at = elements[start].dest[0].0;
+        while through(at) && !cycle.contains(&at) {
+            cycle.push(at);
+            at = elements[at].dest[0].0;
+        }
+        if at == start {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+/// The error for a cycle of pass-through elements. Where a Queue is in it, Click's own:
+/// a Queue's output is pull and its input push, so the connection into a Queue joins a
+/// pull output to a push input (Click's `Router::check_push_and_pull`, which makes the
+/// agnostic elements before it pull).
+fn pass_through_cycle_error<'a>(cycle: &[usize], el: &dyn Fn(usize) -> &'a ElementDecl) -> ConfigError {
+    let name = |i: usize| decl(&el(i).name, &el(i).class);
+    let is_queue = |i: usize| matches!(el(i).class.as_str(), "Queue" | "SimpleQueue" | "ThreadSafeQueue");
+    let queue = (0..cycle.len()).find(|&k| is_queue(cycle[(k + 1) % cycle.len()]));
+    match queue {
+        Some(k) => {
+            let (from, to) = (cycle[k], cycle[(k + 1) % cycle.len()]);
+            ConfigError::at(
+                &el(from).landmark,
+                format!(
+                    "'{}' pull output 0 connected to '{}' push input 0",
+                    name(from),
+                    name(to)
+                ),
+            )
+        }
+        None => ConfigError::at(
+            &el(cycle[0]).landmark,
+            format!(
+                "'{}' output 0 leads back to its input through pass-through elements only, where packets would circle for ever",
+                name(cycle[0])
+            ),
+        ),
+    }
+}
+
 /// Points every connection that leads into a pass-through element (see
 /// [`Element::is_pass_through`]) at that element's own destination, following chains of
-/// them: a full-push `Queue` costs no call per batch. A cycle made only of pass-through
-/// elements is left as it is.
+/// them: a full-push `Queue` costs no call per batch. (A cycle made only of pass-through
+/// elements, which [`RouterSpec::build`] refuses, would be left as it is.)
 fn skip_pass_through(nodes: &mut [Node]) {
     let through: Vec<Option<(usize, usize)>> = nodes
         .iter()
@@ -1037,6 +1092,60 @@ mod tests {
     }
 
     #[test]
+    fn cycles_of_pass_through_elements_are_refused() {
+        // Packets pushed into such a cycle would never leave it: the graph connects
+        // around Queues and Nulls, so no element call would ever take them out.
+        let cycle = |classes: &[&str]| {
+            let mut elements = vec![el("s", "TestSource", "1", 1)];
+            elements.extend(
+                classes
+                    .iter()
+                    .zip(2..)
+                    .map(|(c, i)| el(&format!("p{}", i), c, "", i)),
+            );
+            let n = classes.len();
+            let mut connections = vec![conn(0, 0, 1, 0)];
+            connections.extend((1..=n).map(|i| conn(i, 0, i % n + 1, 0)));
+            build(&FlatConfig {
+                elements,
+                connections,
+                ..Default::default()
+            })
+        };
+        let e = cycle(&["Queue"]).err().unwrap();
+        assert_eq!(
+            e.message,
+            "'p2 :: Queue' pull output 0 connected to 'p2 :: Queue' push input 0"
+        );
+        assert_eq!(e.landmark.unwrap().line, 2);
+        // As Click: the Null before the Queue turns pull.
+        let e = cycle(&["Null", "SimpleQueue", "PushNull"]).err().unwrap();
+        assert_eq!(
+            e.message,
+            "'p2 :: Null' pull output 0 connected to 'p3 :: SimpleQueue' push input 0"
+        );
+        let e = cycle(&["Null", "PullNull"]).err().unwrap();
+        assert_eq!(
+            e.message,
+            "'p2 :: Null' output 0 leads back to its input through pass-through elements only, where packets would circle for ever"
+        );
+        // A cycle with an element that is called (here one that drops nothing) is the
+        // configuration's business, as in Click; one that leaves the pass-through
+        // elements is fine.
+        assert!(cycle(&["Queue", "Counter"]).is_ok());
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "1", 1),
+                el("q", "Queue", "", 2),
+                el("d", "Discard", "", 3),
+            ],
+            connections: vec![conn(0, 0, 1, 0), conn(1, 0, 2, 0)],
+            ..Default::default()
+        };
+        assert!(build(&flat).is_ok());
+    }
+
+    #[test]
     fn configuration_errors_name_the_element() {
         let flat = FlatConfig {
             elements: vec![el("s", "TestSource", "x", 4), el("d", "Discard", "", 5)],
@@ -1289,31 +1398,21 @@ mod tests {
 
     #[test]
     fn pass_through_queues_are_skipped_not_lost() {
-        // s -> q1 :: Queue -> q2 :: Queue -> d; a, b: a cycle of queues nothing reaches.
+        // s -> q1 :: Queue -> q2 :: Queue -> d.
         let flat = FlatConfig {
             elements: vec![
                 el("s", "TestSource", "10", 1),
                 el("q1", "Queue", "", 2),
                 el("q2", "Queue", "5", 3),
                 el("d", "Discard", "", 4),
-                el("a", "Queue", "", 5),
-                el("b", "Queue", "", 6),
             ],
-            connections: vec![
-                conn(0, 0, 1, 0),
-                conn(1, 0, 2, 0),
-                conn(2, 0, 3, 0),
-                conn(4, 0, 5, 0),
-                conn(5, 0, 4, 0),
-            ],
+            connections: vec![conn(0, 0, 1, 0), conn(1, 0, 2, 0), conn(2, 0, 3, 0)],
             ..Default::default()
         };
         let r = build(&flat).unwrap();
         let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
-        // The source feeds the Discard directly; the queues' cycle is left alone.
+        // The source feeds the Discard directly.
         assert_eq!(g.nodes[0].dest, vec![(3, 0)]);
-        assert_eq!(g.nodes[4].dest, vec![(5, 0)]);
-        assert_eq!(g.nodes[5].dest, vec![(4, 0)]);
         assert_eq!(g.nodes[0].next0, (3, 0));
         while !g.run_sources().all_done {}
         assert_eq!(r.read_handler("d.count").unwrap(), "10");

@@ -36,6 +36,9 @@ impl ElementSpec for NullSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(PassThrough)
     }
+    fn is_pass_through(&self) -> bool {
+        true
+    }
 }
 
 /// An element that hands its input to output 0 whole, and that the graph connects

@@ -52,6 +52,9 @@ impl ElementSpec for QueueSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(super::null::PassThrough)
     }
+    fn is_pass_through(&self) -> bool {
+        true
+    }
     fn handlers(&self) -> Vec<HandlerInfo> {
         vec![
             HandlerInfo::read("length"),
