@@ -7,7 +7,7 @@
 //! instance from [`ElementSpec::instantiate`] and pushes batches through it without
 //! locks.
 
-use crate::args::Args;
+use crate::args::{split_args, Args};
 use crate::error::{ConfigError, Landmark};
 use packet::{Packet, PacketBatch, Timestamp};
 use std::path::Path;
@@ -210,6 +210,10 @@ pub struct HandlerInfo {
     pub name: &'static str,
     pub read: bool,
     pub write: bool,
+    /// The configuration argument a successful write replaces in the element's `config`
+    /// (see [`HandlerInfo::reconfiguring`]), or `None` when writing it leaves `config`
+    /// as it is.
+    pub reconfigures: Option<ConfigArgument>,
 }
 
 impl HandlerInfo {
@@ -218,6 +222,7 @@ impl HandlerInfo {
             name,
             read: true,
             write: false,
+            reconfigures: None,
         }
     }
     pub const fn write(name: &'static str) -> HandlerInfo {
@@ -225,6 +230,7 @@ impl HandlerInfo {
             name,
             read: false,
             write: true,
+            reconfigures: None,
         }
     }
     pub const fn read_write(name: &'static str) -> HandlerInfo {
@@ -232,8 +238,66 @@ impl HandlerInfo {
             name,
             read: true,
             write: true,
+            reconfigures: None,
         }
     }
+
+    /// This write handler as one of Click's `reconfigure_keyword_handler`s declared
+    /// with `"POSITION KEYWORD"`: once a write succeeds, the router puts the written
+    /// value into the element's configuration string in place of that argument, so the
+    /// standard `config` handler shows it (see [`ConfigArgument::replace_in`]).
+    pub const fn reconfiguring(self, position: usize, keyword: &'static str) -> HandlerInfo {
+        HandlerInfo {
+            reconfigures: Some(ConfigArgument { keyword, position }),
+            ..self
+        }
+    }
+}
+
+/// A configuration argument that a handler write replaces: given as `KEYWORD value`, or
+/// as the positional argument at `position`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigArgument {
+    pub keyword: &'static str,
+    pub position: usize,
+}
+
+impl ConfigArgument {
+    /// `config` with this argument set to `value`, as Click's `configuration_handler`
+    /// (lib/element.cc) rewrites an element's configuration: every `KEYWORD ...`
+    /// argument is removed; if there was none and the argument at `position` is
+    /// positional, that argument becomes `value`; otherwise `KEYWORD value` is
+    /// appended. The arguments are joined with `", "` (Click's `cp_unargvec`), so
+    /// comments and line breaks of the original configuration do not survive.
+    pub fn replace_in(&self, config: &str, value: &str) -> String {
+        // As the arguments around it: a newline ending a written value is no part of it.
+        let value = value.trim();
+        let mut args = split_args(config);
+        let before = args.len();
+        args.retain(|arg| !has_keyword(arg, self.keyword));
+        let given_by_keyword = args.len() < before;
+        let at = self.position;
+        if !given_by_keyword && at < args.len() && !is_keyword_argument(&args[at]) {
+            args[at] = value.to_string();
+        } else {
+            args.push(format!("{} {}", self.keyword, value));
+        }
+        args.join(", ")
+    }
+}
+
+/// Whether `arg`, one configuration argument, is `keyword value`.
+fn has_keyword(arg: &str, keyword: &str) -> bool {
+    // A value that does not parse as a string (bad escapes) still came with the keyword.
+    !matches!(Args::new(arg).keyword::<String>(keyword), Ok(None))
+}
+
+/// Whether `arg`, one configuration argument, is a keyword argument (`KEYWORD value`)
+/// rather than a positional one: [`Args`] hands it out by position only in the second
+/// case (asked for a parameter no keyword argument can name). An empty argument is
+/// positional, as in Click.
+fn is_keyword_argument(arg: &str) -> bool {
+    !arg.is_empty() && matches!(Args::new(arg).positional::<String>(""), Ok(None))
 }
 
 /// What a source's [`Element::run`] did.

@@ -15,12 +15,15 @@ use crate::registry::Registry;
 use packet::PacketBatch;
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 struct ElementEntry {
     name: String,
     class: &'static str,
-    config: String,
+    /// The configuration string, as the `config` handler shows it: the declared one
+    /// until a handler that reconfigures an argument is written (see
+    /// [`HandlerInfo::reconfigures`]).
+    config: Mutex<String>,
     spec: Arc<dyn ElementSpec>,
     ninputs: usize,
     noutputs: usize,
@@ -170,7 +173,7 @@ impl RouterSpec {
             elements.push(ElementEntry {
                 name: e.name.clone(),
                 class: classes[i].name(),
-                config: e.config.clone(),
+                config: Mutex::new(e.config.clone()),
                 spec,
                 ninputs: nin[i],
                 noutputs: nout[i],
@@ -243,7 +246,11 @@ impl RouterSpec {
     }
 
     fn find(&self, name: &str) -> Option<&ElementEntry> {
-        self.elements.iter().find(|e| e.name == name)
+        self.find_index(name).map(|i| &self.elements[i])
+    }
+
+    fn find_index(&self, name: &str) -> Option<usize> {
+        self.elements.iter().position(|e| e.name == name)
     }
 
     /// Names of elements whose class is `class`.
@@ -270,31 +277,32 @@ impl RouterSpec {
     /// Reads handler `element.handler`, or `element.handler PARAM` for a read handler
     /// with a parameter (`rt.lookup 10.0.0.1`). Errors use Click's wording.
     pub fn read_handler(&self, path: &str) -> Result<String, String> {
+        // An empty parameter is none, as in Click.
         let (path, param) = match path.split_once(char::is_whitespace) {
-            Some((p, rest)) => (p, Some(rest.trim())),
+            Some((p, rest)) => (p, Some(rest.trim()).filter(|r| !r.is_empty())),
             None => (path, None),
         };
         let (ename, hname) = split_handler(path)?;
-        let e = self
-            .find(ename)
+        let index = self
+            .find_index(ename)
             .ok_or_else(|| format!("no element '{}'", ename))?;
+        let e = &self.elements[index];
         if let Some(param) = param {
-            return e
-                .spec
-                .read_handler_with(hname, param)
-                .unwrap_or_else(|| Err(format!("'{}' takes no parameter", path)));
+            if let Some(r) = e.spec.read_handler_with(hname, param) {
+                return r;
+            }
+            // Click's Handler::call_read.
+            return Err(if self.has_read_handler(ename, hname) {
+                format!("read handler '{}' does not take parameters", path)
+            } else {
+                not_readable(e, hname, path)
+            });
         }
         let std = match hname {
             "name" => Some(e.name.clone()),
             "class" => Some(e.class.to_string()),
-            "config" => Some(e.config.clone()),
-            "ports" => Some(format!(
-                "{} input{}\n{} output{}\n",
-                e.ninputs,
-                plural(e.ninputs),
-                e.noutputs,
-                plural(e.noutputs)
-            )),
+            "config" => Some(lock(&e.config).clone()),
+            "ports" => Some(self.ports_string(index)),
             "handlers" => {
                 let mut s = String::new();
                 let mut all: Vec<(String, bool, bool)> = STANDARD_HANDLERS
@@ -330,21 +338,65 @@ impl RouterSpec {
         if let Some(r) = e.spec.read_handler_with(hname, "") {
             return r;
         }
-        if e.spec.handlers().iter().any(|h| h.name == hname && h.write) {
-            Err(format!("'{}' is a write handler", path))
-        } else {
-            Err(format!("no '{}' handler", path))
-        }
+        Err(not_readable(e, hname, path))
     }
 
-    /// Writes handler `element.handler`.
+    /// The `ports` handler's text, as Click's `Router::element_ports_string`: the
+    /// number of inputs, a line per input, the number of outputs, a line per output.
+    /// A port's line is its processing, its packet count (`-`: Click counts none unless
+    /// built with statistics) and the ports connected to it: `element [output]` for an
+    /// input, in configuration order, and `[input] element` for an output. Every port
+    /// runs push (see the crate's full-push model), and an agnostic port, which Click
+    /// marks with a `~`, cannot be told apart here, so the processing is `push` for all.
+    fn ports_string(&self, index: usize) -> String {
+        let e = &self.elements[index];
+        let mut s = format!("{} input{}\n", e.ninputs, plural(e.ninputs));
+        for port in 0..e.ninputs {
+            let from: Vec<String> = self
+                .elements
+                .iter()
+                .flat_map(|x| {
+                    x.dest
+                        .iter()
+                        .enumerate()
+                        .filter(|&(_, &d)| d == (index, port))
+                        .map(move |(out, _)| format!("{} [{}]", x.name, out))
+                })
+                .collect();
+            s.push_str(&format!("push\t-\t{}\n", from.join(", ")));
+        }
+        s.push_str(&format!("{} output{}\n", e.noutputs, plural(e.noutputs)));
+        for &(to, port) in &e.dest {
+            s.push_str(&format!("push\t-\t[{}] {}\n", port, self.elements[to].name));
+        }
+        s
+    }
+
+    /// Writes handler `element.handler`. A handler that reconfigures an argument (see
+    /// [`HandlerInfo::reconfigures`]) puts the value it accepted into the element's
+    /// `config`.
     pub fn write_handler(&self, path: &str, value: &str) -> Result<(), String> {
         let (ename, hname) = split_handler(path)?;
         let e = self
             .find(ename)
             .ok_or_else(|| format!("no element '{}'", ename))?;
+        // Held across the write, so that concurrent writes leave `config` showing the
+        // value the element took last.
+        let mut config = lock(&e.config);
         match e.spec.write_handler(hname, value) {
-            Some(r) => r,
+            Some(Ok(())) => {
+                let reconfigures = e
+                    .spec
+                    .handlers()
+                    .into_iter()
+                    .find(|h| h.name == hname && h.write)
+                    .and_then(|h| h.reconfigures);
+                if let Some(arg) = reconfigures {
+                    *config = arg.replace_in(&config, value);
+                }
+                Ok(())
+            }
+            Some(Err(err)) => Err(err),
             None if STANDARD_HANDLERS.contains(&hname)
                 || e.spec.handlers().iter().any(|h| h.name == hname && h.read) =>
             {
@@ -363,6 +415,21 @@ impl RouterSpec {
 }
 
 const STANDARD_HANDLERS: [&str; 5] = ["class", "config", "handlers", "name", "ports"];
+
+/// The error for reading `path` (handler `hname` of `e`), which is not a read handler.
+fn not_readable(e: &ElementEntry, hname: &str, path: &str) -> String {
+    if e.spec.handlers().iter().any(|h| h.name == hname && h.write) {
+        format!("'{}' is a write handler", path)
+    } else {
+        format!("no '{}' handler", path)
+    }
+}
+
+/// `m`'s value, also after a panic while it was held: a configuration string is
+/// whole at every moment.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -1422,5 +1489,180 @@ mod tests {
         let mut b: PacketBatch = vec![Packet::from_slice(&[1])].into_iter().collect();
         g.push(1, 0, &mut b);
         assert_eq!(r.read_handler("d.count").unwrap(), "11");
+    }
+
+    #[test]
+    fn ports_lists_every_port_with_its_connections_as_click_does() {
+        // a -> [0]x; b -> [0]x; c -> [1]x; x[0] -> d0; x[1] -> d1, with b's connection
+        // given before a's: an input lists its sources in configuration order.
+        let flat = FlatConfig {
+            elements: vec![
+                el("a", "TestSource", "1", 1),
+                el("b", "TestSource", "1", 2),
+                el("c", "TestSource", "1", 3),
+                el("x", "Split", "", 4),
+                el("d0", "Discard", "", 5),
+                el("d1", "Discard", "", 6),
+            ],
+            connections: vec![
+                conn(1, 0, 3, 0),
+                conn(0, 0, 3, 0),
+                conn(2, 0, 3, 1),
+                conn(3, 0, 4, 0),
+                conn(3, 1, 5, 0),
+            ],
+            ..Default::default()
+        };
+        let r = build(&flat).unwrap();
+        assert_eq!(
+            r.read_handler("x.ports").unwrap(),
+            "2 inputs\npush\t-\ta [0], b [0]\npush\t-\tc [0]\n2 outputs\npush\t-\t[0] d0\npush\t-\t[0] d1\n"
+        );
+        assert_eq!(
+            r.read_handler("a.ports").unwrap(),
+            "0 inputs\n1 output\npush\t-\t[0] x\n"
+        );
+        assert_eq!(
+            r.read_handler("d1.ports").unwrap(),
+            "1 input\npush\t-\tx [1]\n0 outputs\n"
+        );
+        // A queue the workers skip still reports the connections of the configuration.
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "1", 1),
+                el("q", "Queue", "", 2),
+                el("d", "Discard", "", 3),
+            ],
+            connections: vec![conn(0, 0, 1, 0), conn(1, 0, 2, 0)],
+            ..Default::default()
+        };
+        let r = build(&flat).unwrap();
+        assert_eq!(
+            r.read_handler("q.ports").unwrap(),
+            "1 input\npush\t-\ts [0]\n1 output\npush\t-\t[0] d\n"
+        );
+        assert_eq!(
+            r.read_handler("d.ports").unwrap(),
+            "1 input\npush\t-\tq [0]\n0 outputs\n"
+        );
+    }
+
+    #[test]
+    fn a_parameter_given_to_a_read_handler_without_one_is_refused_in_clicks_words() {
+        let flat = FlatConfig {
+            elements: vec![
+                el("s", "TestSource", "1", 1),
+                el("p", "Paint", "3", 2),
+                el("d", "Discard", "", 3),
+            ],
+            connections: vec![conn(0, 0, 1, 0), conn(1, 0, 2, 0)],
+            ..Default::default()
+        };
+        let r = build(&flat).unwrap();
+        assert_eq!(
+            r.read_handler("p.color 5").unwrap_err(),
+            "read handler 'p.color' does not take parameters"
+        );
+        assert_eq!(
+            r.read_handler("p.class x").unwrap_err(),
+            "read handler 'p.class' does not take parameters"
+        );
+        // Handlers that cannot be read at all say so first.
+        assert_eq!(r.read_handler("p.nope 5").unwrap_err(), "no 'p.nope' handler");
+        assert_eq!(
+            r.read_handler("d.reset_counts 1").unwrap_err(),
+            "'d.reset_counts' is a write handler"
+        );
+        // White space alone is no parameter.
+        assert_eq!(r.read_handler("p.color  ").unwrap(), "3");
+    }
+
+    #[test]
+    fn writing_a_reconfiguring_handler_rewrites_config_as_click_does() {
+        let router = |class: &str, config: &str| {
+            let flat = FlatConfig {
+                elements: vec![
+                    el("s", "TestSource", "1", 1),
+                    el("e", class, config, 2),
+                    el("d", "Discard", "", 3),
+                ],
+                connections: vec![conn(0, 0, 1, 0), conn(1, 0, 2, 0)],
+                ..Default::default()
+            };
+            build(&flat).unwrap()
+        };
+        let config_after = |class: &str, config: &str, handler: &str, value: &str| {
+            let r = router(class, config);
+            r.write_handler(&format!("e.{}", handler), value).unwrap();
+            r.read_handler("e.config").unwrap()
+        };
+        // A positional argument is replaced where it stands.
+        let r = router("Queue", "5");
+        r.write_handler("e.capacity", "50").unwrap();
+        assert_eq!(r.read_handler("e.capacity").unwrap(), "50");
+        assert_eq!(r.read_handler("e.config").unwrap(), "50");
+        // A refused value changes neither.
+        assert_eq!(
+            r.write_handler("e.capacity", "lots").unwrap_err(),
+            "CAPACITY expects unsigned integer"
+        );
+        assert_eq!(r.read_handler("e.config").unwrap(), "50");
+        // Not given: appended by keyword. Given by keyword: every occurrence removed,
+        // the new one appended.
+        assert_eq!(config_after("Queue", "", "capacity", "7"), "CAPACITY 7");
+        assert_eq!(
+            config_after("SimpleQueue", "CAPACITY 5, CAPACITY 6", "capacity", " 7\n"),
+            "CAPACITY 7"
+        );
+        assert_eq!(
+            config_after(
+                "EtherRewrite",
+                "SRC 00:00:00:00:00:01, DST 00:00:00:00:00:02",
+                "src",
+                "0:0:0:0:0:3"
+            ),
+            "DST 00:00:00:00:00:02, SRC 0:0:0:0:0:3"
+        );
+        // EtherRewrite's arguments by position, each handler its own.
+        assert_eq!(
+            config_after(
+                "EtherRewrite",
+                "00:00:00:00:00:01, /* to */ 00:00:00:00:00:02",
+                "src",
+                "0:0:0:0:0:3"
+            ),
+            "0:0:0:0:0:3, 00:00:00:00:00:02"
+        );
+        assert_eq!(
+            config_after(
+                "EtherRewrite",
+                "00:00:00:00:00:01, 00:00:00:00:00:02",
+                "dst",
+                "0:0:0:0:0:3"
+            ),
+            "00:00:00:00:00:01, 0:0:0:0:0:3"
+        );
+        // EtherEncap: both type handlers reconfigure ETHERTYPE; a keyword argument
+        // stands in for the positional one.
+        let encap = "0x0800, 00:00:00:00:00:01, DST 00:00:00:00:00:02";
+        assert_eq!(
+            config_after("EtherEncap", encap, "etht", "0x86DD"),
+            "0x86DD, 00:00:00:00:00:01, DST 00:00:00:00:00:02"
+        );
+        assert_eq!(
+            config_after("EtherEncap", encap, "ethertype", "0x0806"),
+            "0x0806, 00:00:00:00:00:01, DST 00:00:00:00:00:02"
+        );
+        assert_eq!(
+            config_after("EtherEncap", encap, "src", "0:0:0:0:0:3"),
+            "0x0800, 0:0:0:0:0:3, DST 00:00:00:00:00:02"
+        );
+        assert_eq!(
+            config_after("EtherEncap", encap, "dst", "0:0:0:0:0:3"),
+            "0x0800, 00:00:00:00:00:01, DST 0:0:0:0:0:3"
+        );
+        // A handler that is no reconfiguring one leaves config alone (Click's Paint
+        // writes its color as data).
+        assert_eq!(config_after("Paint", "3", "color", "5"), "3");
     }
 }

@@ -110,11 +110,12 @@ impl ElementSpec for EtherEncapSpec {
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
+        // Click's reconfigure_keyword_handlers "1 SRC", "2 DST" and "0 ETHERTYPE".
         vec![
-            HandlerInfo::read_write("src"),
-            HandlerInfo::read_write("dst"),
-            HandlerInfo::read_write("ethertype"),
-            HandlerInfo::read_write("etht"),
+            HandlerInfo::read_write("src").reconfiguring(1, "SRC"),
+            HandlerInfo::read_write("dst").reconfiguring(2, "DST"),
+            HandlerInfo::read_write("ethertype").reconfiguring(0, "ETHERTYPE"),
+            HandlerInfo::read_write("etht").reconfiguring(0, "ETHERTYPE"),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -200,7 +201,13 @@ impl ElementSpec for EtherRewriteSpec {
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
-        vec![HandlerInfo::read_write("src"), HandlerInfo::read_write("dst")]
+        // Click declares these "1 SRC" and "2 DST", EtherEncap's positions, so that
+        // writing `src` of an EtherRewrite configured by position replaces its DST
+        // argument there; here each replaces its own argument.
+        vec![
+            HandlerInfo::read_write("src").reconfiguring(0, "SRC"),
+            HandlerInfo::read_write("dst").reconfiguring(1, "DST"),
+        ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
         match name {

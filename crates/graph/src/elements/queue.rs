@@ -59,7 +59,8 @@ impl ElementSpec for QueueSpec {
         vec![
             HandlerInfo::read("length"),
             HandlerInfo::read("highwater_length"),
-            HandlerInfo::read_write("capacity"),
+            // Click: reconfigure_keyword_handler "0 CAPACITY".
+            HandlerInfo::read_write("capacity").reconfiguring(0, "CAPACITY"),
             HandlerInfo::read("drops"),
             HandlerInfo::write("reset_counts"),
             HandlerInfo::write("reset"),
