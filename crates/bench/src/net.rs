@@ -148,11 +148,15 @@ impl PacketSocket {
         })
     }
 
-    /// Sets the socket up for sending fast: frames go straight to the driver
-    /// (`PACKET_QDISC_BYPASS`) and the send buffer is large.
+    /// Sets the socket up for sending: a large send buffer.
+    ///
+    /// Frames go through the kernel's transmit path (`dev_queue_xmit`), not straight
+    /// to the driver with `PACKET_QDISC_BYPASS`: bypassing, the kernel picks the
+    /// transmit queue by the CPU the sender runs on, so a flow changes queue (and, on
+    /// a veth or through RSS, receive queue and router worker) whenever the generator's
+    /// thread moves to another CPU, and the sink sees reordering the router did not
+    /// cause. The transmit path picks the queue by the hash of the frame's flow.
     pub fn tune_for_tx(&self) -> Result<(), String> {
-        setsockopt_int(&self.fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, 1)
-            .map_err(|e| format!("{}: PACKET_QDISC_BYPASS: {}", self.ifname, e))?;
         // Without CAP_NET_ADMIN, SO_SNDBUFFORCE fails: the default buffer still works.
         let _ = setsockopt_int(&self.fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 16 << 20);
         Ok(())
@@ -320,15 +324,18 @@ extern "C" fn on_stop_signal(_sig: libc::c_int) {
     STOP_SIGNALLED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Makes SIGINT and SIGTERM set the returned flag instead of ending the process, so a
+/// The signals after which a tool stops cleanly rather than dying: SIGINT (Ctrl-C),
+/// SIGTERM (`kill`), SIGHUP (its terminal closed) and SIGQUIT (`Ctrl-\`).
+pub const STOP_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Makes the [`STOP_SIGNALS`] set the returned flag instead of ending the process, so a
 /// tool can stop cleanly (print its report, tear down what it made).
 pub fn stop_on_signals() -> &'static std::sync::atomic::AtomicBool {
     let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic (async-signal-safe) and lives for
-    // the whole process.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
+    for sig in STOP_SIGNALS {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe) and lives
+        // for the whole process.
+        unsafe { libc::signal(sig, handler) };
     }
     &STOP_SIGNALLED
 }

@@ -20,6 +20,7 @@
 //! prefixes are equal.
 
 use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -102,9 +103,15 @@ fn netns_exists(name: &str) -> bool {
 }
 
 /// Runs `ip ARGS`; on failure the error quotes the command and what `ip` said.
+///
+/// `ip` runs in a process group of its own, so a Ctrl-C at the terminal reaches only
+/// the program building or removing the testbed, not the step it is running: that
+/// step completes, and the program (`brickroute demo`) sees the signal and removes
+/// what it made, where a killed step failed the build with a false error.
 pub fn ip(args: &[String]) -> Result<String, String> {
     let out = Command::new("ip")
         .args(args)
+        .process_group(0)
         .output()
         .map_err(|e| format!("`ip {}`: cannot run ip (iproute2): {}", args.join(" "), e))?;
     if out.status.success() {

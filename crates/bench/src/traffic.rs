@@ -172,6 +172,14 @@ pub struct FlowTemplate {
     udp_sum: u32,
 }
 
+/// Checks a number of flows (`--flows`): 1 to [`MAX_FLOWS`], the flow ids a stamp holds.
+pub fn check_flows(flows: usize) -> Result<(), String> {
+    if flows == 0 || flows > MAX_FLOWS {
+        return Err(format!("--flows must be 1..{}, not {}", MAX_FLOWS, flows));
+    }
+    Ok(())
+}
+
 /// Every flow's template.
 #[derive(Clone, Debug)]
 pub struct FlowSet {
@@ -180,9 +188,7 @@ pub struct FlowSet {
 
 impl FlowSet {
     pub fn new(spec: &TrafficSpec) -> Result<FlowSet, String> {
-        if spec.flows == 0 || spec.flows > MAX_FLOWS {
-            return Err(format!("--flows must be 1..{}", MAX_FLOWS));
-        }
+        check_flows(spec.flows)?;
         if spec.src_port < 1024 {
             return Err(format!(
                 "the first UDP source port must be from 1024 up, not {}",

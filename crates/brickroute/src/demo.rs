@@ -5,17 +5,24 @@
 //! namespace (`setns` changes only the calling thread's); the router is a child
 //! process, `brickroute run` on conf/testbed-router.click (built into the binary) in
 //! the dut namespace. A guard tears everything down on every way out: the end of the
-//! run, a failure, Ctrl-C or SIGTERM (signals only set a flag; the main loop sees it),
-//! and a panic (the guard's `Drop` runs while unwinding).
+//! run, a failure, SIGINT, SIGTERM, SIGHUP or SIGQUIT (signals only set a flag; the
+//! main loop sees it), and a panic (the guard's `Drop` runs while unwinding).
+//!
+//! The router runs in a process group of its own, and so does every `ip` command
+//! (`bench::testbed::ip`): a Ctrl-C at the terminal reaches the demo alone, which
+//! stops the generator, lets the last frames through and only then stops the router.
+//! The demo's own output stops at the first failed write (a closed pipe or terminal)
+//! instead of panicking, so it still gets to remove what it made.
 
 use ::bench::gen::{GenProgress, Limits};
 use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
 use ::bench::sink::SinkLimits;
 use ::bench::stats::{SinkReport, SinkStats};
 use ::bench::testbed::{self, Testbed};
-use ::bench::traffic::{parse_mac, SizeCycle, TrafficSpec};
+use ::bench::traffic::{check_flows, parse_mac, SizeCycle, TrafficSpec};
 use ::bench::units::{latency, si};
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -56,6 +63,33 @@ pub struct DemoArgs {
     pub flows: usize,
 }
 
+/// Set once a write to standard output, or to standard error, has failed (its reader
+/// gone, the terminal closed): the demo writes nothing more there, where `println!`
+/// would panic, and runs on to its end and its cleanup.
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+static STDERR_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Writes one line to `w` unless a write there has failed before.
+fn write_line(failed: &AtomicBool, mut w: impl Write, line: std::fmt::Arguments) {
+    if !failed.load(Ordering::Relaxed) && writeln!(w, "{}", line).is_err() {
+        failed.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `println!` that stops writing at the first failure instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        write_line(&STDOUT_FAILED, std::io::stdout().lock(), format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` that stops writing at the first failure instead of panicking.
+macro_rules! note {
+    ($($arg:tt)*) => {
+        write_line(&STDERR_FAILED, std::io::stderr().lock(), format_args!($($arg)*))
+    };
+}
+
 /// Everything the demo made; dropping it removes all of it.
 struct Cleanup {
     testbed: Option<Testbed>,
@@ -85,8 +119,8 @@ impl Cleanup {
         self.stop_router();
         if let Some(tb) = self.testbed.take() {
             match testbed::down(&tb.prefix) {
-                Ok(tb) => eprintln!("demo: removed testbed {}", tb.namespaces.join(", ")),
-                Err(e) => eprintln!(
+                Ok(tb) => note!("demo: removed testbed {}", tb.namespaces.join(", ")),
+                Err(e) => note!(
                     "demo: removing the testbed failed: {}\n  retry with: brickroute testbed down --prefix {}",
                     e, tb.prefix
                 ),
@@ -166,6 +200,7 @@ fn router_ports_open(ns: &str, method: &str) -> Result<bool, String> {
     for dev in ["d0", "d1"] {
         let o = Command::new("ip")
             .args(["-n", ns, "-d", "link", "show", dev])
+            .process_group(0)
             .output()
             .map_err(|e| format!("ip -n {} -d link show {}: {}", ns, dev, e))?;
         if !String::from_utf8_lossy(&o.stdout).contains("prog/xdp") {
@@ -186,8 +221,15 @@ struct SinkLive {
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("brickroute demo: {}", msg);
+    note!("brickroute demo: {}", msg);
     ExitCode::from(1)
+}
+
+/// The way out after a signal before the traffic started (the cleanup guard removes
+/// what was made): exit status 130, as for an interrupted run.
+fn interrupted() -> ExitCode {
+    note!("brickroute demo: interrupted");
+    ExitCode::from(130)
 }
 
 fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
@@ -224,10 +266,13 @@ pub fn main(a: DemoArgs) -> ExitCode {
     };
     let sizes = match SizeCycle::fixed(a.size) {
         Ok(s) => s,
-        Err(e) => return fail(e),
+        Err(e) => return fail(format!("--size: {}", e)),
     };
     if a.threads == 0 || a.threads > testbed::MAX_QUEUES {
         return fail(format!("--threads must be 1..{}", testbed::MAX_QUEUES));
+    }
+    if let Err(e) = check_flows(a.flows) {
+        return fail(e);
     }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -239,13 +284,20 @@ pub fn main(a: DemoArgs) -> ExitCode {
         testbed: None,
         router: None,
     };
-    eprintln!(
+    note!(
         "demo: building testbed '{}' ({} queue(s) per veth)",
-        prefix, a.threads
+        prefix,
+        a.threads
     );
     match testbed::up(&prefix, a.threads) {
         Ok(tb) => cleanup.testbed = Some(tb),
+        // `up` removed what it made; a step that failed because of the signal is no
+        // failure of the testbed.
+        Err(_) if stop.load(Ordering::Relaxed) => return interrupted(),
         Err(e) => return fail(e),
+    }
+    if stop.load(Ordering::Relaxed) {
+        return interrupted();
     }
     let tb = cleanup.testbed.clone().expect("testbed is up");
 
@@ -258,10 +310,13 @@ pub fn main(a: DemoArgs) -> ExitCode {
     for h in HANDLERS {
         cmd.args(["-h", h]);
     }
+    // Its own process group: a Ctrl-C at the terminal must not stop the router before
+    // the demo has stopped the generator and let the last frames through.
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    eprintln!(
+        .stderr(Stdio::piped())
+        .process_group(0);
+    note!(
         "demo: starting the router in {} (conf/testbed-router.click, METHOD {}, {} worker(s))",
         tb.dut_ns(),
         method,
@@ -278,8 +333,17 @@ pub fn main(a: DemoArgs) -> ExitCode {
     // Wait until the router has its two interfaces open (or has failed).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
+        // A signal to the whole process group in the moment between the router's start
+        // and its move to a group of its own ends the router too: that is an interrupt,
+        // not a router that failed.
+        if stop.load(Ordering::Relaxed) {
+            return interrupted();
+        }
         if let Some(Ok(Some(st))) = cleanup.router.as_mut().map(|c| c.try_wait()) {
             cleanup.router = None;
+            if stop.load(Ordering::Relaxed) {
+                return interrupted();
+            }
             let err = router_err.join().unwrap_or_default();
             return fail(format!(
                 "the router exited at start ({}):\n{}",
@@ -292,7 +356,7 @@ pub fn main(a: DemoArgs) -> ExitCode {
             Ok(false) => {}
             Err(e) => return fail(e),
         }
-        if Instant::now() > deadline || stop.load(Ordering::Relaxed) {
+        if Instant::now() > deadline {
             return fail("the router did not open d0 and d1 within 10 s");
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -371,7 +435,7 @@ pub fn main(a: DemoArgs) -> ExitCode {
             ::bench::gen::run(&sock, &spec, &limits, stop, &progress, &mut |_, _, _| {})
         })
     };
-    eprintln!(
+    note!(
         "demo: {} s of {} B frames, {} flows, {} -> router -> sink\n",
         a.seconds,
         a.size,
@@ -382,7 +446,7 @@ pub fn main(a: DemoArgs) -> ExitCode {
             "as fast as the generator can".into()
         }
     );
-    eprintln!(
+    note!(
         "{:>6}  {:>10}  {:>12}  {:>12}  {:>8}  {:>10}  {:>10}  {:>8}  {:>9}  {:>9}",
         "time",
         "gen pkt/s",
@@ -413,7 +477,7 @@ pub fn main(a: DemoArgs) -> ExitCode {
         let (i, o) = (i - base_in.min(i), o - base_out.min(o));
         let s = live.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let rate = |x: u64, p: u64| si((x.saturating_sub(p)) as f64 / dt);
-        eprintln!(
+        note!(
             "{:>5.1}s  {:>10}  {:>12}  {:>12}  {:>8}  {:>10}  {:>10}  {:>8}  {:>9}  {:>9}",
             (now - t0).as_secs_f64(),
             rate(g, prev.0),
@@ -466,8 +530,8 @@ pub fn main(a: DemoArgs) -> ExitCode {
 
     let h = |n: &str| handler_value(&out, n);
     let show = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "?".into());
-    println!();
-    println!(
+    say!("");
+    say!(
         "== brickroute demo: METHOD {}, {} worker(s), {} B frames, {} flows, {:.1} s{}",
         method,
         a.threads,
@@ -476,7 +540,7 @@ pub fn main(a: DemoArgs) -> ExitCode {
         gen_report.seconds,
         if interrupted { " (interrupted)" } else { "" }
     );
-    println!(
+    say!(
         "generator  sent {} packets ({}pkt/s, {}bit/s)",
         sent,
         si(gen_report.pps),
@@ -490,7 +554,7 @@ pub fn main(a: DemoArgs) -> ExitCode {
         (Some(a), Some(b), [Some(c), Some(d), Some(e)]) => Some(d0_in.saturating_sub(a + b + c + d + e)),
         _ => None,
     };
-    println!(
+    say!(
         "router     d0 received {}, d1 sent {}; routed out of d1 {}, out of d0 {}; dropped: bad header {}, for the router {}, non-IP {}, not read or uncounted {}",
         d0_in,
         d1_out,
@@ -504,10 +568,10 @@ pub fn main(a: DemoArgs) -> ExitCode {
     // The router's own summary: the run's line (workers, packets, ring drops) and each
     // worker's.
     for l in err.lines().filter(|l| l.starts_with("brickroute:")) {
-        println!("           {}", l);
+        say!("           {}", l);
     }
     let r = &sink_report;
-    println!(
+    say!(
         "sink       delivered {} packets ({}pkt/s, {}bit/s); lost {} ({:.3} %), reordered {} ({:.3} %), duplicates {}",
         r.delivered,
         si(r.pps),
@@ -519,22 +583,22 @@ pub fn main(a: DemoArgs) -> ExitCode {
         r.duplicates
     );
     match &r.latency {
-        Some(l) => println!(
+        Some(l) => say!(
             "latency    p50 {}  p90 {}  p99 {}  max {}  (generator to sink, through the router)",
             latency(l.p50_ns),
             latency(l.p90_ns),
             latency(l.p99_ns),
             latency(l.max_ns)
         ),
-        None => println!("latency    - (nothing delivered)"),
+        None => say!("latency    - (nothing delivered)"),
     }
-    println!(
+    say!(
         "sink JSON  {}",
         serde_json::to_string(r).expect("report serializes")
     );
     let router_ok = status.is_some_and(|s| s.success());
     if !router_ok {
-        eprintln!("demo: the router ended with {:?}:\n{}", status, err.trim_end());
+        note!("demo: the router ended with {:?}:\n{}", status, err.trim_end());
     }
     cleanup.teardown();
     if interrupted {
@@ -543,7 +607,7 @@ pub fn main(a: DemoArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         if r.delivered == 0 {
-            eprintln!("demo: no packet came through the router");
+            note!("demo: no packet came through the router");
         }
         ExitCode::from(1)
     }

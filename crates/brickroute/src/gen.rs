@@ -3,8 +3,9 @@
 use ::bench::gen::{GenProgress, Limits};
 use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
 use ::bench::testbed;
-use ::bench::traffic::{parse_mac, Ipv4Net, SizeCycle, TrafficSpec};
+use ::bench::traffic::{check_flows, parse_mac, Ipv4Net, SizeCycle, TrafficSpec};
 use ::bench::units::{seconds_option, si};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -65,15 +66,14 @@ pub struct GenArgs {
 }
 
 fn setup(a: &GenArgs) -> Result<(PacketSocket, TrafficSpec, Limits), String> {
-    if let Some(ns) = &a.netns {
-        enter_netns(ns)?;
-    }
+    // Every argument is checked before the namespace and the interface are touched, so
+    // a mistake is reported as such wherever the generator was meant to run.
     let sizes = if a.imix {
         SizeCycle::imix()
     } else if let Some(f) = &a.sizes_from {
         SizeCycle::from_pcap(f)?
     } else {
-        SizeCycle::fixed(a.size)?
+        SizeCycle::fixed(a.size).map_err(|e| format!("--size: {}", e))?
     };
     if a.rate == Some(0) {
         return Err("--rate must be at least 1 packet per second".into());
@@ -83,17 +83,26 @@ fn setup(a: &GenArgs) -> Result<(PacketSocket, TrafficSpec, Limits), String> {
         (None, Some(_)) => None,
         (None, None) => Some(Duration::from_secs(10)),
     };
-    let sock = PacketSocket::open(&a.interface)?;
-    sock.tune_for_tx()?;
+    check_flows(a.flows)?;
     let src_mac = match &a.src_mac {
-        Some(m) => parse_mac(m)?,
-        None => sock.mac()?,
+        Some(m) => Some(parse_mac(m).map_err(|e| format!("--src-mac: {}", e))?),
+        None => None,
     };
+    let dst_mac = parse_mac(&a.dst_mac).map_err(|e| format!("--dst-mac: {}", e))?;
     let src: Ipv4Net = a.src.parse().map_err(|e| format!("--src: {}", e))?;
     let dst: Ipv4Net = a.dst.parse().map_err(|e| format!("--dst: {}", e))?;
+    if let Some(ns) = &a.netns {
+        enter_netns(ns)?;
+    }
+    let sock = PacketSocket::open(&a.interface)?;
+    sock.tune_for_tx()?;
+    let src_mac = match src_mac {
+        Some(m) => m,
+        None => sock.mac()?,
+    };
     let spec = TrafficSpec {
         src_mac,
-        dst_mac: parse_mac(&a.dst_mac).map_err(|e| format!("--dst-mac: {}", e))?,
+        dst_mac,
         src,
         dst,
         src_port: 1024,
@@ -110,41 +119,48 @@ fn setup(a: &GenArgs) -> Result<(PacketSocket, TrafficSpec, Limits), String> {
     Ok((sock, spec, limits))
 }
 
+/// Reports an error on standard error (if it can still be written) and fails.
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    let _ = writeln!(std::io::stderr().lock(), "brickroute gen: {}", e);
+    ExitCode::from(1)
+}
+
 pub fn main(a: GenArgs) -> ExitCode {
     let (sock, spec, limits) = match setup(&a) {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("brickroute gen: {}", e);
-            return ExitCode::from(1);
-        }
+        Err(e) => return fail(e),
     };
     let stop = stop_on_signals();
     let progress = GenProgress::default();
     let (mut last_p, mut last_b, mut last_t) = (0u64, 0u64, Duration::ZERO);
-    let quiet = a.quiet;
+    // Progress lines stop at the first that cannot be written (standard error closed);
+    // the run goes on to its report.
+    let mut show_progress = !a.quiet;
     let ifname = a.interface.clone();
     let mut tick = |p: u64, b: u64, t: Duration| {
         let dt = (t - last_t).as_secs_f64();
-        if !quiet && dt > 0.05 {
-            eprintln!(
+        if show_progress && dt > 0.05 {
+            show_progress = writeln!(
+                std::io::stderr().lock(),
                 "gen {}: {:5.1} s  {}pkt/s  {}bit/s  ({} sent)",
                 ifname,
                 t.as_secs_f64(),
                 si((p - last_p) as f64 / dt),
                 si((b - last_b) as f64 * 8.0 / dt),
                 p
-            );
+            )
+            .is_ok();
         }
         (last_p, last_b, last_t) = (p, b, t);
     };
     match ::bench::gen::run(&sock, &spec, &limits, stop, &progress, &mut tick) {
         Ok(r) => {
-            println!("{}", serde_json::to_string(&r).expect("report serializes"));
-            ExitCode::SUCCESS
+            let line = serde_json::to_string(&r).expect("report serializes");
+            match writeln!(std::io::stdout().lock(), "{}", line) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("writing the report: {}", e)),
+            }
         }
-        Err(e) => {
-            eprintln!("brickroute gen: {}", e);
-            ExitCode::from(1)
-        }
+        Err(e) => fail(e),
     }
 }

@@ -4,6 +4,7 @@ use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
 use ::bench::sink::SinkLimits;
 use ::bench::stats::SinkStats;
 use ::bench::units::{latency, seconds_option, si};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -65,41 +66,48 @@ pub fn progress_line(s: &SinkStats, pps: f64, bps: f64) -> String {
     )
 }
 
+/// Reports an error on standard error (if it can still be written) and fails.
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    let _ = writeln!(std::io::stderr().lock(), "brickroute sink: {}", e);
+    ExitCode::from(1)
+}
+
 pub fn main(a: SinkArgs) -> ExitCode {
     let (sock, limits) = match setup(&a) {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("brickroute sink: {}", e);
-            return ExitCode::from(1);
-        }
+        Err(e) => return fail(e),
     };
     let stop = stop_on_signals();
-    eprintln!("sink {}: listening", a.interface);
+    // Progress lines stop at the first that cannot be written (standard error closed);
+    // the sink goes on counting until its report.
+    let mut show_progress =
+        writeln!(std::io::stderr().lock(), "sink {}: listening", a.interface).is_ok() && !a.quiet;
     let (mut last_p, mut last_b, mut last_t) = (0u64, 0u64, Duration::ZERO);
-    let quiet = a.quiet;
     let ifname = a.interface.clone();
     let mut tick = |s: &SinkStats, t: Duration| {
         let dt = (t - last_t).as_secs_f64();
-        if !quiet && dt > 0.05 {
+        if show_progress && dt > 0.05 {
             let pps = (s.delivered - last_p) as f64 / dt;
             let bps = (s.bytes - last_b) as f64 * 8.0 / dt;
-            eprintln!(
+            show_progress = writeln!(
+                std::io::stderr().lock(),
                 "sink {}: {:5.1} s  {}",
                 ifname,
                 t.as_secs_f64(),
                 progress_line(s, pps, bps)
-            );
+            )
+            .is_ok();
         }
         (last_p, last_b, last_t) = (s.delivered, s.bytes, t);
     };
     match ::bench::sink::run(&sock, &limits, stop, &mut tick) {
         Ok(r) => {
-            println!("{}", serde_json::to_string(&r).expect("report serializes"));
-            ExitCode::SUCCESS
+            let line = serde_json::to_string(&r).expect("report serializes");
+            match writeln!(std::io::stdout().lock(), "{}", line) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("writing the report: {}", e)),
+            }
         }
-        Err(e) => {
-            eprintln!("brickroute sink: {}", e);
-            ExitCode::from(1)
-        }
+        Err(e) => fail(e),
     }
 }

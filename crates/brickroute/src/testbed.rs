@@ -1,6 +1,7 @@
 //! `brickroute testbed up|down`: the gen — dut — sink namespaces.
 
 use ::bench::testbed::{self, DEFAULT_PREFIX};
+use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand)]
@@ -22,8 +23,11 @@ pub enum TestbedCommand {
 }
 
 pub fn main(cmd: TestbedCommand) -> ExitCode {
+    // Messages are written with `writeln!`, not `eprintln!`: a closed standard error
+    // must not turn into a panic after the testbed is already up or down.
+    let mut stderr = std::io::stderr().lock();
     if let Err(e) = testbed::require_root() {
-        eprintln!("brickroute testbed: {}", e);
+        let _ = writeln!(stderr, "brickroute testbed: {}", e);
         return ExitCode::from(1);
     }
     let r = match cmd {
@@ -52,11 +56,11 @@ pub fn main(cmd: TestbedCommand) -> ExitCode {
     };
     match r {
         Ok(msg) => {
-            eprintln!("{}", msg);
+            let _ = writeln!(stderr, "{}", msg);
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("brickroute testbed: {}", e);
+            let _ = writeln!(stderr, "brickroute testbed: {}", e);
             ExitCode::from(1)
         }
     }
