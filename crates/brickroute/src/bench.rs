@@ -22,7 +22,7 @@ pub struct PipelineArgs {
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
     #[arg(long, default_value_t = 64)]
     size: usize,
-    /// Worker threads (at least 1).
+    /// Worker threads (1 to 1024).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Random BGP-like routes added to the route table (apps route and route6).
@@ -95,6 +95,9 @@ fn check_ranges(a: &PipelineArgs) -> Result<(), String> {
     }
     if a.threads == 0 {
         return Err("--threads must be at least 1".into());
+    }
+    if a.threads > runtime::MAX_WORKERS {
+        return Err(format!("--threads must be at most {}", runtime::MAX_WORKERS));
     }
     if !(1..=MAX_FLOWS).contains(&a.flows) {
         return Err(format!("--flows must be from 1 to {}", MAX_FLOWS));

@@ -57,7 +57,10 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Bench(_) | Command::Fib(_)) {
+    if matches!(
+        cli.command,
+        Command::Bench(_) | Command::Fib(_) | Command::Gen(_) | Command::Sink(_)
+    ) {
         end_quietly_when_the_reader_goes();
     }
     match cli.command {
@@ -71,11 +74,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// Commands that only compute and report end as other Unix tools do when their reader
-/// goes away (`brickroute fib gen | head`): by SIGPIPE, where Rust's default (the
-/// signal ignored) turned the failed write into a panic in `println!` or an error
-/// message. Commands that undo what they set up on the way out (`run`, `demo`,
-/// `testbed`, `gen`, `sink`) keep the default, so a failed write cannot skip that.
+/// Commands that only compute, send or receive and report end as other Unix tools do
+/// when their reader goes away (`brickroute fib gen | head`, `brickroute sink | true`):
+/// by SIGPIPE, where Rust's default (the signal ignored) turned the failed write into a
+/// panic in `println!` or an error message. `gen` and `sink` change nothing outside the
+/// process (their sockets close with it). Commands that undo what they set up on the
+/// way out (`run`: kernel flags, output files; `demo` and `testbed`: namespaces) keep
+/// the signal ignored, so a failed write cannot skip that.
 fn end_quietly_when_the_reader_goes() {
     // SAFETY: restoring SIGPIPE's default disposition, before any thread exists,
     // changes nothing but what a write to a closed pipe does to this process.

@@ -7,7 +7,7 @@ use graph::router::RouterSpec;
 use runtime::kernel_forwarding::KernelForwarding;
 use runtime::DeviceTable;
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +29,7 @@ pub struct RunArgs {
     /// Do not run the router: configure it, read handlers, exit.
     #[arg(short = 'q', long = "quit")]
     quit: bool,
-    /// Number of worker threads (one per core).
+    /// Number of worker threads (one per core), 1 to 1024.
     #[arg(short = 'j', long = "threads", value_name = "N", default_value_t = 1)]
     threads: usize,
     /// Print no summary after the run.
@@ -51,20 +51,65 @@ pub struct RunArgs {
     help: Option<bool>,
 }
 
+/// The signals that stop the router: SIGINT (Ctrl-C), SIGTERM (`kill`), SIGHUP (the
+/// terminal closed), SIGQUIT (Ctrl-backslash).
+const STOP_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Set by the first stop signal.
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_sig: libc::c_int) {
-    SIGNALLED.store(true, Ordering::Relaxed);
+/// True until the router is configured (Click's `!started`).
+static CONFIGURING: AtomicBool = AtomicBool::new(true);
+
+/// The first stop signal asks for an orderly stop: the workers end after one more pass,
+/// files are flushed, interfaces closed, kernel flags restored, handlers printed. That
+/// waits for whatever a worker or the configuration is blocked in (a read of a FIFO or
+/// of standard input), so a second signal ends the process at once, as in Click. So
+/// does the first one while the router is being configured, as in Click, unless a
+/// kernel flag is already held off: then it stops before its first pass, to restore it.
+extern "C" fn on_signal(sig: libc::c_int) {
+    let again = SIGNALLED.swap(true, Ordering::SeqCst);
+    if again || (CONFIGURING.load(Ordering::SeqCst) && runtime::kernel_forwarding::held_off() == 0) {
+        end_by_signal(sig);
+    }
+}
+
+/// Ends the process by `sig`'s default action (the exit status a shell shows as
+/// 128 + `sig`). Only async-signal-safe calls: it runs in the handler.
+fn end_by_signal(sig: libc::c_int) {
+    // SAFETY: sigaction and raise are async-signal-safe; the sigaction struct is
+    // zeroed (no flags, empty mask) and asks for the default disposition. The signal
+    // is blocked while its handler runs, so it is delivered, with the default action,
+    // as the handler returns.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &default, std::ptr::null_mut());
+        libc::raise(sig);
+    }
 }
 
 fn install_signal_handlers() {
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the
-    // handler stays valid for the life of the process.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
+    for sig in STOP_SIGNALS {
+        // SAFETY: a zeroed sigaction with the handler, whose calls are async-signal-safe
+        // (atomics, sigaction, raise) and which lives as long as the process. SA_RESTART:
+        // system calls in progress on the thread that takes the signal go on, so that no
+        // read or send elsewhere in the router fails with EINTR; the stop is seen
+        // through the flag.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
     }
+}
+
+/// Writes `line` to standard error, ignoring failure: with standard error closed there
+/// is nowhere to report it, and the run must still restore what it changed.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{}", line);
 }
 
 fn is_definition(s: &str) -> Option<(&str, &str)> {
@@ -120,9 +165,9 @@ fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<Ro
         }
     };
     // Opening an AF_PACKET interface changes a kernel flag that only an orderly exit
-    // restores, so from here on (the text is read: Ctrl-C no longer needs to break a
-    // read of standard input) SIGINT and SIGTERM only set the stop flag, and a signal
-    // during configuration stops the router before its first pass.
+    // restores: from here on a stop signal ends the process at once only while no flag
+    // is held off (see `on_signal`). Until the text is read the default dispositions
+    // stand, so Ctrl-C ends a read of standard input.
     install_signal_handlers();
     let mut reg = Registry::with_library();
     runtime::register(&mut reg, devices);
@@ -132,7 +177,7 @@ fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<Ro
 }
 
 /// Runs one worker per thread (pinned to cores) until a source asks to stop, every
-/// source is done, or SIGINT/SIGTERM arrives.
+/// source is done, or a stop signal arrives.
 fn drive(router: &RouterSpec, threads: usize, idle_spin: Duration) -> runtime::RunStats {
     runtime::Runtime::new(threads)
         .idle_spin(idle_spin)
@@ -199,28 +244,39 @@ fn worker_summary(w: &runtime::WorkerStats) -> String {
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
-    let threads = args.threads.max(1);
+    // Checked before anything is built: the per-worker tables are allocated for this
+    // many workers.
+    if !(1..=runtime::MAX_WORKERS).contains(&args.threads) {
+        say(&format!(
+            "brickroute run: --threads must be 1..{}",
+            runtime::MAX_WORKERS
+        ));
+        return ExitCode::from(2);
+    }
+    let threads = args.threads;
     let kernel = if args.keep_kernel_forwarding {
         KernelForwarding::Keep
     } else {
         KernelForwarding::TurnOff
     };
     let devices = Arc::new(DeviceTable::interfaces(kernel));
-    let router = match load(&args, threads, &devices) {
+    let loaded = load(&args, threads, &devices);
+    CONFIGURING.store(false, Ordering::SeqCst);
+    let router = match loaded {
         Ok(r) => Arc::new(r),
         Err(e) => {
             // Interfaces opened before the error close, and their flags are restored,
             // before the message.
             devices.clear();
-            eprintln!("{}", e);
-            eprintln!("Router could not be initialized!");
+            say(&e);
+            say("Router could not be initialized!");
             return ExitCode::from(1);
         }
     };
     if !args.quit {
         let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
         if !args.no_summary {
-            eprintln!(
+            say(&format!(
                 "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}",
                 threads,
                 if threads == 1 { "" } else { "s" },
@@ -232,9 +288,9 @@ pub fn main(args: RunArgs) -> ExitCode {
                 } else {
                     ""
                 }
-            );
+            ));
             for w in &s.workers {
-                eprintln!("brickroute: {}", worker_summary(w));
+                say(&format!("brickroute: {}", worker_summary(w)));
             }
         }
     }
@@ -244,11 +300,20 @@ pub fn main(args: RunArgs) -> ExitCode {
     // elements and the table hold the only references.
     drop(router);
     devices.clear();
-    print!("{}", out);
+    // SIGPIPE stays ignored in `run` (everything above must happen whatever the
+    // reader does), so a reader that went away is an EPIPE here, reported as coreutils
+    // report it when SIGPIPE is ignored: a message and exit status 1.
+    let written = {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush())
+    };
     for e in &errors {
-        eprintln!("{}", e);
+        say(e);
     }
-    if errors.is_empty() {
+    if let Err(e) = &written {
+        say(&format!("brickroute: standard output: {}", strerror(e)));
+    }
+    if errors.is_empty() && written.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

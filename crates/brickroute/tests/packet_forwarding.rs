@@ -3,8 +3,9 @@
 //! opens with METHOD PACKET while it runs, so each frame leaves once (routed by
 //! brickroute, not also by the kernel), and restores the flag on exit — after SIGTERM,
 //! after a configuration error, and, from the record under /run/brickroute, in the run
-//! after one killed with SIGKILL. `--keep-kernel-forwarding` leaves the flag on, warns,
-//! and every frame leaves twice.
+//! after one killed with SIGKILL or by a second signal. SIGHUP (a closed terminal) stops
+//! the router and restores the flag as SIGTERM does. `--keep-kernel-forwarding` leaves
+//! the flag on, warns, and every frame leaves twice.
 //!
 //! gen g0 -- d0 [dut 198.18.0.1 | 198.19.0.1, ip_forward=1] d1 -- s0 sink
 
@@ -14,7 +15,7 @@ mod netns;
 #[path = "common/router_process.rs"]
 mod router_process;
 
-use common::inet_checksum;
+use common::{inet_checksum, worker_running};
 use netns::{veth, Netns, RawSocket};
 use router_process::RouterProcess;
 use std::collections::BTreeMap;
@@ -92,10 +93,13 @@ impl Router {
         self.0.wait_exit(Duration::from_secs(20))
     }
 
-    /// Waits (bounded) until `up` holds, stops the process with SIGTERM, and waits for
-    /// it to exit.
+    /// Waits (bounded) until `up` holds and the router runs (its configuration is done:
+    /// a signal before that, with no flag held, would end it at once), stops the process
+    /// with SIGTERM, and waits for it to exit.
     fn wait_exit_after(&mut self, up: impl Fn() -> bool) -> ExitStatus {
         self.wait_until("the router to come up", up);
+        let pid = self.pid();
+        self.wait_until("the router's first worker", || worker_running(pid));
         self.signal(libc::SIGTERM);
         self.wait_exit()
     }
@@ -306,6 +310,80 @@ fn after_sigkill_the_next_run_restores_the_recorded_original() {
 }
 
 #[test]
+fn sighup_restores_the_flag_as_sigterm_does() {
+    let t = Testbed::new();
+    let mut router = Router::start(&t, &[], CONFIG);
+    router.wait_until("d0 and d1 open, forwarding off", || t.open_with_forwarding_off());
+    let pid = router.pid();
+    router.wait_until("the router's first worker", || worker_running(pid));
+    assert_eq!(t.send_and_count(), each_once(1));
+    // A closed terminal: the router stops in order and gives the flags back.
+    router.signal(libc::SIGHUP);
+    let status = router.wait_exit();
+    let (out, err) = router.output();
+    assert!(status.success(), "exit {}: {}", status, err);
+    assert_eq!(out, format!("{}\n", FRAMES));
+    assert!(err.contains(" (interrupted)\n"), "{}", err);
+    assert_eq!(t.flag("d0"), "1");
+    assert_eq!(t.flag("d1"), "1");
+    assert!(!t.record("d0").exists() && !t.record("d1").exists());
+}
+
+#[test]
+fn a_second_signal_ends_a_blocked_configuration_and_the_next_run_restores_the_flag() {
+    let t = Testbed::new();
+    let fifo = t.run_dir.path().join("never-written");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    // d0 is opened (its flag turned off), then the configuration blocks opening the
+    // FIFO, which nobody writes.
+    let config = format!(
+        "FromDevice(d0, METHOD PACKET) -> routed :: Counter -> Discard; FromDump({}) -> Discard;",
+        fifo.display()
+    );
+    let mut blocked = Router::start(&t, &[], &config);
+    blocked.wait_until("d0's flag off", || t.flag("d0") == "0" && t.record("d0").exists());
+    // With a flag held, the first signal asks for the orderly stop, which has to wait
+    // for the configuration.
+    blocked.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        blocked.0.exited().is_none(),
+        "the first signal should wait for the open"
+    );
+    blocked.signal(libc::SIGTERM);
+    let status = blocked.wait_exit();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{:?}", status);
+    // Nothing restored the flag; the record remembers it.
+    assert_eq!(t.flag("d0"), "0");
+    let record = std::fs::read_to_string(t.record("d0")).expect("record left behind");
+    assert!(
+        record.contains(&format!("\npid {}\n", blocked.pid())),
+        "{}",
+        record
+    );
+
+    let mut next = Router::start(&t, &[], CONFIG);
+    let status = next.wait_exit_after(|| t.open_with_forwarding_off());
+    let (_, err) = next.output();
+    assert!(status.success(), "exit {}: {}", status, err);
+    assert!(
+        err.contains(&format!(
+            "brickroute: d0: the kernel's IPv4 forwarding is still off from a brickroute run \
+             that did not exit cleanly (pid {}); kept off while brickroute runs, \
+             net.ipv4.conf.d0.forwarding restored to 1 on exit\n",
+            blocked.pid()
+        )),
+        "{}",
+        err
+    );
+    assert_eq!(t.flag("d0"), "1");
+    assert!(!t.record("d0").exists());
+}
+
+#[test]
 fn keep_kernel_forwarding_leaves_the_flag_on_and_warns() {
     let t = Testbed::new();
     let mut router = Router::start(&t, &["--keep-kernel-forwarding"], CONFIG);
@@ -394,7 +472,8 @@ fn a_second_router_on_the_interface_leaves_the_flag_to_the_first() {
     assert!(
         err.contains(&format!(
             "brickroute: d0: the kernel's IPv4 forwarding is held off by another brickroute (pid {}), \
-             which restores it when it exits\n",
+             which turns it back on when it exits: from then on, while this router still reads d0, \
+             the kernel forwards each frame arriving there too (each leaves twice)\n",
             first.pid()
         )),
         "{}",

@@ -35,6 +35,7 @@ use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Where the records of changed flags live: `$BRICKROUTE_RUN_DIR/kernel-forwarding`,
 /// `/run/brickroute/kernel-forwarding` by default (the testbed's records sit beside).
@@ -46,6 +47,17 @@ pub fn record_dir() -> PathBuf {
 
 /// The value brickroute sets the flag to while it runs.
 const OFF: &str = "0";
+
+/// Flags this process is turning off or holds off, not yet restored.
+static HELD_OFF: AtomicUsize = AtomicUsize::new(0);
+
+/// How many interfaces' flags this process has turned off (or is writing the record
+/// of) and not yet restored. One atomic load, so a signal handler may call it:
+/// `brickroute run` ends at once on a signal during its configuration only while this
+/// is 0, since then there is nothing an orderly stop would restore.
+pub fn held_off() -> usize {
+    HELD_OFF.load(Ordering::SeqCst)
+}
 
 /// The first line of a record file.
 const RECORD_HEADER: &str = "brickroute kernel-forwarding record 1";
@@ -264,10 +276,9 @@ impl KernelForwardingOff {
             let holder = Record::parse(&text).map(|r| format!("pid {}", r.pid));
             return Ok(Taken {
                 guard: None,
-                notice: Some(format!(
-                    "brickroute: {}: the kernel's IPv4 forwarding is held off by another brickroute ({}), which restores it when it exits",
+                notice: Some(held_by_another_notice(
                     interface,
-                    holder.unwrap_or_else(|_| "record being written".to_string())
+                    &holder.unwrap_or_else(|_| "record being written".to_string()),
                 )),
             });
         }
@@ -301,13 +312,18 @@ impl KernelForwardingOff {
             file.write_all(record.to_text().as_bytes())?;
             file.sync_data()
         };
+        // Counted from before the first write, so a signal from here on waits for the
+        // restore instead of ending the process between the record and the flag.
+        HELD_OFF.fetch_add(1, Ordering::SeqCst);
         if let Err(e) = write_record(&mut file) {
             let _ = std::fs::remove_file(&path);
+            HELD_OFF.fetch_sub(1, Ordering::SeqCst);
             return Err(err(format!("write {}", path.display()), e));
         }
         if current != OFF {
             if let Err(e) = std::fs::write(&flag_path, format!("{}\n", OFF)) {
                 let _ = std::fs::remove_file(&path);
+                HELD_OFF.fetch_sub(1, Ordering::SeqCst);
                 return Err(err(format!("write {}", flag_path.display()), e));
             }
         }
@@ -345,6 +361,14 @@ impl KernelForwardingOff {
     /// it could not, or when someone else changed the flag meanwhile.
     fn restore(&mut self) -> Option<String> {
         let file = self.record.take()?;
+        let message = self.restore_flag(file);
+        HELD_OFF.fetch_sub(1, Ordering::SeqCst);
+        message
+    }
+
+    /// [`KernelForwardingOff::restore`] with the record `file` still locked; removes the
+    /// record when the flag is back (or no longer this run's to restore).
+    fn restore_flag(&self, file: File) -> Option<String> {
         let flag_path = ipv4_flag_path(&self.interface);
         let name = ipv4_flag_name(&self.interface);
         let message = match std::fs::read_to_string(&flag_path) {
@@ -391,9 +415,23 @@ impl KernelForwardingOff {
 impl Drop for KernelForwardingOff {
     fn drop(&mut self) {
         if let Some(m) = self.restore() {
-            eprintln!("{}", m);
+            // Not eprintln!, which panics when standard error is a pipe whose reader
+            // has gone: a panic here would skip the other interfaces' restores.
+            let _ = writeln!(std::io::stderr().lock(), "{}", m);
         }
     }
+}
+
+/// What a run that finds the flag of `interface` held off by another brickroute
+/// (`holder`: "pid N") tells the user: the flag is that run's to restore, and it does
+/// so when it exits, whether or not this run still reads the interface.
+fn held_by_another_notice(interface: &str, holder: &str) -> String {
+    format!(
+        "brickroute: {0}: the kernel's IPv4 forwarding is held off by another brickroute ({1}), \
+         which turns it back on when it exits: from then on, while this router still reads \
+         {0}, the kernel forwards each frame arriving there too (each leaves twice)",
+        interface, holder
+    )
 }
 
 /// The calling thread's network namespace: `cookie N`, or `inode N` on kernels without

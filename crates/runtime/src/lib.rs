@@ -136,8 +136,16 @@ pub struct Runtime {
     profile: bool,
 }
 
+/// The most workers a router runs: `brickroute run --threads` and `bench pipeline
+/// --threads` refuse more, where a count in the billions made the per-worker tables'
+/// allocations overflow or abort. It is above the core count of the machines a router
+/// runs on (workers are pinned one per core). Memory grows with it: each worker
+/// prefills its own frame pool (4,096 frames of 2,176 bytes, about 9 MB).
+pub const MAX_WORKERS: usize = 1024;
+
 impl Runtime {
-    /// `threads` workers (at least one), pinned to cores.
+    /// `threads` workers (at least one), pinned to cores. Callers that take the count
+    /// from a user check it against [`MAX_WORKERS`] first.
     pub fn new(threads: usize) -> Runtime {
         Runtime {
             threads: threads.max(1),

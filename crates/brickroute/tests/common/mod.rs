@@ -13,6 +13,17 @@ pub fn root() -> PathBuf {
         .unwrap()
 }
 
+/// Whether process `pid` runs a router: its first worker thread exists, so its
+/// configuration is done.
+pub fn worker_running(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", pid)) else {
+        return false;
+    };
+    tasks
+        .flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "worker0"))
+}
+
 pub fn brickroute(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_brickroute"))
         .args(args)
