@@ -186,4 +186,18 @@ fn a_closed_standard_error_still_prints_the_handlers() {
         (o.status.code(), common::stdout(&o)),
         (Some(0), "5\n".to_string())
     );
+    // Nor do the elements' warnings stop it: CheckIPHeader's VERBOSE report of the
+    // sample's three bad headers.
+    let config = "FromDump(conf/samples/router-sample.pcap, STOP true) -> Classifier(12/0800) -> Strip(14) -> chk :: CheckIPHeader(VERBOSE true) -> Discard";
+    let o = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args(["run", "-e", config, "-h", "chk.drops"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(reader_gone())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (o.status.code(), common::stdout(&o)),
+        (Some(0), "3\n".to_string())
+    );
 }

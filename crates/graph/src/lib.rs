@@ -16,3 +16,14 @@ pub use element::{
     TaskStatus, WorkerInfo,
 };
 pub use error::{ConfigError, Landmark};
+
+/// Writes a line to standard error, as `eprintln!` does, but ignores a failed write:
+/// where standard error is a pipe whose reader has gone, `eprintln!` panics, and a
+/// router's warning (or Click's error handler) must never stop it.
+#[macro_export]
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+    }};
+}

@@ -136,13 +136,13 @@ pub fn keep_kernel_out(
             let taken = KernelForwardingOff::take(name, &kernel_forwarding::record_dir())
                 .map_err(|e| DeviceError::new(name, e.to_string()))?;
             if let Some(n) = &taken.notice {
-                eprintln!("{}", n);
+                graph::warn!("{}", n);
             }
             taken.guard
         }
     };
     for w in kernel_forwarding::forwarding_warnings(name) {
-        eprintln!("{}", w);
+        graph::warn!("{}", w);
     }
     Ok(guard)
 }
@@ -336,22 +336,23 @@ impl DeviceTable {
             }
             _ => Ok(port),
         });
-        let opened = match opened {
-            Err(e) if method.is_none() && m != Method::Packet => {
-                // No METHOD given: AF_PACKET works on any interface AF_XDP cannot use.
-                opener(name, Method::Packet, queues)
-                    .map(|port| {
-                        eprintln!(
+        let opened =
+            match opened {
+                Err(e) if method.is_none() && m != Method::Packet => {
+                    // No METHOD given: AF_PACKET works on any interface AF_XDP cannot use.
+                    opener(name, Method::Packet, queues)
+                        .map(|port| {
+                            graph::warn!(
                             "{}: warning: {} :: {}: device '{}' opened with METHOD PACKET (METHOD {}: {})",
                             cx.landmark, cx.name, cx.class, name, m, e
                         );
-                        (port, Method::Packet)
-                    })
-                    .map_err(|_| (m, e))
-            }
-            Err(e) => Err((m, e)),
-            Ok(port) => Ok((port, m)),
-        };
+                            (port, Method::Packet)
+                        })
+                        .map_err(|_| (m, e))
+                }
+                Err(e) => Err((m, e)),
+                Ok(port) => Ok((port, m)),
+            };
         let (port, m) = opened
             .map_err(|(m, e)| cx.error(format!("cannot open device '{}' (METHOD {}): {}", name, m, e)))?;
         let d = Device {

@@ -415,9 +415,8 @@ impl KernelForwardingOff {
 impl Drop for KernelForwardingOff {
     fn drop(&mut self) {
         if let Some(m) = self.restore() {
-            // Not eprintln!, which panics when standard error is a pipe whose reader
-            // has gone: a panic here would skip the other interfaces' restores.
-            let _ = writeln!(std::io::stderr().lock(), "{}", m);
+            // (Not eprintln!: a panic here would skip the other interfaces' restores.)
+            graph::warn!("{}", m);
         }
     }
 }

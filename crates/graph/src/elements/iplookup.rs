@@ -651,8 +651,8 @@ fn complain(flavor: Flavor, complaints: &AtomicU32, dst: [u8; 4]) {
         return;
     }
     match flavor {
-        Flavor::Radix => eprintln!("IPRouteTable: no route for {}", Ipv4Addr::from(dst)),
-        _ => eprintln!("LinearIPLookup: no gw for {:x}", u32::from_ne_bytes(dst)),
+        Flavor::Radix => crate::warn!("IPRouteTable: no route for {}", Ipv4Addr::from(dst)),
+        _ => crate::warn!("LinearIPLookup: no gw for {:x}", u32::from_ne_bytes(dst)),
     }
 }
 

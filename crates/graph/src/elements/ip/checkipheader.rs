@@ -252,9 +252,10 @@ impl CheckIPHeader {
     #[inline(never)]
     fn failed(&self, r: Reason, batch_failures: &mut u64) {
         if self.cfg.verbose || (*batch_failures == 0 && self.drops.load(Ordering::Relaxed) == 0) {
-            eprintln!(
+            crate::warn!(
                 "{}: IP header check failed: {}",
-                self.cfg.name, REASON_TEXTS[r as usize]
+                self.cfg.name,
+                REASON_TEXTS[r as usize]
             );
         }
         *batch_failures += 1;

@@ -177,7 +177,7 @@ impl IPFragmenter {
         let first_dlen = (self.cfg.mtu as i64 - hlen as i64) & !7;
         if (ip.dont_frag() && self.cfg.honor_df) || first_dlen < 8 {
             if self.cfg.verbose || self.drops.load(Ordering::Relaxed) < 5 {
-                eprintln!(
+                crate::warn!(
                     "IPFragmenter({}) DF {} {} len={}",
                     self.cfg.mtu,
                     super::ip_text(ip.src()),

@@ -142,7 +142,7 @@ impl Element for CheckIP6Header {
             self.check_all::<true>(batch, out)
         };
         if failed > 0 && self.drops.fetch_add(failed, Ordering::Relaxed) == 0 {
-            eprintln!("IP6 header check failed");
+            crate::warn!("IP6 header check failed");
         }
     }
 }

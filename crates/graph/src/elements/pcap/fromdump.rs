@@ -121,7 +121,7 @@ impl Reader {
                 true
             }
             Err(e) => {
-                eprintln!("{}: {}", self.filename, strerror(&e));
+                crate::warn!("{}: {}", self.filename, strerror(&e));
                 false
             }
         }
@@ -134,7 +134,7 @@ impl Reader {
                 Some(n)
             }
             Err(e) => {
-                eprintln!("{}: {}", self.filename, strerror(&e));
+                crate::warn!("{}: {}", self.filename, strerror(&e));
                 None
             }
         }
@@ -187,7 +187,7 @@ impl Reader {
         let rh = match format::parse_record_header(&self.header, &h) {
             Ok(rh) => rh,
             Err(e) => {
-                eprintln!("{}: {}", self.filename, e);
+                crate::warn!("{}: {}", self.filename, e);
                 return Read1::End;
             }
         };

@@ -87,7 +87,7 @@ impl ElementSpec for ToDumpSpec {
     fn cleanup(&self) {
         let mut w = self.inner.lock();
         if let Err(e) = w.out.flush() {
-            eprintln!("ToDump({}): {}", self.inner.filename, strerror(&e));
+            crate::warn!("ToDump({}): {}", self.inner.filename, strerror(&e));
         }
     }
 }
@@ -123,7 +123,7 @@ impl Element for ToDump {
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                         Err(e) => {
                             w.active = false;
-                            eprintln!("ToDump({}): {}", inner.filename, strerror(&e));
+                            crate::warn!("ToDump({}): {}", inner.filename, strerror(&e));
                             break;
                         }
                     }
