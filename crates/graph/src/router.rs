@@ -12,10 +12,13 @@ use crate::element::*;
 use crate::error::ConfigError;
 use crate::lang::{ElementDecl, FlatConfig};
 use crate::registry::Registry;
+use cycles::FatalCycle;
 use packet::PacketBatch;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+
+mod cycles;
 
 struct ElementEntry {
     name: String,
@@ -180,10 +183,13 @@ impl RouterSpec {
                 dest: dest[i].iter().map(|d| d.expect("checked above")).collect(),
             });
         }
-        // 5. No cycle made only of pass-through elements: the graph connects around
-        //    them, so nothing would ever take the packets out of such a cycle.
-        if let Some(cycle) = pass_through_cycle(&elements) {
-            return Err(pass_through_cycle_error(&cycle, &|i| el(i)));
+        // 5. No cycle that packets could never leave: through a queue's output (Click
+        //    refuses those), or made only of pass-through elements, which the graph
+        //    connects around so that no element call would ever take packets out.
+        let dests: Vec<&[(usize, usize)]> = elements.iter().map(|e| &e.dest[..]).collect();
+        let is_queue = |i: usize| matches!(el(i).class.as_str(), "Queue" | "SimpleQueue" | "ThreadSafeQueue");
+        if let Some(cycle) = cycles::fatal_cycle(&dests, &is_queue, &|i| elements[i].spec.is_pass_through()) {
+            return Err(fatal_cycle_error(cycle, &|i| el(i)));
         }
 
         Ok(RouterSpec {
@@ -649,50 +655,32 @@ impl GraphInstance {
     }
 }
 
-/// The elements of the first cycle made only of pass-through elements, in the order
-/// packets would go round it, starting from the cycle's first element in the
-/// configuration; `None` without one. (A pass-through element has one output.)
-fn pass_through_cycle(elements: &[ElementEntry]) -> Option<Vec<usize>> {
-    let through = |i: usize| elements[i].spec.is_pass_through();
-    for start in (0..elements.len()).filter(|&i| through(i)) {
-        let mut cycle = vec![start];
-        let mut at = elements[start].dest[0].0;
-        while through(at) && !cycle.contains(&at) {
-            cycle.push(at);
-            at = elements[at].dest[0].0;
-        }
-        if at == start {
-            return Some(cycle);
-        }
-    }
-    None
-}
-
-/// The error for a cycle of pass-through elements. Where a Queue is in it, Click's own:
-/// a Queue's output is pull and its input push, so the connection into a Queue joins a
-/// pull output to a push input (Click's `Router::check_push_and_pull`, which makes the
-/// agnostic elements before it pull).
-fn pass_through_cycle_error<'a>(cycle: &[usize], el: &dyn Fn(usize) -> &'a ElementDecl) -> ConfigError {
+/// The error for a cycle [`cycles::fatal_cycle`] found. Where a queue is in it,
+/// Click's own (`Router::check_push_and_pull`, after the agnostic elements behind the
+/// queue's pull output turned pull).
+fn fatal_cycle_error<'a>(cycle: FatalCycle, el: &dyn Fn(usize) -> &'a ElementDecl) -> ConfigError {
     let name = |i: usize| decl(&el(i).name, &el(i).class);
-    let is_queue = |i: usize| matches!(el(i).class.as_str(), "Queue" | "SimpleQueue" | "ThreadSafeQueue");
-    let queue = (0..cycle.len()).find(|&k| is_queue(cycle[(k + 1) % cycle.len()]));
-    match queue {
-        Some(k) => {
-            let (from, to) = (cycle[k], cycle[(k + 1) % cycle.len()]);
-            ConfigError::at(
-                &el(from).landmark,
-                format!(
-                    "'{}' pull output 0 connected to '{}' push input 0",
-                    name(from),
-                    name(to)
-                ),
-            )
-        }
-        None => ConfigError::at(
-            &el(cycle[0]).landmark,
+    match cycle {
+        FatalCycle::IntoQueue {
+            from,
+            port,
+            queue,
+            input,
+        } => ConfigError::at(
+            &el(from).landmark,
+            format!(
+                "'{}' pull output {} connected to '{}' push input {}",
+                name(from),
+                port,
+                name(queue),
+                input
+            ),
+        ),
+        FatalCycle::PassThrough { first } => ConfigError::at(
+            &el(first).landmark,
             format!(
                 "'{}' output 0 leads back to its input through pass-through elements only, where packets would circle for ever",
-                name(cycle[0])
+                name(first)
             ),
         ),
     }
@@ -1159,9 +1147,9 @@ mod tests {
     }
 
     #[test]
-    fn cycles_of_pass_through_elements_are_refused() {
-        // Packets pushed into such a cycle would never leave it: the graph connects
-        // around Queues and Nulls, so no element call would ever take them out.
+    fn cycles_packets_could_never_leave_are_refused() {
+        // Through a queue's output, as Click refuses them; or of Nulls only, which the
+        // graph connects around, so that no element call would take packets out.
         let cycle = |classes: &[&str]| {
             let mut elements = vec![el("s", "TestSource", "1", 1)];
             elements.extend(
@@ -1196,10 +1184,15 @@ mod tests {
             e.message,
             "'p2 :: Null' output 0 leads back to its input through pass-through elements only, where packets would circle for ever"
         );
-        // A cycle with an element that is called (here one that drops nothing) is the
-        // configuration's business, as in Click; one that leaves the pass-through
-        // elements is fine.
-        assert!(cycle(&["Queue", "Counter"]).is_ok());
+        // Any element after the queue: Click turns the agnostic Counter pull.
+        let e = cycle(&["Queue", "Counter"]).err().unwrap();
+        assert_eq!(
+            e.message,
+            "'p3 :: Counter' pull output 0 connected to 'p2 :: Queue' push input 0"
+        );
+        assert_eq!(e.landmark.unwrap().line, 3);
+        // A cycle of ordinary elements is the configuration's business, as in Click.
+        assert!(cycle(&["Counter", "Null"]).is_ok());
         let flat = FlatConfig {
             elements: vec![
                 el("s", "TestSource", "1", 1),
