@@ -307,7 +307,13 @@ impl RouterSpec {
         let std = match hname {
             "name" => Some(e.name.clone()),
             "class" => Some(e.class.to_string()),
-            "config" => Some(lock(&e.config).clone()),
+            // An element may answer `config` itself, as Click's rate elements do with
+            // their current rate.
+            "config" => Some(
+                e.spec
+                    .read_handler("config")
+                    .unwrap_or_else(|| lock(&e.config).clone()),
+            ),
             "ports" => Some(self.ports_string(index)),
             "handlers" => {
                 let mut s = String::new();

@@ -110,7 +110,8 @@ impl ElementSpec for RatedSplitterSpec {
         vec![HandlerInfo::read_write("rate")]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "rate").then(|| lock(&self.bucket).rate.rate().to_string())
+        // `config` as Click's: the current rate, as `rate` reads it.
+        matches!(name, "rate" | "config").then(|| lock(&self.bucket).rate.rate().to_string())
     }
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
         (name == "rate").then(|| match u32::from_arg(uncomment(value).trim()) {
@@ -220,6 +221,22 @@ mod tests {
             Err("RATE expects unsigned integer".to_string())
         );
         assert_eq!(h.read("rate"), "5002");
+    }
+
+    #[test]
+    fn config_reads_the_current_rate_as_click_does() {
+        let flat = crate::lang::parse(
+            "InfiniteSource(LIMIT 1) -> r :: RatedSplitter(RATE 1000) -> Discard; r[1] -> Discard",
+            "t.click",
+            &Default::default(),
+        )
+        .unwrap();
+        let reg = crate::registry::Registry::with_library();
+        let router = crate::router::RouterSpec::build(&flat, &reg, std::path::Path::new("."), 1).unwrap();
+        assert_eq!(router.read_handler("r.config").unwrap(), "1000");
+        router.write_handler("r.rate", "5000").unwrap();
+        // (5002: the fixed-point read-back, as in the test above.)
+        assert_eq!(router.read_handler("r.config").unwrap(), "5002");
     }
 
     #[test]
