@@ -1,5 +1,6 @@
 //! `brickroute gen`: the traffic generator.
 
+use crate::report::{fail, print_json};
 use ::bench::gen::{GenProgress, Limits};
 use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
 use ::bench::testbed;
@@ -119,16 +120,10 @@ fn setup(a: &GenArgs) -> Result<(PacketSocket, TrafficSpec, Limits), String> {
     Ok((sock, spec, limits))
 }
 
-/// Reports an error on standard error (if it can still be written) and fails.
-fn fail(e: impl std::fmt::Display) -> ExitCode {
-    let _ = writeln!(std::io::stderr().lock(), "brickroute gen: {}", e);
-    ExitCode::from(1)
-}
-
 pub fn main(a: GenArgs) -> ExitCode {
     let (sock, spec, limits) = match setup(&a) {
         Ok(x) => x,
-        Err(e) => return fail(e),
+        Err(e) => return fail("gen", e),
     };
     let stop = stop_on_signals();
     let progress = GenProgress::default();
@@ -154,13 +149,7 @@ pub fn main(a: GenArgs) -> ExitCode {
         (last_p, last_b, last_t) = (p, b, t);
     };
     match ::bench::gen::run(&sock, &spec, &limits, stop, &progress, &mut tick) {
-        Ok(r) => {
-            let line = serde_json::to_string(&r).expect("report serializes");
-            match writeln!(std::io::stdout().lock(), "{}", line) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("writing the report: {}", e)),
-            }
-        }
-        Err(e) => fail(e),
+        Ok(r) => print_json("gen", &serde_json::to_string(&r).expect("report serializes")),
+        Err(e) => fail("gen", e),
     }
 }

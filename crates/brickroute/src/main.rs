@@ -9,6 +9,7 @@ mod demo;
 mod fib;
 mod gen;
 mod handlers;
+mod report;
 mod run;
 mod sink;
 mod testbed;

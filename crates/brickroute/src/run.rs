@@ -51,10 +51,6 @@ pub struct RunArgs {
     help: Option<bool>,
 }
 
-/// The signals that stop the router: SIGINT (Ctrl-C), SIGTERM (`kill`), SIGHUP (the
-/// terminal closed), SIGQUIT (Ctrl-backslash).
-const STOP_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
 /// Set by the first stop signal.
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
@@ -90,7 +86,8 @@ fn end_by_signal(sig: libc::c_int) {
 }
 
 fn install_signal_handlers() {
-    for sig in STOP_SIGNALS {
+    // The signals the traffic tools stop on too: SIGINT, SIGTERM, SIGHUP, SIGQUIT.
+    for sig in ::bench::net::STOP_SIGNALS {
         // SAFETY: a zeroed sigaction with the handler, whose calls are async-signal-safe
         // (atomics, sigaction, raise) and which lives as long as the process. SA_RESTART:
         // system calls in progress on the thread that takes the signal go on, so that no
@@ -104,12 +101,6 @@ fn install_signal_handlers() {
             libc::sigaction(sig, &action, std::ptr::null_mut());
         }
     }
-}
-
-/// Writes `line` to standard error, ignoring failure: with standard error closed there
-/// is nowhere to report it, and the run must still restore what it changed.
-fn say(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{}", line);
 }
 
 fn is_definition(s: &str) -> Option<(&str, &str)> {
@@ -247,10 +238,7 @@ pub fn main(args: RunArgs) -> ExitCode {
     // Checked before anything is built: the per-worker tables are allocated for this
     // many workers.
     if !(1..=runtime::MAX_WORKERS).contains(&args.threads) {
-        say(&format!(
-            "brickroute run: --threads must be 1..{}",
-            runtime::MAX_WORKERS
-        ));
+        graph::warn!("brickroute run: --threads must be 1..{}", runtime::MAX_WORKERS);
         return ExitCode::from(2);
     }
     let threads = args.threads;
@@ -268,15 +256,15 @@ pub fn main(args: RunArgs) -> ExitCode {
             // Interfaces opened before the error close, and their flags are restored,
             // before the message.
             devices.clear();
-            say(&e);
-            say("Router could not be initialized!");
+            graph::warn!("{}", e);
+            graph::warn!("Router could not be initialized!");
             return ExitCode::from(1);
         }
     };
     if !args.quit {
         let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
         if !args.no_summary {
-            say(&format!(
+            graph::warn!(
                 "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}",
                 threads,
                 if threads == 1 { "" } else { "s" },
@@ -288,9 +276,9 @@ pub fn main(args: RunArgs) -> ExitCode {
                 } else {
                     ""
                 }
-            ));
+            );
             for w in &s.workers {
-                say(&format!("brickroute: {}", worker_summary(w)));
+                graph::warn!("brickroute: {}", worker_summary(w));
             }
         }
     }
@@ -308,10 +296,10 @@ pub fn main(args: RunArgs) -> ExitCode {
         stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush())
     };
     for e in &errors {
-        say(e);
+        graph::warn!("{}", e);
     }
     if let Err(e) = &written {
-        say(&format!("brickroute: standard output: {}", strerror(e)));
+        graph::warn!("brickroute: standard output: {}", strerror(e));
     }
     if errors.is_empty() && written.is_ok() {
         ExitCode::SUCCESS

@@ -1,5 +1,6 @@
 //! `brickroute sink`: the traffic sink.
 
+use crate::report::{fail, print_json};
 use ::bench::net::{enter_netns, stop_on_signals, PacketSocket};
 use ::bench::sink::SinkLimits;
 use ::bench::stats::SinkStats;
@@ -66,16 +67,10 @@ pub fn progress_line(s: &SinkStats, pps: f64, bps: f64) -> String {
     )
 }
 
-/// Reports an error on standard error (if it can still be written) and fails.
-fn fail(e: impl std::fmt::Display) -> ExitCode {
-    let _ = writeln!(std::io::stderr().lock(), "brickroute sink: {}", e);
-    ExitCode::from(1)
-}
-
 pub fn main(a: SinkArgs) -> ExitCode {
     let (sock, limits) = match setup(&a) {
         Ok(x) => x,
-        Err(e) => return fail(e),
+        Err(e) => return fail("sink", e),
     };
     let stop = stop_on_signals();
     // Progress lines stop at the first that cannot be written (standard error closed);
@@ -101,13 +96,7 @@ pub fn main(a: SinkArgs) -> ExitCode {
         (last_p, last_b, last_t) = (s.delivered, s.bytes, t);
     };
     match ::bench::sink::run(&sock, &limits, stop, &mut tick) {
-        Ok(r) => {
-            let line = serde_json::to_string(&r).expect("report serializes");
-            match writeln!(std::io::stdout().lock(), "{}", line) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("writing the report: {}", e)),
-            }
-        }
-        Err(e) => fail(e),
+        Ok(r) => print_json("sink", &serde_json::to_string(&r).expect("report serializes")),
+        Err(e) => fail("sink", e),
     }
 }

@@ -1,7 +1,6 @@
 //! `brickroute testbed up|down`: the gen — dut — sink namespaces.
 
 use ::bench::testbed::{self, DEFAULT_PREFIX};
-use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand)]
@@ -23,11 +22,10 @@ pub enum TestbedCommand {
 }
 
 pub fn main(cmd: TestbedCommand) -> ExitCode {
-    // Messages are written with `writeln!`, not `eprintln!`: a closed standard error
-    // must not turn into a panic after the testbed is already up or down.
-    let mut stderr = std::io::stderr().lock();
+    // (graph::warn!, not eprintln!: a closed standard error must not turn into a panic
+    // after the testbed is already up or down.)
     if let Err(e) = testbed::require_root() {
-        let _ = writeln!(stderr, "brickroute testbed: {}", e);
+        graph::warn!("brickroute testbed: {}", e);
         return ExitCode::from(1);
     }
     let r = match cmd {
@@ -56,11 +54,11 @@ pub fn main(cmd: TestbedCommand) -> ExitCode {
     };
     match r {
         Ok(msg) => {
-            let _ = writeln!(stderr, "{}", msg);
+            graph::warn!("{}", msg);
             ExitCode::SUCCESS
         }
         Err(e) => {
-            let _ = writeln!(stderr, "brickroute testbed: {}", e);
+            graph::warn!("brickroute testbed: {}", e);
             ExitCode::from(1)
         }
     }

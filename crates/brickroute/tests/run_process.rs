@@ -169,35 +169,31 @@ fn a_closed_standard_output_is_reported_after_the_run_not_a_panic() {
 
 #[test]
 fn a_closed_standard_error_still_prints_the_handlers() {
-    let o = Command::new(env!("CARGO_BIN_EXE_brickroute"))
-        .args([
-            "run",
-            "-e",
-            "InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard",
-            "-h",
-            "c.count",
-        ])
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(reader_gone())
-        .output()
-        .unwrap();
+    // `run -e CONFIG -h HANDLER` with standard error's reader gone: (status, stdout).
+    let run = |config: &str, handler: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+            .args(["run", "-e", config, "-h", handler])
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(reader_gone())
+            .output()
+            .unwrap();
+        (o.status.code(), common::stdout(&o))
+    };
     assert_eq!(
-        (o.status.code(), common::stdout(&o)),
+        run(
+            "InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard",
+            "c.count"
+        ),
         (Some(0), "5\n".to_string())
     );
     // Nor do the elements' warnings stop it: CheckIPHeader's VERBOSE report of the
     // sample's three bad headers.
-    let config = "FromDump(conf/samples/router-sample.pcap, STOP true) -> Classifier(12/0800) -> Strip(14) -> chk :: CheckIPHeader(VERBOSE true) -> Discard";
-    let o = Command::new(env!("CARGO_BIN_EXE_brickroute"))
-        .args(["run", "-e", config, "-h", "chk.drops"])
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(reader_gone())
-        .output()
-        .unwrap();
     assert_eq!(
-        (o.status.code(), common::stdout(&o)),
+        run(
+            "FromDump(conf/samples/router-sample.pcap, STOP true) -> Classifier(12/0800) -> Strip(14) -> chk :: CheckIPHeader(VERBOSE true) -> Discard",
+            "chk.drops"
+        ),
         (Some(0), "3\n".to_string())
     );
 }
