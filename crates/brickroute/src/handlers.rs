@@ -55,7 +55,7 @@ pub fn read_all(router: &RouterSpec, requests: &[String]) -> (String, Vec<String
     let print_names = requests.len() > 1;
     for req in requests {
         let Some((pattern, hname)) = req.split_once('.') else {
-            match global_handler(router, req) {
+            match router.read_global_handler(req) {
                 Some(v) => emit(&mut out, req, &v, print_names),
                 None => errors.push(format!("no '{}' handler", req)),
             }
@@ -113,19 +113,6 @@ fn emit(out: &mut String, name: &str, value: &str, print_name: bool) {
     }
     if print_name {
         out.push('\n');
-    }
-}
-
-fn global_handler(router: &RouterSpec, name: &str) -> Option<String> {
-    let lines = |v: Vec<&str>| v.iter().map(|s| format!("{}\n", s)).collect::<String>();
-    match name {
-        "version" => Some(format!("{}\n", env!("CARGO_PKG_VERSION"))),
-        "list" => {
-            let names: Vec<&str> = router.element_names().collect();
-            Some(format!("{}\n{}", names.len(), lines(names)))
-        }
-        "requirements" => Some(lines(router.requirements().iter().map(String::as_str).collect())),
-        _ => None,
     }
 }
 

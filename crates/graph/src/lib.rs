@@ -1,6 +1,7 @@
 //! The Click language and the element graph of brickroute.
 
 pub mod args;
+pub mod control;
 pub mod element;
 pub mod elements;
 pub mod error;

@@ -280,6 +280,60 @@ impl RouterSpec {
         })
     }
 
+    /// Whether `element.handler` can be read and written: `None` when there is no
+    /// element `element`, `(false, false)` when it has no such handler.
+    pub fn handler_access(&self, element: &str, handler: &str) -> Option<(bool, bool)> {
+        let e = self.find(element)?;
+        if STANDARD_HANDLERS.contains(&handler) {
+            return Some((true, false));
+        }
+        Some(
+            e.spec
+                .handlers()
+                .iter()
+                .filter(|h| h.name == handler)
+                .fold((false, false), |(r, w), h| (r || h.read, w || h.write)),
+        )
+    }
+
+    /// The name of the element numbered `number` in configuration order, counting from
+    /// 1 (Click's handler names `NUMBER.HANDLER`).
+    pub fn element_name(&self, number: usize) -> Option<&str> {
+        let i = number.checked_sub(1)?;
+        self.elements.get(i).map(|e| e.name.as_str())
+    }
+
+    /// Reads a global handler (Click's `version`, `list` and `requirements`), or
+    /// `None` when there is no such one.
+    pub fn read_global_handler(&self, name: &str) -> Option<String> {
+        let lines = |v: Vec<&str>| v.iter().map(|s| format!("{}\n", s)).collect::<String>();
+        match name {
+            "version" => Some(format!("{}\n", env!("CARGO_PKG_VERSION"))),
+            "list" => {
+                let names: Vec<&str> = self.element_names().collect();
+                Some(format!("{}\n{}", names.len(), lines(names)))
+            }
+            "requirements" => Some(lines(self.requirements().iter().map(String::as_str).collect())),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` is a global write handler: only Click's `stop`, which asks the
+    /// workers to stop as a source's `STOP true` does.
+    pub fn has_global_write_handler(name: &str) -> bool {
+        name == "stop"
+    }
+
+    /// Writes a global handler (see [`RouterSpec::has_global_write_handler`]); `None`
+    /// when there is no such one. `stop` ignores its value, as Click's does.
+    pub fn write_global_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
+        if !Self::has_global_write_handler(name) {
+            return None;
+        }
+        self.stop.request();
+        Some(Ok(()))
+    }
+
     /// Reads handler `element.handler`, or `element.handler PARAM` for a read handler
     /// with a parameter (`rt.lookup 10.0.0.1`). Errors use Click's wording.
     pub fn read_handler(&self, path: &str) -> Result<String, String> {
