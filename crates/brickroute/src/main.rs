@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench;
+mod control;
 mod cpu;
 mod demo;
 mod fib;

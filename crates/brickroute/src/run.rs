@@ -1,5 +1,6 @@
 //! `brickroute run`: Click's userlevel driver options on brickroute's workers.
 
+use crate::control;
 use crate::handlers;
 use graph::lang;
 use graph::registry::Registry;
@@ -110,7 +111,7 @@ fn is_definition(s: &str) -> Option<(&str, &str)> {
 
 /// An I/O error as C's strerror words it ("No such file or directory"), without
 /// Rust's "(os error N)" suffix.
-fn strerror(e: &std::io::Error) -> String {
+pub(crate) fn strerror(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.rfind(" (os error ") {
         Some(i) => s[..i].to_string(),
@@ -120,7 +121,13 @@ fn strerror(e: &std::io::Error) -> String {
 
 /// Loads and checks the configuration, or prints why not. `devices` opens the network
 /// interfaces `FromDevice` and `ToDevice` name.
-fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<RouterSpec, String> {
+/// `sockets` takes the configuration's control sockets, bound.
+fn load(
+    args: &RunArgs,
+    threads: usize,
+    devices: &Arc<DeviceTable>,
+    sockets: &Arc<control::Sockets>,
+) -> Result<RouterSpec, String> {
     let mut defines = HashMap::new();
     // Click's driver takes one configuration: a file (-f or an argument) or an
     // expression (-e), and refuses a second one whatever its kind.
@@ -162,6 +169,7 @@ fn load(args: &RunArgs, threads: usize, devices: &Arc<DeviceTable>) -> Result<Ro
     install_signal_handlers();
     let mut reg = Registry::with_library();
     runtime::register(&mut reg, devices);
+    control::register(&mut reg, sockets);
     let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
@@ -248,7 +256,8 @@ pub fn main(args: RunArgs) -> ExitCode {
         KernelForwarding::TurnOff
     };
     let devices = Arc::new(DeviceTable::interfaces(kernel));
-    let loaded = load(&args, threads, &devices);
+    let sockets = control::Sockets::new();
+    let loaded = load(&args, threads, &devices, &sockets);
     CONFIGURING.store(false, Ordering::SeqCst);
     let router = match loaded {
         Ok(r) => Arc::new(r),
@@ -262,7 +271,17 @@ pub fn main(args: RunArgs) -> ExitCode {
         }
     };
     if !args.quit {
+        let server = sockets.serve(&router);
         let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
+        // With a control socket the router runs until it is stopped (a signal, a
+        // source's STOP, or a write to the `stop` handler), as Click's driver does,
+        // also once its sources are done.
+        if server.is_serving() {
+            while !SIGNALLED.load(Ordering::Relaxed) && !router.stop_flag().is_requested() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        server.shutdown();
         if !args.no_summary {
             graph::warn!(
                 "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}",

@@ -1,0 +1,436 @@
+//! `ControlSocket`: Click's control socket for `brickroute run`. Other programs call
+//! the running router's read and write handlers through it (a routing daemon adding
+//! routes to `RadixIPLookup` while traffic flows, a monitor reading counters), in
+//! Click's ControlSocket protocol (`graph::control`).
+//!
+//! The socket is bound while the configuration is built, so that a port in use fails
+//! the configuration with the element's name; it is served by threads of its own (an
+//! acceptor, and one thread per connection) from the moment the workers start until
+//! the router stops, and a UNIX socket's file is removed when it closes.
+
+use crate::run::strerror;
+use graph::args::Args;
+use graph::control::{Session, GREETING};
+use graph::element::*;
+use graph::error::ConfigError;
+use graph::registry::Registry;
+use graph::router::RouterSpec;
+use packet::PacketBatch;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Connections served at once by one socket; more are refused with a message.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// How often idle threads look at the stop flag: the longest a stop waits for them.
+const POLL: Duration = Duration::from_millis(50);
+
+/// How long an answer may wait for a client that does not read before the
+/// connection is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The configuration's control sockets, bound and waiting to be served.
+#[derive(Default)]
+pub struct Sockets {
+    bound: Mutex<Vec<Bound>>,
+}
+
+/// One bound socket and its settings.
+struct Bound {
+    /// `name :: ControlSocket`, for messages.
+    declaration: String,
+    listener: Listener,
+    read_only: bool,
+    verbose: bool,
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    /// The file goes after the listener closes (fields drop in order).
+    Unix {
+        listener: UnixListener,
+        _file: SocketFile,
+    },
+}
+
+/// A UNIX socket's file, removed when the socket closes (also when the configuration
+/// fails after it was bound).
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_timeouts(&self) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(POLL))?;
+                s.set_write_timeout(Some(WRITE_TIMEOUT))
+            }
+            Stream::Unix(s) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(POLL))?;
+                s.set_write_timeout(Some(WRITE_TIMEOUT))
+            }
+        }
+    }
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.write_all(buf),
+            Stream::Unix(s) => s.write_all(buf),
+        }
+    }
+}
+
+impl Listener {
+    /// A connection waiting to be accepted, with the peer's address for messages.
+    fn accept(&self) -> std::io::Result<(Stream, String)> {
+        match self {
+            Listener::Tcp(l) => l
+                .accept()
+                .map(|(s, a)| (Stream::Tcp(s), format!(" from {}.{}", a.ip(), a.port()))),
+            Listener::Unix { listener: l, .. } => l.accept().map(|(s, _)| (Stream::Unix(s), String::new())),
+        }
+    }
+}
+
+impl Sockets {
+    pub fn new() -> Arc<Sockets> {
+        Arc::new(Sockets::default())
+    }
+
+    /// Starts serving every bound socket with `router`'s handlers; the returned server
+    /// stops them. Sockets bound later are not served.
+    pub fn serve(&self, router: &Arc<RouterSpec>) -> Server {
+        let stop = Arc::new(AtomicBool::new(false));
+        let bound = std::mem::take(&mut *self.bound.lock().unwrap_or_else(|e| e.into_inner()));
+        let threads = bound
+            .into_iter()
+            .map(|b| {
+                let (router, stop) = (router.clone(), stop.clone());
+                std::thread::Builder::new()
+                    .name("control".into())
+                    .spawn(move || accept_loop(b, router, stop))
+                    .expect("spawn control socket thread")
+            })
+            .collect();
+        Server { stop, threads }
+    }
+}
+
+/// The threads serving the control sockets.
+pub struct Server {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Whether any control socket is served: the router then keeps running after its
+    /// sources are done, as Click's driver does, until it is stopped.
+    pub fn is_serving(&self) -> bool {
+        !self.threads.is_empty()
+    }
+
+    /// Closes every socket and connection (answers being written get
+    /// [`WRITE_TIMEOUT`] at most) and removes the UNIX sockets' files.
+    pub fn shutdown(self) {
+        drop(self);
+    }
+}
+
+/// Also when a worker's panic unwinds through `run`: the socket files go.
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn accept_loop(b: Bound, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut connections: Vec<JoinHandle<()>> = Vec::new();
+    let mut serial = 0u64;
+    let mut last_error: Option<String> = None;
+    while !stop.load(Ordering::SeqCst) {
+        connections.retain(|c| !c.is_finished());
+        let (mut stream, peer) = match b.listener.accept() {
+            Ok(c) => c,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                std::thread::sleep(POLL / 5);
+                continue;
+            }
+            Err(e) => {
+                // Said once while it lasts (a full descriptor table fails every try).
+                let e = strerror(&e);
+                if last_error.as_ref() != Some(&e) {
+                    graph::warn!("{}: accept: {}", b.declaration, e);
+                    last_error = Some(e);
+                }
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
+        last_error = None;
+        serial += 1;
+        if stream.set_timeouts().is_err() {
+            continue;
+        }
+        if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+            let msg = format!("590 Too many connections ({} open)\r\n", MAX_CONNECTIONS);
+            let _ = stream.write_all(msg.as_bytes());
+            continue;
+        }
+        if b.verbose {
+            graph::warn!("{}: opened connection {}{}", b.declaration, serial, peer);
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let (router, stop, open) = (router.clone(), stop.clone(), open.clone());
+        let (read_only, verbose, declaration) = (b.read_only, b.verbose, b.declaration.clone());
+        let spawned = std::thread::Builder::new()
+            .name("control-conn".into())
+            .spawn(move || {
+                serve_connection(stream, &router, read_only, &stop);
+                open.fetch_sub(1, Ordering::SeqCst);
+                if verbose {
+                    graph::warn!("{}: closed connection {}", declaration, serial);
+                }
+            });
+        match spawned {
+            Ok(t) => connections.push(t),
+            Err(e) => graph::warn!("{}: connection {}: {}", b.declaration, serial, e),
+        }
+    }
+    for c in connections {
+        let _ = c.join();
+    }
+    // The listener (and a UNIX socket's file) goes with `b`.
+}
+
+/// Answers one client's commands until it quits or goes away, or the router stops.
+fn serve_connection(mut stream: Stream, router: &RouterSpec, read_only: bool, stop: &AtomicBool) {
+    if stream.write_all(GREETING.as_bytes()).is_err() {
+        return;
+    }
+    let mut session = Session::new(router, read_only);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let eof = match stream.read(&mut buf) {
+            Ok(0) => true,
+            Ok(n) => {
+                session.feed(&buf[..n], false, &mut out);
+                false
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(_) => return,
+        };
+        if eof {
+            session.feed(&[], true, &mut out);
+        }
+        if !out.is_empty() && stream.write_all(&out).is_err() {
+            return;
+        }
+        out.clear();
+        if eof || session.is_closed() {
+            return;
+        }
+    }
+}
+
+/// Registers `ControlSocket`, binding into `sockets`.
+pub fn register(reg: &mut Registry, sockets: &Arc<Sockets>) {
+    reg.add(Arc::new(ControlSocketClass {
+        sockets: sockets.clone(),
+    }));
+}
+
+struct ControlSocketClass {
+    sockets: Arc<Sockets>,
+}
+
+/// How many ports past PORT a `PORT+` address tries.
+const PORT_TRIES: u16 = 64;
+
+impl ElementClass for ControlSocketClass {
+    fn name(&self) -> &'static str {
+        "ControlSocket"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("0/0")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let kind: String = arg(args.required("TYPE"), cx)?;
+        let address: String = arg(
+            args.required(if kind.eq_ignore_ascii_case("unix") {
+                "FILENAME"
+            } else {
+                "PORTNUMBER"
+            }),
+            cx,
+        )?;
+        let read_only = arg(args.keyword::<bool>("READONLY"), cx)?.unwrap_or(false);
+        let verbose = arg(args.keyword::<bool>("VERBOSE"), cx)?.unwrap_or(false);
+        let localhost = arg(args.keyword::<bool>("LOCALHOST"), cx)?;
+        arg(args.finish(), cx)?;
+        let (listener, address) = if kind.eq_ignore_ascii_case("tcp") {
+            let (port, tries) = match address.strip_suffix('+') {
+                Some(p) => (p, PORT_TRIES),
+                None => (address.as_str(), 1),
+            };
+            let port: u16 = port.parse().map_err(|_| {
+                cx.error(format!(
+                    "PORTNUMBER expects a port number (0 to 65535), not '{}'",
+                    address
+                ))
+            })?;
+            // Unlike Click, which listens on every address unless LOCALHOST is true,
+            // the socket listens on 127.0.0.1 unless LOCALHOST is false: it can
+            // change routes, so reaching it from the network is asked for explicitly.
+            let ip = if localhost.unwrap_or(true) {
+                Ipv4Addr::LOCALHOST
+            } else {
+                Ipv4Addr::UNSPECIFIED
+            };
+            let l = bind_tcp(ip, port, tries).map_err(|e| cx.error(e))?;
+            let bound = l.local_addr().map_err(|e| cx.error(strerror(&e)))?;
+            (Listener::Tcp(l), Address::Tcp(bound))
+        } else if kind.eq_ignore_ascii_case("unix") {
+            if localhost.is_some() {
+                return Err(cx.error("LOCALHOST is for TCP sockets"));
+            }
+            let path = cx.base_dir.join(&address);
+            let l = bind_unix(&path).map_err(|e| cx.error(e))?;
+            (
+                Listener::Unix {
+                    listener: l,
+                    _file: SocketFile(path),
+                },
+                Address::Unix(address),
+            )
+        } else {
+            return Err(cx.error(format!("unknown socket type '{}' (expected TCP or UNIX)", kind)));
+        };
+        self.sockets
+            .bound
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Bound {
+                declaration: format!("{} :: ControlSocket", cx.name),
+                listener,
+                read_only,
+                verbose,
+            });
+        Ok(Arc::new(ControlSocketSpec { address }))
+    }
+}
+
+/// An argument's value, or its error naming the element.
+fn arg<T>(r: Result<T, String>, cx: &BuildContext) -> Result<T, ConfigError> {
+    r.map_err(|e| cx.error(e))
+}
+
+fn bind_tcp(ip: Ipv4Addr, port: u16, tries: u16) -> Result<TcpListener, String> {
+    let mut last = None;
+    for p in (0..tries).map_while(|i| port.checked_add(i)) {
+        match TcpListener::bind(SocketAddr::from((ip, p))) {
+            Ok(l) => {
+                l.set_nonblocking(true).map_err(|e| strerror(&e))?;
+                return Ok(l);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    let e = last.map_or_else(|| "no port to try".to_string(), |e| strerror(&e));
+    Err(if tries > 1 {
+        format!("{}:{} and the {} ports after it: {}", ip, port, tries - 1, e)
+    } else {
+        format!("{}:{}: {}", ip, port, e)
+    })
+}
+
+/// Binds a UNIX socket at `path`. A socket file no process listens on any more (left
+/// by a router that was killed) is replaced; a live one, or a file of another kind,
+/// is an error.
+fn bind_unix(path: &Path) -> Result<UnixListener, String> {
+    let shown = path.display();
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(format!("{}: file exists and is not a socket", shown));
+        }
+        match UnixStream::connect(path) {
+            Ok(_) => return Err(format!("{}: another process is listening on it", shown)),
+            Err(_) => std::fs::remove_file(path).map_err(|e| format!("{}: {}", shown, strerror(&e)))?,
+        }
+    }
+    let l = UnixListener::bind(path).map_err(|e| format!("{}: {}", shown, strerror(&e)))?;
+    l.set_nonblocking(true).map_err(|e| strerror(&e))?;
+    Ok(l)
+}
+
+enum Address {
+    Tcp(SocketAddr),
+    Unix(String),
+}
+
+struct ControlSocketSpec {
+    address: Address,
+}
+
+impl ElementSpec for ControlSocketSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(NoPorts)
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        match self.address {
+            Address::Tcp(_) => vec![HandlerInfo::read("port")],
+            Address::Unix(_) => vec![HandlerInfo::read("filename")],
+        }
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        match (&self.address, name) {
+            (Address::Tcp(a), "port") => Some(a.port().to_string()),
+            (Address::Unix(f), "filename") => Some(f.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The workers' side of a ControlSocket: no ports, never called.
+struct NoPorts;
+
+impl Element for NoPorts {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        batch.clear();
+    }
+}
