@@ -18,6 +18,7 @@ use graph::router::RouterSpec;
 use packet::PacketBatch;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -32,9 +33,10 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// How often idle threads look at the stop flag: the longest a stop waits for them.
 const POLL: Duration = Duration::from_millis(50);
 
-/// How long an answer may wait for a client that does not read before the
-/// connection is dropped.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most answer bytes held for a client that sends commands without reading the
+/// answers: beyond it the server reads no more commands until the client reads (so
+/// neither waits on the other, and memory stays bounded).
+const MAX_PENDING: usize = 16 << 20;
 
 /// The configuration's control sockets, bound and waiting to be served.
 #[derive(Default)]
@@ -76,18 +78,16 @@ enum Stream {
 }
 
 impl Stream {
-    fn set_timeouts(&self) -> std::io::Result<()> {
+    fn set_nonblocking(&self) -> std::io::Result<()> {
         match self {
-            Stream::Tcp(s) => {
-                s.set_nonblocking(false)?;
-                s.set_read_timeout(Some(POLL))?;
-                s.set_write_timeout(Some(WRITE_TIMEOUT))
-            }
-            Stream::Unix(s) => {
-                s.set_nonblocking(false)?;
-                s.set_read_timeout(Some(POLL))?;
-                s.set_write_timeout(Some(WRITE_TIMEOUT))
-            }
+            Stream::Tcp(s) => s.set_nonblocking(true),
+            Stream::Unix(s) => s.set_nonblocking(true),
+        }
+    }
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
         }
     }
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -96,10 +96,10 @@ impl Stream {
             Stream::Unix(s) => s.read(buf),
         }
     }
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write_all(buf),
-            Stream::Unix(s) => s.write_all(buf),
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
         }
     }
 }
@@ -153,8 +153,8 @@ impl Server {
         !self.threads.is_empty()
     }
 
-    /// Closes every socket and connection (answers being written get
-    /// [`WRITE_TIMEOUT`] at most) and removes the UNIX sockets' files.
+    /// Closes every socket and connection within [`POLL`] (answers not sent yet are
+    /// dropped) and removes the UNIX sockets' files.
     pub fn shutdown(self) {
         drop(self);
     }
@@ -196,12 +196,13 @@ fn accept_loop(b: Bound, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
         };
         last_error = None;
         serial += 1;
-        if stream.set_timeouts().is_err() {
+        if stream.set_nonblocking().is_err() {
             continue;
         }
         if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+            // A short answer into an empty socket buffer: whole, or nothing lost.
             let msg = format!("590 Too many connections ({} open)\r\n", MAX_CONNECTIONS);
-            let _ = stream.write_all(msg.as_bytes());
+            let _ = stream.write(msg.as_bytes());
             continue;
         }
         if b.verbose {
@@ -231,39 +232,58 @@ fn accept_loop(b: Bound, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
 }
 
 /// Answers one client's commands until it quits or goes away, or the router stops.
+/// Reading and writing go on side by side: a client may send many commands before it
+/// reads their answers (as Click's ControlSocket allows), up to [`MAX_PENDING`] bytes
+/// of unread answers.
 fn serve_connection(mut stream: Stream, router: &RouterSpec, read_only: bool, stop: &AtomicBool) {
-    if stream.write_all(GREETING.as_bytes()).is_err() {
-        return;
-    }
     let mut session = Session::new(router, read_only);
+    let mut pending: Vec<u8> = GREETING.as_bytes().to_vec();
+    let mut sent = 0;
     let mut buf = vec![0u8; 64 * 1024];
-    let mut out = Vec::new();
+    let mut eof = false;
     while !stop.load(Ordering::SeqCst) {
-        let eof = match stream.read(&mut buf) {
-            Ok(0) => true,
-            Ok(n) => {
-                session.feed(&buf[..n], false, &mut out);
-                false
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
-            Err(_) => return,
+        let want_read = !eof && !session.is_closed() && pending.len() - sent < MAX_PENDING;
+        let want_write = sent < pending.len();
+        if !want_read && !want_write {
+            return;
+        }
+        let mut pfd = libc::pollfd {
+            fd: stream.fd(),
+            events: (if want_read { libc::POLLIN } else { 0 }) | (if want_write { libc::POLLOUT } else { 0 }),
+            revents: 0,
         };
-        if eof {
-            session.feed(&[], true, &mut out);
+        // SAFETY: one valid pollfd for a descriptor this thread owns.
+        let r = unsafe { libc::poll(&mut pfd, 1, POLL.as_millis() as i32) };
+        if r <= 0 {
+            continue;
         }
-        if !out.is_empty() && stream.write_all(&out).is_err() {
+        if pfd.revents & libc::POLLNVAL != 0 {
             return;
         }
-        out.clear();
-        if eof || session.is_closed() {
-            return;
+        if want_write && pfd.revents & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0 {
+            match stream.write(&pending[sent..]) {
+                Ok(n) => sent += n,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(_) => return,
+            }
+            if sent == pending.len() {
+                pending.clear();
+                sent = 0;
+            } else if sent >= 1 << 20 {
+                pending.drain(..sent);
+                sent = 0;
+            }
+        }
+        if want_read && pfd.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0 {
+            match stream.read(&mut buf) {
+                Ok(0) => {
+                    eof = true;
+                    session.feed(&[], true, &mut pending);
+                }
+                Ok(n) => session.feed(&buf[..n], false, &mut pending),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(_) => return,
+            }
         }
     }
 }
@@ -356,7 +376,7 @@ impl ElementClass for ControlSocketClass {
 }
 
 /// An argument's value, or its error naming the element.
-fn arg<T>(r: Result<T, String>, cx: &BuildContext) -> Result<T, ConfigError> {
+pub(crate) fn arg<T>(r: Result<T, String>, cx: &BuildContext) -> Result<T, ConfigError> {
     r.map_err(|e| cx.error(e))
 }
 
@@ -426,8 +446,9 @@ impl ElementSpec for ControlSocketSpec {
     }
 }
 
-/// The workers' side of a ControlSocket: no ports, never called.
-struct NoPorts;
+/// The workers' side of an element that has no ports (ControlSocket, KernelRoutes):
+/// never called.
+pub(crate) struct NoPorts;
 
 impl Element for NoPorts {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {

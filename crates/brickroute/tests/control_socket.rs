@@ -4,15 +4,16 @@
 //! name.
 
 mod common;
+#[path = "common/control_client.rs"]
+mod control_client;
 #[path = "common/router_process.rs"]
 mod router_process;
 
 use common::root;
+use control_client::{connect_unix, Client};
 use router_process::RouterProcess;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,72 +44,6 @@ fn start(config: &str, handlers: &[&str]) -> RouterProcess {
             .spawn()
             .expect("start brickroute"),
     )
-}
-
-/// A client speaking the protocol line by line.
-struct Client<S: Read + Write> {
-    reader: BufReader<S>,
-}
-
-impl<S: Read + Write> Client<S> {
-    fn new(stream: S) -> Self {
-        let mut c = Client {
-            reader: BufReader::new(stream),
-        };
-        assert_eq!(c.line(), "Click::ControlSocket/1.3\r\n");
-        c
-    }
-
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.reader.read_line(&mut l).unwrap();
-        l
-    }
-
-    fn send(&mut self, command: &str) {
-        self.reader.get_mut().write_all(command.as_bytes()).unwrap();
-    }
-
-    /// Sends one command and returns its status line.
-    fn status(&mut self, command: &str) -> String {
-        self.send(command);
-        self.line()
-    }
-
-    /// Reads a handler (`NAME` or `NAME PARAMETER`): its data.
-    fn read(&mut self, handler: &str) -> String {
-        let status = self.status(&format!("READ {}\n", handler));
-        let name = handler.split(' ').next().unwrap();
-        assert_eq!(status, format!("200 Read handler '{}' OK\r\n", name));
-        let data = self.line();
-        let n: usize = data
-            .strip_prefix("DATA ")
-            .and_then(|d| d.trim_end().parse().ok())
-            .unwrap_or_else(|| panic!("{data:?}"));
-        let mut buf = vec![0; n];
-        self.reader.read_exact(&mut buf).unwrap();
-        String::from_utf8(buf).unwrap()
-    }
-
-    fn count(&mut self, counter: &str) -> u64 {
-        self.read(&format!("{}.count", counter)).trim().parse().unwrap()
-    }
-}
-
-/// Connects once the router has bound and serves the socket (bounded wait).
-fn connect_unix(path: &Path, p: &mut RouterProcess) -> Client<UnixStream> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(s) = UnixStream::connect(path) {
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            return Client::new(s);
-        }
-        if let Some(s) = p.exited() {
-            panic!("router exited ({}): {:?}", s, p.output());
-        }
-        assert!(Instant::now() < deadline, "socket never served");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -285,5 +220,56 @@ fn a_socket_file_left_by_a_dead_router_is_replaced_and_removed_at_exit() {
     assert!(sock.exists());
     let (ok, err) = configure(&format!("ControlSocket(unix, {})", sock.display()));
     assert!(ok, "{err}");
+    assert!(!sock.exists());
+}
+
+#[test]
+fn a_client_may_send_all_its_commands_before_reading_any_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = traffic(&format!("ControlSocket(unix, {})", sock.display()));
+    let mut p = start(&config, &[]);
+    let mut c = connect_unix(&sock, &mut p);
+    // 50,000 routes (about 1.5 MB of commands) sent in one go by one thread while
+    // this one reads: the server must keep reading while its answers wait.
+    let n = 50_000;
+    let mut writer = c.stream().try_clone().unwrap();
+    let sending = std::thread::spawn(move || {
+        let mut text = String::new();
+        for i in 0..n {
+            text.push_str(&format!("WRITE rt.add 10.{}.{}.0/24 1\n", i / 256, i % 256));
+        }
+        use std::io::Write as _;
+        writer.write_all(text.as_bytes())
+    });
+    for i in 0..n {
+        assert_eq!(c.line(), "200 Write handler 'rt.add' OK\r\n", "answer {i}");
+    }
+    sending.join().unwrap().unwrap();
+    assert_eq!(c.read("rt.table").lines().count(), n + 1);
+    c.send("WRITE stop\n");
+    assert!(p.wait_exit(Duration::from_secs(20)).success());
+}
+
+#[test]
+fn a_client_that_never_reads_does_not_keep_the_router_from_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = traffic(&format!("ControlSocket(unix, {})", sock.display()));
+    let mut p = start(&config, &[]);
+    let mut c = connect_unix(&sock, &mut p);
+    let mut routes = String::new();
+    for i in 0..20_000 {
+        routes.push_str(&format!("add 10.{}.{}.0/24 1\n", i / 256, i % 256));
+    }
+    c.send(&format!("WRITEDATA rt.ctrl {}\n{}", routes.len(), routes));
+    assert_eq!(c.line(), "200 Write handler 'rt.ctrl' OK\r\n");
+    // Far more answer bytes than the socket buffers hold, none of them read.
+    c.send(&"READ rt.table\n".repeat(50));
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(p.pid(), libc::SIGTERM) }, 0);
+    let status = p.wait_exit(Duration::from_secs(20));
+    assert!(status.success(), "{status}");
     assert!(!sock.exists());
 }

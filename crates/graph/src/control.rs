@@ -39,8 +39,10 @@ pub struct Session<'a> {
     read_only: bool,
     input: Vec<u8>,
     /// Where a `READUNTIL`/`WRITEUNTIL` still waiting for its terminator resumes its
-    /// search (the command starts the input then).
+    /// search (the command starts the input then): the start of its unfinished line,
+    /// and how far that line was searched for its end.
     until_scan: usize,
+    until_searched: usize,
     closed: bool,
 }
 
@@ -79,6 +81,7 @@ impl<'a> Session<'a> {
             read_only,
             input: Vec::new(),
             until_scan: 0,
+            until_searched: 0,
             closed: false,
         }
     }
@@ -103,6 +106,7 @@ impl<'a> Session<'a> {
                 Some(next) => {
                     pos = next;
                     self.until_scan = 0;
+                    self.until_searched = 0;
                 }
                 None => break,
             }
@@ -111,6 +115,7 @@ impl<'a> Session<'a> {
         self.input.drain(..pos);
         // The search position of a command still waiting is relative to the input.
         self.until_scan = self.until_scan.saturating_sub(pos);
+        self.until_searched = self.until_searched.saturating_sub(pos);
         if self.closed {
             self.input.clear();
         }
@@ -152,7 +157,7 @@ impl<'a> Session<'a> {
     }
 
     fn run(&mut self, line: &Line<'_>, eof: bool, out: &mut Vec<u8>) -> Option<usize> {
-        let words: Vec<&str> = line.text.split_ascii_whitespace().collect();
+        let words: Vec<&str> = line.text.split(is_space).filter(|w| !w.is_empty()).collect();
         let Some(first) = words.first() else {
             return Some(line.next);
         };
@@ -162,7 +167,7 @@ impl<'a> Session<'a> {
                 .get(from)
                 .map(|w| {
                     let start = w.as_ptr() as usize - line.text.as_ptr() as usize;
-                    line.text[start..].trim_end().to_string()
+                    line.text[start..].trim_end_matches(is_space).to_string()
                 })
                 .unwrap_or_default()
         };
@@ -328,31 +333,45 @@ impl<'a> Session<'a> {
         eof: bool,
         out: &mut Vec<u8>,
     ) -> Option<(Result<String, ()>, usize)> {
-        // Lines already seen in an earlier call for this command are not scanned again.
+        // Lines already seen in an earlier call for this command are not scanned again,
+        // nor the part of an unfinished line searched for its end already.
         let mut pos = at.max(self.until_scan);
         loop {
-            let rest = &self.input[pos..];
-            let end = match line_end(rest) {
-                Some((len, term, open)) if !open || eof => Some((len, term)),
-                _ if eof && !rest.is_empty() => Some((rest.len(), 0)),
-                _ => None,
+            let from = if pos == self.until_scan {
+                self.until_searched.max(pos)
+            } else {
+                pos
             };
-            let Some((len, term)) = end else {
+            let found = self.input[from..]
+                .iter()
+                .position(|&b| b == b'\n' || b == b'\r')
+                .map(|i| from + i);
+            // The line's end, and its terminator's length: a CR that ends the input
+            // waits for a possible LF unless the input has ended.
+            let end = match found {
+                Some(i) if self.input[i] == b'\r' && i + 1 == self.input.len() && !eof => None,
+                Some(i) if self.input[i] == b'\r' && self.input.get(i + 1) == Some(&b'\n') => Some((i, 2)),
+                Some(i) => Some((i, 1)),
+                None => None,
+            };
+            let Some((line_end, term)) = end else {
                 if eof {
+                    // Click reads the terminator only as a whole line.
                     message(out, SYNTAX, "Not enough data", false);
                     self.closed = true;
-                } else if pos - at > MAX_DATA {
+                } else if self.input.len() - at > MAX_DATA {
                     message(out, DATA_TOO_BIG, "Data too large", false);
                     self.closed = true;
                 }
                 self.until_scan = pos;
+                self.until_searched = found.unwrap_or(self.input.len());
                 return None;
             };
-            if rest[..len].trim_ascii_end() == until.as_bytes() {
+            if trim_space_end(&self.input[pos..line_end]) == until.as_bytes() {
                 let data = String::from_utf8(self.input[at..pos].to_vec()).map_err(|_| ());
-                return Some((data, pos + len + term));
+                return Some((data, line_end + term));
             }
-            pos += len + term;
+            pos = line_end + term;
         }
     }
 
@@ -470,9 +489,9 @@ impl<'a> Session<'a> {
         let (r, w) = self.access(&target);
         let ok = if write { w } else { r };
         let (kind, able) = if write {
-            ("write", "writable")
+            ("Write", "writable")
         } else {
-            ("read", "readable")
+            ("Read", "readable")
         };
         if ok && write && self.read_only {
             message(
@@ -482,7 +501,6 @@ impl<'a> Session<'a> {
                 false,
             );
         } else if ok {
-            let kind = if write { "Write" } else { "Read" };
             message(out, OK, &format!("{} handler '{}' OK", kind, name), false);
         } else if r || w {
             message(
@@ -492,10 +510,11 @@ impl<'a> Session<'a> {
                 false,
             );
         } else {
+            // As Click, whose "No read handler named" answer only a proxy gives.
             message(
                 out,
                 NO_SUCH_HANDLER,
-                &format!("No {} handler named '{}'", kind, name),
+                &format!("No handler named '{}'", name),
                 false,
             );
         }
@@ -514,10 +533,41 @@ fn line_end(bytes: &[u8]) -> Option<(usize, usize, bool)> {
     })
 }
 
+/// C's `isspace`, which Click splits commands with: ASCII white space and the
+/// vertical tab.
+fn is_space(c: char) -> bool {
+    c.is_ascii_whitespace() || c == '\x0b'
+}
+
+fn trim_space_end(b: &[u8]) -> &[u8] {
+    let n = b
+        .iter()
+        .rposition(|&c| !is_space(char::from(c)))
+        .map_or(0, |i| i + 1);
+    &b[..n]
+}
+
+/// A client's text as Click's `String::printable` shows it in an answer: a control
+/// character as `^X` (DEL as `^?`), so an answer is always one line.
+fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\x7f' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(c as u8 + 64));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// One answer line: `CODE MESSAGE` or, when more lines follow, `CODE-MESSAGE`.
 fn message(out: &mut Vec<u8>, code: u16, text: &str, more: bool) {
     let sep = if more { '-' } else { ' ' };
-    out.extend_from_slice(format!("{}{}{}\r\n", code, sep, text).as_bytes());
+    out.extend_from_slice(format!("{}{}{}\r\n", code, sep, printable(text)).as_bytes());
 }
 
 /// A handler's error: `520-HEADLINE:` then each line of the error, the last with a

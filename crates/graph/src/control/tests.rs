@@ -194,6 +194,10 @@ fn bad_requests_are_refused_with_a_reason() {
         ("LLRPC c#1\n", "501 Cannot call LLRPC 'c#1' remotely\r\n"),
         ("CHECKREAD\n", "500 Wrong number of arguments\r\n"),
         ("READ c.\u{ff}count\n", "511 No handler named 'c.\u{ff}count'\r\n"),
+        // Control characters are shown as Click shows them; a vertical tab separates
+        // words, as C's isspace says.
+        ("READ c.\x1bx\n", "511 No handler named 'c.^[x'\r\n"),
+        ("READ\x0bc.nosuch\n", "511 No handler named 'c.nosuch'\r\n"),
     ];
     for (input, want) in cases {
         assert_eq!(talk(&r, false, input), want, "{input:?}");
@@ -278,7 +282,8 @@ fn check_commands_say_whether_a_handler_can_be_called() {
         ("CHECKWRITE rt.add\n", "200 Write handler 'rt.add' OK\r\n"),
         ("CHECKWRITE c.count\n", "511 Handler 'c.count' not writable\r\n"),
         ("CHECKREAD rt.add\n", "511 Handler 'rt.add' not readable\r\n"),
-        ("CHECKREAD c.nosuch\n", "511 No read handler named 'c.nosuch'\r\n"),
+        ("CHECKREAD c.nosuch\n", "511 No handler named 'c.nosuch'\r\n"),
+        ("CHECKWRITE nosuch\n", "511 No handler named 'nosuch'\r\n"),
         ("CHECKWRITE stop\n", "200 Write handler 'stop' OK\r\n"),
         ("CHECKREAD version\n", "200 Read handler 'version' OK\r\n"),
     ];
@@ -315,4 +320,22 @@ fn help_lists_the_commands_on_continued_lines() {
     assert_eq!(lines.len(), 10);
     assert!(lines[..9].iter().all(|l| l.starts_with("200-")), "{out}");
     assert!(lines[9].starts_with("200 QUIT"), "{out}");
+}
+
+#[test]
+fn an_unfinished_until_line_is_searched_once_and_bounded() {
+    let r = router();
+    let mut s = Session::new(&r, false);
+    let mut out = Vec::new();
+    s.feed(b"READUNTIL c.count END\n", false, &mut out);
+    // 65 pieces of 1 MiB with no line end: the block passes MAX_DATA inside one line.
+    let piece = vec![b'a'; 1 << 20];
+    for _ in 0..65 {
+        s.feed(&piece, false, &mut out);
+        if s.is_closed() {
+            break;
+        }
+    }
+    assert!(s.is_closed());
+    assert_eq!(out, b"521 Data too large\r\n");
 }
