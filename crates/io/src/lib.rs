@@ -23,6 +23,8 @@ mod afpacket;
 mod error;
 mod mem;
 mod port;
+#[cfg(target_os = "linux")]
+pub mod rtnl;
 mod xdp;
 
 #[cfg(target_os = "linux")]

@@ -3,7 +3,7 @@
 //! that was attached through netlink rather than a bpf_link (RTM_SETLINK).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
@@ -200,19 +200,7 @@ fn attr(ty: u16, payload: &[u8]) -> Vec<u8> {
 
 /// Sends `msg` on a fresh route netlink socket and returns the first reply datagram.
 fn transact(msg: &[u8]) -> io::Result<Vec<u8>> {
-    // SAFETY: plain socket(2) call; the result is checked before use.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a new descriptor owned by nobody else.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let sock = crate::rtnl::route_netlink_socket()?;
     // SAFETY: `msg` is a readable buffer of msg.len() bytes; a null address sends to
     // the kernel, the socket's default peer for netlink.
     let sent = unsafe {
