@@ -10,6 +10,7 @@ mod demo;
 mod fib;
 mod gen;
 mod handlers;
+mod kernelroutes;
 mod report;
 mod run;
 mod sink;

@@ -2,6 +2,7 @@
 
 use crate::control;
 use crate::handlers;
+use crate::kernelroutes;
 use graph::lang;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
@@ -121,12 +122,13 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
 
 /// Loads and checks the configuration, or prints why not. `devices` opens the network
 /// interfaces `FromDevice` and `ToDevice` name.
-/// `sockets` takes the configuration's control sockets, bound.
+/// `services` takes the configuration's control sockets (bound) and kernel route
+/// syncs.
 fn load(
     args: &RunArgs,
     threads: usize,
     devices: &Arc<DeviceTable>,
-    sockets: &Arc<control::Sockets>,
+    services: &Services,
 ) -> Result<RouterSpec, String> {
     let mut defines = HashMap::new();
     // Click's driver takes one configuration: a file (-f or an argument) or an
@@ -169,10 +171,17 @@ fn load(
     install_signal_handlers();
     let mut reg = Registry::with_library();
     runtime::register(&mut reg, devices);
-    control::register(&mut reg, sockets);
+    control::register(&mut reg, &services.sockets);
+    kernelroutes::register(&mut reg, &services.syncs);
     let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
+}
+
+/// What `run` serves beside the workers, collected while the configuration is built.
+struct Services {
+    sockets: Arc<control::Sockets>,
+    syncs: Arc<kernelroutes::Syncs>,
 }
 
 /// Runs one worker per thread (pinned to cores) until a source asks to stop, every
@@ -256,11 +265,17 @@ pub fn main(args: RunArgs) -> ExitCode {
         KernelForwarding::TurnOff
     };
     let devices = Arc::new(DeviceTable::interfaces(kernel));
-    let sockets = control::Sockets::new();
-    let loaded = load(&args, threads, &devices, &sockets);
+    let services = Services {
+        sockets: control::Sockets::new(),
+        syncs: kernelroutes::Syncs::new(),
+    };
+    // The kernel's routes go in before the workers start (also with -q, as Click
+    // initializes every element before it decides not to run).
+    let loaded = load(&args, threads, &devices, &services)
+        .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers)));
     CONFIGURING.store(false, Ordering::SeqCst);
-    let router = match loaded {
-        Ok(r) => Arc::new(r),
+    let (router, followers) = match loaded {
+        Ok((r, f)) => (Arc::new(r), f),
         Err(e) => {
             // Interfaces opened before the error close, and their flags are restored,
             // before the message.
@@ -271,16 +286,19 @@ pub fn main(args: RunArgs) -> ExitCode {
         }
     };
     if !args.quit {
-        let server = sockets.serve(&router);
+        let server = services.sockets.serve(&router);
+        let following = kernelroutes::follow(followers, &router);
         let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
-        // With a control socket the router runs until it is stopped (a signal, a
-        // source's STOP, or a write to the `stop` handler), as Click's driver does,
-        // also once its sources are done.
-        if server.is_serving() {
+        // With a control socket or kernel routes to follow, the router runs until it
+        // is stopped (a signal, a source's STOP, or a write to the `stop` handler), as
+        // Click's driver does while it has sockets to watch, also once its sources are
+        // done.
+        if server.is_serving() || following.is_following() {
             while !SIGNALLED.load(Ordering::Relaxed) && !router.stop_flag().is_requested() {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        drop(following);
         server.shutdown();
         if !args.no_summary {
             graph::warn!(

@@ -296,6 +296,11 @@ impl RouterSpec {
         )
     }
 
+    /// How many outputs element `element` has in the configuration.
+    pub fn outputs(&self, element: &str) -> Option<usize> {
+        self.find(element).map(|e| e.noutputs)
+    }
+
     /// The name of the element numbered `number` in configuration order, counting from
     /// 1 (Click's handler names `NUMBER.HANDLER`).
     pub fn element_name(&self, number: usize) -> Option<&str> {
