@@ -1,5 +1,5 @@
 //! Any bytes as a route netlink datagram must parse or be refused, never panic; every
-//! route read has a length of at most 32 and no address bits beyond it.
+//! route read has a length its family allows and no address bits beyond it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,9 +8,14 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(messages) = io::rtnl::parse(data) {
         for m in messages {
             if let io::rtnl::Message::NewRoute(r) | io::rtnl::Message::DelRoute(r) = m {
-                assert!(r.len <= 32);
-                let host = if r.len == 0 { u32::MAX } else { u32::MAX.checked_shr(u32::from(r.len)).unwrap_or(0) };
+                let bits = r.family.bits();
+                assert!(r.len <= bits);
+                let host_bits = u32::from(bits - r.len);
+                let host = if host_bits == 0 { 0 } else { u128::MAX >> (128 - host_bits) };
                 assert_eq!(r.dst & host, 0, "{:?}", r);
+                if r.family == io::rtnl::Family::V4 {
+                    assert!(r.dst <= u128::from(u32::MAX) && r.gateway.unwrap_or(0) <= u128::from(u32::MAX));
+                }
             }
         }
     }

@@ -15,10 +15,9 @@ use graph::element::*;
 use graph::error::ConfigError;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
-use io::rtnl::{self, Message, Route, RouteSocket, RTN_UNICAST};
+use io::rtnl::{self, Family, Message, Place, Route, RouteSocket, RTN_UNICAST};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Write as _;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -74,16 +73,18 @@ impl Syncs {
         let mut out = Vec::new();
         for s in self.all() {
             let fail = |m: String| format!("{}: {}", s.declaration, m);
-            match router.handler_access(&s.lookup, "ctrl") {
-                None => return Err(fail(format!("no element '{}'", s.lookup))),
-                Some((_, false)) => {
+            // The lookup element's class says the family of the routes it takes.
+            let family = match router.read_handler(&format!("{}.class", s.lookup)).as_deref() {
+                Err(_) => return Err(fail(format!("no element '{}'", s.lookup))),
+                Ok("RadixIPLookup" | "LinearIPLookup" | "DirectIPLookup") => Family::V4,
+                Ok("LookupIP6Route") => Family::V6,
+                Ok(class) => {
                     return Err(fail(format!(
-                        "'{}' is not a route table with a 'ctrl' handler (RadixIPLookup, LinearIPLookup, DirectIPLookup)",
-                        s.lookup
+                        "'{}' is a {}, not a route table that takes routes (RadixIPLookup, LinearIPLookup, DirectIPLookup, LookupIP6Route)",
+                        s.lookup, class
                     )))
                 }
-                Some(_) => {}
-            }
+            };
             let outputs = router.outputs(&s.lookup).unwrap_or(0);
             for &port in s.devices.iter().map(|(_, p)| p).chain(s.blackhole.iter()) {
                 if port >= outputs {
@@ -98,8 +99,21 @@ impl Syncs {
             }
             let socket =
                 RouteSocket::subscribe().map_err(|e| fail(format!("route netlink: {}", strerror(&e))))?;
-            let mut state = State::new(s.clone());
-            state.resync(router).map_err(fail)?;
+            let mut state = State::new(s.clone(), family);
+            if let Err(e) = state.resync(router).map_err(fail)? {
+                graph::warn!("{}: {}", s.declaration, e);
+            }
+            let skipped = state.skipped.len();
+            if skipped > 0 && s.blackhole.is_none() {
+                graph::warn!(
+                    "{}: {} prefix{} of the kernel's table {} no output here (an interface not listed, or a route type the router cannot take): {} traffic follows shorter routes; BLACKHOLE OUTPUT sends it there instead",
+                    s.declaration,
+                    skipped,
+                    if skipped == 1 { "" } else { "es" },
+                    if skipped == 1 { "has" } else { "have" },
+                    if skipped == 1 { "its" } else { "their" }
+                );
+            }
             out.push(Follower { state, socket });
         }
         Ok(out)
@@ -152,9 +166,10 @@ impl Drop for Following {
 impl Follower {
     fn run(mut self, router: &RouterSpec, stop: &AtomicBool) {
         let mut buf = vec![0u8; 1 << 20];
-        // A resynchronisation asked for, and since when: done once the notifications
-        // pause, or after a second of them.
-        let mut resync_since: Option<Instant> = None;
+        // A resynchronisation asked for, and when it is due: 50 ms after the change
+        // that asked (so that a burst of link changes makes one), or a second after a
+        // failed one.
+        let mut resync_at: Option<Instant> = None;
         let mut last_error = String::new();
         while !stop.load(Ordering::SeqCst) {
             match self.socket.recv(&mut buf, POLL) {
@@ -164,15 +179,14 @@ impl Follower {
                             match m {
                                 Message::NewRoute(r) => self.state.kernel_add(r),
                                 Message::DelRoute(r) => self.state.kernel_remove(&r),
-                                Message::LinkOrAddress => {
-                                    resync_since.get_or_insert_with(Instant::now);
+                                Message::LinkAddressOrNexthop => {
+                                    resync_at.get_or_insert_with(|| Instant::now() + POLL);
                                 }
                                 _ => {}
                             }
                         }
                         if let Err(e) = self.state.write(router) {
                             self.warn(&mut last_error, e);
-                            resync_since.get_or_insert_with(Instant::now);
                         }
                     }
                     Err(e) => {
@@ -180,25 +194,30 @@ impl Follower {
                             &mut last_error,
                             format!("route netlink: {}", std::io::Error::from(e)),
                         );
-                        resync_since.get_or_insert_with(Instant::now);
+                        resync_at.get_or_insert_with(|| Instant::now() + POLL);
                     }
                 },
                 Ok(None) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    resync_since.get_or_insert_with(Instant::now);
+                    resync_at.get_or_insert_with(|| Instant::now() + POLL);
                 }
                 Err(e) => {
                     self.warn(&mut last_error, format!("route netlink: {}", strerror(&e)));
                     std::thread::sleep(POLL);
                 }
             }
-            let due = resync_since.is_some_and(|t| t.elapsed() >= POLL);
-            if due {
-                resync_since = None;
-                if let Err(e) = self.state.resync(router) {
-                    self.warn(&mut last_error, e);
-                    // Tried again a second later.
-                    resync_since = Some(Instant::now() + Duration::from_secs(1) - POLL);
+            if resync_at.is_some_and(|t| Instant::now() >= t) {
+                resync_at = None;
+                // What is queued happened before the dump, which shows it; after lost
+                // messages (ENOBUFS) it would undo changes the dump has.
+                self.socket.discard_queued(&mut buf);
+                match self.state.resync(router) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => self.warn(&mut last_error, e),
+                    Err(e) => {
+                        self.warn(&mut last_error, e);
+                        resync_at = Some(Instant::now() + Duration::from_secs(1));
+                    }
                 }
             }
         }
@@ -216,7 +235,7 @@ impl Follower {
 /// What the router's table should hold for a prefix: a gateway (or none) and an output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Hop {
-    gateway: Option<u32>,
+    gateway: Option<u128>,
     port: usize,
 }
 
@@ -226,27 +245,36 @@ struct Hop {
 struct KernelHop {
     kind: u8,
     oif: Option<u32>,
-    gateway: Option<u32>,
+    gateway: Option<u128>,
+    /// Its next hops are dead (link down): the kernel passes it over.
+    dead: bool,
 }
+
+/// A prefix: address bits (IPv4 in the low 32) and length.
+type Prefix = (u128, u8);
 
 /// The kernel's view of the followed table and what the router's table holds.
 struct State {
     sync: Arc<Sync>,
+    family: Family,
     /// Interface index -> output, resolved again at each resynchronisation.
     ports: HashMap<u32, usize>,
-    /// Routes by prefix, then by metric.
-    kernel: HashMap<(u32, u8), BTreeMap<u32, KernelHop>>,
-    installed: HashMap<(u32, u8), Hop>,
+    /// Routes by prefix, then by metric; of the routes of one metric (IPv6 allows
+    /// several, with different next hops; IPv4 with `ip route append`) the kernel
+    /// uses the first.
+    kernel: HashMap<Prefix, BTreeMap<u32, Vec<KernelHop>>>,
+    installed: HashMap<Prefix, Hop>,
     /// Prefixes whose kernel route the router cannot take.
-    skipped: HashSet<(u32, u8)>,
+    skipped: HashSet<Prefix>,
     /// Prefixes whose choice may have changed since the last write.
-    dirty: HashSet<(u32, u8)>,
+    dirty: HashSet<Prefix>,
 }
 
 impl State {
-    fn new(sync: Arc<Sync>) -> State {
+    fn new(sync: Arc<Sync>, family: Family) -> State {
         State {
             sync,
+            family,
             ports: HashMap::new(),
             kernel: HashMap::new(),
             installed: HashMap::new(),
@@ -255,14 +283,15 @@ impl State {
         }
     }
 
+    /// A route of the followed table and family, without a TOS: a TOS-specific route
+    /// applies to some packets only, which the router's table cannot say, and the
+    /// kernel takes the route without TOS for the rest.
     fn ours(&self, r: &Route) -> bool {
-        r.table == self.sync.table
+        r.table == self.sync.table && r.family == self.family && r.tos == 0
     }
 
     fn kernel_add(&mut self, r: Route) {
-        // A TOS-specific route applies to some packets only: the router's table
-        // cannot say that, and the kernel prefers the route without TOS for the rest.
-        if !self.ours(&r) || r.tos != 0 {
+        if !self.ours(&r) {
             return;
         }
         let key = (r.dst, r.len);
@@ -270,18 +299,48 @@ impl State {
             kind: r.kind,
             oif: r.oif,
             gateway: r.gateway,
+            dead: r.dead,
         };
-        self.kernel.entry(key).or_default().insert(r.priority, hop);
+        let same = |h: &KernelHop| h.oif == hop.oif && h.gateway == hop.gateway && h.kind == hop.kind;
+        let hops = self.kernel.entry(key).or_default().entry(r.priority).or_default();
+        match r.place {
+            // IPv6 replaces the route with all its next hops; IPv4 the first route of
+            // that prefix and metric.
+            Place::Replace if self.family == Family::V6 || hops.is_empty() => *hops = vec![hop],
+            Place::Replace => hops[0] = hop,
+            Place::First | Place::Last => {
+                if let Some(at) = hops.iter().position(same) {
+                    // The same route again (a dump after notifications): its news.
+                    hops[at] = hop;
+                } else if r.place == Place::First {
+                    hops.insert(0, hop);
+                } else {
+                    hops.push(hop);
+                }
+            }
+        }
         self.dirty.insert(key);
     }
 
     fn kernel_remove(&mut self, r: &Route) {
-        if !self.ours(r) || r.tos != 0 {
+        if !self.ours(r) {
             return;
         }
         let key = (r.dst, r.len);
         if let Some(by_metric) = self.kernel.get_mut(&key) {
-            by_metric.remove(&r.priority);
+            if let Some(hops) = by_metric.get_mut(&r.priority) {
+                // The route with that next hop, or (a removal that names none) the first.
+                let at = hops
+                    .iter()
+                    .position(|h| h.oif == r.oif && h.gateway == r.gateway)
+                    .or_else(|| (r.oif.is_none() && r.gateway.is_none()).then_some(0));
+                if let Some(at) = at.filter(|&i| i < hops.len()) {
+                    hops.remove(at);
+                }
+                if hops.is_empty() {
+                    by_metric.remove(&r.priority);
+                }
+            }
             if by_metric.is_empty() {
                 self.kernel.remove(&key);
             }
@@ -289,11 +348,18 @@ impl State {
         self.dirty.insert(key);
     }
 
-    /// The hop for `key`: the kernel's route of lowest metric, if the router can
-    /// take it (an interface it serves, or a dropping route with BLACKHOLE given).
-    /// `Err(())` when the kernel has a route the router cannot take.
-    fn wanted(&self, key: &(u32, u8)) -> Result<Option<Hop>, ()> {
-        let Some(best) = self.kernel.get(key).and_then(|m| m.values().next()) else {
+    /// The hop for `key`: the kernel's first live route of lowest metric, if the
+    /// router can take it (an interface it serves, or a dropping route with BLACKHOLE
+    /// given); none when every route is dead (the kernel then takes a shorter prefix's).
+    /// `Err` when the kernel's route cannot be taken, with what to install instead: the
+    /// BLACKHOLE output, if given.
+    fn wanted(&self, key: &Prefix) -> Result<Option<Hop>, Option<Hop>> {
+        let drop = self.sync.blackhole.map(|port| Hop { gateway: None, port });
+        let Some(best) = self
+            .kernel
+            .get(key)
+            .and_then(|m| m.values().flatten().find(|h| !h.dead))
+        else {
             return Ok(None);
         };
         match best.kind {
@@ -302,78 +368,150 @@ impl State {
                     gateway: best.gateway,
                     port,
                 })),
-                None => Err(()),
+                None => Err(drop),
             },
-            k if DROPPING_KINDS.contains(&k) => match self.sync.blackhole {
-                Some(port) => Ok(Some(Hop { gateway: None, port })),
-                None => Err(()),
-            },
-            _ => Err(()),
+            k if DROPPING_KINDS.contains(&k) && drop.is_some() => Ok(drop),
+            _ => Err(drop),
         }
     }
 
-    /// Writes the changes of the dirty prefixes to the lookup element, all at once.
+    fn address(&self, a: u128) -> String {
+        match self.family {
+            Family::V4 => Ipv4Addr::from(a as u32).to_string(),
+            Family::V6 => Ipv6Addr::from(a).to_string(),
+        }
+    }
+
+    /// `PREFIX/LEN [GATEWAY] OUTPUT`, or `PREFIX/LEN` for no hop.
+    fn route_text(&self, key: &Prefix, hop: Option<&Hop>) -> String {
+        let prefix = format!("{}/{}", self.address(key.0), key.1);
+        match hop {
+            Some(Hop {
+                gateway: Some(g),
+                port,
+            }) => format!("{} {} {}", prefix, self.address(*g), port),
+            Some(h) => format!("{} {}", prefix, h.port),
+            None => prefix,
+        }
+    }
+
+    /// Writes the changes of the dirty prefixes to the lookup element: for IPv4 all at
+    /// once through `ctrl` (`set` and `remove` lines), for IPv6 one by one through
+    /// `add` (which replaces) and `remove`, LookupIP6Route's `ctrl` taking one command.
+    /// A change the element refuses is left out (and reported), never the others.
     fn write(&mut self, router: &RouterSpec) -> Result<(), String> {
-        let mut text = String::new();
-        let mut next: Vec<((u32, u8), Option<Hop>)> = Vec::new();
-        let mut skipped = Vec::new();
-        for key in &self.dirty {
-            let want = self.wanted(key);
-            skipped.push((*key, want.is_err()));
-            let want = want.unwrap_or(None);
-            if self.installed.get(key) == want.as_ref() {
-                continue;
-            }
-            let prefix = format!("{}/{}", Ipv4Addr::from(key.0), key.1);
-            match want {
-                Some(h) => {
-                    let _ = match h.gateway {
-                        Some(g) => writeln!(text, "set {} {} {}", prefix, Ipv4Addr::from(g), h.port),
-                        None => writeln!(text, "set {} {}", prefix, h.port),
-                    };
+        let mut changes: Vec<(Prefix, Option<Hop>)> = Vec::new();
+        for key in std::mem::take(&mut self.dirty) {
+            let want = match self.wanted(&key) {
+                Ok(h) => {
+                    self.skipped.remove(&key);
+                    h
                 }
-                None => {
-                    let _ = writeln!(text, "remove {}", prefix);
+                Err(instead) => {
+                    self.skipped.insert(key);
+                    instead
+                }
+            };
+            if self.installed.get(&key) != want.as_ref() {
+                changes.push((key, want));
+            }
+        }
+        let lookup = self.sync.lookup.clone();
+        let mut refused = Vec::new();
+        let mut done = vec![false; changes.len()];
+        match self.family {
+            Family::V4 => {
+                let line = |(key, want): &(Prefix, Option<Hop>)| {
+                    let verb = if want.is_some() { "set" } else { "remove" };
+                    format!("{} {}\n", verb, self.route_text(key, want.as_ref()))
+                };
+                let text: String = changes.iter().map(line).collect();
+                let ctrl = format!("{}.ctrl", lookup);
+                if text.is_empty() || router.write_handler(&ctrl, &text).is_ok() {
+                    done.fill(true);
+                } else {
+                    // One by one: a prefix already gone is gone; a DirectIPLookup
+                    // route, which `set` does not replace, is removed and added.
+                    for (i, change) in changes.iter().enumerate() {
+                        let (key, want) = change;
+                        let r = router.write_handler(&ctrl, &line(change));
+                        done[i] = match (r, want) {
+                            (Ok(()), _) => true,
+                            (Err(e), None) => {
+                                e.contains("not found") || {
+                                    refused.push(e);
+                                    false
+                                }
+                            }
+                            (Err(_), Some(_)) => {
+                                let text = format!(
+                                    "remove {}\nadd {}\n",
+                                    self.route_text(key, None),
+                                    self.route_text(key, want.as_ref())
+                                );
+                                match router.write_handler(&ctrl, &text) {
+                                    Ok(()) => true,
+                                    Err(e) => {
+                                        refused.push(format!(
+                                            "{}: {}",
+                                            self.route_text(key, want.as_ref()),
+                                            e
+                                        ));
+                                        false
+                                    }
+                                }
+                            }
+                        };
+                    }
                 }
             }
-            next.push((*key, want));
+            Family::V6 => {
+                for (i, (key, want)) in changes.iter().enumerate() {
+                    let handler = if want.is_some() { "add" } else { "remove" };
+                    match router.write_handler(
+                        &format!("{}.{}", lookup, handler),
+                        &self.route_text(key, want.as_ref()),
+                    ) {
+                        Ok(()) => done[i] = true,
+                        Err(e) => refused.push(format!("{}: {}", self.route_text(key, want.as_ref()), e)),
+                    }
+                }
+            }
         }
-        if !text.is_empty() {
-            router
-                .write_handler(&format!("{}.ctrl", self.sync.lookup), &text)
-                .map_err(|e| format!("{}.ctrl: {}", self.sync.lookup, e))?;
-        }
-        let c = &self.sync.counters;
-        c.updates.fetch_add(next.len() as u64, Ordering::Relaxed);
-        for (key, want) in next {
+        let applied = done.iter().filter(|&&d| d).count();
+        for ((key, want), _) in changes.into_iter().zip(done).filter(|(_, d)| *d) {
             match want {
                 Some(h) => self.installed.insert(key, h),
                 None => self.installed.remove(&key),
             };
         }
-        for (key, skip) in skipped {
-            if skip {
-                self.skipped.insert(key);
-            } else {
-                self.skipped.remove(&key);
-            }
-        }
-        self.dirty.clear();
+        let c = &self.sync.counters;
+        c.updates.fetch_add(applied as u64, Ordering::Relaxed);
         c.routes.store(self.installed.len() as u64, Ordering::Relaxed);
         c.skipped.store(self.skipped.len() as u64, Ordering::Relaxed);
-        Ok(())
+        match refused.first() {
+            None => Ok(()),
+            Some(e) => Err(format!(
+                "{} refused {} change{} (the first: {})",
+                lookup,
+                refused.len(),
+                if refused.len() == 1 { "" } else { "s" },
+                e
+            )),
+        }
     }
 
     /// Takes the kernel's table whole again (interfaces resolved again too) and writes
-    /// the difference.
-    fn resync(&mut self, router: &RouterSpec) -> Result<(), String> {
+    /// the difference. The outer error is the dump's; the inner one changes refused.
+    fn resync(&mut self, router: &RouterSpec) -> Result<Result<(), String>, String> {
         self.ports = self
             .sync
             .devices
             .iter()
             .filter_map(|(name, port)| ifindex(name).map(|i| (i, *port)))
             .collect();
-        let routes = rtnl::dump_routes().map_err(|e| format!("route netlink dump: {}", strerror(&e)))?;
+        let routes =
+            rtnl::dump_routes(self.family).map_err(|e| format!("route netlink dump: {}", strerror(&e)))?;
         self.dirty.extend(self.kernel.keys().copied());
         self.dirty.extend(self.installed.keys().copied());
         self.kernel.clear();
@@ -381,7 +519,7 @@ impl State {
             self.kernel_add(r);
         }
         self.sync.counters.resyncs.fetch_add(1, Ordering::Relaxed);
-        self.write(router)
+        Ok(self.write(router))
     }
 }
 

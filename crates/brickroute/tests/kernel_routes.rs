@@ -1,7 +1,8 @@
 //! `KernelRoutes` in a running router, inside a network namespace (root needed): the
-//! kernel's IPv4 table is in the lookup element when the router starts, and every
-//! change `ip route` makes (added, replaced, removed, a better metric, routes the
-//! kernel drops silently when an address goes) reaches it while the router runs.
+//! kernel's IPv4 or IPv6 table is in the lookup element when the router starts, and
+//! every change `ip route` makes (added, replaced, removed, a better metric, one next
+//! hop of several removed, routes the kernel drops silently when an address goes)
+//! reaches it while the router runs.
 
 mod common;
 #[path = "common/control_client.rs"]
@@ -66,6 +67,26 @@ fn configure_in(ns: &Netns, config: &str, handlers: &[&str]) -> Output {
 const LOOKUP: &str = "InfiniteSource(LIMIT 0) -> rt :: RadixIPLookup; \
     rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard; rt[3] -> Discard;";
 
+/// A router following `ns`'s table with `KernelRoutes(rt, d0 1, d1 2 EXTRA)` and a
+/// control socket; the directory holds the socket.
+fn follow(
+    ns: &Netns,
+    extra: &str,
+    handlers: &[&str],
+) -> (tempfile::TempDir, RouterProcess, Client<UnixStream>) {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = format!(
+        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2{}); {}",
+        sock.display(),
+        extra,
+        LOOKUP
+    );
+    let mut p = router_in(ns, &config, handlers);
+    let c = connect_unix(&sock, &mut p);
+    (dir, p, c)
+}
+
 /// The route table's lines, sorted.
 fn table(c: &mut Client<UnixStream>) -> Vec<String> {
     let mut v: Vec<String> = c
@@ -98,15 +119,7 @@ fn the_kernels_table_is_followed_while_the_router_runs() {
     ns.ip(&["route", "add", "192.0.2.0/24", "via", "198.18.0.2"]);
     ns.ip(&["route", "add", "default", "via", "198.19.0.2"]);
     ns.ip(&["route", "add", "blackhole", "10.9.0.0/16"]);
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("s");
-    let config = format!(
-        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2); {}",
-        sock.display(),
-        LOOKUP
-    );
-    let mut p = router_in(&ns, &config, &["k.routes"]);
-    let mut c = connect_unix(&sock, &mut p);
+    let (_dir, mut p, mut c) = follow(&ns, "", &["k.routes"]);
 
     // Installed before the first packet: the connected networks, the route via a
     // gateway, the default route; the blackhole route has no output to go to.
@@ -260,7 +273,7 @@ fn bad_configurations_are_refused_with_the_reason() {
         ),
         (
             "k :: KernelRoutes(c, d0 1); InfiniteSource(LIMIT 0) -> c :: Counter -> Discard",
-            "k :: KernelRoutes: 'c' is not a route table with a 'ctrl' handler",
+            "k :: KernelRoutes: 'c' is a Counter, not a route table that takes routes",
         ),
     ];
     for (k, want) in cases {
@@ -270,4 +283,329 @@ fn bad_configurations_are_refused_with_the_reason() {
         assert!(!out.status.success(), "{k}");
         assert!(err.contains(want), "{k}: {err}");
     }
+}
+
+#[test]
+fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
+    let ns = Netns::new("k6");
+    // Netns turns IPv6 off; this test wants it, on the interfaces made after this.
+    ns.run(|| {
+        for f in ["all", "default"] {
+            std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", f), "0").unwrap();
+        }
+    });
+    for (d, p, a) in [("d0", "p0", "2001:db8::1/64"), ("d1", "p1", "2001:db8:1::1/64")] {
+        ns.ip(&["link", "add", d, "type", "veth", "peer", "name", p]);
+        ns.ip(&["link", "set", d, "up"]);
+        ns.ip(&["link", "set", p, "up"]);
+        ns.ip(&["-6", "addr", "add", a, "dev", d, "nodad"]);
+    }
+    ns.ip(&["-6", "route", "add", "2001:db8:100::/48", "via", "2001:db8::2"]);
+    ns.ip(&["-6", "route", "add", "default", "via", "2001:db8:1::2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = format!(
+        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2); \
+         InfiniteSource(LIMIT 0) -> rt :: LookupIP6Route; rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;",
+        sock.display()
+    );
+    let mut p = router_in(&ns, &config, &[]);
+    let mut c = connect_unix(&sock, &mut p);
+    // The table's lines but its heading and the link-local networks (fe80::/64 on both
+    // interfaces, one of which the table holds).
+    let routes = |c: &mut Client<UnixStream>| -> Vec<String> {
+        let mut v: Vec<String> = c
+            .read("rt.table")
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("fe80::/64"))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    };
+    let wait = |c: &mut Client<UnixStream>, want: &[&str]| {
+        let mut want = want.to_vec();
+        want.sort();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = routes(c);
+            if got == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "table {:?}, expected {:?}", got, want);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait(
+        &mut c,
+        &[
+            "2001:db8:100::/48 2001:db8::2 1",
+            "2001:db8:1::/64 :: 2",
+            "2001:db8::/64 :: 1",
+            "::/0 2001:db8:1::2 2",
+        ],
+    );
+    ns.ip(&[
+        "-6",
+        "route",
+        "replace",
+        "2001:db8:100::/48",
+        "via",
+        "2001:db8:1::2",
+    ]);
+    wait(
+        &mut c,
+        &[
+            "2001:db8:100::/48 2001:db8:1::2 2",
+            "2001:db8:1::/64 :: 2",
+            "2001:db8::/64 :: 1",
+            "::/0 2001:db8:1::2 2",
+        ],
+    );
+    ns.ip(&["-6", "route", "del", "2001:db8:100::/48"]);
+    // Two next hops for one prefix: one is installed; when that one goes, the other.
+    ns.ip(&[
+        "-6",
+        "route",
+        "add",
+        "2001:db8:200::/48",
+        "nexthop",
+        "via",
+        "2001:db8::2",
+        "nexthop",
+        "via",
+        "2001:db8:1::2",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let first = loop {
+        if let Some(l) = routes(&mut c)
+            .into_iter()
+            .find(|l| l.starts_with("2001:db8:200::/48"))
+        {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "multipath route never installed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (gone, other) = if first.ends_with(" 1") {
+        ("2001:db8::2", "2001:db8:200::/48 2001:db8:1::2 2")
+    } else {
+        ("2001:db8:1::2", "2001:db8:200::/48 2001:db8::2 1")
+    };
+    ns.ip(&["-6", "route", "del", "2001:db8:200::/48", "via", gone]);
+    wait(
+        &mut c,
+        &[
+            "2001:db8:1::/64 :: 2",
+            "2001:db8::/64 :: 1",
+            other,
+            "::/0 2001:db8:1::2 2",
+        ],
+    );
+    c.send("WRITE stop\n");
+    assert!(p.wait_exit(Duration::from_secs(20)).success());
+}
+
+/// What the kernel does with a packet to `addr` (`ip route get`), as the router's
+/// `rt.lookup` says it (`PORT [GATEWAY]`, `-1` for no route or a dropping one), with
+/// d0 as output 1, d1 as 2, and any other interface as `other`.
+fn kernel_says(ns: &Netns, addr: &str, other: &str) -> String {
+    let o = Command::new("ip")
+        .args(["-n", &ns.name, "route", "get", addr])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    // (No route, or a dropping one, for which `ip route get` fails.)
+    if !o.status.success() {
+        return "-1".to_string();
+    }
+    let after = |k: &str| {
+        words
+            .iter()
+            .position(|w| *w == k)
+            .and_then(|i| words.get(i + 1))
+            .copied()
+    };
+    let port = match after("dev") {
+        Some("d0") => "1",
+        Some("d1") => "2",
+        _ => other,
+    };
+    match after("via") {
+        Some(gw) => format!("{} {}", port, gw),
+        None => port.to_string(),
+    }
+}
+
+/// Waits (bounded) until the router answers each address as the kernel does.
+fn wait_as_kernel(ns: &Netns, c: &mut Client<UnixStream>, addrs: &[&str], other: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let diff: Vec<(String, String, String)> = addrs
+            .iter()
+            .map(|a| {
+                (
+                    a.to_string(),
+                    kernel_says(ns, a, other),
+                    c.read(&format!("rt.lookup {}", a)),
+                )
+            })
+            .filter(|(_, k, r)| k != r)
+            .collect();
+        if diff.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "(address, kernel, router): {:?}", diff);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_router_chooses_among_routes_as_the_kernel_does() {
+    let ns = namespace();
+    ns.ip(&["route", "add", "default", "via", "198.19.0.2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    // p0 is not listed: its routes go to BLACKHOLE output 3, as the kernel's dropping ones.
+    let config = format!(
+        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2, BLACKHOLE 3); {}",
+        sock.display(),
+        LOOKUP
+    );
+    let mut p = router_in(&ns, &config, &[]);
+    let mut c = connect_unix(&sock, &mut p);
+    let probes = [
+        "172.16.1.1",
+        "172.17.1.1",
+        "172.18.1.1",
+        "172.20.1.1",
+        "10.51.1.1",
+    ];
+
+    // Routes of one prefix and metric: the kernel uses the first; append puts one at
+    // the end, prepend (and add) in front; deleting one leaves the others.
+    ns.ip(&["route", "append", "172.16.0.0/16", "via", "198.18.0.2"]);
+    ns.ip(&["route", "append", "172.16.0.0/16", "via", "198.19.0.2"]);
+    ns.ip(&["route", "add", "172.18.0.0/16", "via", "198.18.0.2"]);
+    ns.ip(&["route", "prepend", "172.18.0.0/16", "via", "198.19.0.2"]);
+    ns.ip(&["route", "add", "blackhole", "192.0.2.0/24"]);
+    ns.ip(&["route", "add", "10.51.0.0/16", "dev", "p0"]);
+    // A multipath route, and a route through a nexthop object.
+    ns.ip(&[
+        "route",
+        "add",
+        "172.17.0.0/16",
+        "nexthop",
+        "via",
+        "198.18.0.2",
+        "nexthop",
+        "via",
+        "198.19.0.2",
+    ]);
+    ns.ip(&["nexthop", "add", "id", "7", "via", "198.18.0.2", "dev", "d0"]);
+    ns.ip(&["route", "add", "172.20.0.0/16", "nhid", "7"]);
+    wait_as_kernel(&ns, &mut c, &probes, "3");
+    assert_eq!(c.read("rt.lookup 172.16.1.1"), "1 198.18.0.2");
+    assert_eq!(c.read("rt.lookup 172.18.1.1"), "2 198.19.0.2");
+    assert_eq!(c.read("rt.lookup 10.51.1.1"), "3");
+    assert_eq!(c.read("rt.lookup 192.0.2.1"), "3");
+
+    ns.ip(&["route", "del", "172.16.0.0/16", "via", "198.18.0.2"]);
+    ns.ip(&["route", "del", "172.18.0.0/16", "via", "198.19.0.2"]);
+    wait_as_kernel(&ns, &mut c, &probes, "3");
+    assert_eq!(c.read("rt.lookup 172.16.1.1"), "2 198.19.0.2");
+
+    // Deleting a nexthop object removes its routes without a route notification.
+    ns.ip(&["nexthop", "del", "id", "7"]);
+    wait_as_kernel(&ns, &mut c, &probes, "3");
+    assert_eq!(c.read("rt.lookup 172.20.1.1"), "2 198.19.0.2");
+
+    // d0 down: its next hops are dead; the multipath route goes through d1, the rest
+    // through d0 is gone (the default route takes it).
+    ns.ip(&["link", "set", "d0", "down"]);
+    wait_as_kernel(&ns, &mut c, &probes, "3");
+    assert_eq!(c.read("rt.lookup 172.17.1.1"), "2 198.19.0.2");
+    ns.ip(&["link", "set", "d0", "up"]);
+    wait_as_kernel(&ns, &mut c, &probes, "3");
+
+    c.send("WRITE stop\n");
+    assert!(p.wait_exit(Duration::from_secs(20)).success());
+}
+
+#[test]
+fn changes_lost_while_the_router_was_not_reading_are_recovered() {
+    let ns = namespace();
+    let (dir, mut p, mut c) = follow(&ns, "", &[]);
+    // Stopped, the router reads no notification: its socket's buffer overflows and
+    // the kernel drops the last ones (ENOBUFS), among them the removal of 10.200/16.
+    // SAFETY: kill(2) on our own child, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(p.pid(), libc::SIGSTOP) }, 0);
+    let batch = dir.path().join("batch");
+    let mut text = String::new();
+    for i in 0..30_000u32 {
+        text.push_str(&format!(
+            "route add 11.{}.{}.0/24 via 198.18.0.2\n",
+            i >> 8,
+            i & 255
+        ));
+    }
+    text.push_str("route add 10.200.0.0/16 via 198.18.0.2\n");
+    for i in 0..2_000u32 {
+        text.push_str(&format!(
+            "route add 12.{}.{}.0/24 via 198.19.0.2\n",
+            i >> 8,
+            i & 255
+        ));
+    }
+    text.push_str("route del 10.200.0.0/16\n");
+    std::fs::write(&batch, text).unwrap();
+    ns.ip(&["-batch", batch.to_str().unwrap()]);
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(p.pid(), libc::SIGCONT) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c.read("k.routes") != "32002" {
+        assert!(Instant::now() < deadline, "routes {}", c.read("k.routes"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(c.read("rt.lookup 10.200.0.1"), "-1");
+    assert!(
+        c.read("k.resyncs").parse::<u64>().unwrap() >= 2,
+        "no resynchronisation: the test lost nothing"
+    );
+    c.send("WRITE stop\n");
+    assert!(p.wait_exit(Duration::from_secs(20)).success());
+}
+
+#[test]
+fn a_route_the_lookup_element_has_already_is_replaced_and_one_removed_by_hand_is_no_obstacle() {
+    let ns = namespace();
+    // DirectIPLookup does not replace a route with `set`: its configured route for
+    // d0's network gives way to the kernel's all the same.
+    let config = "k :: KernelRoutes(rt, d0 1, d1 2); \
+        InfiniteSource(LIMIT 0) -> rt :: DirectIPLookup(198.18.0.0/24 0); rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;";
+    let out = configure_in(&ns, config, &["rt.table"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "198.18.0.0/24\t\t0.0.0.0\t\t1\n198.19.0.0/24\t\t0.0.0.0\t\t2\n"
+    );
+
+    // A route removed by hand, then by the kernel: the removal that fails does not
+    // hold up the changes after it.
+    ns.ip(&["route", "add", "172.17.0.0/16", "via", "198.18.0.2"]);
+    let (_dir, mut p, mut c) = follow(&ns, "", &[]);
+    assert_eq!(
+        c.status("WRITE rt.remove 172.17.0.0/16\n"),
+        "200 Write handler 'rt.remove' OK\r\n"
+    );
+    ns.ip(&["route", "del", "172.17.0.0/16"]);
+    ns.ip(&["route", "add", "192.168.6.0/24", "dev", "d1"]);
+    wait_table(
+        &mut c,
+        &["192.168.6.0/24 - 2", "198.18.0.0/24 - 1", "198.19.0.0/24 - 2"],
+    );
+    assert_eq!(c.read("k.routes"), "3");
+    c.send("WRITE stop\n");
+    assert!(p.wait_exit(Duration::from_secs(20)).success());
 }

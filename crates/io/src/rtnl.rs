@@ -1,8 +1,8 @@
-//! The kernel's IPv4 routes over route netlink: a dump of a routing table, and the
-//! notifications of its changes (RTM_NEWROUTE, RTM_DELROUTE) and of the links and
-//! addresses whose changes move routes without a notification of their own (Linux
-//! drops the routes through an interface that goes down, or whose address goes,
-//! silently). `parse` reads any bytes without panicking (fuzzed).
+//! The kernel's IPv4 and IPv6 routes over route netlink: a dump of the routing tables,
+//! and the notifications of their changes (RTM_NEWROUTE, RTM_DELROUTE) and of the
+//! links and addresses whose changes move routes without a notification of their own
+//! (Linux drops the IPv4 routes through an interface that goes down, or whose address
+//! goes, silently). `parse` reads any bytes without panicking (fuzzed).
 
 use crate::xdp::ReplyError;
 use std::io;
@@ -21,9 +21,14 @@ const RTM_DELADDR: u16 = 21;
 const RTM_NEWROUTE: u16 = 24;
 const RTM_DELROUTE: u16 = 25;
 const RTM_GETROUTE: u16 = 26;
+const RTM_NEWNEXTHOP: u16 = 104;
+const RTM_DELNEXTHOP: u16 = 105;
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_DUMP_INTR: u16 = 0x10;
 const NLM_F_DUMP: u16 = 0x300;
+const NLM_F_MULTI: u16 = 0x2;
+const NLM_F_REPLACE: u16 = 0x100;
+const NLM_F_APPEND: u16 = 0x800;
 const NLA_TYPE_MASK: u16 = 0x3fff;
 
 const RTA_DST: u16 = 1;
@@ -35,17 +40,48 @@ const RTA_TABLE: u16 = 15;
 
 /// `RTM_F_CLONED`: a route cache entry, not a route.
 const RTM_F_CLONED: u32 = 0x200;
+/// `RTNH_F_DEAD`: a next hop the kernel does not use (its link is down).
+const RTNH_F_DEAD: u32 = 0x1;
+/// `RTNLGRP_NEXTHOP`: nexthop objects (`ip nexthop`), joined by setsockopt: its number
+/// is past the 32 bits of `nl_groups`.
+const RTNLGRP_NEXTHOP: libc::c_int = 32;
 
-/// Multicast groups (`RTMGRP_*`): links, IPv4 addresses, IPv4 routes.
-const GROUPS: u32 = 0x1 | 0x10 | 0x40;
+/// Multicast groups (`RTMGRP_*`): links, IPv4 addresses and routes, IPv6 addresses
+/// and routes.
+const GROUPS: u32 = 0x1 | 0x10 | 0x40 | 0x100 | 0x400;
 
 /// `RTN_UNICAST`: a route to a gateway or a directly connected network.
 pub const RTN_UNICAST: u8 = 1;
 
-/// One IPv4 route as the kernel describes it.
+/// An address family of routes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    /// The longest prefix: 32 or 128.
+    pub fn bits(self) -> u8 {
+        match self {
+            Family::V4 => 32,
+            Family::V6 => 128,
+        }
+    }
+    fn af(self) -> u8 {
+        match self {
+            Family::V4 => libc::AF_INET as u8,
+            Family::V6 => libc::AF_INET6 as u8,
+        }
+    }
+}
+
+/// One route as the kernel describes it. Addresses are numbers, most significant bit
+/// first: an IPv4 one in the low 32 bits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
-    pub dst: u32,
+    pub family: Family,
+    pub dst: u128,
     pub len: u8,
     pub tos: u8,
     pub table: u32,
@@ -56,7 +92,24 @@ pub struct Route {
     pub priority: u32,
     /// The output interface and gateway, or those of a multipath route's first hop.
     pub oif: Option<u32>,
-    pub gateway: Option<u32>,
+    pub gateway: Option<u128>,
+    /// Where a new route goes among the routes of its prefix and metric.
+    pub place: Place,
+    /// Every next hop is dead (`RTNH_F_DEAD`: its link is down): the kernel passes the
+    /// route over. Of a multipath route's hops, `oif` and `gateway` are the first live one's.
+    pub dead: bool,
+}
+
+/// Where a new route goes among the kernel's routes of the same prefix and metric, of
+/// which the kernel uses the first live one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// In front (`ip route add`, `prepend`).
+    First,
+    /// At the end (`ip route append`; a dump lists routes in the kernel's order).
+    Last,
+    /// In place of the first (`NLM_F_REPLACE`: `ip route replace`, `change`).
+    Replace,
 }
 
 /// What one netlink message says.
@@ -65,8 +118,9 @@ pub enum Message {
     /// A route added or replaced, or one of a dump.
     NewRoute(Route),
     DelRoute(Route),
-    /// A link or an IPv4 address changed: routes may have moved without a message.
-    LinkOrAddress,
+    /// A link, an address or a nexthop object changed: routes may have moved without
+    /// a message.
+    LinkAddressOrNexthop,
     /// The end of a dump.
     Done,
     /// A dump the kernel says was interrupted by a change: to be taken again.
@@ -83,9 +137,12 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-/// An IPv4 address attribute (network byte order).
-fn addr_at(b: &[u8]) -> Option<u32> {
-    Some(u32::from_be_bytes(b.get(..4)?.try_into().ok()?))
+/// An address attribute of `family` (network byte order).
+fn addr_at(family: Family, b: &[u8]) -> Option<u128> {
+    match family {
+        Family::V4 => Some(u128::from(u32::from_be_bytes(b.get(..4)?.try_into().ok()?))),
+        Family::V6 => Some(u128::from_be_bytes(b.get(..16)?.try_into().ok()?)),
+    }
 }
 
 fn align4(n: usize) -> usize {
@@ -110,8 +167,8 @@ fn attributes(mut b: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8]), ReplyEr
     })
 }
 
-/// Every message of a datagram the kernel sent. IPv6 routes, route cache entries and
-/// messages of other types are left out.
+/// Every message of a datagram the kernel sent. Routes of other families, route cache
+/// entries and messages of other types are left out.
 pub fn parse(buf: &[u8]) -> Result<Vec<Message>, ReplyError> {
     let mut out = Vec::new();
     let mut rest = buf;
@@ -134,9 +191,18 @@ pub fn parse(buf: &[u8]) -> Result<Vec<Message>, ReplyError> {
                 }
             }
             NLMSG_DONE => out.push(Message::Done),
-            RTM_NEWLINK | RTM_DELLINK | RTM_NEWADDR | RTM_DELADDR => out.push(Message::LinkOrAddress),
+            RTM_NEWLINK | RTM_DELLINK | RTM_NEWADDR | RTM_DELADDR | RTM_NEWNEXTHOP | RTM_DELNEXTHOP => {
+                out.push(Message::LinkAddressOrNexthop)
+            }
             RTM_NEWROUTE | RTM_DELROUTE => {
-                if let Some(r) = parse_route(body)? {
+                if let Some(mut r) = parse_route(body)? {
+                    r.place = if flags & NLM_F_REPLACE != 0 {
+                        Place::Replace
+                    } else if flags & (NLM_F_APPEND | NLM_F_MULTI) != 0 || ty == RTM_DELROUTE {
+                        Place::Last
+                    } else {
+                        Place::First
+                    };
                     out.push(if ty == RTM_NEWROUTE {
                         Message::NewRoute(r)
                     } else {
@@ -151,16 +217,22 @@ pub fn parse(buf: &[u8]) -> Result<Vec<Message>, ReplyError> {
     Ok(out)
 }
 
-/// An `rtmsg` and its attributes; `None` for what is not an IPv4 route.
+/// An `rtmsg` and its attributes; `None` for what is not an IPv4 or IPv6 route.
 fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
     let Some(hdr) = body.get(..RTMSG) else {
         return Err(ReplyError::Malformed("truncated rtmsg"));
     };
     let flags = u32_at(hdr, 8).unwrap_or(0);
-    if hdr[0] != libc::AF_INET as u8 || flags & RTM_F_CLONED != 0 || hdr[1] > 32 {
+    let family = match hdr[0] {
+        f if f == libc::AF_INET as u8 => Family::V4,
+        f if f == libc::AF_INET6 as u8 => Family::V6,
+        _ => return Ok(None),
+    };
+    if flags & RTM_F_CLONED != 0 || hdr[1] > family.bits() {
         return Ok(None);
     }
     let mut r = Route {
+        family,
         dst: 0,
         len: hdr[1],
         tos: hdr[3],
@@ -169,40 +241,56 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
         priority: 0,
         oif: None,
         gateway: None,
+        place: Place::Last,
+        dead: flags & RTNH_F_DEAD != 0,
     };
     for a in attributes(&body[RTMSG..]) {
         let (ty, p) = a?;
         match ty {
-            RTA_DST => r.dst = addr_at(p).ok_or(ReplyError::Malformed("short RTA_DST"))?,
+            RTA_DST => r.dst = addr_at(family, p).ok_or(ReplyError::Malformed("short RTA_DST"))?,
             RTA_OIF => r.oif = u32_at(p, 0),
-            RTA_GATEWAY => r.gateway = addr_at(p),
+            RTA_GATEWAY => r.gateway = addr_at(family, p),
             RTA_PRIORITY => r.priority = u32_at(p, 0).unwrap_or(0),
             RTA_TABLE => r.table = u32_at(p, 0).unwrap_or(r.table),
             RTA_MULTIPATH if r.oif.is_none() => {
-                // struct rtnexthop: len, flags, hops, ifindex; then its attributes.
-                let len = u16_at(p, 0).unwrap_or(0) as usize;
-                if len >= RTNEXTHOP && len <= p.len() {
-                    r.oif = u32_at(p, 4);
-                    for na in attributes(&p[RTNEXTHOP..len]) {
+                // struct rtnexthop: len, flags, hops, ifindex; then its attributes. The
+                // first live hop, or the first if all are dead.
+                let mut rest = p;
+                let mut first: Option<(Option<u32>, Option<u128>)> = None;
+                while rest.len() >= RTNEXTHOP {
+                    let len = u16_at(rest, 0).unwrap_or(0) as usize;
+                    if len < RTNEXTHOP || len > rest.len() {
+                        return Err(ReplyError::Malformed("rtnexthop length out of bounds"));
+                    }
+                    let mut gw = None;
+                    for na in attributes(&rest[RTNEXTHOP..len]) {
                         let (nty, np) = na?;
                         if nty == RTA_GATEWAY {
-                            r.gateway = addr_at(np);
+                            gw = addr_at(family, np);
                         }
                     }
+                    let hop = (u32_at(rest, 4), gw);
+                    let dead = u32::from(rest[2]) & RTNH_F_DEAD != 0;
+                    first.get_or_insert(hop);
+                    if !dead {
+                        (r.oif, r.gateway, r.dead) = (hop.0, hop.1, false);
+                        break;
+                    }
+                    (r.oif, r.gateway, r.dead) = (first.unwrap_or(hop).0, first.unwrap_or(hop).1, true);
+                    rest = &rest[align4(len).min(rest.len())..];
                 }
             }
             _ => {}
         }
     }
     // Bits beyond the prefix length are not part of the route.
-    r.dst &= if r.len == 0 { 0 } else { u32::MAX << (32 - r.len) };
+    let host_bits = u32::from(family.bits() - r.len);
+    r.dst = if host_bits >= 128 {
+        0
+    } else {
+        r.dst >> host_bits << host_bits
+    };
     Ok(Some(r))
-}
-
-/// A route netlink socket. `subscribe` joins the groups of route, link and address
-/// changes; `dump` asks for every IPv4 route.
-pub struct RouteSocket {
-    fd: OwnedFd,
 }
 
 /// A new route netlink socket, not bound yet (the kernel binds it at the first send).
@@ -220,6 +308,12 @@ pub(crate) fn route_netlink_socket() -> io::Result<OwnedFd> {
     }
     // SAFETY: `fd` is a new descriptor owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A route netlink socket. `subscribe` joins the groups of route, link and address
+/// changes; `request_dump` asks for every route of a family.
+pub struct RouteSocket {
+    fd: OwnedFd,
 }
 
 impl RouteSocket {
@@ -242,24 +336,58 @@ impl RouteSocket {
         }
         let s = RouteSocket { fd };
         // Room for a burst of changes (a routing daemon installing a full table); a
-        // smaller buffer only means more resynchronisations (ENOBUFS).
-        let size: libc::c_int = 8 << 20;
-        // SAFETY: setsockopt with a c_int of the size passed; failure is harmless.
-        unsafe {
-            libc::setsockopt(
-                s.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                &size as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as u32,
-            );
-        }
+        // smaller buffer only means more resynchronisations (ENOBUFS), so a refusal is
+        // harmless.
+        s.set_option(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20);
         Ok(s)
     }
 
-    /// A socket that receives the changes of routes, links and IPv4 addresses.
+    /// setsockopt of an int; whether it took.
+    fn set_option(&self, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> bool {
+        // SAFETY: setsockopt with a c_int of the size passed, on our own descriptor.
+        unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                level,
+                name,
+                &value as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as u32,
+            ) == 0
+        }
+    }
+
+    /// A socket that receives the changes of routes, links, addresses and nexthop
+    /// objects.
     pub fn subscribe() -> io::Result<RouteSocket> {
-        RouteSocket::open(GROUPS)
+        let s = RouteSocket::open(GROUPS)?;
+        // A kernel without nexthop objects refuses it, and then has none to change.
+        s.set_option(libc::SOL_NETLINK, libc::NETLINK_ADD_MEMBERSHIP, RTNLGRP_NEXTHOP);
+        Ok(s)
+    }
+
+    /// recv(2) without waiting: the datagram's length, or -1 with errno set.
+    fn recv_now(&self, buf: &mut [u8]) -> isize {
+        // SAFETY: `buf` is writable for buf.len() bytes.
+        unsafe {
+            libc::recv(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        }
+    }
+
+    /// Drops every datagram waiting, up to the moment of the call: before a dump, so
+    /// that changes the dump already shows are not applied again after it (some of
+    /// them older than changes whose messages were lost).
+    pub fn discard_queued(&self, buf: &mut [u8]) {
+        loop {
+            let n = self.recv_now(buf);
+            if n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::ENOBUFS) {
+                return;
+            }
+        }
     }
 
     /// A socket for a dump.
@@ -267,8 +395,8 @@ impl RouteSocket {
         RouteSocket::open(0)
     }
 
-    /// Asks for every IPv4 route (the answers come as `NewRoute`, then `Done`).
-    pub fn request_dump(&self, seq: u32) -> io::Result<()> {
+    /// Asks for every route of `family` (the answers come as `NewRoute`, then `Done`).
+    pub fn request_dump(&self, family: Family, seq: u32) -> io::Result<()> {
         let len = NLMSG_HDR + RTMSG;
         let mut m = Vec::with_capacity(len);
         m.extend_from_slice(&(len as u32).to_ne_bytes());
@@ -276,7 +404,7 @@ impl RouteSocket {
         m.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
         m.extend_from_slice(&seq.to_ne_bytes());
         m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(&[libc::AF_INET as u8, 0, 0, 0, 0, 0, 0, 0]);
+        m.extend_from_slice(&[family.af(), 0, 0, 0, 0, 0, 0, 0]);
         m.extend_from_slice(&0u32.to_ne_bytes());
         // SAFETY: `m` is readable for m.len() bytes; the kernel is the default peer.
         let sent = unsafe { libc::send(self.fd.as_raw_fd(), m.as_ptr() as *const libc::c_void, m.len(), 0) };
@@ -309,15 +437,7 @@ impl RouteSocket {
         if r == 0 {
             return Ok(None);
         }
-        // SAFETY: `buf` is writable for buf.len() bytes.
-        let n = unsafe {
-            libc::recv(
-                self.fd.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
+        let n = self.recv_now(buf);
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
@@ -329,15 +449,15 @@ impl RouteSocket {
     }
 }
 
-/// Every IPv4 route of every table, taken again while the kernel reports the dump
-/// interrupted by a change.
-pub fn dump_routes() -> io::Result<Vec<Route>> {
+/// Every route of `family` in every table, taken again while the kernel reports the
+/// dump interrupted by a change.
+pub fn dump_routes(family: Family) -> io::Result<Vec<Route>> {
     let mut buf = vec![0u8; 1 << 20];
     let mut attempt = 0u32;
     'again: loop {
         attempt += 1;
         let s = RouteSocket::unsubscribed()?;
-        s.request_dump(attempt)?;
+        s.request_dump(family, attempt)?;
         let mut routes = Vec::new();
         loop {
             let Some(n) = s.recv(&mut buf, Duration::from_secs(10))? else {

@@ -51,6 +51,7 @@ fn a_route_with_gateway_interface_and_metric() {
         ],
     );
     let want = Route {
+        family: Family::V4,
         dst: 0xc000_0200,
         len: 24,
         tos: 0,
@@ -59,15 +60,27 @@ fn a_route_with_gateway_interface_and_metric() {
         priority: 100,
         oif: Some(3),
         gateway: Some(0xc612_0002),
+        place: Place::First,
+        dead: false,
     };
     let mut buf = msg(RTM_NEWROUTE, 0, &body);
+    buf.extend(msg(RTM_NEWROUTE, NLM_F_REPLACE, &body));
+    buf.extend(msg(RTM_NEWROUTE, NLM_F_APPEND, &body));
+    buf.extend(msg(RTM_NEWROUTE, NLM_F_MULTI, &body));
     buf.extend(msg(RTM_DELROUTE, 0, &body));
     buf.extend(msg(NLMSG_DONE, 0, &[0; 4]));
+    let at = |place| Route {
+        place,
+        ..want.clone()
+    };
     assert_eq!(
         parse(&buf).unwrap(),
         vec![
             Message::NewRoute(want.clone()),
-            Message::DelRoute(want),
+            Message::NewRoute(at(Place::Replace)),
+            Message::NewRoute(at(Place::Last)),
+            Message::NewRoute(at(Place::Last)),
+            Message::DelRoute(at(Place::Last)),
             Message::Done
         ]
     );
@@ -111,34 +124,107 @@ fn a_connected_route_and_the_default_route() {
     assert_eq!((c.dst, c.len, c.gateway, c.oif), (0x0a00_0000, 8, None, Some(2)));
 }
 
-#[test]
-fn a_multipath_route_takes_its_first_hop() {
+/// An RTA_MULTIPATH payload: (flags, ifindex, gateway) per hop.
+fn hops(list: &[(u8, u32, [u8; 4])]) -> Vec<u8> {
     let mut hops = Vec::new();
-    for (ifindex, gw) in [(5u32, [198, 18, 0, 2]), (6, [198, 19, 0, 2])] {
-        let g = attr(RTA_GATEWAY, &gw);
+    for (flags, ifindex, gw) in list {
+        let g = attr(RTA_GATEWAY, gw);
         hops.extend_from_slice(&((RTNEXTHOP + g.len()) as u16).to_ne_bytes());
-        hops.extend_from_slice(&[0, 0]);
+        hops.extend_from_slice(&[*flags, 0]);
         hops.extend_from_slice(&ifindex.to_ne_bytes());
         hops.extend_from_slice(&g);
     }
+    hops
+}
+
+fn multipath(list: &[(u8, u32, [u8; 4])]) -> Route {
     let body = rtmsg(
         INET,
         16,
         254,
         RTN_UNICAST,
         0,
-        &[attr(RTA_DST, &[203, 0, 0, 0]), attr(RTA_MULTIPATH, &hops)],
+        &[attr(RTA_DST, &[203, 0, 0, 0]), attr(RTA_MULTIPATH, &hops(list))],
     );
     let got = parse(&msg(RTM_NEWROUTE, 0, &body)).unwrap();
     let Message::NewRoute(r) = &got[0] else {
         panic!("{got:?}")
     };
-    assert_eq!((r.oif, r.gateway), (Some(5), Some(0xc612_0002)));
+    r.clone()
 }
 
 #[test]
-fn ipv6_routes_cache_entries_and_other_messages_are_left_out() {
-    let v6 = rtmsg(libc::AF_INET6 as u8, 64, 254, RTN_UNICAST, 0, &[]);
+fn a_multipath_route_takes_its_first_live_hop() {
+    let a = (0, 5, [198, 18, 0, 2]);
+    let b = (0, 6, [198, 19, 0, 2]);
+    let r = multipath(&[a, b]);
+    assert_eq!((r.oif, r.gateway, r.dead), (Some(5), Some(0xc612_0002), false));
+    // RTNH_F_DEAD on the first: the second.
+    let r = multipath(&[(1, 5, [198, 18, 0, 2]), b]);
+    assert_eq!((r.oif, r.gateway, r.dead), (Some(6), Some(0xc613_0002), false));
+    // All dead: the first, marked dead.
+    let r = multipath(&[(1, 5, [198, 18, 0, 2]), (1, 6, [198, 19, 0, 2])]);
+    assert_eq!((r.oif, r.dead), (Some(5), true));
+}
+
+#[test]
+fn a_route_with_a_dead_next_hop_is_marked_dead() {
+    let body = rtmsg(
+        INET,
+        24,
+        254,
+        RTN_UNICAST,
+        RTNH_F_DEAD,
+        &[attr(RTA_DST, &[192, 0, 2, 0]), attr(RTA_OIF, &3u32.to_ne_bytes())],
+    );
+    let got = parse(&msg(RTM_NEWROUTE, 0, &body)).unwrap();
+    let Message::NewRoute(r) = &got[0] else {
+        panic!("{got:?}")
+    };
+    assert!(r.dead);
+}
+
+#[test]
+fn nexthop_objects_changing_ask_for_a_new_dump() {
+    let mut buf = msg(RTM_NEWNEXTHOP, 0, &[0; 8]);
+    buf.extend(msg(RTM_DELNEXTHOP, 0, &[0; 8]));
+    assert_eq!(parse(&buf).unwrap(), vec![Message::LinkAddressOrNexthop; 2]);
+}
+
+#[test]
+fn an_ipv6_route() {
+    let dst = [0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff];
+    let gw = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    let body = rtmsg(
+        libc::AF_INET6 as u8,
+        48,
+        254,
+        RTN_UNICAST,
+        0,
+        &[
+            attr(RTA_DST, &dst),
+            attr(RTA_GATEWAY, &gw),
+            attr(RTA_OIF, &7u32.to_ne_bytes()),
+            attr(RTA_PRIORITY, &1024u32.to_ne_bytes()),
+        ],
+    );
+    let got = parse(&msg(RTM_NEWROUTE, 0, &body)).unwrap();
+    let Message::NewRoute(r) = &got[0] else {
+        panic!("{got:?}")
+    };
+    // The bits past /48 are cleared.
+    assert_eq!(r.family, Family::V6);
+    assert_eq!(r.dst, 0x2001_0db8_0001_0000_0000_0000_0000_0000);
+    assert_eq!((r.len, r.priority, r.oif), (48, 1024, Some(7)));
+    assert_eq!(r.gateway, Some(0xfe80_0000_0000_0000_0000_0000_0000_0001));
+    // A length past 128 is no route.
+    let long = rtmsg(libc::AF_INET6 as u8, 129, 254, RTN_UNICAST, 0, &[]);
+    assert_eq!(parse(&msg(RTM_NEWROUTE, 0, &long)).unwrap(), vec![]);
+}
+
+#[test]
+fn other_families_cache_entries_and_other_messages_are_left_out() {
+    let other = rtmsg(libc::AF_BRIDGE as u8, 0, 254, RTN_UNICAST, 0, &[]);
     let cloned = rtmsg(
         INET,
         32,
@@ -147,14 +233,14 @@ fn ipv6_routes_cache_entries_and_other_messages_are_left_out() {
         RTM_F_CLONED,
         &[attr(RTA_DST, &[1, 2, 3, 4])],
     );
-    let mut buf = msg(RTM_NEWROUTE, 0, &v6);
+    let mut buf = msg(RTM_NEWROUTE, 0, &other);
     buf.extend(msg(RTM_NEWROUTE, 0, &cloned));
     buf.extend(msg(RTM_NEWLINK, 0, &[0; 16]));
     buf.extend(msg(RTM_DELADDR, 0, &[0; 8]));
     buf.extend(msg(99, 0, &[]));
     assert_eq!(
         parse(&buf).unwrap(),
-        vec![Message::LinkOrAddress, Message::LinkOrAddress]
+        vec![Message::LinkAddressOrNexthop, Message::LinkAddressOrNexthop]
     );
 }
 
