@@ -69,7 +69,8 @@ pub enum FibCommand {
 
 #[derive(clap::Args)]
 pub struct LookupArgs {
-    /// Route table: `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed, `#` comments.
+    /// Route table: `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed, `#` comments;
+    /// or an MRT routing table dump (uncompressed), next hops numbered by address.
     #[arg(long)]
     table: PathBuf,
 }
@@ -84,7 +85,8 @@ enum QueryKind {
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Route table file; without it a realistic table is generated (see `fib gen`).
+    /// Route table file (text, or an MRT dump as for `fib lookup`); without it a
+    /// realistic table is generated (see `fib gen`).
     #[arg(long)]
     table: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "random")]

@@ -567,3 +567,63 @@ fn lookup_answers_each_address_before_the_next_arrives() {
     assert!(child.wait().expect("wait").success());
     reader.join().expect("reader");
 }
+
+/// An MRT record (RFC 6396): header and body.
+fn mrt_record(kind: u16, sub: u16, body: &[u8]) -> Vec<u8> {
+    let mut r = 1_700_000_000u32.to_be_bytes().to_vec();
+    r.extend_from_slice(&kind.to_be_bytes());
+    r.extend_from_slice(&sub.to_be_bytes());
+    r.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    r.extend_from_slice(body);
+    r
+}
+
+/// A TABLE_DUMP_V2 RIB_IPV4_UNICAST record whose entries have ORIGIN and NEXT_HOP.
+fn mrt_rib4(len: u8, prefix: &[u8], next_hops: &[[u8; 4]]) -> Vec<u8> {
+    let mut b = 1u32.to_be_bytes().to_vec();
+    b.push(len);
+    b.extend_from_slice(prefix);
+    b.extend_from_slice(&(next_hops.len() as u16).to_be_bytes());
+    for (peer, nh) in next_hops.iter().enumerate() {
+        let mut attrs = vec![0x40, 1, 1, 0, 0x40, 3, 4];
+        attrs.extend_from_slice(nh);
+        b.extend_from_slice(&(peer as u16).to_be_bytes());
+        b.extend_from_slice(&0u32.to_be_bytes());
+        b.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+        b.extend_from_slice(&attrs);
+    }
+    mrt_record(13, 2, &b)
+}
+
+#[test]
+fn lookup_reads_an_mrt_rib_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rib.mrt");
+    let mut f = mrt_record(13, 1, &[0; 8]); // the peer table, skipped
+    f.extend(mrt_rib4(24, &[192, 0, 2], &[[198, 18, 0, 2], [198, 19, 0, 2]]));
+    f.extend(mrt_rib4(8, &[10], &[[198, 19, 0, 2]]));
+    std::fs::write(&path, &f).unwrap();
+    let out = lookup_at(&path, "192.0.2.7\n10.1.1.1\n11.1.1.1\n");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Next hops are numbered by distinct next-hop address, in file order.
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "192.0.2.7 0\n10.1.1.1 1\n11.1.1.1 -\n"
+    );
+
+    // A record cut short is reported with its number and offset.
+    let good = mrt_rib4(24, &[192, 0, 2], &[[198, 18, 0, 2]]);
+    let mut bad = good.clone();
+    bad.extend_from_slice(&good[..good.len() - 3]);
+    std::fs::write(&path, &bad).unwrap();
+    let out = lookup_at(&path, "");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "rib.mrt: MRT record 2 (byte {}): body truncated",
+            good.len()
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

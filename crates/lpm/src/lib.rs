@@ -140,6 +140,7 @@ mod first;
 mod growing;
 mod key;
 mod mem;
+pub mod mrt;
 pub mod reference;
 mod runs6;
 pub mod synth;

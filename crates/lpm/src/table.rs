@@ -1,6 +1,7 @@
 //! Route table files: one `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed; `#` starts
 //! a comment (whole line or after the route); blank lines are skipped. Errors name the
-//! file and line: `FILE:LINE: reason`. A prefix with host bits set after its length is
+//! file and line: `FILE:LINE: reason`. An MRT routing table dump is read as well
+//! ([`crate::mrt`]). A prefix with host bits set after its length is
 //! loaded as its network and reported in [`RouteTable::host_bits`].
 
 use std::fmt;
@@ -162,8 +163,12 @@ pub fn parse_line(line: &str) -> Result<Option<RouteLine>, String> {
     Ok(Some((p, nh, host_bits)))
 }
 
-/// Parses a whole table; `origin` names it in errors.
+/// Parses a whole table, or an MRT dump ([`crate::mrt`]) if the bytes are one;
+/// `origin` names it in errors.
 pub fn parse(bytes: &[u8], origin: &str) -> Result<RouteTable, LoadError> {
+    if crate::mrt::looks_like_mrt(bytes) {
+        return crate::mrt::parse(bytes, origin);
+    }
     let mut t = RouteTable::default();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let err = |reason: String| LoadError {
