@@ -241,13 +241,23 @@ struct Hop {
 
 /// A kernel route of the followed table, as far as the choice between the routes to a
 /// prefix goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct KernelHop {
     kind: u8,
     oif: Option<u32>,
     gateway: Option<u128>,
     /// Its next hops are dead (link down): the kernel passes it over.
     dead: bool,
+    /// What else the kernel tells routes apart by (protocol, preferred source,
+    /// metrics; `Route::identity`).
+    identity: (u8, Option<u128>, Vec<u8>),
+}
+
+impl KernelHop {
+    /// The same route: everything but its liveness.
+    fn same(&self, o: &KernelHop) -> bool {
+        (self.kind, self.oif, self.gateway, &self.identity) == (o.kind, o.oif, o.gateway, &o.identity)
+    }
 }
 
 /// A prefix: address bits (IPv4 in the low 32) and length.
@@ -283,11 +293,28 @@ impl State {
         }
     }
 
-    /// A route of the followed table and family, without a TOS: a TOS-specific route
-    /// applies to some packets only, which the router's table cannot say, and the
-    /// kernel takes the route without TOS for the rest.
+    /// A route of the followed table and family, without a TOS or a source prefix: such
+    /// a route applies to some packets only (of that TOS, from that source), which the
+    /// router's table cannot say, and the kernel takes another route for the rest.
     fn ours(&self, r: &Route) -> bool {
-        r.table == self.sync.table && r.family == self.family && r.tos == 0
+        r.table == self.sync.table && r.family == self.family && r.tos == 0 && r.src_len == 0
+    }
+
+    /// The routes a message describes, as the kernel keeps them: an IPv4 route is one,
+    /// whatever its next hops (its first live one is used); an IPv6 multipath route is
+    /// a sibling route per next hop.
+    fn kernel_hops(&self, r: &Route) -> Vec<KernelHop> {
+        let hop = |oif, gateway, dead| KernelHop {
+            kind: r.kind,
+            oif,
+            gateway,
+            dead,
+            identity: r.identity.clone(),
+        };
+        match self.family {
+            Family::V4 => vec![hop(r.oif, r.gateway, r.dead)],
+            Family::V6 => r.hops.iter().map(|h| hop(h.oif, h.gateway, h.dead)).collect(),
+        }
     }
 
     fn kernel_add(&mut self, r: Route) {
@@ -295,27 +322,45 @@ impl State {
             return;
         }
         let key = (r.dst, r.len);
-        let hop = KernelHop {
-            kind: r.kind,
-            oif: r.oif,
-            gateway: r.gateway,
-            dead: r.dead,
-        };
-        let same = |h: &KernelHop| h.oif == hop.oif && h.gateway == hop.gateway && h.kind == hop.kind;
+        let new = self.kernel_hops(&r);
+        let v6 = self.family == Family::V6;
         let hops = self.kernel.entry(key).or_default().entry(r.priority).or_default();
         match r.place {
-            // IPv6 replaces the route with all its next hops; IPv4 the first route of
-            // that prefix and metric.
-            Place::Replace if self.family == Family::V6 || hops.is_empty() => *hops = vec![hop],
-            Place::Replace => hops[0] = hop,
-            Place::First | Place::Last => {
-                if let Some(at) = hops.iter().position(same) {
-                    // The same route again (a dump after notifications): its news.
-                    hops[at] = hop;
-                } else if r.place == Place::First {
-                    hops.insert(0, hop);
+            // IPv4 replaces the first route of that prefix and metric. IPv6 the first of
+            // the same kind: with a gateway, all of them (they are one ECMP route's
+            // siblings); without, the first without.
+            Place::Replace => {
+                let gw = new.first().is_some_and(|h| h.gateway.is_some());
+                let at = if v6 {
+                    hops.iter().position(|h| h.gateway.is_some() == gw)
                 } else {
-                    hops.push(hop);
+                    (!hops.is_empty()).then_some(0)
+                };
+                match at {
+                    Some(at) => {
+                        if v6 && gw {
+                            hops.retain(|h| h.gateway.is_none());
+                        } else {
+                            hops.remove(at);
+                        }
+                        let at = at.min(hops.len());
+                        hops.splice(at..at, new);
+                    }
+                    None => hops.extend(new),
+                }
+            }
+            place => {
+                for hop in new {
+                    if let Some(at) = hops.iter().position(|h| h.same(&hop)) {
+                        // The same route again (a dump after notifications): its news.
+                        hops[at] = hop;
+                    } else if place == Place::First && !v6 {
+                        // IPv4 puts an added or prepended route in front; IPv6 adds
+                        // every route after those of its metric.
+                        hops.insert(0, hop);
+                    } else {
+                        hops.push(hop);
+                    }
                 }
             }
         }
@@ -327,15 +372,20 @@ impl State {
             return;
         }
         let key = (r.dst, r.len);
+        let gone = self.kernel_hops(r);
         if let Some(by_metric) = self.kernel.get_mut(&key) {
             if let Some(hops) = by_metric.get_mut(&r.priority) {
-                // The route with that next hop, or (a removal that names none) the first.
-                let at = hops
-                    .iter()
-                    .position(|h| h.oif == r.oif && h.gateway == r.gateway)
-                    .or_else(|| (r.oif.is_none() && r.gateway.is_none()).then_some(0));
-                if let Some(at) = at.filter(|&i| i < hops.len()) {
-                    hops.remove(at);
+                for g in &gone {
+                    // The route the message names, else one with its next hop, else
+                    // (a removal that names no next hop) the first.
+                    let at = hops
+                        .iter()
+                        .position(|h| h.same(g))
+                        .or_else(|| hops.iter().position(|h| h.oif == g.oif && h.gateway == g.gateway))
+                        .or_else(|| (g.oif.is_none() && g.gateway.is_none()).then_some(0));
+                    if let Some(at) = at.filter(|&i| i < hops.len()) {
+                        hops.remove(at);
+                    }
                 }
                 if hops.is_empty() {
                     by_metric.remove(&r.priority);

@@ -285,10 +285,10 @@ fn bad_configurations_are_refused_with_the_reason() {
     }
 }
 
-#[test]
-fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
+/// A namespace with IPv6: d0 on 2001:db8::1/64, d1 on 2001:db8:1::1/64.
+fn namespace6() -> Netns {
     let ns = Netns::new("k6");
-    // Netns turns IPv6 off; this test wants it, on the interfaces made after this.
+    // Netns turns IPv6 off; these tests want it, on the interfaces made after this.
     ns.run(|| {
         for f in ["all", "default"] {
             std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", f), "0").unwrap();
@@ -300,14 +300,113 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
         ns.ip(&["link", "set", p, "up"]);
         ns.ip(&["-6", "addr", "add", a, "dev", d, "nodad"]);
     }
+    ns
+}
+
+const LOOKUP6: &str =
+    "InfiniteSource(LIMIT 0) -> rt :: LookupIP6Route; rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;";
+
+/// Waits (bounded) until the router answers `rt.lookup ADDR` with `want`.
+fn wait_lookup(c: &mut Client<UnixStream>, addr: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = c.read(&format!("rt.lookup {}", addr));
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{addr}: {got:?}, expected {want:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ipv6_siblings_appended_prepended_and_source_routes_as_the_kernel_has_them() {
+    let ns = namespace6();
+    // In the dump: a multipath route (two sibling routes to the kernel), and a route
+    // for packets from one source prefix only.
+    ns.ip(&[
+        "-6",
+        "route",
+        "add",
+        "2001:db8:300::/48",
+        "nexthop",
+        "via",
+        "2001:db8::2",
+        "dev",
+        "d0",
+        "nexthop",
+        "via",
+        "2001:db8:1::2",
+        "dev",
+        "d1",
+    ]);
+    ns.ip(&[
+        "-6",
+        "route",
+        "add",
+        "2001:db8:b00::/48",
+        "from",
+        "2001:db8:99::/64",
+        "via",
+        "2001:db8:1::2",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = format!(
+        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2); {}",
+        sock.display(),
+        LOOKUP6
+    );
+    let mut p = router_in(&ns, &config, &[]);
+    let mut c = connect_unix(&sock, &mut p);
+    // One sibling removed: the other still routes the prefix.
+    ns.ip(&[
+        "-6",
+        "route",
+        "del",
+        "2001:db8:300::/48",
+        "via",
+        "2001:db8::2",
+        "dev",
+        "d0",
+    ]);
+    wait_lookup(&mut c, "2001:db8:300::1", "2 2001:db8:1::2");
+    // The source-specific route is not the router's to take.
+    assert_eq!(c.read("rt.lookup 2001:db8:b00::1"), "-1");
+    // Siblings made by append, then the prefix removed: nothing is left.
+    ns.ip(&["-6", "route", "add", "2001:db8:400::/48", "via", "2001:db8::2"]);
+    ns.ip(&[
+        "-6",
+        "route",
+        "append",
+        "2001:db8:400::/48",
+        "via",
+        "2001:db8:1::2",
+    ]);
+    wait_lookup(&mut c, "2001:db8:400::1", "1 2001:db8::2");
+    ns.ip(&["-6", "route", "del", "2001:db8:400::/48"]);
+    wait_lookup(&mut c, "2001:db8:400::1", "-1");
+    // IPv6 puts a prepended route after the others of its metric, and uses the first.
+    ns.ip(&["-6", "route", "add", "2001:db8:700::/48", "dev", "d0"]);
+    ns.ip(&["-6", "route", "prepend", "2001:db8:700::/48", "dev", "d1"]);
+    ns.ip(&["-6", "route", "add", "2001:db8:701::/48", "dev", "d0"]);
+    wait_lookup(&mut c, "2001:db8:701::1", "1");
+    assert_eq!(c.read("rt.lookup 2001:db8:700::1"), "1");
+    c.send("WRITE stop\n");
+    assert!(p.wait_exit(Duration::from_secs(20)).success());
+}
+
+#[test]
+fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
+    let ns = namespace6();
     ns.ip(&["-6", "route", "add", "2001:db8:100::/48", "via", "2001:db8::2"]);
     ns.ip(&["-6", "route", "add", "default", "via", "2001:db8:1::2"]);
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("s");
     let config = format!(
-        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2); \
-         InfiniteSource(LIMIT 0) -> rt :: LookupIP6Route; rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;",
-        sock.display()
+        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2); {}",
+        sock.display(),
+        LOOKUP6
     );
     let mut p = router_in(&ns, &config, &[]);
     let mut c = connect_unix(&sock, &mut p);
@@ -510,6 +609,35 @@ fn the_router_chooses_among_routes_as_the_kernel_does() {
     assert_eq!(c.read("rt.lookup 172.18.1.1"), "2 198.19.0.2");
     assert_eq!(c.read("rt.lookup 10.51.1.1"), "3");
     assert_eq!(c.read("rt.lookup 192.0.2.1"), "3");
+
+    // Routes that differ in their protocol only are two routes to the kernel: removing
+    // one leaves the other.
+    ns.ip(&["route", "add", "10.1.0.0/24", "via", "198.18.0.2", "dev", "d0"]);
+    ns.ip(&[
+        "route",
+        "append",
+        "10.1.0.0/24",
+        "via",
+        "198.18.0.2",
+        "dev",
+        "d0",
+        "proto",
+        "static",
+    ]);
+    ns.ip(&["route", "append", "10.1.0.0/24", "via", "198.19.0.2", "dev", "d1"]);
+    ns.ip(&[
+        "route",
+        "del",
+        "10.1.0.0/24",
+        "via",
+        "198.18.0.2",
+        "dev",
+        "d0",
+        "proto",
+        "boot",
+    ]);
+    wait_as_kernel(&ns, &mut c, &["10.1.0.1"], "3");
+    assert_eq!(c.read("rt.lookup 10.1.0.1"), "1 198.18.0.2");
 
     ns.ip(&["route", "del", "172.16.0.0/16", "via", "198.18.0.2"]);
     ns.ip(&["route", "del", "172.18.0.0/16", "via", "198.19.0.2"]);

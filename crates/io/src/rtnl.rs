@@ -37,6 +37,8 @@ const RTA_GATEWAY: u16 = 5;
 const RTA_PRIORITY: u16 = 6;
 const RTA_MULTIPATH: u16 = 9;
 const RTA_TABLE: u16 = 15;
+const RTA_PREFSRC: u16 = 7;
+const RTA_METRICS: u16 = 8;
 
 /// `RTM_F_CLONED`: a route cache entry, not a route.
 const RTM_F_CLONED: u32 = 0x200;
@@ -97,6 +99,24 @@ pub struct Route {
     pub place: Place,
     /// Every next hop is dead (`RTNH_F_DEAD`: its link is down): the kernel passes the
     /// route over. Of a multipath route's hops, `oif` and `gateway` are the first live one's.
+    pub dead: bool,
+    /// Every next hop, in order (one for a route that is not multipath).
+    pub hops: Vec<NextHop>,
+    /// The source prefix's length: a route for packets from that prefix only (IPv6
+    /// source-specific routing) when not 0.
+    pub src_len: u8,
+    /// What else tells two routes of one prefix, metric and next hop apart to the
+    /// kernel (`rtm_protocol`, `RTA_PREFSRC`, the `RTA_METRICS` bytes), so that a
+    /// removal takes the route it names.
+    pub identity: (u8, Option<u128>, Vec<u8>),
+}
+
+/// One next hop of a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NextHop {
+    pub oif: Option<u32>,
+    pub gateway: Option<u128>,
+    /// `RTNH_F_DEAD`: its link is down.
     pub dead: bool,
 }
 
@@ -243,7 +263,11 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
         gateway: None,
         place: Place::Last,
         dead: flags & RTNH_F_DEAD != 0,
+        hops: Vec::new(),
+        src_len: hdr[2],
+        identity: (hdr[5], None, Vec::new()),
     };
+    let mut multipath = Vec::new();
     for a in attributes(&body[RTMSG..]) {
         let (ty, p) = a?;
         match ty {
@@ -252,37 +276,46 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
             RTA_GATEWAY => r.gateway = addr_at(family, p),
             RTA_PRIORITY => r.priority = u32_at(p, 0).unwrap_or(0),
             RTA_TABLE => r.table = u32_at(p, 0).unwrap_or(r.table),
-            RTA_MULTIPATH if r.oif.is_none() => {
-                // struct rtnexthop: len, flags, hops, ifindex; then its attributes. The
-                // first live hop, or the first if all are dead.
+            RTA_PREFSRC => r.identity.1 = addr_at(family, p),
+            RTA_METRICS => r.identity.2 = p.to_vec(),
+            RTA_MULTIPATH => {
+                // struct rtnexthop: len, flags, hops, ifindex; then its attributes.
                 let mut rest = p;
-                let mut first: Option<(Option<u32>, Option<u128>)> = None;
                 while rest.len() >= RTNEXTHOP {
                     let len = u16_at(rest, 0).unwrap_or(0) as usize;
                     if len < RTNEXTHOP || len > rest.len() {
                         return Err(ReplyError::Malformed("rtnexthop length out of bounds"));
                     }
-                    let mut gw = None;
+                    let mut gateway = None;
                     for na in attributes(&rest[RTNEXTHOP..len]) {
                         let (nty, np) = na?;
                         if nty == RTA_GATEWAY {
-                            gw = addr_at(family, np);
+                            gateway = addr_at(family, np);
                         }
                     }
-                    let hop = (u32_at(rest, 4), gw);
-                    let dead = u32::from(rest[2]) & RTNH_F_DEAD != 0;
-                    first.get_or_insert(hop);
-                    if !dead {
-                        (r.oif, r.gateway, r.dead) = (hop.0, hop.1, false);
-                        break;
-                    }
-                    (r.oif, r.gateway, r.dead) = (first.unwrap_or(hop).0, first.unwrap_or(hop).1, true);
+                    multipath.push(NextHop {
+                        oif: u32_at(rest, 4),
+                        gateway,
+                        dead: u32::from(rest[2]) & RTNH_F_DEAD != 0,
+                    });
                     rest = &rest[align4(len).min(rest.len())..];
                 }
             }
             _ => {}
         }
     }
+    r.hops = if multipath.is_empty() {
+        vec![NextHop {
+            oif: r.oif,
+            gateway: r.gateway,
+            dead: r.dead,
+        }]
+    } else {
+        multipath
+    };
+    // The first live hop, or the first if all are dead.
+    let first = r.hops.iter().find(|h| !h.dead).unwrap_or(&r.hops[0]);
+    (r.oif, r.gateway, r.dead) = (first.oif, first.gateway, first.dead);
     // Bits beyond the prefix length are not part of the route.
     let host_bits = u32::from(family.bits() - r.len);
     r.dst = if host_bits >= 128 {

@@ -62,6 +62,14 @@ fn a_route_with_gateway_interface_and_metric() {
         gateway: Some(0xc612_0002),
         place: Place::First,
         dead: false,
+        hops: vec![NextHop {
+            oif: Some(3),
+            gateway: Some(0xc612_0002),
+            dead: false,
+        }],
+        src_len: 0,
+        // rtm_protocol 4 (static), as rtmsg() writes it.
+        identity: (4, None, Vec::new()),
     };
     let mut buf = msg(RTM_NEWROUTE, 0, &body);
     buf.extend(msg(RTM_NEWROUTE, NLM_F_REPLACE, &body));
@@ -165,6 +173,22 @@ fn a_multipath_route_takes_its_first_live_hop() {
     // All dead: the first, marked dead.
     let r = multipath(&[(1, 5, [198, 18, 0, 2]), (1, 6, [198, 19, 0, 2])]);
     assert_eq!((r.oif, r.dead), (Some(5), true));
+    // Every hop, in order, with its own state.
+    assert_eq!(
+        r.hops,
+        vec![
+            NextHop {
+                oif: Some(5),
+                gateway: Some(0xc612_0002),
+                dead: true
+            },
+            NextHop {
+                oif: Some(6),
+                gateway: Some(0xc613_0002),
+                dead: true
+            }
+        ]
+    );
 }
 
 #[test]
@@ -270,4 +294,24 @@ proptest::proptest! {
     fn arbitrary_bytes_never_panic(data in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
         let _ = parse(&data);
     }
+}
+
+#[test]
+fn source_length_protocol_preferred_source_and_metrics_are_kept() {
+    // rtmsg with src_len 64 (an IPv6 source-specific route).
+    let mut body = vec![libc::AF_INET6 as u8, 48, 64, 0, 254, 3, 0, RTN_UNICAST];
+    body.extend_from_slice(&0u32.to_ne_bytes());
+    body.extend(attr(
+        RTA_PREFSRC,
+        &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    ));
+    body.extend(attr(RTA_METRICS, &[8, 0, 2, 0, 0xdc, 5, 0, 0]));
+    let got = parse(&msg(RTM_NEWROUTE, 0, &body)).unwrap();
+    let Message::NewRoute(r) = &got[0] else {
+        panic!("{got:?}")
+    };
+    assert_eq!(r.src_len, 64);
+    assert_eq!(r.identity.0, 3);
+    assert_eq!(r.identity.1, Some(0x2001_0db8_0000_0000_0000_0000_0000_0001));
+    assert_eq!(r.identity.2, vec![8, 0, 2, 0, 0xdc, 5, 0, 0]);
 }
