@@ -21,10 +21,15 @@ const ATTR_NEXT_HOP: u8 = 3;
 const ATTR_MP_REACH_NLRI: u8 = 14;
 const ATTR_EXTENDED_LENGTH: u8 = 0x10;
 
-/// Whether `bytes` look like an MRT file: the first record's type is a table dump (a
-/// text table cannot have NUL bytes there).
+/// The record types RFC 6396 defines (OSPFv2, TABLE_DUMP, TABLE_DUMP_V2, BGP4MP,
+/// BGP4MP_ET, ISIS, ISIS_ET, OSPFv3, OSPFv3_ET).
+const MRT_TYPES: [u8; 9] = [11, 12, 13, 16, 17, 32, 33, 48, 49];
+
+/// Whether `bytes` look like an MRT file: the first record's type is one RFC 6396
+/// defines (a text table cannot have a NUL byte there). A file of other records is
+/// then refused as holding no table dump.
 pub fn looks_like_mrt(bytes: &[u8]) -> bool {
-    bytes.len() >= 12 && bytes[4] == 0 && (bytes[5] == TABLE_DUMP as u8 || bytes[5] == TABLE_DUMP_V2 as u8)
+    bytes.len() >= 12 && bytes[4] == 0 && MRT_TYPES.contains(&bytes[5])
 }
 
 /// A cursor over a record's bytes; every read is checked.
@@ -61,11 +66,12 @@ fn address(bytes: &[u8], bits: u32) -> u128 {
     u128::from_be_bytes(a) >> (128 - bits)
 }
 
-/// The next hop a path's attributes give: `NEXT_HOP`, else `MP_REACH_NLRI`'s (in the
-/// abbreviated form of RFC 6396 4.3.4, a length and the address, or the full form of
-/// RFC 4760 that the older dumps use). The first address of a global and link-local
-/// pair.
-fn next_hop(mut attrs: Reader<'_>) -> Result<Option<Vec<u8>>, String> {
+/// The next hop a path's attributes give an IPv4 prefix (`NEXT_HOP`, else
+/// `MP_REACH_NLRI`'s: RFC 8950) or an IPv6 one (`MP_REACH_NLRI`'s only: RFC 4760 has a
+/// `NEXT_HOP` beside it ignored). `MP_REACH_NLRI` in the abbreviated form of RFC 6396
+/// 4.3.4 (a length and the address) or the full form of RFC 4760 that the older dumps
+/// use; the first address of a global and link-local pair.
+fn next_hop(mut attrs: Reader<'_>, v6: bool) -> Result<Option<Vec<u8>>, String> {
     let mut mp = None;
     while !attrs.b.is_empty() {
         let flags = attrs.u8()?;
@@ -77,7 +83,7 @@ fn next_hop(mut attrs: Reader<'_>) -> Result<Option<Vec<u8>>, String> {
         };
         let value = attrs.take(len)?;
         match kind {
-            ATTR_NEXT_HOP if value.len() == 4 => return Ok(Some(value.to_vec())),
+            ATTR_NEXT_HOP if value.len() == 4 && !v6 => return Ok(Some(value.to_vec())),
             ATTR_MP_REACH_NLRI => mp = Some(value),
             _ => {}
         }
@@ -151,7 +157,7 @@ fn rib(b: &mut Builder, sub: u16, mut r: Reader<'_>) -> Result<(), String> {
         let attr_len = usize::from(r.u16()?);
         let attrs = Reader { b: r.take(attr_len)? };
         if i == 0 {
-            first_hop = Some(next_hop(attrs)?);
+            first_hop = Some(next_hop(attrs, v6)?);
         }
     }
     if let Some(hop) = first_hop {
@@ -180,7 +186,7 @@ fn table_dump(b: &mut Builder, afi: u16, mut r: Reader<'_>) -> Result<(), String
     let _peer = r.take(bytes)?;
     let _peer_as = r.u16()?;
     let attr_len = usize::from(r.u16()?);
-    let hop = next_hop(Reader { b: r.take(attr_len)? })?;
+    let hop = next_hop(Reader { b: r.take(attr_len)? }, v6)?;
     b.add(v6, mask(prefix, len, bits), len, hop);
     Ok(())
 }

@@ -166,3 +166,47 @@ proptest::proptest! {
         let _ = parse(&f, "x");
     }
 }
+
+#[test]
+fn an_ipv6_prefix_takes_the_mp_reach_next_hop_even_beside_a_next_hop_attribute() {
+    let mut mp = vec![16];
+    mp.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    let both = attrs(&[
+        attr(ATTR_NEXT_HOP, &[192, 0, 2, 1]),
+        attr(ATTR_MP_REACH_NLRI, &mp),
+    ]);
+    let mut f = rib_record(RIB_IPV6_UNICAST, 32, &[0x20, 0x01, 0x0d, 0xb8], &[both]);
+    f.extend(rib_record(
+        RIB_IPV4_UNICAST,
+        24,
+        &[192, 0, 2],
+        &[nh4([192, 0, 2, 1])],
+    ));
+    let t = parse(&f, "x").unwrap();
+    // Two different next-hop addresses: two numbers.
+    assert_eq!(t.v6, vec![(0x2001_0db8u128 << 96, 32, 0)]);
+    assert_eq!(t.v4, vec![(0xc000_0200, 24, 1)]);
+}
+
+#[test]
+fn a_file_that_starts_with_another_mrt_record_is_still_read_as_mrt() {
+    // A BGP4MP_ET record first, then a table dump.
+    let mut f = record(17, 4, &[0; 24]);
+    f.extend(rib_record(
+        RIB_IPV4_UNICAST,
+        24,
+        &[192, 0, 2],
+        &[nh4([198, 18, 0, 2])],
+    ));
+    assert!(looks_like_mrt(&f));
+    assert_eq!(
+        crate::table::parse(&f, "x").unwrap().v4,
+        vec![(0xc000_0200, 24, 0)]
+    );
+    // Only message records: refused as no table dump, not as text.
+    let streams = record(16, 4, &[0; 24]);
+    assert!(crate::table::parse(&streams, "x")
+        .unwrap_err()
+        .to_string()
+        .contains("not an MRT routing table dump"));
+}
