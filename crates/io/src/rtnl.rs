@@ -4,6 +4,7 @@
 //! (Linux drops the IPv4 routes through an interface that goes down, or whose address
 //! goes, silently). `parse` reads any bytes without panicking (fuzzed).
 
+use crate::xdp::netlink::{align4, attributes, u16_at, u32_at};
 use crate::xdp::ReplyError;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -29,7 +30,6 @@ const NLM_F_DUMP: u16 = 0x300;
 const NLM_F_MULTI: u16 = 0x2;
 const NLM_F_REPLACE: u16 = 0x100;
 const NLM_F_APPEND: u16 = 0x800;
-const NLA_TYPE_MASK: u16 = 0x3fff;
 
 const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
@@ -149,42 +149,12 @@ pub enum Message {
     Error(i32),
 }
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
 /// An address attribute of `family` (network byte order).
 fn addr_at(family: Family, b: &[u8]) -> Option<u128> {
     match family {
         Family::V4 => Some(u128::from(u32::from_be_bytes(b.get(..4)?.try_into().ok()?))),
         Family::V6 => Some(u128::from_be_bytes(b.get(..16)?.try_into().ok()?)),
     }
-}
-
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
-/// The attributes of `b`: (type without flags, payload); an error for one whose
-/// length does not fit.
-fn attributes(mut b: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8]), ReplyError>> {
-    std::iter::from_fn(move || {
-        if b.len() < 4 {
-            return None;
-        }
-        let (len, ty) = (u16_at(b, 0)? as usize, u16_at(b, 2)?);
-        if len < 4 || len > b.len() {
-            b = &[];
-            return Some(Err(ReplyError::Malformed("attribute length out of bounds")));
-        }
-        let payload = &b[4..len];
-        b = &b[align4(len).min(b.len())..];
-        Some(Ok((ty & NLA_TYPE_MASK, payload)))
-    })
 }
 
 /// Every message of a datagram the kernel sent. Routes of other families, route cache

@@ -16,7 +16,7 @@
 //!    any way) detaches the program.
 
 mod bpf;
-mod netlink;
+pub(crate) mod netlink;
 mod program;
 mod umem;
 

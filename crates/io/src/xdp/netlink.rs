@@ -71,21 +71,21 @@ impl From<ReplyError> for io::Error {
     }
 }
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
 }
 
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-fn align4(n: usize) -> usize {
+pub(crate) fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
 /// Netlink attributes of `b`: (type without flags, payload). Stops at the first
 /// attribute whose length does not fit.
-fn attributes(mut b: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8]), ReplyError>> {
+pub(crate) fn attributes(mut b: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8]), ReplyError>> {
     std::iter::from_fn(move || {
         if b.is_empty() {
             return None;
