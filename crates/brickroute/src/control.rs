@@ -9,6 +9,7 @@
 //! the router stops, and a UNIX socket's file is removed when it closes.
 
 use crate::run::strerror;
+use crate::services::ServiceThreads;
 use graph::args::Args;
 use graph::control::{Session, GREETING};
 use graph::element::*;
@@ -121,52 +122,13 @@ impl Sockets {
         Arc::new(Sockets::default())
     }
 
-    /// Starts serving every bound socket with `router`'s handlers; the returned server
-    /// stops them. Sockets bound later are not served.
-    pub fn serve(&self, router: &Arc<RouterSpec>) -> Server {
-        let stop = Arc::new(AtomicBool::new(false));
+    /// Starts serving every bound socket with `router`'s handlers (until the returned
+    /// threads drop: every socket and connection closes within [`POLL`], answers not
+    /// sent yet dropped, and the UNIX sockets' files go). Sockets bound later are not
+    /// served.
+    pub fn serve(&self, router: &Arc<RouterSpec>) -> ServiceThreads {
         let bound = std::mem::take(&mut *self.bound.lock().unwrap_or_else(|e| e.into_inner()));
-        let threads = bound
-            .into_iter()
-            .map(|b| {
-                let (router, stop) = (router.clone(), stop.clone());
-                std::thread::Builder::new()
-                    .name("control".into())
-                    .spawn(move || accept_loop(b, router, stop))
-                    .expect("spawn control socket thread")
-            })
-            .collect();
-        Server { stop, threads }
-    }
-}
-
-/// The threads serving the control sockets.
-pub struct Server {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Server {
-    /// Whether any control socket is served: the router then keeps running after its
-    /// sources are done, as Click's driver does, until it is stopped.
-    pub fn is_serving(&self) -> bool {
-        !self.threads.is_empty()
-    }
-
-    /// Closes every socket and connection within [`POLL`] (answers not sent yet are
-    /// dropped) and removes the UNIX sockets' files.
-    pub fn shutdown(self) {
-        drop(self);
-    }
-}
-
-/// Also when a worker's panic unwinds through `run`: the socket files go.
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
+        ServiceThreads::spawn("control", bound, router, accept_loop)
     }
 }
 

@@ -10,6 +10,7 @@
 
 use crate::control::{arg, NoPorts};
 use crate::run::strerror;
+use crate::services::ServiceThreads;
 use graph::args::{split_words, Args};
 use graph::element::*;
 use graph::error::ConfigError;
@@ -20,7 +21,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// `RTN_BLACKHOLE`, `RTN_UNREACHABLE`, `RTN_PROHIBIT`: routes whose packets the kernel
@@ -126,41 +126,11 @@ pub struct Follower {
     socket: RouteSocket,
 }
 
-/// Starts a thread per follower; the returned handle stops them.
-pub fn follow(followers: Vec<Follower>, router: &Arc<RouterSpec>) -> Following {
-    let stop = Arc::new(AtomicBool::new(false));
-    let threads = followers
-        .into_iter()
-        .map(|f| {
-            let (router, stop) = (router.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("kernel-routes".into())
-                .spawn(move || f.run(&router, &stop))
-                .expect("spawn kernel routes thread")
-        })
-        .collect();
-    Following { stop, threads }
-}
-
-/// The threads following the kernel; dropping it stops them.
-pub struct Following {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Following {
-    pub fn is_following(&self) -> bool {
-        !self.threads.is_empty()
-    }
-}
-
-impl Drop for Following {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
+/// Starts a thread per follower; dropping the returned threads stops them.
+pub fn follow(followers: Vec<Follower>, router: &Arc<RouterSpec>) -> ServiceThreads {
+    ServiceThreads::spawn("kernel-routes", followers, router, |f, router, stop| {
+        f.run(&router, &stop)
+    })
 }
 
 impl Follower {

@@ -13,6 +13,7 @@ mod handlers;
 mod kernelroutes;
 mod report;
 mod run;
+mod services;
 mod sink;
 mod testbed;
 

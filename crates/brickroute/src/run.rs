@@ -293,13 +293,13 @@ pub fn main(args: RunArgs) -> ExitCode {
         // is stopped (a signal, a source's STOP, or a write to the `stop` handler), as
         // Click's driver does while it has sockets to watch, also once its sources are
         // done.
-        if server.is_serving() || following.is_following() {
+        if server.is_running() || following.is_running() {
             while !SIGNALLED.load(Ordering::Relaxed) && !router.stop_flag().is_requested() {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
         drop(following);
-        server.shutdown();
+        drop(server);
         if !args.no_summary {
             graph::warn!(
                 "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}",

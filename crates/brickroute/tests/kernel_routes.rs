@@ -92,6 +92,9 @@ fn table(c: &mut Client<UnixStream>) -> Vec<String> {
     let mut v: Vec<String> = c
         .read("rt.table")
         .lines()
+        // LookupIP6Route's heading, and the link-local networks (fe80::/64 on every
+        // IPv6 interface, one of which the table holds).
+        .filter(|l| !l.starts_with('#') && !l.starts_with("fe80::/64"))
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     v.sort();
@@ -410,32 +413,7 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
     );
     let mut p = router_in(&ns, &config, &[]);
     let mut c = connect_unix(&sock, &mut p);
-    // The table's lines but its heading and the link-local networks (fe80::/64 on both
-    // interfaces, one of which the table holds).
-    let routes = |c: &mut Client<UnixStream>| -> Vec<String> {
-        let mut v: Vec<String> = c
-            .read("rt.table")
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.starts_with("fe80::/64"))
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
-        v.sort();
-        v
-    };
-    let wait = |c: &mut Client<UnixStream>, want: &[&str]| {
-        let mut want = want.to_vec();
-        want.sort();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let got = routes(c);
-            if got == want {
-                return;
-            }
-            assert!(Instant::now() < deadline, "table {:?}, expected {:?}", got, want);
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    wait(
+    wait_table(
         &mut c,
         &[
             "2001:db8:100::/48 2001:db8::2 1",
@@ -452,7 +430,7 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
         "via",
         "2001:db8:1::2",
     ]);
-    wait(
+    wait_table(
         &mut c,
         &[
             "2001:db8:100::/48 2001:db8:1::2 2",
@@ -477,7 +455,7 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
     ]);
     let deadline = Instant::now() + Duration::from_secs(10);
     let first = loop {
-        if let Some(l) = routes(&mut c)
+        if let Some(l) = table(&mut c)
             .into_iter()
             .find(|l| l.starts_with("2001:db8:200::/48"))
         {
@@ -492,7 +470,7 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
         ("2001:db8:1::2", "2001:db8:200::/48 2001:db8::2 1")
     };
     ns.ip(&["-6", "route", "del", "2001:db8:200::/48", "via", gone]);
-    wait(
+    wait_table(
         &mut c,
         &[
             "2001:db8:1::/64 :: 2",
