@@ -89,16 +89,7 @@ fn follow(
 
 /// The route table's lines, sorted.
 fn table(c: &mut Client<UnixStream>) -> Vec<String> {
-    let mut v: Vec<String> = c
-        .read("rt.table")
-        .lines()
-        // LookupIP6Route's heading, and the link-local networks (fe80::/64 on every
-        // IPv6 interface, one of which the table holds).
-        .filter(|l| !l.starts_with('#') && !l.starts_with("fe80::/64"))
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
-    v.sort();
-    v
+    c.routes("rt.table")
 }
 
 /// Waits (bounded) until the table is `want`.

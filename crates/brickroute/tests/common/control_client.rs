@@ -59,9 +59,27 @@ impl<S: Read + Write> Client<S> {
         String::from_utf8(buf).unwrap()
     }
 
+    /// A route table handler's (`rt.table`) routes, see [`route_lines`].
+    pub fn routes(&mut self, handler: &str) -> Vec<String> {
+        route_lines(&self.read(handler))
+    }
+
     pub fn count(&mut self, counter: &str) -> u64 {
         self.read(&format!("{}.count", counter)).trim().parse().unwrap()
     }
+}
+
+/// A route table's lines with their fields joined by one space, sorted, without
+/// LookupIP6Route's heading, the link-local networks (`fe80::/64` on every IPv6
+/// interface, one of which a kernel-fed table holds) or lines that are no route.
+pub fn route_lines(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains('/') && !l.starts_with('#') && !l.starts_with("fe80::/64"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    v.sort();
+    v
 }
 
 /// Connects once the router has bound and serves the socket (bounded wait).

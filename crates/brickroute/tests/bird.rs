@@ -1,0 +1,605 @@
+//! BIRD, the routing daemon (Debian's bird2, which scripts/install-deps.sh installs),
+//! drives the router unchanged: a BGP peer's routes reach the router's lookup element
+//! through the kernel (BIRD's kernel protocol writes them over netlink, `KernelRoutes`
+//! follows), and so do withdrawals, changed next hops, the failover to a second
+//! session's routes and BIRD's shutdown; the RIB dump BIRD writes (MRT TABLE_DUMP_V2)
+//! loads in `brickroute fib lookup`. Root needed: everything runs in namespaces.
+
+mod common;
+#[path = "common/control_client.rs"]
+mod control_client;
+#[path = "common/netns.rs"]
+mod netns;
+#[path = "common/router_process.rs"]
+mod router_process;
+
+use control_client::{connect_unix, route_lines, Client};
+use netns::Netns;
+use router_process::RouterProcess;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `bird` process in a namespace, in the foreground, with its own control socket;
+/// killed on drop.
+struct Bird {
+    child: Child,
+    ctl: PathBuf,
+    conf: PathBuf,
+}
+
+impl Drop for Bird {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Bird {
+    fn start(ns: &Netns, dir: &Path, name: &str, conf: &str) -> Bird {
+        let ctl = dir.join(format!("{name}.ctl"));
+        let conf_path = dir.join(format!("{name}.conf"));
+        std::fs::write(&conf_path, conf).unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns.name, "bird", "-f", "-c"])
+            .arg(&conf_path)
+            .arg("-s")
+            .arg(&ctl)
+            .arg("-P")
+            .arg(dir.join(format!("{name}.pid")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start bird (scripts/install-deps.sh installs Debian's bird2)");
+        let mut bird = Bird {
+            child,
+            ctl,
+            conf: conf_path,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !bird.birdc(&["show", "status"]).contains("Daemon is up") {
+            if let Some(s) = bird.child.try_wait().unwrap() {
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(bird.child.stderr.as_mut().unwrap(), &mut err);
+                panic!("bird {name} exited ({s}): {err}");
+            }
+            assert!(Instant::now() < deadline, "bird {name} never answered");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bird
+    }
+
+    fn birdc(&self, args: &[&str]) -> String {
+        let o = Command::new("birdc")
+            .arg("-s")
+            .arg(&self.ctl)
+            .args(args)
+            .output()
+            .expect("run birdc");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Loads a new configuration (`birdc configure`).
+    fn configure(&self, conf: &str) {
+        std::fs::write(&self.conf, conf).unwrap();
+        let out = self.birdc(&["configure"]);
+        assert!(out.contains("Reconfigur"), "birdc configure: {out}");
+    }
+
+    /// Waits (bounded) until every BGP session is established.
+    fn wait_established(&self, sessions: &[&str]) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = self.birdc(&["show", "protocols"]);
+            let up = sessions.iter().all(|s| {
+                out.lines()
+                    .any(|l| l.split_whitespace().next() == Some(s) && l.contains("Established"))
+            });
+            if up {
+                return;
+            }
+            assert!(Instant::now() < deadline, "BGP sessions not established:\n{out}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Deterministic pseudo-random numbers (xorshift64*), so a failure can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn wide(&mut self) -> u128 {
+        (u128::from(self.next()) << 64) | u128::from(self.next())
+    }
+}
+
+/// An address family's side of the test: addresses are `u128`s of `bits` bits.
+#[derive(Clone, Copy)]
+struct Family {
+    v6: bool,
+}
+
+/// (address, length), the address's host bits zero.
+type Prefix = (u128, u8);
+
+/// A static protocol's routes: prefix -> gateway.
+type Routes = BTreeMap<Prefix, u128>;
+
+const V4: Family = Family { v6: false };
+const V6: Family = Family { v6: true };
+
+impl Family {
+    fn bits(self) -> u8 {
+        if self.v6 {
+            128
+        } else {
+            32
+        }
+    }
+
+    fn mask(self, len: u8) -> u128 {
+        let all = if self.v6 { u128::MAX } else { u128::from(u32::MAX) };
+        if len == 0 {
+            0
+        } else {
+            all & (all << (self.bits() - len))
+        }
+    }
+
+    fn addr(self, a: u128) -> String {
+        if self.v6 {
+            Ipv6Addr::from(a).to_string()
+        } else {
+            Ipv4Addr::from(a as u32).to_string()
+        }
+    }
+
+    fn show(self, p: Prefix) -> String {
+        format!("{}/{}", self.addr(p.0), p.1)
+    }
+
+    fn parse(self, s: &str) -> u128 {
+        if self.v6 {
+            u128::from(s.parse::<Ipv6Addr>().unwrap())
+        } else {
+            u128::from(u32::from(s.parse::<Ipv4Addr>().unwrap()))
+        }
+    }
+
+    fn channel(self) -> &'static str {
+        if self.v6 {
+            "ipv6"
+        } else {
+            "ipv4"
+        }
+    }
+
+    /// (router's interface, peer's, router's address, peer's, network) per link.
+    fn links(
+        self,
+    ) -> [(
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ); 2] {
+        if self.v6 {
+            [
+                ("d0", "e0", "2001:db8::1", "2001:db8::2", "2001:db8::/64"),
+                ("d1", "e1", "2001:db8:1::1", "2001:db8:1::2", "2001:db8:1::/64"),
+            ]
+        } else {
+            [
+                ("d0", "e0", "198.18.0.1", "198.18.0.2", "198.18.0.0/24"),
+                ("d1", "e1", "198.19.0.1", "198.19.0.2", "198.19.0.0/24"),
+            ]
+        }
+    }
+
+    /// A gateway on link `link` (the peer's neighbours .3-.6 / ::3-::6).
+    fn gateway(self, rng: &mut Rng, link: usize) -> u128 {
+        let net = self.links()[link].4.split('/').next().unwrap();
+        self.parse(net) + 3 + u128::from(rng.below(4))
+    }
+
+    /// `n` distinct prefixes of BGP-like shape, a third of them more-specifics of
+    /// earlier ones. IPv4: mostly /24s, /16-/23 and some longer, in 1.0.0.0/8 to
+    /// 99.0.0.0/8; IPv6: mostly /48s, /32-/47 and some /49-/64, in 2a00::/12.
+    fn prefixes(self, rng: &mut Rng, n: usize) -> Vec<Prefix> {
+        let mut out: Vec<Prefix> = Vec::new();
+        let mut seen = HashSet::new();
+        while out.len() < n {
+            let p = if !out.is_empty() && rng.below(3) == 0 {
+                let (a, l) = out[rng.below(out.len() as u64) as usize];
+                if l >= self.bits() {
+                    continue;
+                }
+                let len = l + 1 + rng.below(u64::from(self.bits() - l).min(8)) as u8;
+                ((a | (rng.wide() & !self.mask(l))) & self.mask(len), len)
+            } else if self.v6 {
+                let len = match rng.below(10) {
+                    0..=5 => 48,
+                    6..=8 => 32 + rng.below(16) as u8,
+                    _ => 49 + rng.below(16) as u8,
+                };
+                let a = (0x2a0u128 << 116) | (rng.wide() & (u128::MAX >> 12));
+                (a & self.mask(len), len)
+            } else {
+                let len = match rng.below(10) {
+                    0..=5 => 24,
+                    6..=8 => 16 + rng.below(8) as u8,
+                    _ => 25 + rng.below(8) as u8,
+                };
+                let first = 1 + u128::from(rng.below(99));
+                let a = (first << 24) | (rng.wide() & 0x00ff_ffff);
+                (a & self.mask(len), len)
+            };
+            if seen.insert(p) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    fn static_protocol(self, name: &str, routes: &Routes) -> String {
+        let mut s = format!("protocol static {name} {{\n  {};\n", self.channel());
+        for (p, gw) in routes {
+            s += &format!("  route {} via {};\n", self.show(*p), self.addr(*gw));
+        }
+        s + "}\n"
+    }
+
+    /// The peer: session `a` (over d0's link) announces static protocol `sa`, session
+    /// `b` (over d1's) announces `sb`; each route keeps its own gateway on the shared
+    /// network as the BGP next hop (a third-party next hop).
+    fn peer_conf(self, sa: &Routes, sb: &Routes) -> String {
+        let mut s = String::from("router id 198.18.0.2;\nprotocol device {}\n");
+        s += &self.static_protocol("sa", sa);
+        s += &self.static_protocol("sb", sb);
+        for ((_, _, router, peer, _), (name, from)) in self.links().iter().zip([("a", "sa"), ("b", "sb")]) {
+            s += &format!(
+                "protocol bgp {name} {{\n  local {peer} as 65002;\n  neighbor {router} as 65001;\n  \
+                 connect delay time 1;\n  {} {{ import none; export where proto = \"{from}\"; }};\n}}\n",
+                self.channel()
+            );
+        }
+        s
+    }
+
+    /// The router's BIRD: both sessions imported, the best routes written to the
+    /// kernel's main table (proto bird, metric 32).
+    fn router_conf(self) -> String {
+        let mut s = format!(
+            "router id 198.18.0.1;\nprotocol device {{}}\n\
+             protocol kernel {{ {} {{ import none; export all; }}; }}\n",
+            self.channel()
+        );
+        for ((_, _, router, peer, _), name) in self.links().iter().zip(["a", "b"]) {
+            s += &format!(
+                "protocol bgp {name} {{ local {router} as 65001; neighbor {peer} as 65002; \
+                 connect delay time 1; {} {{ import all; export none; }}; }}\n",
+                self.channel()
+            );
+        }
+        s
+    }
+
+    /// A connected network's `rt.table` line.
+    fn connected(self, link: usize) -> String {
+        let gw = if self.v6 { "::" } else { "-" };
+        format!("{} {} {}", self.links()[link].4, gw, link + 1)
+    }
+
+    /// The table the router must hold, as `rt.table` lines: the connected networks
+    /// and, per prefix, session a's route where it has one (BGP prefers it: same path
+    /// length and origin, lower neighbour address), else session b's.
+    fn expected(self, sa: &Routes, sb: &Routes) -> Vec<String> {
+        let mut t = vec![self.connected(0), self.connected(1)];
+        for (p, gw) in sb {
+            if !sa.contains_key(p) {
+                t.push(format!("{} {} 2", self.show(*p), self.addr(*gw)));
+            }
+        }
+        for (p, gw) in sa {
+            t.push(format!("{} {} 1", self.show(*p), self.addr(*gw)));
+        }
+        t.sort();
+        t
+    }
+
+    /// The kernel's main table in the router's form (`PREFIX GATEWAY PORT`), without
+    /// IPv6's link-local networks.
+    fn kernel_table(self, ns: &Netns) -> Vec<String> {
+        let o = Command::new("ip")
+            .args(["-n", &ns.name, if self.v6 { "-6" } else { "-4" }])
+            .args(["route", "show", "table", "main"])
+            .output()
+            .unwrap();
+        let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("fe80::/64"))
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let after = |k: &str| w.iter().position(|x| *x == k).map(|i| w[i + 1]);
+                let port = match after("dev") {
+                    Some("d0") => "1",
+                    Some("d1") => "2",
+                    other => panic!("route on {other:?}: {l}"),
+                };
+                // (`ip route` shows host routes without their length.)
+                let prefix = if w[0].contains('/') {
+                    w[0].to_string()
+                } else {
+                    format!("{}/{}", w[0], self.bits())
+                };
+                let none = if self.v6 { "::" } else { "-" };
+                format!("{} {} {}", prefix, after("via").unwrap_or(none), port)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// Waits (bounded) until both the kernel and the router hold `want`; on a timeout
+/// says which differs and how.
+fn wait_both(f: Family, ns: &Netns, c: &mut Client<UnixStream>, want: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let kernel = f.kernel_table(ns);
+        let router = c.routes("rt.table");
+        if kernel == want && router == want {
+            return;
+        }
+        if Instant::now() > deadline {
+            let diff = |got: &[String]| {
+                let missing: Vec<&String> = want.iter().filter(|l| !got.contains(l)).take(5).collect();
+                let extra: Vec<&String> = got.iter().filter(|l| !want.contains(l)).take(5).collect();
+                format!("{} lines, missing {:?}, extra {:?}", got.len(), missing, extra)
+            };
+            panic!(
+                "expected {} lines; kernel: {}; router: {}",
+                want.len(),
+                diff(&kernel),
+                diff(&router)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The router's namespace and the peer's, joined by two veth links.
+fn namespaces(f: Family) -> (Netns, Netns) {
+    let r = Netns::new("br");
+    let p = Netns::new("bp");
+    for ns in [&r, &p] {
+        if f.v6 {
+            // Netns turns IPv6 off; these links want it.
+            ns.run(|| {
+                for k in ["all", "default"] {
+                    std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", k), "0").unwrap();
+                }
+            });
+        }
+        ns.ip(&["link", "set", "lo", "up"]);
+    }
+    let plen = if f.v6 { "/64" } else { "/24" };
+    for (d, e, ra, pa, _) in f.links() {
+        netns::ip(&[
+            "link", "add", d, "netns", &r.name, "type", "veth", "peer", "name", e, "netns", &p.name,
+        ]);
+        for (ns, dev, a) in [(&r, d, ra), (&p, e, pa)] {
+            let a = format!("{a}{plen}");
+            let mut args = vec!["addr", "add", &a, "dev", dev];
+            if f.v6 {
+                args.push("nodad");
+            }
+            ns.ip(&args);
+            ns.ip(&["link", "set", dev, "up"]);
+        }
+    }
+    (r, p)
+}
+
+/// `KernelRoutes` feeding the family's lookup element, with outputs 1 and 2 for d0
+/// and d1.
+fn lookup_config(f: Family) -> &'static str {
+    if f.v6 {
+        "KernelRoutes(rt, d0 1, d1 2); InfiniteSource(LIMIT 0) -> rt :: LookupIP6Route; \
+         rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;"
+    } else {
+        "KernelRoutes(rt, d0 1, d1 2); InfiniteSource(LIMIT 0) -> rt :: RadixIPLookup; \
+         rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;"
+    }
+}
+
+/// `brickroute run ARGS` inside `ns`.
+fn run_in(ns: &Netns, args: &[&str]) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_brickroute"), "run"])
+        .args(args);
+    cmd
+}
+
+/// BGP routes from BIRD, in a running router and in BIRD's RIB dump, through an
+/// announcement, a change of the peer's routes and BIRD's shutdown.
+fn bird_drives_the_router(f: Family) {
+    let (r, p) = namespaces(f);
+
+    // Session a: 3,000 prefixes; session b: 300 of the same and 200 of its own.
+    let mut rng = Rng(0x5eed_b12d);
+    let all = f.prefixes(&mut rng, 3_200);
+    let mut sa: Routes = all[..3_000]
+        .iter()
+        .map(|&p| (p, f.gateway(&mut rng, 0)))
+        .collect();
+    let sb: Routes = all[2_700..]
+        .iter()
+        .map(|&p| (p, f.gateway(&mut rng, 1)))
+        .collect();
+
+    // The router runs first, so every BGP route reaches it as a notification.
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = format!("ControlSocket(unix, {}); {}", sock.display(), lookup_config(f));
+    let mut router = RouterProcess(
+        run_in(&r, &["-e", &config])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let mut c = connect_unix(&sock, &mut router);
+    wait_both(f, &r, &mut c, &f.expected(&Routes::new(), &Routes::new()));
+
+    let router_bird = Bird::start(&r, dir.path(), "router", &f.router_conf());
+    let peer_bird = Bird::start(&p, dir.path(), "peer", &f.peer_conf(&sa, &sb));
+    router_bird.wait_established(&["a", "b"]);
+    wait_both(f, &r, &mut c, &f.expected(&sa, &sb));
+
+    // BIRD's RIB dump: every address answers with its longest prefix's BGP next hop.
+    let rib = dir.path().join("rib.mrt");
+    let table_name = if f.v6 { "master6" } else { "master4" };
+    let to = format!("\"{}\"", rib.display());
+    let out = router_bird.birdc(&["mrt", "dump", "table", table_name, "to", &to]);
+    assert!(!out.contains("rror"), "{out}");
+    check_rib_dump(f, &rib, &sa, &sb, &mut rng);
+
+    // The peer withdraws a third of session a's routes (the 100 of them session b also
+    // announces fail over to b), moves another third to other gateways and announces
+    // 400 new ones.
+    let keys: Vec<Prefix> = sa.keys().copied().collect();
+    for (i, k) in keys.iter().enumerate() {
+        match i % 3 {
+            0 => {
+                sa.remove(k);
+            }
+            1 => {
+                let old = sa[k];
+                let mut gw = old;
+                while gw == old {
+                    gw = f.gateway(&mut rng, 0);
+                }
+                sa.insert(*k, gw);
+            }
+            _ => {}
+        }
+    }
+    for fresh in f.prefixes(&mut Rng(0x0dd5_eed5), 400) {
+        if !sb.contains_key(&fresh) {
+            sa.insert(fresh, f.gateway(&mut rng, 0));
+        }
+    }
+    peer_bird.configure(&f.peer_conf(&sa, &sb));
+    wait_both(f, &r, &mut c, &f.expected(&sa, &sb));
+
+    // A second router started now takes the same table from the kernel's dump.
+    let o = run_in(&r, &["-q", "-e", lookup_config(f), "-h", "rt.table"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dumped = route_lines(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(dumped, f.expected(&sa, &sb));
+
+    // BIRD shutting down takes its routes out of the kernel, and out of the router.
+    let out = router_bird.birdc(&["down"]);
+    assert!(out.contains("Shutdown"), "{out}");
+    wait_both(f, &r, &mut c, &f.expected(&Routes::new(), &Routes::new()));
+    assert!(router.exited().is_none(), "the router stopped");
+}
+
+#[test]
+fn bgp_routes_from_bird_reach_the_router_through_the_kernel_and_its_rib_dump_loads() {
+    bird_drives_the_router(V4);
+}
+
+#[test]
+fn bgp_ipv6_routes_from_bird_reach_the_router_through_the_kernel_and_its_rib_dump_loads() {
+    bird_drives_the_router(V6);
+}
+
+/// Loads BIRD's MRT dump in `brickroute fib lookup` and checks one address inside
+/// every prefix, and the first address past it, against a longest-prefix match over
+/// the routes the test announced. `fib lookup` numbers next hops by address, so its
+/// answers must map one to one onto the gateways the test chose.
+fn check_rib_dump(f: Family, rib: &Path, sa: &Routes, sb: &Routes, rng: &mut Rng) {
+    let mut best: HashMap<Prefix, u128> = sb.iter().map(|(p, g)| (*p, *g)).collect();
+    best.extend(sa.iter().map(|(p, g)| (*p, *g)));
+    let lookup = |a: u128| {
+        (0..=f.bits())
+            .rev()
+            .find_map(|l| best.get(&(a & f.mask(l), l)).copied())
+    };
+    let mut queries: Vec<u128> = Vec::new();
+    for &(a, l) in best.keys() {
+        queries.push(a | (rng.wide() & !f.mask(l) & f.mask(f.bits())));
+        queries.push((a | (!f.mask(l) & f.mask(f.bits()))).wrapping_add(1) & f.mask(f.bits()));
+    }
+    let input: String = queries.iter().map(|q| format!("{}\n", f.addr(*q))).collect();
+
+    // BIRD writes the dump from its event loop: wait (bounded) until a load answers
+    // every query.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let answers = loop {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+            .args(["fib", "lookup", "--table"])
+            .arg(rib)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feed = input.clone();
+        let writer = std::thread::spawn(move || stdin.write_all(feed.as_bytes()));
+        let o = child.wait_with_output().unwrap();
+        let _ = writer.join().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        if o.status.success() && out.lines().count() == queries.len() {
+            break out;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fib lookup on BIRD's dump: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+
+    let mut index_of: HashMap<u128, String> = HashMap::new();
+    let mut gateway_of: HashMap<String, u128> = HashMap::new();
+    for (q, line) in queries.iter().zip(answers.lines()) {
+        let (addr, hop) = line.split_once(' ').unwrap();
+        assert_eq!(addr, f.addr(*q));
+        match lookup(*q) {
+            None => assert_eq!(hop, "-", "{addr} has no route"),
+            Some(gw) => {
+                let via = f.addr(gw);
+                assert_ne!(hop, "-", "{addr} should go via {via}");
+                let i = index_of.entry(gw).or_insert_with(|| hop.to_string());
+                assert_eq!(i, hop, "{addr} via {via}");
+                let g = gateway_of.entry(hop.to_string()).or_insert(gw);
+                assert_eq!(*g, gw, "{addr}: next hop {hop}");
+            }
+        }
+    }
+    assert_eq!(index_of.len(), 8, "both sessions' four gateways");
+}
