@@ -70,7 +70,8 @@ pub enum FibCommand {
 #[derive(clap::Args)]
 pub struct LookupArgs {
     /// Route table: `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed, `#` comments;
-    /// or an MRT routing table dump (uncompressed), next hops numbered by address.
+    /// or an MRT routing table dump, next hops numbered by address; either may be gzip-
+    /// or bzip2-compressed.
     #[arg(long)]
     table: PathBuf,
 }

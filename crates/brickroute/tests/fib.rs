@@ -627,3 +627,40 @@ fn lookup_reads_an_mrt_rib_dump() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn lookup_reads_gzip_compressed_tables_and_dumps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dump = mrt_record(13, 1, &[0; 8]);
+    dump.extend(mrt_rib4(24, &[192, 0, 2], &[[198, 18, 0, 2]]));
+    for (name, bytes) in [
+        ("rib", dump.as_slice()),
+        ("routes.txt", b"10.0.0.0/8 4\n192.0.2.0/24 0\n".as_slice()),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        // Debian's gzip, as the files are published.
+        let st = Command::new("gzip").arg(&path).status().expect("run gzip");
+        assert!(st.success());
+        let out = lookup_at(&dir.path().join(format!("{name}.gz")), "192.0.2.7\n11.1.1.1\n");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            "192.0.2.7 0\n11.1.1.1 -\n"
+        );
+    }
+
+    // Cut short: the reason, and no answers.
+    let gz = std::fs::read(dir.path().join("rib.gz")).unwrap();
+    let cut = dir.path().join("cut.gz");
+    std::fs::write(&cut, &gz[..gz.len() - 4]).unwrap();
+    let out = lookup_at(&cut, "192.0.2.7\n");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("cut.gz: gzip-compressed, but cannot decompress: the data ends early"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

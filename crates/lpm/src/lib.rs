@@ -135,6 +135,7 @@
 //! new next-hop index names) is visible to a reader once a lookup returned that next hop.
 
 pub mod baseline;
+mod compressed;
 mod dir16;
 mod first;
 mod growing;

@@ -1,7 +1,7 @@
 //! Route table files: one `PREFIX/LEN NEXTHOP` per line, IPv4 and IPv6 mixed; `#` starts
 //! a comment (whole line or after the route); blank lines are skipped. Errors name the
 //! file and line: `FILE:LINE: reason`. An MRT routing table dump is read as well
-//! ([`crate::mrt`]). A prefix with host bits set after its length is
+//! ([`crate::mrt`]), and either kind of file gzip- or bzip2-compressed ([`load`]). A prefix with host bits set after its length is
 //! loaded as its network and reported in [`RouteTable::host_bits`].
 
 use std::fmt;
@@ -196,13 +196,19 @@ pub fn parse(bytes: &[u8], origin: &str) -> Result<RouteTable, LoadError> {
     Ok(t)
 }
 
-/// Reads and parses a table file.
+/// Reads and parses a table file, decompressing it first if it is gzip or bzip2 data
+/// (errors' line numbers are then the decompressed text's).
 pub fn load(path: &Path) -> Result<RouteTable, LoadError> {
     let origin = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| LoadError {
         origin: origin.clone(),
         line: None,
         reason: format!("cannot read: {}", e),
+    })?;
+    let bytes = crate::compressed::decompress(bytes).map_err(|reason| LoadError {
+        origin: origin.clone(),
+        line: None,
+        reason,
     })?;
     parse(&bytes, &origin)
 }
