@@ -1,7 +1,9 @@
-//! Any bytes as a route netlink datagram must parse or be refused, never panic; every
-//! route read has a length its family allows and no address bits beyond it.
+//! Any bytes as a route netlink datagram must parse or be refused, never panic, both
+//! as route messages and as neighbour messages; every route read has a length its
+//! family allows and no address bits beyond it, every IPv4 address fits 32 bits.
 #![no_main]
 
+use io::rtnl::neigh::NeighMessage;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -16,6 +18,16 @@ fuzz_target!(|data: &[u8]| {
                 if r.family == io::rtnl::Family::V4 {
                     assert!(r.dst <= u128::from(u32::MAX) && r.gateway.unwrap_or(0) <= u128::from(u32::MAX));
                 }
+            }
+        }
+    }
+    if let Ok(messages) = io::rtnl::neigh::parse(data) {
+        for m in messages {
+            if let NeighMessage::New(n) | NeighMessage::Deleted(n) = m {
+                if n.family == io::rtnl::Family::V4 {
+                    assert!(n.addr <= u128::from(u32::MAX), "{:?}", n);
+                }
+                assert!(!n.usable() || n.lladdr.is_some());
             }
         }
     }

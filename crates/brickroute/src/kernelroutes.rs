@@ -543,7 +543,7 @@ impl State {
     }
 }
 
-fn ifindex(name: &str) -> Option<u32> {
+pub(crate) fn ifindex(name: &str) -> Option<u32> {
     let c = std::ffi::CString::new(name).ok()?;
     // SAFETY: `c` is a NUL-terminated string that outlives the call.
     let i = unsafe { libc::if_nametoindex(c.as_ptr()) };

@@ -11,6 +11,7 @@ mod fib;
 mod gen;
 mod handlers;
 mod kernelroutes;
+mod neighbors;
 mod report;
 mod run;
 mod services;

@@ -3,6 +3,7 @@
 use crate::control;
 use crate::handlers;
 use crate::kernelroutes;
+use crate::neighbors;
 use graph::lang;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
@@ -173,6 +174,7 @@ fn load(
     runtime::register(&mut reg, devices);
     control::register(&mut reg, &services.sockets);
     kernelroutes::register(&mut reg, &services.syncs);
+    neighbors::register(&mut reg, &services.resolvers);
     let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
@@ -182,6 +184,7 @@ fn load(
 struct Services {
     sockets: Arc<control::Sockets>,
     syncs: Arc<kernelroutes::Syncs>,
+    resolvers: Arc<neighbors::Resolvers>,
 }
 
 /// Runs one worker per thread (pinned to cores) until a source asks to stop, every
@@ -268,6 +271,7 @@ pub fn main(args: RunArgs) -> ExitCode {
     let services = Services {
         sockets: control::Sockets::new(),
         syncs: kernelroutes::Syncs::new(),
+        resolvers: neighbors::Resolvers::new(),
     };
     // The kernel's routes go in before the workers start (also with -q, as Click
     // initializes every element before it decides not to run).
@@ -288,6 +292,9 @@ pub fn main(args: RunArgs) -> ExitCode {
     if !args.quit {
         let server = services.sockets.serve(&router);
         let following = kernelroutes::follow(followers, &router);
+        // (Following the neighbour tables does not keep the router running: it serves
+        // the workers' packets only.)
+        let resolving = neighbors::follow(&services.resolvers, &router);
         let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
         // With a control socket or kernel routes to follow, the router runs until it
         // is stopped (a signal, a source's STOP, or a write to the `stop` handler), as
@@ -298,6 +305,7 @@ pub fn main(args: RunArgs) -> ExitCode {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        drop(resolving);
         drop(following);
         drop(server);
         if !args.no_summary {

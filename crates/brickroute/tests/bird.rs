@@ -430,14 +430,6 @@ fn lookup_config(f: Family) -> &'static str {
     }
 }
 
-/// `brickroute run ARGS` inside `ns`.
-fn run_in(ns: &Netns, args: &[&str]) -> Command {
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_brickroute"), "run"])
-        .args(args);
-    cmd
-}
-
 /// BGP routes from BIRD, in a running router and in BIRD's RIB dump, through an
 /// announcement, a change of the peer's routes and BIRD's shutdown.
 fn bird_drives_the_router(f: Family) {
@@ -460,7 +452,7 @@ fn bird_drives_the_router(f: Family) {
     let sock = dir.path().join("s");
     let config = format!("ControlSocket(unix, {}); {}", sock.display(), lookup_config(f));
     let mut router = RouterProcess(
-        run_in(&r, &["-e", &config])
+        r.brickroute_run(&["-e", &config])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -512,7 +504,8 @@ fn bird_drives_the_router(f: Family) {
     wait_both(f, &r, &mut c, &f.expected(&sa, &sb));
 
     // A second router started now takes the same table from the kernel's dump.
-    let o = run_in(&r, &["-q", "-e", lookup_config(f), "-h", "rt.table"])
+    let o = r
+        .brickroute_run(&["-q", "-e", lookup_config(f), "-h", "rt.table"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

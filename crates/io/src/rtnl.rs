@@ -157,30 +157,56 @@ fn addr_at(family: Family, b: &[u8]) -> Option<u128> {
     }
 }
 
-/// Every message of a datagram the kernel sent. Routes of other families, route cache
-/// entries and messages of other types are left out.
-pub fn parse(buf: &[u8]) -> Result<Vec<Message>, ReplyError> {
+/// One netlink message: type, flags, body.
+type RawMessage<'a> = (u16, u16, &'a [u8]);
+
+/// The messages of a datagram, or why not.
+fn messages(buf: &[u8]) -> Result<Vec<RawMessage<'_>>, ReplyError> {
     let mut out = Vec::new();
     let mut rest = buf;
     while rest.len() >= NLMSG_HDR {
         let len = u32_at(rest, 0).unwrap_or(0) as usize;
-        let ty = u16_at(rest, 4).unwrap_or(0);
-        let flags = u16_at(rest, 6).unwrap_or(0);
         if len < NLMSG_HDR || len > rest.len() {
             return Err(ReplyError::Malformed("message length out of bounds"));
         }
-        let body = &rest[NLMSG_HDR..len];
+        out.push((
+            u16_at(rest, 4).unwrap_or(0),
+            u16_at(rest, 6).unwrap_or(0),
+            &rest[NLMSG_HDR..len],
+        ));
+        rest = &rest[align4(len).min(rest.len())..];
+    }
+    Ok(out)
+}
+
+/// What a message says about the dump or request it answers, if it is of a kind every
+/// dump shares: `Some(Ok(()))` for the end of a dump, `Some(Err(errno))` for an error
+/// the kernel returned; `None` for an acknowledgement or another message.
+fn dump_status(ty: u16, body: &[u8]) -> Result<Option<Result<(), i32>>, ReplyError> {
+    Ok(match ty {
+        NLMSG_ERROR => match u32_at(body, 0).ok_or(ReplyError::Malformed("truncated error"))? as i32 {
+            0 => None,
+            errno => Some(Err(-errno)),
+        },
+        NLMSG_DONE => Some(Ok(())),
+        _ => None,
+    })
+}
+
+/// Every message of a datagram the kernel sent. Routes of other families, route cache
+/// entries and messages of other types are left out.
+pub fn parse(buf: &[u8]) -> Result<Vec<Message>, ReplyError> {
+    let mut out = Vec::new();
+    for (ty, flags, body) in messages(buf)? {
         if flags & NLM_F_DUMP_INTR != 0 {
             out.push(Message::Interrupted);
         }
+        match dump_status(ty, body)? {
+            Some(Ok(())) => out.push(Message::Done),
+            Some(Err(e)) => out.push(Message::Error(e)),
+            None => {}
+        }
         match ty {
-            NLMSG_ERROR => {
-                let errno = u32_at(body, 0).ok_or(ReplyError::Malformed("truncated error"))? as i32;
-                if errno != 0 {
-                    out.push(Message::Error(-errno));
-                }
-            }
-            NLMSG_DONE => out.push(Message::Done),
             RTM_NEWLINK | RTM_DELLINK | RTM_NEWADDR | RTM_DELADDR | RTM_NEWNEXTHOP | RTM_DELNEXTHOP => {
                 out.push(Message::LinkAddressOrNexthop)
             }
@@ -202,7 +228,6 @@ pub fn parse(buf: &[u8]) -> Result<Vec<Message>, ReplyError> {
             }
             _ => {}
         }
-        rest = &rest[align4(len).min(rest.len())..];
     }
     Ok(out)
 }
@@ -409,6 +434,11 @@ impl RouteSocket {
         m.extend_from_slice(&0u32.to_ne_bytes());
         m.extend_from_slice(&[family.af(), 0, 0, 0, 0, 0, 0, 0]);
         m.extend_from_slice(&0u32.to_ne_bytes());
+        self.send(&m)
+    }
+
+    /// Sends one request to the kernel.
+    fn send(&self, m: &[u8]) -> io::Result<()> {
         // SAFETY: `m` is readable for m.len() bytes; the kernel is the default peer.
         let sent = unsafe { libc::send(self.fd.as_raw_fd(), m.as_ptr() as *const libc::c_void, m.len(), 0) };
         if sent < 0 {
@@ -455,32 +485,69 @@ impl RouteSocket {
 /// Every route of `family` in every table, taken again while the kernel reports the
 /// dump interrupted by a change.
 pub fn dump_routes(family: Family) -> io::Result<Vec<Route>> {
+    dump(
+        "route dump",
+        |s, seq| s.request_dump(family, seq),
+        |buf| {
+            Ok(parse(buf)?
+                .into_iter()
+                .map(|m| match m {
+                    Message::NewRoute(r) => DumpStep::Item(r),
+                    Message::Done => DumpStep::Done,
+                    Message::Interrupted => DumpStep::Interrupted,
+                    Message::Error(e) => DumpStep::Error(e),
+                    _ => DumpStep::Other,
+                })
+                .collect())
+        },
+    )
+}
+
+/// What a message of a dump's answer is to [`dump`].
+enum DumpStep<T> {
+    Item(T),
+    Done,
+    Interrupted,
+    Error(i32),
+    Other,
+}
+
+/// A dump on a fresh socket: `request` asks with a sequence number, `steps` reads a
+/// datagram. Taken again (up to ten times) while the kernel reports it interrupted by
+/// a change; `what` names it in a timeout.
+fn dump<T>(
+    what: &str,
+    request: impl Fn(&RouteSocket, u32) -> io::Result<()>,
+    steps: impl Fn(&[u8]) -> Result<Vec<DumpStep<T>>, ReplyError>,
+) -> io::Result<Vec<T>> {
     let mut buf = vec![0u8; 1 << 20];
     let mut attempt = 0u32;
     'again: loop {
         attempt += 1;
         let s = RouteSocket::unsubscribed()?;
-        s.request_dump(family, attempt)?;
-        let mut routes = Vec::new();
+        request(&s, attempt)?;
+        let mut items = Vec::new();
         loop {
             let Some(n) = s.recv(&mut buf, Duration::from_secs(10))? else {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    "route dump: no answer from the kernel",
+                    format!("{what}: no answer from the kernel"),
                 ));
             };
-            for m in parse(&buf[..n]).map_err(io::Error::from)? {
+            for m in steps(&buf[..n]).map_err(io::Error::from)? {
                 match m {
-                    Message::NewRoute(r) => routes.push(r),
-                    Message::Done => return Ok(routes),
-                    Message::Interrupted if attempt < 10 => continue 'again,
-                    Message::Error(e) => return Err(io::Error::from_raw_os_error(e)),
+                    DumpStep::Item(r) => items.push(r),
+                    DumpStep::Done => return Ok(items),
+                    DumpStep::Interrupted if attempt < 10 => continue 'again,
+                    DumpStep::Error(e) => return Err(io::Error::from_raw_os_error(e)),
                     _ => {}
                 }
             }
         }
     }
 }
+
+pub mod neigh;
 
 #[cfg(test)]
 mod tests;

@@ -65,6 +65,21 @@ impl Netns {
         })
     }
 
+    /// `brickroute run ARGS` inside the namespace (`ip netns exec` execs it, so the
+    /// child's process id is brickroute's).
+    pub fn brickroute_run(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args([
+            "netns",
+            "exec",
+            &self.name,
+            env!("CARGO_BIN_EXE_brickroute"),
+            "run",
+        ])
+        .args(args);
+        cmd
+    }
+
     /// `ip -n NAME ARGS`.
     pub fn ip(&self, args: &[&str]) {
         let mut a = vec!["-n", self.name.as_str()];

@@ -1,0 +1,347 @@
+//! `NeighborEncap` in a running router, in network namespaces (root needed), for IPv4
+//! and IPv6: packets routed to two gateways on one link leave addressed to each
+//! gateway's own Ethernet address, which the router's kernel resolved (ARP, or
+//! Neighbour Discovery) when the element asked; packets
+//! for a gateway that does not answer go to output 1 and are counted, with the kernel
+//! asked again at most once a second; a neighbour entry the kernel changes takes the
+//! traffic at once.
+//!
+//! r: d1 198.19.0.1 -- b1 [sw: bridge br0] b2 -- h1 198.19.0.3 (ns h1)
+//!                                          b3 -- h2 198.19.0.4 (ns h2)
+//! (IPv6: 2001:db8:1::1, ::3, ::4.)
+
+mod common;
+#[path = "common/control_client.rs"]
+mod control_client;
+#[path = "common/netns.rs"]
+mod netns;
+#[path = "common/router_process.rs"]
+mod router_process;
+
+use control_client::{connect_unix, Client};
+use netns::{veth, Netns, RawSocket};
+use router_process::RouterProcess;
+use std::collections::HashMap;
+use std::os::unix::net::UnixStream;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const D1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x01];
+const H1_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x03];
+const H2_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x04];
+const MOVED_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x33];
+
+fn mac(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{:02x}", b))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The namespaces, kept until the test ends.
+struct Link {
+    r: Netns,
+    _sw: Netns,
+    h1: Netns,
+    h2: Netns,
+}
+
+/// One address family's side of the test.
+#[derive(Clone, Copy)]
+struct Family {
+    v6: bool,
+}
+
+impl Family {
+    /// The router's d1, h1, h2, and a gateway nobody answers for.
+    fn addrs(self) -> [&'static str; 4] {
+        if self.v6 {
+            ["2001:db8:1::1", "2001:db8:1::3", "2001:db8:1::4", "2001:db8:1::9"]
+        } else {
+            ["198.19.0.1", "198.19.0.3", "198.19.0.4", "198.19.0.9"]
+        }
+    }
+
+    fn plen(self) -> &'static str {
+        if self.v6 {
+            "/64"
+        } else {
+            "/24"
+        }
+    }
+
+    /// Packet destinations routed via h1, h2 and the silent gateway.
+    fn destinations(self) -> [Vec<u8>; 3] {
+        if self.v6 {
+            [0x100u16, 0x200, 0x300].map(|n| {
+                let a: std::net::Ipv6Addr = format!("2001:db8:{n:x}::7").parse().unwrap();
+                a.octets().to_vec()
+            })
+        } else {
+            [[192, 0, 2, 7], [203, 0, 113, 9], [100, 64, 0, 1]].map(|a| a.to_vec())
+        }
+    }
+
+    /// One packet to `dst` as a RatedSource's hex DATA: a valid header (a bridge with
+    /// netfilter drops IPv4 with a bad checksum).
+    fn packet(self, dst: &[u8]) -> String {
+        let h: Vec<u8> = if self.v6 {
+            // Version 6, no payload, no next header (59), hop limit 64, from 2001:db8::1.
+            let mut h = vec![0x60, 0, 0, 0, 0, 0, 59, 64, 0x20, 0x01, 0x0d, 0xb8];
+            h.extend_from_slice(&[0; 11]);
+            h.push(1);
+            h.extend_from_slice(dst);
+            h
+        } else {
+            let mut h = vec![0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1];
+            h.extend_from_slice(dst);
+            let sum = common::inet_checksum(&h);
+            h[10..12].copy_from_slice(&sum.to_be_bytes());
+            h
+        };
+        h.iter().map(|b| format!("{:02x}", b)).collect()
+    }
+
+    /// 200 packets a second to each destination, routed to h1, h2 and the silent
+    /// gateway, through `ne :: NeighborEncap(d1)`.
+    fn config(self, sock: &std::path::Path) -> String {
+        let [_, g1, g2, g3] = self.addrs();
+        let (lookup, anno, ethertype, prefixes) = if self.v6 {
+            (
+                "LookupIP6Route",
+                "GetIP6Address(24)",
+                "0x86DD",
+                ["2001:db8:100::/48", "2001:db8:200::/48", "2001:db8:300::/48"],
+            )
+        } else {
+            (
+                "RadixIPLookup",
+                "GetIPAddress(16)",
+                "0x0800",
+                ["192.0.2.0/24", "203.0.113.0/24", "100.64.0.0/10"],
+            )
+        };
+        let sources: String = self
+            .destinations()
+            .iter()
+            .map(|d| {
+                format!(
+                    "RatedSource(DATA \\<{}>, RATE 200) -> {anno} -> rt;\n",
+                    self.packet(d)
+                )
+            })
+            .collect();
+        format!(
+            "ControlSocket(unix, {});
+             rt :: {lookup}({} {g1} 0, {} {g2} 0, {} {g3} 0);
+             {sources}
+             rt -> ne :: NeighborEncap(d1, {ethertype}) -> ToDevice(d1, METHOD PACKET);
+             ne[1] -> unresolved :: Counter -> Discard;",
+            sock.display(),
+            prefixes[0],
+            prefixes[1],
+            prefixes[2],
+        )
+    }
+}
+
+fn link(f: Family) -> Link {
+    let (r, sw, h1, h2) = (
+        Netns::new("nr"),
+        Netns::new("ns"),
+        Netns::new("n1"),
+        Netns::new("n2"),
+    );
+    if f.v6 {
+        // Netns turns IPv6 off; this test wants it, on the interfaces made after this.
+        for ns in [&r, &h1, &h2] {
+            ns.run(|| {
+                for k in ["all", "default"] {
+                    std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", k), "0").unwrap();
+                }
+            });
+        }
+    }
+    sw.ip(&["link", "add", "br0", "type", "bridge"]);
+    sw.ip(&["link", "set", "br0", "up"]);
+    veth(&r, "d1", &mac(&D1_MAC), &sw, "b1", "02:00:00:00:03:01");
+    veth(&h1, "h1", &mac(&H1_MAC), &sw, "b2", "02:00:00:00:03:02");
+    veth(&h2, "h2", &mac(&H2_MAC), &sw, "b3", "02:00:00:00:03:03");
+    for b in ["b1", "b2", "b3"] {
+        sw.ip(&["link", "set", b, "master", "br0"]);
+    }
+    let [ra, a1, a2, _] = f.addrs();
+    for (ns, dev, a) in [(&r, "d1", ra), (&h1, "h1", a1), (&h2, "h2", a2)] {
+        let a = format!("{a}{}", f.plen());
+        let mut args = vec!["addr", "add", &a, "dev", dev];
+        if f.v6 {
+            args.push("nodad");
+        }
+        ns.ip(&args);
+    }
+    Link { r, _sw: sw, h1, h2 }
+}
+
+/// What the hosts saw from the router, by IPv4 destination: how many frames carried
+/// each destination MAC.
+type Seen = HashMap<Vec<u8>, HashMap<[u8; 6], usize>>;
+
+/// Frames the hosts' sockets see for `for_how_long`, taken from each socket in turn.
+fn collect(f: Family, sockets: &[&RawSocket], for_how_long: Duration) -> Seen {
+    let (ethertype, dst) = if f.v6 {
+        ([0x86, 0xdd], 38..54)
+    } else {
+        ([0x08, 0x00], 30..34)
+    };
+    let mut seen = Seen::new();
+    let deadline = Instant::now() + for_how_long;
+    while Instant::now() < deadline {
+        for s in sockets {
+            let Some(f) = s.recv(Duration::from_millis(1)) else {
+                continue;
+            };
+            // IP from the router (ARP or ND and the hosts' own frames left out).
+            if f.len() >= dst.end && f[6..12] == D1_MAC && f[12..14] == ethertype {
+                let by_mac = seen.entry(f[dst.clone()].to_vec()).or_default();
+                *by_mac.entry(f[..6].try_into().unwrap()).or_default() += 1;
+            }
+        }
+    }
+    seen
+}
+
+/// How many frames for `ip` the hosts saw, if all went to `mac` (else a panic).
+fn only_to(seen: &Seen, ip: &[u8], mac: [u8; 6]) -> usize {
+    let Some(by_mac) = seen.get(ip) else {
+        return 0;
+    };
+    assert_eq!(by_mac.keys().collect::<Vec<_>>(), [&mac], "{ip:?}: {seen:?}");
+    by_mac[&mac]
+}
+
+fn table_has(c: &mut Client<UnixStream>, prefix: &str) -> bool {
+    c.read("ne.table").lines().any(|l| l.starts_with(prefix))
+}
+
+#[test]
+fn each_gateway_gets_its_own_address_from_the_kernels_neighbour_table() {
+    each_gateway_gets_its_own_address(Family { v6: false });
+}
+
+#[test]
+fn each_ipv6_gateway_gets_its_own_address_from_the_kernels_neighbour_table() {
+    each_gateway_gets_its_own_address(Family { v6: true });
+}
+
+fn each_gateway_gets_its_own_address(f: Family) {
+    let l = link(f);
+    let [_, g1, g2, g3] = f.addrs();
+    let [d1, d2, d3] = f.destinations();
+    let s1 = l.h1.run(|| RawSocket::open("h1"));
+    let s2 = l.h2.run(|| RawSocket::open("h2"));
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let mut p = RouterProcess(
+        l.r.brickroute_run(&["-e", &f.config(&sock)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let mut c = connect_unix(&sock, &mut p);
+    assert_eq!(c.read("ne.src"), mac(&D1_MAC));
+
+    // The kernel resolves both gateways when asked.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(table_has(&mut c, &format!("{g1} {} ", mac(&H1_MAC)))
+        && table_has(&mut c, &format!("{g2} {} ", mac(&H2_MAC))))
+    {
+        assert!(Instant::now() < deadline, "not resolved: {}", c.read("ne.table"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let seen = collect(f, &[&s1, &s2], Duration::from_millis(1500));
+    assert!(only_to(&seen, &d1, H1_MAC) >= 100, "{seen:?}");
+    assert!(only_to(&seen, &d2, H2_MAC) >= 100, "{seen:?}");
+    assert!(!seen.contains_key(&d3), "{seen:?}");
+
+    // Packets for the gateway nobody answers for go to output 1, counted; the kernel is
+    // asked again at most once a second, not for every packet.
+    let unresolved: u64 = c.read("ne.unresolved").parse().unwrap();
+    assert!(unresolved >= 200, "{unresolved}");
+    // Each of them leaves on output 1 (its Counter sees it once the worker's batch gets
+    // there, a moment after the element counted it; traffic goes on meanwhile).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.count("unresolved") < unresolved {
+        assert!(Instant::now() < deadline, "output 1 got fewer than {unresolved}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let counted = c.count("unresolved");
+    let unresolved_now: u64 = c.read("ne.unresolved").parse().unwrap();
+    assert!(
+        counted <= unresolved_now,
+        "{counted} on output 1, {unresolved_now} unresolved"
+    );
+    let requests: u64 = c.read("ne.requests").parse().unwrap();
+    assert!(
+        (3..20).contains(&requests),
+        "{requests} requests for {unresolved} packets"
+    );
+    // The kernel gives up on it after its probes (about 3 s), and says so.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !table_has(&mut c, &format!("{g3} - FAILED")) {
+        assert!(Instant::now() < deadline, "{}", c.read("ne.table"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // The kernel's entry changes (a static one): the traffic follows at once.
+    l.r.ip(&[
+        "neigh",
+        "replace",
+        g1,
+        "lladdr",
+        &mac(&MOVED_MAC),
+        "dev",
+        "d1",
+        "nud",
+        "permanent",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !table_has(&mut c, &format!("{g1} {} PERMANENT", mac(&MOVED_MAC))) {
+        assert!(Instant::now() < deadline, "{}", c.read("ne.table"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // (Frames sent before the change wait in the sockets: drop them first.)
+    std::thread::sleep(Duration::from_millis(100));
+    for s in [&s1, &s2] {
+        while s.recv(Duration::ZERO).is_some() {}
+    }
+    let seen = collect(f, &[&s1, &s2], Duration::from_millis(500));
+    // (The bridge floods frames to an address it has not learned: each host sees them.)
+    assert!(only_to(&seen, &d1, MOVED_MAC) > 0, "{seen:?}");
+    assert!(p.exited().is_none());
+}
+
+#[test]
+fn bad_configurations_are_refused_with_the_reason() {
+    let l = link(Family { v6: false });
+    for (config, want) in [
+        (
+            "InfiniteSource(LIMIT 0) -> NeighborEncap(nosuch) -> Discard;",
+            "no interface 'nosuch'",
+        ),
+        (
+            "InfiniteSource(LIMIT 0) -> NeighborEncap(d1, 0x0806) -> Discard;",
+            "ETHERTYPE 0x0806: neighbours are resolved for IPv4 (0x0800) or IPv6 (0x86DD) only",
+        ),
+        (
+            "InfiniteSource(LIMIT 0) -> NeighborEncap -> Discard;",
+            "missing mandatory DEVNAME argument",
+        ),
+    ] {
+        let o = l.r.brickroute_run(&["-q", "-e", config]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{config}");
+        assert!(err.contains(want), "{config}: {err}");
+    }
+}
