@@ -1,34 +1,40 @@
 // testbed-router.click -- the IPv4 router of conf/router.click over the testbed's two
 // interfaces (`brickroute testbed up`; `brickroute demo` runs it in the dut namespace).
 //
-//   interface  network          router address  router MAC         neighbour (MAC)
-//   d0         198.18.0.0/24    198.18.0.2      02:b7:00:00:00:02  198.18.0.1 g0 (02:b7:00:00:00:01)
-//   d1         198.18.1.0/24    198.18.1.2      02:b7:00:00:01:02  198.18.1.1 s0 (02:b7:00:00:01:01)
+//   interface  network          router address  neighbour
+//   d0         198.18.0.0/24    198.18.0.2      198.18.0.1 g0
+//   d1         198.18.1.0/24    198.18.1.2      198.18.1.1 s0
 //   traffic to 198.19.0.0/16 goes out of d1 to the sink, 198.18.0.0/24 back out of d0.
 //
 // Every IPv4 packet is checked (CheckIPHeader), looked up by destination
 // (RadixIPLookup), has its TTL decremented (expiry answered with ICMP time exceeded,
-// routed like any packet) and gets the neighbour's Ethernet header (static MACs: the
-// testbed has permanent neighbours, no ARP on the data path). Packets for the router
+// routed like any packet) and gets an Ethernet header addressed to its next hop
+// (NeighborEncap: the gateway's, or on a connected network the destination's, address
+// from the kernel's neighbour table; the testbed's neighbours are permanent entries
+// there, so no ARP is needed on the data path, and a next hop the kernel has no entry
+// for is resolved by the kernel when its first packet asks). Packets for the router
 // itself and non-IP frames are counted and dropped here: the kernel, which sees the
 // same frames, answers ARP and ping. Handlers worth reading after a run: chk.drops,
 // tohost.count, nonip.count, out0/cnt.count, out1/cnt.count, out0/dt.drops,
-// out1/dt.drops.
+// out1/dt.drops, out0/ne.unresolved, out1/ne.unresolved, out1/ne.table.
 //
 // Run it in the testbed (one worker per queue; the interfaces need that many queues):
 //   ip netns exec br-dut brickroute run --threads 1 conf/testbed-router.click METHOD=XDP
 
 define($METHOD XDP);
 
-// One output interface: TTL, Ethernet header, counter, device.
+// One output interface: TTL, Ethernet header for the next hop, counter, device.
 // Output 0 carries the ICMP errors it generates, to be routed, at most 1,000 a second
-// (bursts of 20; RFC 1812 4.3.2.8 asks for a limit), the rest dropped.
-elementclass OutInterface { $dev, $myip, $mymac, $nexthop |
+// (bursts of 20; RFC 1812 4.3.2.8 asks for a limit), the rest dropped; packets whose
+// next hop the kernel failed to resolve by ARP are answered with ICMP host unreachable
+// (as Linux answers them), under the same limit.
+elementclass OutInterface { $dev, $myip |
     input -> dt :: DecIPTTL
-          -> EtherEncap(0x0800, $mymac, $nexthop)
+          -> ne :: NeighborEncap($dev)
           -> cnt :: Counter
           -> ToDevice($dev, METHOD $METHOD);
-    dt[1] -> ICMPError($myip, timeexceeded) -> RatedSplitter(1000) -> output;
+    dt[1] -> ICMPError($myip, timeexceeded) -> limit :: RatedSplitter(1000) -> output;
+    ne[1] -> ICMPError($myip, unreachable, host) -> limit;
 }
 
 chk :: CheckIPHeader;
@@ -47,5 +53,5 @@ nonip -> Discard;
 chk -> rt;
 
 rt[0] -> tohost :: Counter -> Discard;
-rt[1] -> out0 :: OutInterface(d0, 198.18.0.2, 02:b7:00:00:00:02, 02:b7:00:00:00:01) -> rt;
-rt[2] -> out1 :: OutInterface(d1, 198.18.1.2, 02:b7:00:00:01:02, 02:b7:00:00:01:01) -> rt;
+rt[1] -> out0 :: OutInterface(d0, 198.18.0.2) -> rt;
+rt[2] -> out1 :: OutInterface(d1, 198.18.1.2) -> rt;

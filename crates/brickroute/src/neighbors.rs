@@ -7,7 +7,8 @@
 //! table (`io::rtnl::neigh`): a dump at configuration, then a thread that follows the
 //! kernel's notifications and publishes each change as a new snapshot the workers pick
 //! up at their next batch. A packet whose next hop has no usable entry is counted and
-//! sent to output 1 (or dropped), and the thread asks the kernel to resolve the address
+//! dropped, or sent to output 1 once the kernel has failed to resolve the next hop (for
+//! an ICMP host unreachable), and the thread asks the kernel to resolve the address
 //! (`NTF_USE`), at most once a second per address; it also asks the kernel to check its
 //! stale entries again every 30 s, as the kernel does for traffic it sends itself.
 
@@ -75,10 +76,12 @@ impl Hasher for AddrHasher {
 type AddrMap<V> = HashMap<u128, V, BuildHasherDefault<AddrHasher>>;
 
 /// One published view of the device's neighbours: the Ethernet header for each usable
-/// one (destination, the device's address, the type).
+/// one (destination, the device's address, the type), and the addresses the kernel
+/// failed to resolve.
 #[derive(Default)]
 struct Snapshot {
     headers: AddrMap<[u8; 14]>,
+    failed: AddrMap<()>,
 }
 
 /// The configuration's `NeighborEncap` elements, waiting for `run` to follow them.
@@ -118,6 +121,11 @@ impl Shared {
     /// Publishes a snapshot built from `entries` and the device's address `src`.
     fn publish(&self, entries: &AddrMap<Neighbor>, src: [u8; 6]) {
         let mut headers = AddrMap::default();
+        let failed = entries
+            .values()
+            .filter(|n| n.state & neigh::NUD_FAILED != 0)
+            .map(|n| (n.addr, ()))
+            .collect();
         for n in entries.values().filter(|n| n.usable()) {
             let mut h = [0u8; 14];
             h[..6].copy_from_slice(&n.lladdr.unwrap_or_default());
@@ -125,7 +133,7 @@ impl Shared {
             h[12..].copy_from_slice(&self.ethertype.to_be_bytes());
             headers.insert(n.addr, h);
         }
-        *self.snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(Snapshot { headers });
+        *self.snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(Snapshot { headers, failed });
         self.generation.fetch_add(1, Ordering::Release);
     }
 
@@ -369,7 +377,7 @@ impl ElementSpec for NeighborEncapSpec {
             generation: s.generation.load(Ordering::Acquire),
             snapshot: s.snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             v6: s.family == Family::V6,
-            unresolved_port: if self.noutputs > 1 { 1 } else { DROP },
+            failed_port: if self.noutputs > 1 { 1 } else { DROP },
             misses: Vec::new(),
         })
     }
@@ -430,8 +438,10 @@ struct NeighborEncap {
     snapshot: Arc<Snapshot>,
     generation: u64,
     v6: bool,
-    /// Output 1 when there is one, else `DROP`.
-    unresolved_port: u8,
+    /// Where a packet whose next hop the kernel failed to resolve goes: output 1 when
+    /// there is one, else `DROP`. (One whose next hop is still being resolved, or not
+    /// asked about yet, is dropped.)
+    failed_port: u8,
     /// This batch's addresses without an entry.
     misses: Vec<u128>,
 }
@@ -471,26 +481,26 @@ impl Element for NeighborEncap {
         if g != self.generation {
             self.refresh(g);
         }
-        let (headers, v6, miss_port, misses) = (
-            &self.snapshot.headers,
-            self.v6,
-            self.unresolved_port,
-            &mut self.misses,
-        );
+        let (snapshot, v6, failed_port, misses) =
+            (&*self.snapshot, self.v6, self.failed_port, &mut self.misses);
         out.route_each(batch, |p| {
             let a = if v6 {
                 u128::from_be_bytes(p.anno().dst_ip6())
             } else {
                 u128::from(u32::from_be_bytes(p.anno().dst_ip()))
             };
-            match headers.get(&a) {
+            match snapshot.headers.get(&a) {
                 Some(h) => {
                     p.push_mac_header_bytes(h);
                     0
                 }
                 None => {
                     misses.push(a);
-                    miss_port
+                    if snapshot.failed.contains_key(&a) {
+                        failed_port
+                    } else {
+                        DROP
+                    }
                 }
             }
         });
