@@ -2,13 +2,14 @@
 # Installs what building and testing brickroute needs on Debian 12, and any further
 # Debian packages named as arguments (scripts/lpm-vs-dpdk.sh asks for libdpdk-dev).
 # Idempotent: safe to run any number of times; installs only what is missing.
-# bird2 is for the tests in which BIRD drives the router (crates/brickroute/tests/bird.rs);
-# they start their own BIRD processes in namespaces. (Where systemd runs, Debian also
-# starts bird.service with its default configuration, which installs no routes.)
+# bird2 and frr are for the tests in which BIRD and FRR drive the router
+# (crates/brickroute/tests/routing_daemons.rs); they start their own daemons in
+# namespaces. (Where systemd runs, Debian also starts bird.service and frr.service with
+# their default configurations, which install no routes.)
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config python3 iproute2 bird2 "$@"; do
+for pkg in build-essential pkg-config python3 iproute2 bird2 frr "$@"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,9 +1,10 @@
-//! BIRD, the routing daemon (Debian's bird2, which scripts/install-deps.sh installs),
-//! drives the router unchanged: a BGP peer's routes reach the router's lookup element
-//! through the kernel (BIRD's kernel protocol writes them over netlink, `KernelRoutes`
-//! follows), and so do withdrawals, changed next hops, the failover to a second
-//! session's routes and BIRD's shutdown; the RIB dump BIRD writes (MRT TABLE_DUMP_V2)
-//! loads in `brickroute fib lookup`. Root needed: everything runs in namespaces.
+//! Routing daemons drive the router unchanged: BIRD 2 and FRR (Debian's bird2 and frr,
+//! which scripts/install-deps.sh installs) in the router's namespace take a BGP peer's
+//! routes (the peer is BIRD) and write them to the kernel over netlink (FRR through
+//! nexthop objects), and `KernelRoutes` follows: announcements, withdrawals, changed
+//! next hops, the failover to a second session's routes and the daemon's shutdown, for
+//! IPv4 and IPv6; the RIB dump each daemon writes (MRT TABLE_DUMP_V2) loads in
+//! `brickroute fib lookup`. Root needed: everything runs in namespaces.
 
 mod common;
 #[path = "common/control_client.rs"]
@@ -105,6 +106,168 @@ impl Bird {
             }
             assert!(Instant::now() < deadline, "BGP sessions not established:\n{out}");
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// FRR's zebra and bgpd in a namespace, with their sockets and files in one directory
+/// (which user frr owns, as the daemons drop to it); killed on drop.
+struct Frr {
+    zebra: Child,
+    bgpd: Option<Child>,
+    dir: PathBuf,
+}
+
+impl Drop for Frr {
+    fn drop(&mut self) {
+        for c in std::iter::once(&mut self.zebra).chain(self.bgpd.as_mut()) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Frr {
+    fn start(ns: &Netns, dir: &Path, bgpd_conf: &str) -> Frr {
+        let dir = dir.join("frr");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("zebra.conf"), "").unwrap();
+        std::fs::write(dir.join("bgpd.conf"), bgpd_conf).unwrap();
+        for d in [dir.parent().unwrap(), &dir] {
+            let st = Command::new("chown").args(["frr:frr"]).arg(d).status().unwrap();
+            assert!(
+                st.success(),
+                "no user frr (scripts/install-deps.sh installs Debian's frr)"
+            );
+        }
+        let daemon = |name: &str, extra: &[&str]| {
+            Command::new("ip")
+                .args(["netns", "exec", &ns.name])
+                .arg(format!("/usr/lib/frr/{name}"))
+                .args(["-N", &ns.name, "-f"])
+                .arg(dir.join(format!("{name}.conf")))
+                .arg("-i")
+                .arg(dir.join(format!("{name}.pid")))
+                .arg("-z")
+                .arg(dir.join("zserv.api"))
+                .arg("--vty_socket")
+                .arg(&dir)
+                .args(extra)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("start {name} (scripts/install-deps.sh installs Debian's frr): {e}")
+                })
+        };
+        let mut frr = Frr {
+            zebra: daemon("zebra", &[]),
+            bgpd: None,
+            dir: dir.clone(),
+        };
+        wait_for(|| dir.join("zserv.api").exists(), "zebra's socket");
+        frr.bgpd = Some(daemon("bgpd", &[]));
+        wait_for(
+            || frr.vtysh(&["show bgp summary"]).contains("BGP router identifier"),
+            "bgpd",
+        );
+        frr
+    }
+
+    /// `vtysh -c C ...`: each argument one command.
+    fn vtysh(&self, commands: &[&str]) -> String {
+        let mut cmd = Command::new("vtysh");
+        cmd.arg("--vty_socket").arg(&self.dir);
+        for c in commands {
+            cmd.args(["-c", c]);
+        }
+        let o = cmd.output().expect("run vtysh");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Waits (bounded) until `n` BGP sessions are established.
+    fn wait_established(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self
+            .vtysh(&["show bgp neighbors"])
+            .matches("BGP state = Established")
+            .count()
+            != n
+        {
+            assert!(
+                Instant::now() < deadline,
+                "FRR's BGP sessions not established:\n{}",
+                self.vtysh(&["show bgp neighbors"])
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops bgpd (SIGTERM): zebra takes its routes out of the kernel.
+    fn stop_bgpd(&mut self) {
+        let mut bgpd = self.bgpd.take().unwrap();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(bgpd.id() as i32, libc::SIGTERM) };
+        bgpd.wait().unwrap();
+    }
+}
+
+/// Waits (bounded, 30 s) until `ready`.
+fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}: not ready in 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The router namespace's routing daemon.
+enum Daemon {
+    Bird(Bird),
+    Frr(Frr),
+}
+
+impl Daemon {
+    fn start(which: &str, f: Family, ns: &Netns, dir: &Path) -> Daemon {
+        match which {
+            "bird" => Daemon::Bird(Bird::start(ns, dir, "router", &f.router_conf())),
+            _ => Daemon::Frr(Frr::start(ns, dir, &f.frr_conf())),
+        }
+    }
+
+    fn wait_established(&self) {
+        match self {
+            Daemon::Bird(b) => b.wait_established(&["a", "b"]),
+            Daemon::Frr(f) => f.wait_established(2),
+        }
+    }
+
+    /// Writes the daemon's RIB as an MRT TABLE_DUMP_V2 file at `path`.
+    fn dump_rib(&self, f: Family, path: &Path) {
+        match self {
+            Daemon::Bird(b) => {
+                let table_name = if f.v6 { "master6" } else { "master4" };
+                let to = format!("\"{}\"", path.display());
+                let out = b.birdc(&["mrt", "dump", "table", table_name, "to", &to]);
+                assert!(!out.contains("rror"), "{out}");
+            }
+            Daemon::Frr(frr) => {
+                let dump = format!("dump bgp routes-mrt {}", path.display());
+                let out = frr.vtysh(&["configure terminal", &dump]);
+                assert!(out.trim().is_empty(), "{out}");
+            }
+        }
+    }
+
+    /// Stops the daemon's BGP: its routes leave the kernel.
+    fn stop(&mut self) {
+        match self {
+            Daemon::Bird(b) => {
+                let out = b.birdc(&["down"]);
+                assert!(out.contains("Shutdown"), "{out}");
+            }
+            Daemon::Frr(f) => f.stop_bgpd(),
         }
     }
 }
@@ -268,7 +431,9 @@ impl Family {
 
     /// The peer: session `a` (over d0's link) announces static protocol `sa`, session
     /// `b` (over d1's) announces `sb`; each route keeps its own gateway on the shared
-    /// network as the BGP next hop (a third-party next hop).
+    /// network as the BGP next hop (a third-party next hop). A session refused is tried
+    /// again within 2 s (FRR refuses an IPv6 session that opens before zebra has told
+    /// bgpd about the interfaces, and BIRD would wait 60 s).
     fn peer_conf(self, sa: &Routes, sb: &Routes) -> String {
         let mut s = String::from("router id 198.18.0.2;\nprotocol device {}\n");
         s += &self.static_protocol("sa", sa);
@@ -276,7 +441,7 @@ impl Family {
         for ((_, _, router, peer, _), (name, from)) in self.links().iter().zip([("a", "sa"), ("b", "sb")]) {
             s += &format!(
                 "protocol bgp {name} {{\n  local {peer} as 65002;\n  neighbor {router} as 65001;\n  \
-                 connect delay time 1;\n  {} {{ import none; export where proto = \"{from}\"; }};\n}}\n",
+                 connect delay time 1; error wait time 1, 2;\n  {} {{ import none; export where proto = \"{from}\"; }};\n}}\n",
                 self.channel()
             );
         }
@@ -294,9 +459,33 @@ impl Family {
         for ((_, _, router, peer, _), name) in self.links().iter().zip(["a", "b"]) {
             s += &format!(
                 "protocol bgp {name} {{ local {router} as 65001; neighbor {peer} as 65002; \
-                 connect delay time 1; {} {{ import all; export none; }}; }}\n",
+                 connect delay time 1; error wait time 1, 2; {} {{ import all; export none; }}; }}\n",
                 self.channel()
             );
+        }
+        s
+    }
+
+    /// The router's FRR bgpd: both sessions, best path by router id then neighbour
+    /// address as BIRD's (FRR otherwise keeps the older of two eBGP paths), the best
+    /// routes written to the kernel by zebra (proto bgp, metric 20, nexthop objects).
+    fn frr_conf(self) -> String {
+        let mut s = String::from(
+            "router bgp 65001\n bgp router-id 198.18.0.1\n no bgp ebgp-requires-policy\n \
+             bgp bestpath compare-routerid\n",
+        );
+        if self.v6 {
+            s += " no bgp default ipv4-unicast\n";
+        }
+        for (_, _, _, peer, _) in self.links() {
+            s += &format!(" neighbor {peer} remote-as 65002\n neighbor {peer} timers connect 1\n");
+        }
+        if self.v6 {
+            s += " address-family ipv6 unicast\n";
+            for (_, _, _, peer, _) in self.links() {
+                s += &format!("  neighbor {peer} activate\n");
+            }
+            s += " exit-address-family\n";
         }
         s
     }
@@ -430,9 +619,10 @@ fn lookup_config(f: Family) -> &'static str {
     }
 }
 
-/// BGP routes from BIRD, in a running router and in BIRD's RIB dump, through an
-/// announcement, a change of the peer's routes and BIRD's shutdown.
-fn bird_drives_the_router(f: Family) {
+/// BGP routes from the router namespace's daemon (`bird` or `frr`), in a running router
+/// and in the daemon's RIB dump, through an announcement, a change of the peer's
+/// routes and the daemon's shutdown. The peer is always BIRD.
+fn daemon_drives_the_router(daemon: &str, f: Family) {
     let (r, p) = namespaces(f);
 
     // Session a: 3,000 prefixes; session b: 300 of the same and 200 of its own.
@@ -462,17 +652,15 @@ fn bird_drives_the_router(f: Family) {
     let mut c = connect_unix(&sock, &mut router);
     wait_both(f, &r, &mut c, &f.expected(&Routes::new(), &Routes::new()));
 
-    let router_bird = Bird::start(&r, dir.path(), "router", &f.router_conf());
+    let mut router_daemon = Daemon::start(daemon, f, &r, dir.path());
     let peer_bird = Bird::start(&p, dir.path(), "peer", &f.peer_conf(&sa, &sb));
-    router_bird.wait_established(&["a", "b"]);
+    router_daemon.wait_established();
     wait_both(f, &r, &mut c, &f.expected(&sa, &sb));
 
-    // BIRD's RIB dump: every address answers with its longest prefix's BGP next hop.
+    // The daemon's RIB dump: every address answers with its longest prefix's BGP next
+    // hop.
     let rib = dir.path().join("rib.mrt");
-    let table_name = if f.v6 { "master6" } else { "master4" };
-    let to = format!("\"{}\"", rib.display());
-    let out = router_bird.birdc(&["mrt", "dump", "table", table_name, "to", &to]);
-    assert!(!out.contains("rror"), "{out}");
+    router_daemon.dump_rib(f, &rib);
     check_rib_dump(f, &rib, &sa, &sb, &mut rng);
 
     // The peer withdraws a third of session a's routes (the 100 of them session b also
@@ -512,21 +700,31 @@ fn bird_drives_the_router(f: Family) {
     let dumped = route_lines(&String::from_utf8_lossy(&o.stdout));
     assert_eq!(dumped, f.expected(&sa, &sb));
 
-    // BIRD shutting down takes its routes out of the kernel, and out of the router.
-    let out = router_bird.birdc(&["down"]);
-    assert!(out.contains("Shutdown"), "{out}");
+    // The daemon shutting down takes its routes out of the kernel, and out of the
+    // router.
+    router_daemon.stop();
     wait_both(f, &r, &mut c, &f.expected(&Routes::new(), &Routes::new()));
     assert!(router.exited().is_none(), "the router stopped");
 }
 
 #[test]
 fn bgp_routes_from_bird_reach_the_router_through_the_kernel_and_its_rib_dump_loads() {
-    bird_drives_the_router(V4);
+    daemon_drives_the_router("bird", V4);
 }
 
 #[test]
 fn bgp_ipv6_routes_from_bird_reach_the_router_through_the_kernel_and_its_rib_dump_loads() {
-    bird_drives_the_router(V6);
+    daemon_drives_the_router("bird", V6);
+}
+
+#[test]
+fn bgp_routes_from_frr_reach_the_router_through_the_kernel_and_its_rib_dump_loads() {
+    daemon_drives_the_router("frr", V4);
+}
+
+#[test]
+fn bgp_ipv6_routes_from_frr_reach_the_router_through_the_kernel_and_its_rib_dump_loads() {
+    daemon_drives_the_router("frr", V6);
 }
 
 /// Loads BIRD's MRT dump in `brickroute fib lookup` and checks one address inside
@@ -548,8 +746,19 @@ fn check_rib_dump(f: Family, rib: &Path, sa: &Routes, sb: &Routes, rng: &mut Rng
     }
     let input: String = queries.iter().map(|q| format!("{}\n", f.addr(*q))).collect();
 
-    // BIRD writes the dump from its event loop: wait (bounded) until a load answers
-    // every query.
+    // The daemons write the dump from their event loops: wait (bounded) until the file
+    // has stopped growing and a load answers every query.
+    let mut last = None;
+    wait_for(
+        || {
+            let size = std::fs::metadata(rib).map(|m| m.len()).ok().filter(|&n| n > 0);
+            let same = size.is_some() && size == last;
+            last = size;
+            std::thread::sleep(Duration::from_millis(200));
+            same
+        },
+        "the RIB dump",
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     let answers = loop {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
