@@ -49,9 +49,10 @@ const REVALIDATE: Duration = Duration::from_secs(30);
 /// next packets come).
 const MAX_WANTED: usize = 4096;
 
-/// A multiplicative hash for addresses: the table is read for every packet, and the
-/// keys are addresses the kernel has entries for, not chosen by senders (a packet's
-/// next hop comes from the route table).
+/// A multiplicative hash for the usable entries' addresses: that table is read for
+/// every packet, and its keys are neighbours that answered the kernel, not addresses
+/// senders choose. (The addresses packets ask for, which senders choose where a route
+/// is a connected network's, go in maps with the standard library's keyed hash.)
 #[derive(Default)]
 struct AddrHasher(u64);
 
@@ -81,7 +82,7 @@ type AddrMap<V> = HashMap<u128, V, BuildHasherDefault<AddrHasher>>;
 #[derive(Default)]
 struct Snapshot {
     headers: AddrMap<[u8; 14]>,
-    failed: AddrMap<()>,
+    failed: HashSet<u128>,
 }
 
 /// The configuration's `NeighborEncap` elements, waiting for `run` to follow them.
@@ -114,17 +115,17 @@ struct Shared {
     requests: AtomicU64,
     /// The thread's record: every entry of the device, usable or not, and its own
     /// Ethernet address (for the `table` and `src` handlers).
-    entries: Mutex<(AddrMap<Neighbor>, [u8; 6])>,
+    entries: Mutex<(HashMap<u128, Neighbor>, [u8; 6])>,
 }
 
 impl Shared {
     /// Publishes a snapshot built from `entries` and the device's address `src`.
-    fn publish(&self, entries: &AddrMap<Neighbor>, src: [u8; 6]) {
+    fn publish(&self, entries: &HashMap<u128, Neighbor>, src: [u8; 6]) {
         let mut headers = AddrMap::default();
         let failed = entries
             .values()
             .filter(|n| n.state & neigh::NUD_FAILED != 0)
-            .map(|n| (n.addr, ()))
+            .map(|n| n.addr)
             .collect();
         for n in entries.values().filter(|n| n.usable()) {
             let mut h = [0u8; 14];
@@ -159,7 +160,7 @@ pub fn follow(resolvers: &Resolvers, router: &Arc<RouterSpec>) -> ServiceThreads
 }
 
 /// The kernel's entries for one device and family.
-fn device_entries(family: Family, ifindex: u32) -> std::io::Result<AddrMap<Neighbor>> {
+fn device_entries(family: Family, ifindex: u32) -> std::io::Result<HashMap<u128, Neighbor>> {
     Ok(neigh::dump_neighbors(family)?
         .into_iter()
         .filter(|n| n.ifindex == ifindex)
@@ -171,7 +172,7 @@ impl Resolver {
     fn run(self, stop: &AtomicBool) {
         let s = &self.shared;
         let mut buf = vec![0u8; 1 << 16];
-        let mut asked: AddrMap<Instant> = AddrMap::default();
+        let mut asked: HashMap<u128, Instant> = HashMap::new();
         let mut resync = false;
         let mut revalidated = Instant::now();
         let mut last_warning = String::new();
@@ -268,7 +269,7 @@ impl Resolver {
 
     /// Asks the kernel to resolve the addresses packets wanted, each at most once per
     /// `ASK_AGAIN`.
-    fn ask(&self, asked: &mut AddrMap<Instant>, warn: &mut impl FnMut(String)) {
+    fn ask(&self, asked: &mut HashMap<u128, Instant>, warn: &mut impl FnMut(String)) {
         let s = &self.shared;
         let wanted = std::mem::take(&mut *s.wanted.lock().unwrap_or_else(|e| e.into_inner()));
         if wanted.is_empty() {
@@ -345,7 +346,7 @@ impl ElementClass for NeighborEncapClass {
             wanted: Mutex::new(HashSet::new()),
             unresolved: AtomicU64::new(0),
             requests: AtomicU64::new(0),
-            entries: Mutex::new((AddrMap::default(), src)),
+            entries: Mutex::new((HashMap::new(), src)),
         });
         shared.publish(&entries, src);
         shared.entries.lock().unwrap_or_else(|e| e.into_inner()).0 = entries;
@@ -496,7 +497,7 @@ impl Element for NeighborEncap {
                 }
                 None => {
                     misses.push(a);
-                    if snapshot.failed.contains_key(&a) {
+                    if snapshot.failed.contains(&a) {
                         failed_port
                     } else {
                         DROP
