@@ -364,6 +364,10 @@ fn bad_configurations_are_refused_with_the_reason() {
             "InfiniteSource(LIMIT 0) -> NeighborEncap -> Discard;",
             "missing mandatory DEVNAME argument",
         ),
+        (
+            "InfiniteSource(LIMIT 0) -> NeighborEncap(lo) -> Discard;",
+            "'lo's Ethernet address: not an Ethernet interface (link type 772)",
+        ),
     ] {
         let o = l.r.brickroute_run(&["-q", "-e", config]).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);

@@ -20,24 +20,54 @@ fn is_bzip2(b: &[u8]) -> bool {
 }
 
 /// The file's bytes, decompressed if they are gzip or bzip2 data (every member or
-/// stream of a concatenated file, as `gunzip`/`bunzip2` read them); otherwise as given.
-/// The error says which format failed and why.
+/// stream of a concatenated file, as `gunzip`/`bunzip2` read them; zero bytes after
+/// the last, padding, are ignored as `gunzip` ignores them); otherwise as given. The
+/// error says which format failed and why, or where bytes that are not the format's
+/// follow the compressed data.
 pub(crate) fn decompress(bytes: Vec<u8>) -> Result<Vec<u8>, String> {
-    let (format, mut reader): (&str, Box<dyn Read + '_>) = if bytes.starts_with(&GZIP_MAGIC) {
-        ("gzip", Box::new(flate2::read::MultiGzDecoder::new(&bytes[..])))
-    } else if is_bzip2(&bytes) {
-        ("bzip2", Box::new(bzip2::read::MultiBzDecoder::new(&bytes[..])))
-    } else {
+    let gzip = bytes.starts_with(&GZIP_MAGIC);
+    if !gzip && !is_bzip2(&bytes) {
         return Ok(bytes);
-    };
-    let mut out = Vec::new();
-    reader.read_to_end(&mut out).map_err(|e| {
+    }
+    let format = if gzip { "gzip" } else { "bzip2" };
+    let fail = |e: std::io::Error| {
         let why = match e.kind() {
             std::io::ErrorKind::UnexpectedEof => "the data ends early (truncated file?)".to_string(),
             _ => e.to_string(),
         };
         format!("{format}-compressed, but cannot decompress: {why}")
-    })?;
+    };
+    let mut out = Vec::new();
+    let mut rest: &[u8] = &bytes;
+    // One member (gzip) or stream (bzip2) at a time: the decoders stop at its end and
+    // give back the bytes after it.
+    loop {
+        let before = rest.len();
+        rest = if gzip {
+            let mut d = flate2::bufread::GzDecoder::new(rest);
+            d.read_to_end(&mut out).map_err(fail)?;
+            d.into_inner()
+        } else {
+            let mut d = bzip2::bufread::BzDecoder::new(rest);
+            d.read_to_end(&mut out).map_err(fail)?;
+            d.into_inner()
+        };
+        let next = if gzip {
+            rest.starts_with(&GZIP_MAGIC)
+        } else {
+            is_bzip2(rest)
+        };
+        if rest.len() == before || !next {
+            break;
+        }
+    }
+    if rest.iter().any(|&b| b != 0) {
+        return Err(format!(
+            "{format}-compressed, but the {} bytes from byte {} on, after the compressed data, are not {format} data",
+            rest.len(),
+            bytes.len() - rest.len()
+        ));
+    }
     Ok(out)
 }
 

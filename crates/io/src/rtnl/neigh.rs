@@ -159,10 +159,16 @@ fn ndmsg(family: Family, ifindex: u32, state: u16, flags: u8) -> Vec<u8> {
 
 /// The request that makes the kernel resolve `addr` on `ifindex` (an ARP request or a
 /// neighbour solicitation, unless the entry is resolved already): `RTM_NEWNEIGH` with
-/// `NTF_USE`, which creates the entry if need be and leaves its state to the kernel.
+/// `NTF_USE`, which creates the entry if need be (counted against the kernel's limit on
+/// entries) and leaves its state to the kernel.
 pub fn resolve_request(family: Family, ifindex: u32, addr: u128, seq: u32) -> Vec<u8> {
-    // (The state is ignored with NTF_USE; iproute2 sends NUD_PERMANENT.)
-    let mut body = ndmsg(family, ifindex, NUD_PERMANENT, NTF_USE);
+    // State NUD_NONE, not iproute2's default NUD_PERMANENT: an entry the request
+    // creates with NUD_PERMANENT in its state is exempt from the kernel's garbage
+    // collection and from its cap on entries (gc_thresh3), so senders choosing
+    // addresses on a connected network could grow the table without bound. With
+    // NUD_NONE a full table refuses the request (ENOBUFS) as it refuses the kernel's
+    // own resolutions.
+    let mut body = ndmsg(family, ifindex, 0, NTF_USE);
     let dst = match family {
         Family::V4 => (addr as u32).to_be_bytes().to_vec(),
         Family::V6 => addr.to_be_bytes().to_vec(),
@@ -223,7 +229,8 @@ pub fn dump_neighbors(family: Family) -> io::Result<Vec<Neighbor>> {
     )
 }
 
-/// The Ethernet address of interface `name` (SIOCGIFHWADDR).
+/// The Ethernet address of interface `name` (SIOCGIFHWADDR); an error for an interface
+/// of another link type (a tun device, loopback, a tunnel).
 pub fn link_address(name: &str) -> io::Result<[u8; 6]> {
     let bytes = name.as_bytes();
     if bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
@@ -250,6 +257,12 @@ pub fn link_address(name: &str) -> io::Result<[u8; 6]> {
     }
     // SAFETY: after a successful SIOCGIFHWADDR the union holds ifr_hwaddr.
     let sa = unsafe { req.ifr_ifru.ifru_hwaddr };
+    if sa.sa_family != libc::ARPHRD_ETHER {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not an Ethernet interface (link type {})", sa.sa_family),
+        ));
+    }
     let mut mac = [0u8; 6];
     for (m, &b) in mac.iter_mut().zip(&sa.sa_data[..6]) {
         *m = b as u8;

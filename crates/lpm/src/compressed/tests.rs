@@ -95,3 +95,22 @@ fn only_real_stream_headers_count_as_compressed() {
     assert_eq!(decompress(b"BZh9".to_vec()).unwrap(), b"BZh9");
     assert!(is_bzip2(&bzip2(b"x")));
 }
+
+#[test]
+fn zero_padding_after_the_data_is_ignored_and_other_trailing_bytes_are_refused() {
+    let want = table::parse(TEXT, "t").unwrap();
+    for (name, packed) in [("gzip", gzip(TEXT)), ("bzip2", bzip2(TEXT))] {
+        // Zeros, as a block device pads a file: gunzip ignores them silently.
+        let padded = [packed.clone(), vec![0; 100]].concat();
+        assert_eq!(load(&padded).unwrap(), want, "{name}");
+        // Other bytes: not taken for truncation, and not ignored.
+        let trailing = [packed.clone(), b"garbage\n".to_vec()].concat();
+        assert_eq!(
+            load(&trailing).unwrap_err().to_string(),
+            format!(
+                "rib: {name}-compressed, but the 8 bytes from byte {} on, after the compressed data, are not {name} data",
+                packed.len()
+            )
+        );
+    }
+}

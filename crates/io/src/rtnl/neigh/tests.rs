@@ -149,16 +149,17 @@ fn broken_messages_are_refused_not_a_panic() {
 }
 
 #[test]
-fn the_resolve_request_is_what_ip_neigh_use_sends() {
+fn the_resolve_request_is_ip_neigh_use_with_no_state() {
     // nlmsghdr: length 36, RTM_NEWNEIGH, REQUEST|CREATE|REPLACE; ndmsg: AF_INET,
-    // ifindex 5, NUD_PERMANENT, NTF_USE; NDA_DST 198.19.0.3.
+    // ifindex 5, state NUD_NONE (0: not iproute2's NUD_PERMANENT, which would exempt
+    // the entry from the kernel's limit on entries), NTF_USE; NDA_DST 198.19.0.3.
     let mut want = 36u32.to_ne_bytes().to_vec();
     want.extend_from_slice(&28u16.to_ne_bytes());
     want.extend_from_slice(&0x501u16.to_ne_bytes());
     want.extend_from_slice(&[0; 8]);
     want.extend_from_slice(&[2, 0, 0, 0]);
     want.extend_from_slice(&5u32.to_ne_bytes());
-    want.extend_from_slice(&0x80u16.to_ne_bytes());
+    want.extend_from_slice(&0u16.to_ne_bytes());
     want.extend_from_slice(&[1, 0]);
     want.extend_from_slice(&8u16.to_ne_bytes());
     want.extend_from_slice(&1u16.to_ne_bytes());
