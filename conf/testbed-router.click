@@ -7,7 +7,11 @@
 //   traffic to 198.19.0.0/16 goes out of d1 to the sink, 198.18.0.0/24 back out of d0.
 //
 // Every IPv4 packet is checked (CheckIPHeader), looked up by destination
-// (RadixIPLookup), has its TTL decremented (expiry answered with ICMP time exceeded,
+// (RadixIPLookup, holding the router's own addresses and, kept there by
+// KernelRoutes, the dut namespace's kernel routing table: the two connected networks
+// and 198.19.0.0/16 via the sink, as `ip route` in dut shows them; a route added
+// there, by hand or by a routing daemon, takes the traffic while the router runs),
+// has its TTL decremented (expiry answered with ICMP time exceeded,
 // routed like any packet) and gets an Ethernet header addressed to its next hop
 // (NeighborEncap: the gateway's, or on a connected network the destination's, address
 // from the kernel's neighbour table; the testbed's neighbours are permanent entries
@@ -38,8 +42,8 @@ elementclass OutInterface { $dev, $myip |
 }
 
 chk :: CheckIPHeader;
-rt :: RadixIPLookup(198.18.0.2/32 0, 198.18.1.2/32 0,
-                    198.18.0.0/24 1, 198.18.1.0/24 2, 198.19.0.0/16 198.18.1.1 2);
+rt :: RadixIPLookup(198.18.0.2/32 0, 198.18.1.2/32 0);
+KernelRoutes(rt, d0 1, d1 2);
 nonip :: Counter;
 
 FromDevice(d0, METHOD $METHOD) -> c0 :: Classifier(12/0800, -);
