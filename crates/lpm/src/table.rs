@@ -97,22 +97,37 @@ fn decimal(s: &str) -> Option<u32> {
     s.parse().ok()
 }
 
+/// At most the first 64 bytes of a field an error quotes, then "…": a line of a bad
+/// (or decompressed) file can be any length.
+fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 64;
+    if s.len() <= MAX {
+        return s.into();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end]).into()
+}
+
 /// Parses `ADDR/LEN` into its network, and whether `ADDR` had host bits set after the
 /// length (they are cleared: `10.1.2.3/8` is `10.0.0.0/8`).
 pub fn parse_prefix(s: &str) -> Result<(Prefix, bool), String> {
     let (addr, len) = s
         .split_once('/')
-        .ok_or_else(|| format!("expected PREFIX/LEN, found {:?}", s))?;
+        .ok_or_else(|| format!("expected PREFIX/LEN, found {:?}", clip(s)))?;
     let ip: IpAddr = addr
         .parse()
-        .map_err(|_| format!("{:?} is not an IPv4 or IPv6 address", addr))?;
+        .map_err(|_| format!("{:?} is not an IPv4 or IPv6 address", clip(addr)))?;
     let max = if ip.is_ipv4() { 32 } else { 128 };
     let len: u8 = match decimal(len) {
         Some(l) if l <= max => l as u8,
         _ => {
             return Err(format!(
                 "prefix length {:?} is not a number from 0 to {}",
-                len, max
+                clip(len),
+                max
             ))
         }
     };
@@ -143,11 +158,11 @@ pub fn parse_line(line: &str) -> Result<Option<RouteLine>, String> {
     };
     let nh = fields
         .next()
-        .ok_or_else(|| format!("missing next hop after {}", prefix))?;
+        .ok_or_else(|| format!("missing next hop after {}", clip(prefix)))?;
     if let Some(extra) = fields.next() {
         return Err(format!(
             "unexpected {:?} after the next hop (expected PREFIX/LEN NEXTHOP)",
-            extra
+            clip(extra)
         ));
     }
     let (p, host_bits) = parse_prefix(prefix)?;
@@ -156,7 +171,8 @@ pub fn parse_line(line: &str) -> Result<Option<RouteLine>, String> {
         _ => {
             return Err(format!(
                 "next hop {:?} is not a number from 0 to {}",
-                nh, MAX_NEXT_HOP
+                clip(nh),
+                MAX_NEXT_HOP
             ))
         }
     };

@@ -114,3 +114,37 @@ fn zero_padding_after_the_data_is_ignored_and_other_trailing_bytes_are_refused()
         );
     }
 }
+
+#[test]
+fn data_that_decompresses_past_the_limit_is_refused_without_taking_it_all() {
+    // 300 MiB of zeros: about 0.3 MB as gzip, so past 100 times its size and 256 MiB.
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let block = vec![0u8; 1 << 20];
+    for _ in 0..300 {
+        e.write_all(&block).unwrap();
+    }
+    let bomb = e.finish().unwrap();
+    assert!(bomb.len() < 2 << 20, "{}", bomb.len());
+    let err = decompress(bomb).unwrap_err();
+    assert_eq!(
+        err,
+        format!("gzip-compressed, and it decompresses to more than {MIN_LIMIT} bytes (100 times its size): refused")
+    );
+}
+
+#[test]
+fn errors_quote_at_most_64_bytes_of_a_field() {
+    let long = format!("10.0.0.0/8{}\n", "x".repeat(100_000));
+    let err = table::parse(long.as_bytes(), "t").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("t:1: missing next hop after 10.0.0.0/8{}…", "x".repeat(54))
+    );
+    let err = table::parse(
+        b"10.0.0.0/8 99999999999999999999999999999999999999999999999999999999999999999999999\n",
+        "t",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.len() < 150, "{err}");
+}
