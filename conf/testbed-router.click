@@ -28,17 +28,15 @@
 define($METHOD XDP);
 
 // One output interface: TTL, Ethernet header for the next hop, counter, device.
-// Output 0 carries the ICMP errors it generates, to be routed, at most 1,000 a second
-// (bursts of 20; RFC 1812 4.3.2.8 asks for a limit), the rest dropped; packets whose
-// next hop the kernel failed to resolve by ARP are answered with ICMP host unreachable
-// (as Linux answers them), under the same limit.
-elementclass OutInterface { $dev, $myip |
+// Output 0 carries the packets whose TTL ran out, output 1 those whose next hop the
+// kernel failed to resolve by ARP: each gets its ICMP error below.
+elementclass OutInterface { $dev |
     input -> dt :: DecIPTTL
           -> ne :: NeighborEncap($dev)
           -> cnt :: Counter
           -> ToDevice($dev, METHOD $METHOD);
-    dt[1] -> ICMPError($myip, timeexceeded) -> limit :: RatedSplitter(1000) -> output;
-    ne[1] -> ICMPError($myip, unreachable, host) -> limit;
+    dt[1] -> [0]output;
+    ne[1] -> [1]output;
 }
 
 chk :: CheckIPHeader;
@@ -46,10 +44,14 @@ rt :: RadixIPLookup(198.18.0.2/32 0, 198.18.1.2/32 0);
 KernelRoutes(rt, d0 1, d1 2);
 nonip :: Counter;
 
+// Each packet is painted with the interface it came in on (1: d0, 2: d1), so that its
+// ICMP error goes out from that interface's address (RFC 1812 4.3.2.4: an ICMP
+// message's source is an address of the interface it leaves by, which is the one the
+// packet came in on), as Linux answers.
 FromDevice(d0, METHOD $METHOD) -> c0 :: Classifier(12/0800, -);
 FromDevice(d1, METHOD $METHOD) -> c1 :: Classifier(12/0800, -);
-c0[0] -> Strip(14) -> chk;
-c1[0] -> Strip(14) -> chk;
+c0[0] -> Strip(14) -> Paint(1) -> chk;
+c1[0] -> Strip(14) -> Paint(2) -> chk;
 c0[1] -> nonip;
 c1[1] -> nonip;
 nonip -> Discard;
@@ -57,5 +59,17 @@ nonip -> Discard;
 chk -> rt;
 
 rt[0] -> tohost :: Counter -> Discard;
-rt[1] -> out0 :: OutInterface(d0, 198.18.0.2) -> rt;
-rt[2] -> out1 :: OutInterface(d1, 198.18.1.2) -> rt;
+rt[1] -> out0 :: OutInterface(d0);
+rt[2] -> out1 :: OutInterface(d1);
+
+// ICMP time exceeded and host unreachable (as Linux answers a next hop that does not
+// answer ARP), routed like any packet, at most 1,000 a second (bursts of 20; RFC 1812
+// 4.3.2.8 asks for a limit), the rest dropped.
+out0[0], out1[0] -> expired :: PaintSwitch;
+out0[1], out1[1] -> unresolved :: PaintSwitch;
+expired[0] -> Discard;
+unresolved[0] -> Discard;
+expired[1] -> ICMPError(198.18.0.2, timeexceeded) -> limit :: RatedSplitter(1000) -> rt;
+expired[2] -> ICMPError(198.18.1.2, timeexceeded) -> limit;
+unresolved[1] -> ICMPError(198.18.0.2, unreachable, host) -> limit;
+unresolved[2] -> ICMPError(198.18.1.2, unreachable, host) -> limit;
