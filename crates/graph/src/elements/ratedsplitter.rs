@@ -179,7 +179,9 @@ mod tests {
 
     #[test]
     fn every_worker_draws_from_one_bucket() {
-        let mut h = Harness::new(&RatedSplitterClass, "1000, BURST_SIZE 5", 1, 2);
+        // One token a second refills the bucket: at 1,000 a second, a host that stalled
+        // the test a millisecond between the two pushes gave a sixth.
+        let mut h = Harness::new(&RatedSplitterClass, "1, BURST_SIZE 5", 1, 2);
         let mut other = h.another_worker();
         let a = h.push(0, numbered(3));
         let b = other.push(0, numbered(3));
