@@ -111,19 +111,43 @@ impl Bird {
 }
 
 /// FRR's zebra and bgpd in a namespace, with their sockets and files in one directory
-/// (which user frr owns, as the daemons drop to it); killed on drop.
+/// (which user frr owns, as the daemons drop to it); stopped on drop.
 struct Frr {
     zebra: Child,
     bgpd: Option<Child>,
     dir: PathBuf,
+    /// The namespace's name, which is also the daemons' path space (`-N`).
+    ns: String,
+}
+
+/// SIGTERM, so that an FRR daemon removes its files (`/run/frr/NS/`, its log buffers
+/// in `/var/tmp/frr/`); SIGKILL if it has not exited 5 s later.
+fn terminate(c: &mut Child) {
+    // SAFETY: kill(2) on our own child's pid, not reaped yet.
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 impl Drop for Frr {
     fn drop(&mut self) {
-        for c in std::iter::once(&mut self.zebra).chain(self.bgpd.as_mut()) {
-            let _ = c.kill();
-            let _ = c.wait();
+        for c in self
+            .bgpd
+            .as_mut()
+            .into_iter()
+            .chain(std::iter::once(&mut self.zebra))
+        {
+            terminate(c);
         }
+        // (The directory zebra made for the namespace's path space, in case it left it.)
+        let _ = std::fs::remove_dir_all(Path::new("/run/frr").join(&self.ns));
     }
 }
 
@@ -165,6 +189,7 @@ impl Frr {
             zebra: daemon("zebra", &[]),
             bgpd: None,
             dir: dir.clone(),
+            ns: ns.name.clone(),
         };
         wait_for(|| dir.join("zserv.api").exists(), "zebra's socket");
         frr.bgpd = Some(daemon("bgpd", &[]));
@@ -206,10 +231,7 @@ impl Frr {
 
     /// Stops bgpd (SIGTERM): zebra takes its routes out of the kernel.
     fn stop_bgpd(&mut self) {
-        let mut bgpd = self.bgpd.take().unwrap();
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(bgpd.id() as i32, libc::SIGTERM) };
-        bgpd.wait().unwrap();
+        terminate(&mut self.bgpd.take().unwrap());
     }
 }
 

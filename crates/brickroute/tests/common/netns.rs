@@ -1,6 +1,7 @@
 //! Network namespaces, veth pairs and raw AF_PACKET sockets for the tests that move
 //! real frames (root needed). Everything made here is removed on drop, also when a test
-//! fails; names carry the test process's id so concurrent runs never collide.
+//! fails; names carry the test process's id so concurrent runs never collide, and what
+//! a test process killed before its drops ran left behind goes at the next one's start.
 
 #![allow(dead_code)]
 
@@ -29,8 +30,46 @@ pub struct Netns {
     pub name: String,
 }
 
+/// Removes what test processes killed before their drops ran left behind: namespaces
+/// named for a process that no longer exists, the processes still in them (a router,
+/// routing daemons), and FRR's directories for them. Once per test process.
+fn sweep_stale() {
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(|| {
+        let Ok(o) = Command::new("ip").args(["netns", "list"]).output() else {
+            return;
+        };
+        for line in String::from_utf8_lossy(&o.stdout).lines() {
+            let Some(name) = line.split_whitespace().next() else {
+                continue;
+            };
+            let Some(rest) = name.strip_prefix("brt") else {
+                continue;
+            };
+            let pid: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if pid.is_empty() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            if let Ok(o) = Command::new("ip").args(["netns", "pids", name]).output() {
+                for p in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                    if let Ok(p) = p.parse::<i32>() {
+                        // SAFETY: kill(2) with a pid the kernel listed in the namespace.
+                        unsafe { libc::kill(p, libc::SIGKILL) };
+                        for d in ["zebra", "bgpd"] {
+                            let _ = std::fs::remove_dir_all(format!("/var/tmp/frr/{d}.{p}"));
+                        }
+                    }
+                }
+            }
+            let _ = Command::new("ip").args(["netns", "del", name]).output();
+            let _ = std::fs::remove_dir_all(std::path::Path::new("/run/frr").join(name));
+        }
+    });
+}
+
 impl Netns {
     pub fn new(role: &str) -> Netns {
+        sweep_stale();
         let name = format!(
             "brt{}{}{}",
             std::process::id(),
