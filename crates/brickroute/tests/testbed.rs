@@ -403,7 +403,9 @@ fn demo_interrupted_tears_everything_down() {
             let line = line.unwrap_or_default();
             seen.push_str(&line);
             seen.push('\n');
-            if line.trim_start().starts_with("1.") || line.trim_start().starts_with("2.") {
+            // A live-view line (`  1.0s   9.999 k ...`), whichever second it is for.
+            let time = line.split_whitespace().next().and_then(|w| w.strip_suffix('s'));
+            if time.is_some_and(|t| t.parse::<f64>().is_ok()) {
                 let _ = tx.send(Ok(()));
             }
         }
