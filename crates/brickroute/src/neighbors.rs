@@ -346,10 +346,12 @@ impl ElementClass for NeighborEncapClass {
             wanted: Mutex::new(HashSet::new()),
             unresolved: AtomicU64::new(0),
             requests: AtomicU64::new(0),
-            entries: Mutex::new((HashMap::new(), src)),
+            entries: Mutex::new((entries, src)),
         });
-        shared.publish(&entries, src);
-        shared.entries.lock().unwrap_or_else(|e| e.into_inner()).0 = entries;
+        {
+            let e = shared.entries.lock().unwrap_or_else(|e| e.into_inner());
+            shared.publish(&e.0, e.1);
+        }
         self.resolvers
             .pending
             .lock()

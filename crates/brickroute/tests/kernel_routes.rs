@@ -67,10 +67,20 @@ fn configure_in(ns: &Netns, config: &str, handlers: &[&str]) -> Output {
 const LOOKUP: &str = "InfiniteSource(LIMIT 0) -> rt :: RadixIPLookup; \
     rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard; rt[3] -> Discard;";
 
-/// A router following `ns`'s table with `KernelRoutes(rt, d0 1, d1 2 EXTRA)` and a
-/// control socket; the directory holds the socket.
+/// A router following `ns`'s table with `KernelRoutes(rt, d0 1, d1 2 EXTRA)` into the
+/// RadixIPLookup of [`LOOKUP`], and a control socket; the directory holds the socket.
 fn follow(
     ns: &Netns,
+    extra: &str,
+    handlers: &[&str],
+) -> (tempfile::TempDir, RouterProcess, Client<UnixStream>) {
+    follow_into(ns, LOOKUP, extra, handlers)
+}
+
+/// [`follow`] with the lookup element of `lookup` (`rt`).
+fn follow_into(
+    ns: &Netns,
+    lookup: &str,
     extra: &str,
     handlers: &[&str],
 ) -> (tempfile::TempDir, RouterProcess, Client<UnixStream>) {
@@ -80,7 +90,7 @@ fn follow(
         "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2{}); {}",
         sock.display(),
         extra,
-        LOOKUP
+        lookup
     );
     let mut p = router_in(ns, &config, handlers);
     let c = connect_unix(&sock, &mut p);
@@ -344,15 +354,7 @@ fn ipv6_siblings_appended_prepended_and_source_routes_as_the_kernel_has_them() {
         "via",
         "2001:db8:1::2",
     ]);
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("s");
-    let config = format!(
-        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2); {}",
-        sock.display(),
-        LOOKUP6
-    );
-    let mut p = router_in(&ns, &config, &[]);
-    let mut c = connect_unix(&sock, &mut p);
+    let (_dir, mut p, mut c) = follow_into(&ns, LOOKUP6, "", &[]);
     // One sibling removed: the other still routes the prefix.
     ns.ip(&[
         "-6",
@@ -395,15 +397,7 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
     let ns = namespace6();
     ns.ip(&["-6", "route", "add", "2001:db8:100::/48", "via", "2001:db8::2"]);
     ns.ip(&["-6", "route", "add", "default", "via", "2001:db8:1::2"]);
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("s");
-    let config = format!(
-        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2); {}",
-        sock.display(),
-        LOOKUP6
-    );
-    let mut p = router_in(&ns, &config, &[]);
-    let mut c = connect_unix(&sock, &mut p);
+    let (_dir, mut p, mut c) = follow_into(&ns, LOOKUP6, "", &[]);
     wait_table(
         &mut c,
         &[
@@ -533,16 +527,8 @@ fn wait_as_kernel(ns: &Netns, c: &mut Client<UnixStream>, addrs: &[&str], other:
 fn the_router_chooses_among_routes_as_the_kernel_does() {
     let ns = namespace();
     ns.ip(&["route", "add", "default", "via", "198.19.0.2"]);
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("s");
     // p0 is not listed: its routes go to BLACKHOLE output 3, as the kernel's dropping ones.
-    let config = format!(
-        "ControlSocket(unix, {}); k :: KernelRoutes(rt, d0 1, d1 2, BLACKHOLE 3); {}",
-        sock.display(),
-        LOOKUP
-    );
-    let mut p = router_in(&ns, &config, &[]);
-    let mut c = connect_unix(&sock, &mut p);
+    let (_dir, mut p, mut c) = follow(&ns, ", BLACKHOLE 3", &[]);
     let probes = [
         "172.16.1.1",
         "172.17.1.1",
@@ -639,22 +625,15 @@ fn changes_lost_while_the_router_was_not_reading_are_recovered() {
     // SAFETY: kill(2) on our own child, which has not been reaped.
     assert_eq!(unsafe { libc::kill(p.pid(), libc::SIGSTOP) }, 0);
     let batch = dir.path().join("batch");
-    let mut text = String::new();
-    for i in 0..30_000u32 {
-        text.push_str(&format!(
-            "route add 11.{}.{}.0/24 via 198.18.0.2\n",
-            i >> 8,
-            i & 255
-        ));
-    }
+    // N /24s of FIRST.0.0.0/8 via GW, as `ip -batch` lines.
+    let adds = |first: u32, n: u32, gw: &str| -> String {
+        (0..n)
+            .map(|i| format!("route add {first}.{}.{}.0/24 via {gw}\n", i >> 8, i & 255))
+            .collect()
+    };
+    let mut text = adds(11, 30_000, "198.18.0.2");
     text.push_str("route add 10.200.0.0/16 via 198.18.0.2\n");
-    for i in 0..2_000u32 {
-        text.push_str(&format!(
-            "route add 12.{}.{}.0/24 via 198.19.0.2\n",
-            i >> 8,
-            i & 255
-        ));
-    }
+    text.push_str(&adds(12, 2_000, "198.19.0.2"));
     text.push_str("route del 10.200.0.0/16\n");
     std::fs::write(&batch, text).unwrap();
     ns.ip(&["-batch", batch.to_str().unwrap()]);

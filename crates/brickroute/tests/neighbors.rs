@@ -242,6 +242,21 @@ fn only_to(seen: &Seen, ip: &[u8], mac: [u8; 6]) -> usize {
     by_mac[&mac]
 }
 
+/// Waits (at most `secs` seconds) until `ready`; a timeout shows what the element knows
+/// and what its output 1 got.
+fn wait_until(c: &mut Client<UnixStream>, secs: u64, mut ready: impl FnMut(&mut Client<UnixStream>) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ready(c) {
+        let output1 = c.count("unresolved");
+        assert!(
+            Instant::now() < deadline,
+            "ne.table:\n{}output 1: {output1}",
+            c.read("ne.table")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn table_has(c: &mut Client<UnixStream>, prefix: &str) -> bool {
     c.read("ne.table").lines().any(|l| l.starts_with(prefix))
 }
@@ -276,13 +291,9 @@ fn each_gateway_gets_its_own_address(f: Family) {
     assert_eq!(c.read("ne.src"), mac(&D1_MAC));
 
     // The kernel resolves both gateways when asked.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !(table_has(&mut c, &format!("{g1} {} ", mac(&H1_MAC)))
-        && table_has(&mut c, &format!("{g2} {} ", mac(&H2_MAC))))
-    {
-        assert!(Instant::now() < deadline, "not resolved: {}", c.read("ne.table"));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&mut c, 10, |c| {
+        table_has(c, &format!("{g1} {} ", mac(&H1_MAC))) && table_has(c, &format!("{g2} {} ", mac(&H2_MAC)))
+    });
     let seen = collect(f, &[&s1, &s2], Duration::from_millis(1500));
     assert!(only_to(&seen, &d1, H1_MAC) >= 100, "{seen:?}");
     assert!(only_to(&seen, &d2, H2_MAC) >= 100, "{seen:?}");
@@ -300,16 +311,8 @@ fn each_gateway_gets_its_own_address(f: Family) {
     // The kernel gives up on it after its probes (about 3 s), and says so; from then
     // on its packets leave on output 1 (for an ICMP host unreachable), where until
     // then they were dropped while the kernel tried.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !table_has(&mut c, &format!("{g3} - FAILED")) {
-        assert!(Instant::now() < deadline, "{}", c.read("ne.table"));
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while c.count("unresolved") < 100 {
-        assert!(Instant::now() < deadline, "output 1: {}", c.count("unresolved"));
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(&mut c, 15, |c| table_has(c, &format!("{g3} - FAILED")));
+    wait_until(&mut c, 5, |c| c.count("unresolved") >= 100);
     let counted = c.count("unresolved");
     let unresolved_now: u64 = c.read("ne.unresolved").parse().unwrap();
     assert!(
@@ -329,11 +332,9 @@ fn each_gateway_gets_its_own_address(f: Family) {
         "nud",
         "permanent",
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !table_has(&mut c, &format!("{g1} {} PERMANENT", mac(&MOVED_MAC))) {
-        assert!(Instant::now() < deadline, "{}", c.read("ne.table"));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&mut c, 10, |c| {
+        table_has(c, &format!("{g1} {} PERMANENT", mac(&MOVED_MAC)))
+    });
     // From the first frame with the new address on (the bridge floods frames to an
     // address it has not learned, so h1 sees them), none goes to the old one. (Frames
     // sent before the change may still wait in the socket, or leave a worker that
