@@ -5,11 +5,12 @@
 # bird2 and frr are for the tests in which BIRD and FRR drive the router
 # (crates/brickroute/tests/routing_daemons.rs); they start their own daemons in
 # namespaces. (Where systemd runs, Debian also starts bird.service and frr.service with
-# their default configurations, which install no routes.)
+# their default configurations, which install no routes.) iputils-ping is for the test
+# that pings through conf/iprouter.click (crates/brickroute/tests/iprouter_conf.rs).
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config python3 iproute2 bird2 frr "$@"; do
+for pkg in build-essential pkg-config python3 iproute2 iputils-ping bird2 frr "$@"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,5 +1,5 @@
-//! Packets are untrusted bytes: every IP and IPv6 element and the classifiers take any
-//! frame without panicking.
+//! Packets are untrusted bytes: every IP, IPv6 and ARP element and the classifiers take
+//! any frame without panicking.
 #![no_main]
 
 use graph::registry::Registry;
@@ -16,6 +16,11 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("ICMPError", "10.0.0.1, timeexceeded", 1),
     ("ICMPError", "10.0.0.1, parameterproblem", 1),
     ("IPFragmenter", "68", 2),
+    ("DropBroadcasts", "", 2),
+    ("PaintTee", "0", 2),
+    ("CheckPaint", "0", 2),
+    ("IPGWOptions", "10.0.0.1, 10.0.0.2 10.0.0.3", 2),
+    ("FixIPSrc", "10.0.0.1", 1),
     ("EtherEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b", 1),
     ("EtherRewrite", "0:1:2:3:4:5, 6:7:8:9:a:b", 1),
     ("CheckIP6Header", "::1, 14", 2),
@@ -26,6 +31,9 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("ICMP6Error", "2001:db8::fe, 4, 0, MTU 60", 1),
     ("GetIP6Address", "24", 1),
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
+    ("ICMPPingResponder", "", 2),
+    ("ARPResponder", "10.0.0.0/8 0:1:2:3:4:5", 2),
+    ("ARPQuerier", "10.0.0.1/24, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -38,4 +46,8 @@ fuzz_target!(|data: &[u8]| {
         p.set_network_header(0, data.first().map_or(20, |b| ((b & 0xf) as usize * 4).min(data.len())));
         let _ = h.push(0, vec![p]);
     }
+    // ARP replies (untrusted bytes too) into ARPQuerier's input 1, then a poll.
+    let mut q = Harness::new(reg.get("ARPQuerier").unwrap().as_ref(), "10.0.0.1/24, 0:0:c0:ae:67:ef", 2, 2);
+    let _ = q.push_bytes(1, data);
+    let _ = q.run();
 });

@@ -335,6 +335,15 @@ pub trait Element: Send {
         false
     }
 
+    /// For sources: whether the router runs until this source is done. False for a
+    /// source that only serves what other sources bring (an ARPQuerier polled to send
+    /// packets it saved when another worker learns their address): once every source
+    /// that keeps the router running is done, the worker finishes without waiting for
+    /// it.
+    fn keeps_router_running(&self) -> bool {
+        true
+    }
+
     /// True if this element, with one input and one output, sends every batch pushed
     /// into it to its output unchanged and keeps no per-worker state (a full-push
     /// `Queue`). The graph then connects its upstream straight to its downstream and

@@ -220,10 +220,15 @@ impl RouterSpec {
             n.next0 = n.dest.first().copied().unwrap_or(NO_DEST);
         }
         let sources: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].elem.is_source()).collect();
+        let counted: Vec<bool> = sources
+            .iter()
+            .map(|&i| nodes[i].elem.keeps_router_running())
+            .collect();
         GraphInstance {
             done: vec![false; sources.len()],
             wake_at: vec![0; sources.len()],
-            live: sources.len(),
+            live: counted.iter().filter(|&&c| c).count(),
+            counted,
             sources,
             nodes,
             stop: self.stop.clone(),
@@ -582,6 +587,9 @@ pub struct GraphInstance {
     nodes: Vec<Node>,
     sources: Vec<usize>,
     done: Vec<bool>,
+    /// Per source, whether the worker runs until it is done
+    /// ([`Element::keeps_router_running`]).
+    counted: Vec<bool>,
     /// Per source, the TSC reading before which a busy pass may skip it (see
     /// [`TaskStatus::IdleUntil`]); 0 for a source to run in every pass.
     wake_at: Vec<u64>,
@@ -644,6 +652,7 @@ impl GraphInstance {
             nodes,
             sources,
             done,
+            counted,
             wake_at,
             live,
             stop,
@@ -686,7 +695,9 @@ impl GraphInstance {
             };
             if status == TaskStatus::Done {
                 done[si] = true;
-                *live -= 1;
+                if counted[si] {
+                    *live -= 1;
+                }
             }
         }
         RunResult {

@@ -3,11 +3,13 @@
 use crate::registry::Registry;
 use std::sync::Arc;
 
+pub(crate) mod arp;
 pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
 pub(crate) mod hopindex;
+pub(crate) mod icmpping;
 pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
@@ -68,4 +70,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip6::getip6address::GetIP6AddressClass));
     reg.add(Arc::new(ip6::icmp6error::ICMP6ErrorClass));
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
+    reg.add(Arc::new(icmpping::ICMPPingResponderClass));
+    arp::register(reg);
+    ip::register_gateway(reg);
 }

@@ -2,12 +2,16 @@
 
 use super::checkipheader::{CHECK_IP_HEADER, CHECK_IP_HEADER2};
 use super::decipttl::DecIPTTLClass;
+use super::dropbroadcasts::DropBroadcastsClass;
+use super::fixipsrc::FixIPSrcClass;
 use super::getipaddress::GetIPAddressClass;
 use super::icmperror::ICMPErrorClass;
 use super::ipfragmenter::IPFragmenterClass;
+use super::ipgwoptions::IPGW_OPTIONS;
 use super::setipaddress::SetIPAddressClass;
 use crate::element::ElementClass;
 use crate::testing::Harness;
+use packet::anno::PacketType;
 use packet::Packet;
 use proptest::prelude::*;
 
@@ -25,7 +29,18 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&IPFragmenterClass, "8", 2),
         (&IPFragmenterClass, "28, false", 2),
         (&IPFragmenterClass, "68", 2),
+        (&DropBroadcastsClass, "", 2),
+        (&IPGW_OPTIONS, "1.2.3.4", 2),
+        (&IPGW_OPTIONS, "1.2.3.4, 10.0.0.1 10.0.0.2", 1),
+        (&FixIPSrcClass, "1.2.3.4", 1),
     ]
+}
+
+fn packet_type(i: u8) -> PacketType {
+    use PacketType::*;
+    [
+        Host, Broadcast, Multicast, OtherHost, Outgoing, Loopback, FastRoute,
+    ][usize::from(i % 7)]
 }
 
 proptest! {
@@ -35,6 +50,8 @@ proptest! {
         net in proptest::option::of(0usize..40),
         hlen in 0usize..64,
         pp in any::<u8>(),
+        fix in any::<u8>(),
+        ptype in 0u8..7,
     ) {
         // ICMPError advances the process-wide IP ID counter other tests predict.
         let _g = super::icmperror::tests::lock();
@@ -45,6 +62,8 @@ proptest! {
                 p.set_network_header(n as isize, hlen);
             }
             p.anno_mut().set_u8_at(packet::anno::ICMP_PARAMPROB_ANNO_OFFSET, pp);
+            p.anno_mut().set_u8_at(packet::anno::FIX_IP_SRC_ANNO_OFFSET, fix);
+            p.anno_mut().packet_type = packet_type(ptype);
             let _ = h.push(0, vec![p]);
         }
     }
@@ -67,7 +86,44 @@ proptest! {
             let mut h = Harness::new(class, cfg, 1, nout);
             let mut p = Packet::from_slice(&b);
             p.set_network_header(0, hl);
+            p.anno_mut().set_u8_at(packet::anno::FIX_IP_SRC_ANNO_OFFSET, 1);
             let _ = h.push(0, vec![p]);
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn ipgw_options_change_only_options_and_checksum(
+        ihl in 6u8..16,
+        opts in proptest::collection::vec(any::<u8>(), 40),
+        lead in proptest::collection::vec(prop_oneof![Just(1u8), Just(7u8), Just(68u8)], 0..3),
+    ) {
+        let hl = ihl as usize * 4;
+        let mut b = vec![0x40 | ihl, 0, 0, 0, 0, 1, 0, 0, 64, 17, 0x12, 0x34, 10, 0, 0, 1, 10, 0, 0, 2];
+        // Options that start like real ones often enough to get past the first byte.
+        let mut o = lead.clone();
+        o.extend_from_slice(&opts);
+        b.extend_from_slice(&o[..hl - 20]);
+        b.extend_from_slice(&[0xaa; 8]);
+        let mut h = Harness::new(&IPGW_OPTIONS, "1.2.3.4, 5.6.7.8", 1, 2);
+        let mut p = Packet::from_slice(&b);
+        p.set_network_header(0, hl);
+        let out = h.push(0, vec![p]);
+        if let Some(q) = out[0].first() {
+            let d = q.data();
+            prop_assert_eq!(d.len(), b.len());
+            prop_assert_eq!(&d[..10], &b[..10]);
+            prop_assert_eq!(&d[12..20], &b[12..20]);
+            prop_assert_eq!(&d[hl..], &b[hl..]);
+            if d != &b[..] {
+                prop_assert_eq!(super::testutil::cksum(&d[..hl]), 0);
+            }
+        } else {
+            let q = &out[1][0];
+            prop_assert_eq!(q.data(), &b[..]);
+            let at = usize::from(q.anno().u8_at(packet::anno::ICMP_PARAMPROB_ANNO_OFFSET));
+            prop_assert!((20..hl).contains(&at), "pointer {} outside the options", at);
         }
     }
 }

@@ -1,14 +1,20 @@
 //! Click's IPv4 elements: header checking, address annotations, TTL decrement, ICMP
-//! errors and fragmentation.
+//! errors, fragmentation, and the rest of an IP router's forwarding path (link-level
+//! broadcast filtering, router IP options, ICMP error source fixing).
 
 use crate::args::FromArg;
+use crate::registry::Registry;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 pub(crate) mod checkipheader;
 pub(crate) mod decipttl;
+pub(crate) mod dropbroadcasts;
+pub(crate) mod fixipsrc;
 pub(crate) mod getipaddress;
 pub(crate) mod icmperror;
 pub(crate) mod ipfragmenter;
+pub(crate) mod ipgwoptions;
 pub(crate) mod setipaddress;
 
 #[cfg(test)]
@@ -61,4 +67,51 @@ impl FromArg for Anno4 {
 /// Dotted-quad text of an address.
 pub(crate) fn ip_text(a: [u8; 4]) -> String {
     Ipv4Addr::from(a).to_string()
+}
+
+/// Registers the elements of Click's IP router's forwarding path (`make-ip-conf.pl`'s
+/// `DropBroadcasts -> PaintTee -> IPGWOptions -> FixIPSrc -> ...`), with CheckPaint,
+/// PaintTee's companion.
+pub(crate) fn register_gateway(reg: &mut Registry) {
+    use crate::elements::paint::{CheckPaintClass, PaintTeeClass};
+    reg.add(Arc::new(dropbroadcasts::DropBroadcastsClass));
+    reg.add(Arc::new(PaintTeeClass));
+    reg.add(Arc::new(CheckPaintClass));
+    reg.add(Arc::new(ipgwoptions::IPGW_OPTIONS));
+    reg.add(Arc::new(fixipsrc::FixIPSrcClass));
+}
+
+#[cfg(test)]
+mod gateway_tests {
+    use crate::registry::Registry;
+    use crate::router::RouterSpec;
+
+    #[test]
+    fn click_ip_router_interface_chain_builds_from_the_library() {
+        // One interface's forwarding path as Click's make-ip-conf.pl writes it.
+        let flat = crate::lang::parse(
+            "InfiniteSource(LIMIT 1) -> DropBroadcasts -> cp :: PaintTee(1)
+               -> gio :: IPGWOptions(18.26.4.1, 18.26.7.1) -> FixIPSrc(18.26.4.1)
+               -> dt :: DecIPTTL -> Discard;
+             gio[1] -> ICMPError(18.26.4.1, parameterproblem) -> Discard;
+             cp[1] -> ICMPError(18.26.4.1, redirect, host) -> CheckPaint(0) -> Discard;
+             dt[1] -> Discard",
+            "t.click",
+            &Default::default(),
+        )
+        .unwrap();
+        let reg = Registry::with_library();
+        let router = RouterSpec::build(&flat, &reg, std::path::Path::new("."), 1).unwrap();
+        assert_eq!(router.read_handler("gio.drops").unwrap(), "0");
+        assert_eq!(router.read_handler("cp.color").unwrap(), "1");
+        for class in [
+            "DropBroadcasts",
+            "PaintTee",
+            "IPGWOptions",
+            "FixIPSrc",
+            "CheckPaint",
+        ] {
+            assert_eq!(router.elements_of_class(class).len(), 1, "{}", class);
+        }
+    }
 }

@@ -1,0 +1,380 @@
+//! ARPQuerier's IP-to-Ethernet table, shared by every worker's instance.
+//!
+//! Workers read it through their own caches of resolved entries and take its lock
+//! only for what their caches cannot answer (an address not resolved, an entry due
+//! for a poll or about to expire), once per batch. Saved packets stay with the
+//! instance that saved them; the table counts them per address and in total, for the
+//! capacities. `generation` moves whenever an address becomes usable, changes its
+//! Ethernet address or is removed: a worker seeing it move drops its cache and
+//! releases the packets it saved for addresses now resolved.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Queries (and polls) for one address leave at most this often router-wide: Click's
+/// "at most 10 queries a second for any IP address". A packet for an unresolved
+/// address sends a query only if none left in the last 100 ms, so a burst of packets
+/// sends one query, and a lost query is retried by the next packet 100 ms later.
+pub(super) const QUERY_INTERVAL_MS: u64 = 100;
+
+/// Saved packets whose address has not resolved this long after the first of them
+/// was saved are dropped (Linux gives up on an address after about 3 s of probes).
+pub(super) const PENDING_TIMEOUT_MS: u64 = 3000;
+
+/// Expired and abandoned entries are removed at most this often, when the lock is
+/// taken anyway.
+const SWEEP_INTERVAL_MS: u64 = 1000;
+
+/// The configured bounds; 0 means none.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// Saved packets in all, router-wide (CAPACITY).
+    pub capacity: usize,
+    /// Entries, resolved or not (ENTRY_CAPACITY).
+    pub entry_capacity: usize,
+    /// Saved packets per address (ENTRY_PACKET_CAPACITY).
+    pub entry_packet_capacity: usize,
+    /// An entry expires this long after its last response (TIMEOUT).
+    pub timeout_ms: u64,
+    /// Packets to an entry this old send polls (POLL_TIMEOUT).
+    pub poll_timeout_ms: u64,
+}
+
+struct Entry {
+    /// The address answered, or `None` while it is being queried.
+    eth: Option<[u8; 6]>,
+    /// When the last response came (resolved entries), or when querying began.
+    since_ms: u64,
+    last_query_ms: Option<u64>,
+    /// Packets saved for this address by all workers.
+    saved: usize,
+}
+
+struct Inner {
+    entries: HashMap<u32, Entry>,
+    saved_total: usize,
+    next_sweep_ms: u64,
+}
+
+pub(super) struct Table {
+    limits: Limits,
+    inner: Mutex<Inner>,
+    generation: AtomicU64,
+}
+
+/// What the table says about an address a packet wants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lookup {
+    /// Usable: send to `eth`. The caller may use this answer without asking again
+    /// until `recheck_ms`. `poll`: send a poll now (to `eth`, or broadcast).
+    Known {
+        eth: [u8; 6],
+        recheck_ms: u64,
+        poll: bool,
+    },
+    Unknown,
+}
+
+/// What became of a packet for an unresolved address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Save {
+    /// Keep it; `query`: send a query for the address now.
+    Saved { query: bool },
+    /// A capacity is reached: drop it.
+    Full,
+}
+
+impl Table {
+    pub(super) fn new(limits: Limits) -> Table {
+        Table {
+            limits,
+            inner: Mutex::new(Inner {
+                entries: HashMap::new(),
+                saved_total: 0,
+                next_sweep_ms: 0,
+            }),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The generation: read once per batch by every worker.
+    #[inline]
+    pub(super) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    pub(super) fn lock(&self) -> Locked<'_> {
+        Locked {
+            limits: &self.limits,
+            generation: &self.generation,
+            inner: self.inner.lock().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+}
+
+/// The table, locked.
+pub(super) struct Locked<'a> {
+    limits: &'a Limits,
+    generation: &'a AtomicU64,
+    inner: MutexGuard<'a, Inner>,
+}
+
+impl Locked<'_> {
+    fn bump(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    fn expires(&self, e: &Entry) -> u64 {
+        match self.limits.timeout_ms {
+            0 => u64::MAX,
+            t => e.since_ms.saturating_add(t),
+        }
+    }
+
+    /// `e`'s Ethernet address if it is resolved and not expired at `now`.
+    fn usable_entry(&self, e: &Entry, now: u64) -> Option<[u8; 6]> {
+        e.eth.filter(|_| now < self.expires(e))
+    }
+
+    /// The Ethernet address for `ip`, if usable at `now`.
+    pub(super) fn usable(&self, ip: u32, now: u64) -> Option<[u8; 6]> {
+        self.inner
+            .entries
+            .get(&ip)
+            .and_then(|e| self.usable_entry(e, now))
+    }
+
+    /// Looks `ip` up for a packet to it at `now`; a poll it asks for is counted as
+    /// sent.
+    pub(super) fn lookup(&mut self, ip: u32, now: u64) -> Lookup {
+        self.sweep_if_due(now);
+        let limits = *self.limits;
+        let Some(e) = self.inner.entries.get(&ip) else {
+            return Lookup::Unknown;
+        };
+        let Some(eth) = self.usable_entry(e, now) else {
+            return Lookup::Unknown;
+        };
+        let expires = self.expires(e);
+        let poll_at = match limits.poll_timeout_ms {
+            0 => u64::MAX,
+            t => e.since_ms.saturating_add(t),
+        };
+        if now < poll_at {
+            return Lookup::Known {
+                eth,
+                recheck_ms: poll_at.min(expires),
+                poll: false,
+            };
+        }
+        let next_query = e.last_query_ms.map_or(0, |q| q.saturating_add(QUERY_INTERVAL_MS));
+        let poll = now >= next_query;
+        if poll {
+            self.inner.entries.get_mut(&ip).expect("looked up").last_query_ms = Some(now);
+        }
+        let next_query = if poll { now + QUERY_INTERVAL_MS } else { next_query };
+        Lookup::Known {
+            eth,
+            recheck_ms: next_query.min(expires),
+            poll,
+        }
+    }
+
+    /// Saves a packet for `ip` at `now`, if the capacities allow. The address is
+    /// usually not usable; when it is (it resolved while this worker still holds
+    /// older packets for it, which must leave first), no query is asked for.
+    pub(super) fn save(&mut self, ip: u32, now: u64) -> Save {
+        let limits = *self.limits;
+        if limits.capacity != 0 && self.inner.saved_total >= limits.capacity {
+            return Save::Full;
+        }
+        if !self.inner.entries.contains_key(&ip) && !self.make_room(now) {
+            return Save::Full;
+        }
+        let usable = self.usable(ip, now).is_some();
+        let e = self.inner.entries.entry(ip).or_insert(Entry {
+            eth: None,
+            since_ms: now,
+            last_query_ms: None,
+            saved: 0,
+        });
+        if limits.entry_packet_capacity != 0 && e.saved >= limits.entry_packet_capacity {
+            return Save::Full;
+        }
+        if e.eth.is_some() && !usable {
+            // Resolved, but too long ago: query it again, from now.
+            e.eth = None;
+            e.since_ms = now;
+        }
+        e.saved += 1;
+        let recently_queried =
+            matches!(e.last_query_ms, Some(q) if now < q.saturating_add(QUERY_INTERVAL_MS));
+        let query = !usable && !recently_queried;
+        if query {
+            e.last_query_ms = Some(now);
+        }
+        self.inner.saved_total += 1;
+        Save::Saved { query }
+    }
+
+    /// `n` packets saved for `ip` left (sent or dropped).
+    pub(super) fn unsave(&mut self, ip: u32, n: usize) {
+        if let Some(e) = self.inner.entries.get_mut(&ip) {
+            e.saved = e.saved.saturating_sub(n);
+        }
+        self.inner.saved_total = self.inner.saved_total.saturating_sub(n);
+    }
+
+    /// Whether `ip` has an entry: resolved, or being queried.
+    pub(super) fn has_entry(&self, ip: u32) -> bool {
+        self.inner.entries.contains_key(&ip)
+    }
+
+    /// Records a response: `ip` is at `eth`, as of `now`. False if the table is full
+    /// of entries holding packets, so it could not be recorded.
+    pub(super) fn learn(&mut self, ip: u32, eth: [u8; 6], now: u64) -> bool {
+        self.sweep_if_due(now);
+        if !self.inner.entries.contains_key(&ip) && !self.make_room(now) {
+            return false;
+        }
+        let before = self.usable(ip, now);
+        let e = self.inner.entries.entry(ip).or_insert(Entry {
+            eth: None,
+            since_ms: now,
+            last_query_ms: None,
+            saved: 0,
+        });
+        e.eth = Some(eth);
+        e.since_ms = now;
+        // A refresh of the same address changes nothing workers hold: their cached
+        // entries come back for the new expiry when the old one passes.
+        if before != Some(eth) {
+            self.bump();
+        }
+        true
+    }
+
+    /// Forgets what `ip` resolved to. False if there was no such entry.
+    pub(super) fn delete(&mut self, ip: u32) -> bool {
+        let Some(e) = self.inner.entries.get_mut(&ip) else {
+            return false;
+        };
+        if e.saved > 0 {
+            // Packets wait for it: it goes back to being queried.
+            e.eth = None;
+        } else {
+            self.inner.entries.remove(&ip);
+        }
+        self.bump();
+        true
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.inner.entries.retain(|_, e| {
+            e.eth = None;
+            e.saved > 0
+        });
+        self.bump();
+    }
+
+    /// Entries: all of them, resolved or being queried.
+    pub(super) fn len(&mut self, now: u64) -> usize {
+        self.sweep(now);
+        self.inner.entries.len()
+    }
+
+    pub(super) fn saved(&self) -> usize {
+        self.inner.saved_total
+    }
+
+    /// One line per entry, by address, in ARPTable's four columns: the IP address, 1
+    /// for a usable entry (0 for one being queried), the Ethernet address (colon form;
+    /// zeros until answered), and the seconds since the last response (since querying
+    /// began), printed as Click prints a timestamp.
+    pub(super) fn text(&mut self, now: u64) -> String {
+        self.sweep(now);
+        let mut ips: Vec<u32> = self.inner.entries.keys().copied().collect();
+        ips.sort_unstable();
+        let mut s = String::new();
+        for ip in ips {
+            let e = &self.inner.entries[&ip];
+            let usable = self.usable_entry(e, now);
+            let age = now.saturating_sub(e.since_ms);
+            let [a, b, c, d, f, g] = usable.unwrap_or([0; 6]);
+            let _ = writeln!(
+                s,
+                "{} {} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} {}.{:06}",
+                Ipv4Addr::from(ip),
+                u8::from(usable.is_some()),
+                a,
+                b,
+                c,
+                d,
+                f,
+                g,
+                age / 1000,
+                age % 1000 * 1000
+            );
+        }
+        s
+    }
+
+    fn sweep_if_due(&mut self, now: u64) {
+        if now >= self.inner.next_sweep_ms {
+            self.sweep(now);
+        }
+    }
+
+    /// Removes entries no packet waits for that expired, and those queried in vain
+    /// for longer than saved packets wait.
+    fn sweep(&mut self, now: u64) {
+        self.inner.next_sweep_ms = now.saturating_add(SWEEP_INTERVAL_MS);
+        let timeout = self.limits.timeout_ms;
+        self.inner.entries.retain(|_, e| {
+            if e.saved > 0 {
+                return true;
+            }
+            match e.eth {
+                Some(_) => timeout == 0 || now < e.since_ms.saturating_add(timeout),
+                None => {
+                    let last = e.last_query_ms.unwrap_or(e.since_ms).max(e.since_ms);
+                    now < last.saturating_add(PENDING_TIMEOUT_MS)
+                }
+            }
+        });
+    }
+
+    /// Makes room for one more entry under ENTRY_CAPACITY: sweeps, then evicts the
+    /// entry no packet waits for that was answered (or queried) longest ago. False if
+    /// every entry holds packets.
+    fn make_room(&mut self, now: u64) -> bool {
+        let cap = self.limits.entry_capacity;
+        if cap == 0 || self.inner.entries.len() < cap {
+            return true;
+        }
+        self.sweep(now);
+        if self.inner.entries.len() < cap {
+            return true;
+        }
+        let victim = self
+            .inner
+            .entries
+            .iter()
+            .filter(|(_, e)| e.saved == 0)
+            .min_by_key(|(ip, e)| (e.since_ms, **ip))
+            .map(|(ip, e)| (*ip, e.eth.is_some()));
+        match victim {
+            Some((ip, resolved)) => {
+                self.inner.entries.remove(&ip);
+                if resolved {
+                    self.bump();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+}
