@@ -25,20 +25,21 @@
 //   brickroute run conf/iprouter.click DEV0=eth1 MAC0=... IP0=... NET0=... BCAST0=... \
 //       DEV1=eth2 MAC1=... IP1=... NET1=... BCAST1=...
 // Handlers worth reading: arpq0.table, arpq1.table, rt.table, tohost.count,
-// gio0.drops, chk.drops.
+// bcast.count, gio0.drops, chk.drops.
 
 define($DEV0 r0, $MAC0 02:00:00:00:01:01, $IP0 10.0.1.1, $NET0 10.0.1.0/24,
        $BCAST0 10.0.1.255,
        $DEV1 r1, $MAC1 02:00:00:00:02:01, $IP1 10.0.2.1, $NET1 10.0.2.0/24,
        $BCAST1 10.0.2.255);
 
-// The shared IP input path and routing table. Output 0: the router itself (its
-// addresses and the networks' broadcast addresses); output N: interface N-1.
+// The shared IP input path and routing table. Output 0: the router's addresses;
+// output 1: interface 0; output 2: interface 1; output 3: the networks' broadcast
+// addresses (directed broadcasts are not forwarded, RFC 1812 5.3.5.2, nor answered).
 ip :: Strip(14)
    -> chk :: CheckIPHeader(BADSRC $BCAST0 $BCAST1 0.0.0.0 255.255.255.255,
                            GOODDST $IP0 $IP1)
-   -> rt :: StaticIPLookup($IP0/32 0, $BCAST0/32 0, $IP1/32 0, $BCAST1/32 0,
-                           $NET0 1, $NET1 2);
+   -> rt :: StaticIPLookup($IP0/32 0, $IP1/32 0, $NET0 1, $NET1 2,
+                           $BCAST0/32 3, $BCAST1/32 3);
 
 // ARP replies are copied to each interface's ARPQuerier.
 arpt :: Tee(2);
@@ -68,6 +69,7 @@ c1[3] -> other1 :: Counter -> Discard;
 // Local delivery: pings are answered and routed back; the rest is counted.
 rt[0] -> ping :: ICMPPingResponder -> rt;
 ping[1] -> tohost :: Counter -> Discard;
+rt[3] -> bcast :: Counter -> Discard;
 
 // Forwarding path for interface 0.
 rt[1] -> DropBroadcasts

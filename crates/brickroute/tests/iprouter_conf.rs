@@ -75,6 +75,8 @@ impl Testbed {
                 "arpq1.table",
                 "-h",
                 "tohost.count",
+                "-h",
+                "bcast.count",
             ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -151,11 +153,17 @@ fn click_ip_router_forwards_answers_and_resolves() {
         "{out}"
     );
 
+    // A directed broadcast to h1's network: neither forwarded nor answered (a reply
+    // would come from the broadcast address).
+    let (ok, out) = ping(&t.h0, &["-c", "1", "-W", "1", "10.0.2.255"]);
+    assert!(!ok && out.contains("0 received"), "{out}");
+
     // A host on a network the router has no route to: nothing comes back.
     let (ok, out) = ping(&t.h0, &["-c", "1", "-W", "1", "192.0.2.1"]);
     assert!(!ok && out.contains("0 received"), "{out}");
 
     let (out, err) = t.stop();
+    assert!(out.contains("bcast.count:\n1\n"), "{out}\n{err}");
     // Each ARPQuerier learnt its host's address from the ARP reply to its request.
     assert!(
         out.contains("10.0.1.2") && out.to_ascii_lowercase().contains(E0_MAC),

@@ -1,7 +1,8 @@
 //! `ICMPPingResponder()`: answers ICMP echo requests, as Click's element of that name.
 //!
 //! The request becomes its reply in place: source and destination swapped, TTL 255,
-//! ICMP type 0 (echo reply), both checksums fixed; the destination IP annotation is set
+//! the fragment field cleared (DF too, as Click does), ICMP type 0 and code 0 (echo
+//! reply, RFC 792), both checksums fixed; the destination IP annotation is set
 //! to the new destination (so a route lookup can send the reply back), the paint
 //! annotation cleared and the timestamp set to now. IP options travel back as they came
 //! (a record-route or timestamp option is then filled further by the routers on the way
@@ -84,6 +85,7 @@ fn answer(p: &mut Packet) -> bool {
     let src = [ip[12], ip[13], ip[14], ip[15]];
     ip[12..16].copy_from_slice(&dst);
     ip[16..20].copy_from_slice(&src);
+    ip[6..8].fill(0);
     ip[8] = REPLY_TTL;
     ip[10..12].fill(0);
     let sum = checksum(&ip[..hlen]);
@@ -91,6 +93,7 @@ fn answer(p: &mut Packet) -> bool {
     let icmp = &mut ip[hlen..];
     let old = u16::from_be_bytes([icmp[0], icmp[1]]);
     icmp[0] = ECHO_REPLY;
+    icmp[1] = 0;
     let sum = update16(
         u16::from_be_bytes([icmp[2], icmp[3]]),
         old,
@@ -163,10 +166,17 @@ mod tests {
 
     #[test]
     fn echo_request_becomes_its_reply() {
-        let req = ip_packet(20, 0x4000, ICMP, HOST, ROUTER, &icmp(ECHO_REQUEST));
-        // Built by hand: addresses swapped, TTL 255, the header checksum of that header,
-        // type 0 and the ICMP checksum of the reply message.
+        // DF set, and code 5 (RFC 792 says 0; the reply says 0 whatever came).
+        let mut request = icmp(ECHO_REQUEST);
+        request[1] = 5;
+        request[2..4].fill(0);
+        let c = inet_sum(&request);
+        request[2..4].copy_from_slice(&c.to_be_bytes());
+        let req = ip_packet(20, 0x4000, ICMP, HOST, ROUTER, &request);
+        // Built by hand: addresses swapped, fragment field 0, TTL 255, the header
+        // checksum of that header, type 0, code 0 and the ICMP checksum of the reply.
         let mut want = req.clone();
+        want[6..8].fill(0);
         want[8] = 255;
         want[12..16].copy_from_slice(&ROUTER);
         want[16..20].copy_from_slice(&HOST);

@@ -463,22 +463,25 @@ impl ARPQuerier {
                     }
                 }
             }
-            match table.save(dst, now) {
-                Save::Full => dropped += 1,
-                Save::Saved { query } => {
-                    if query {
-                        out.push(self.query_port, shared.query(BROADCAST_ETH, dst, &p));
-                        queries += 1;
-                    }
-                    let deadline_ms = now.saturating_add(PENDING_TIMEOUT_MS);
-                    let q = self.pending.entry(dst).or_insert_with(|| Pending {
-                        packets: Vec::new(),
-                        deadline_ms,
-                    });
-                    self.pending_deadline = self.pending_deadline.min(q.deadline_ms);
-                    q.packets.push(p);
-                }
+            let (saved, query) = match table.save(dst, now) {
+                Save::Full { query } => (false, query),
+                Save::Saved { query } => (true, query),
+            };
+            if query {
+                out.push(self.query_port, shared.query(BROADCAST_ETH, dst, &p));
+                queries += 1;
             }
+            if !saved {
+                dropped += 1;
+                continue;
+            }
+            let deadline_ms = now.saturating_add(PENDING_TIMEOUT_MS);
+            let q = self.pending.entry(dst).or_insert_with(|| Pending {
+                packets: Vec::new(),
+                deadline_ms,
+            });
+            self.pending_deadline = self.pending_deadline.min(q.deadline_ms);
+            q.packets.push(p);
         }
         if dropped > 0 {
             shared.drops.add(self.worker, dropped);
@@ -519,6 +522,7 @@ impl ARPQuerier {
                     let t = table.get_or_insert_with(|| shared.table.lock());
                     let ip = u32::from_be_bytes(a.spa);
                     if !t.has_entry(ip) {
+                        dropped += 1;
                         continue;
                     }
                     if t.learn(ip, a.sha, now) {
@@ -569,17 +573,14 @@ impl Element for ARPQuerier {
         if cx.stop_requested() {
             return TaskStatus::Done;
         }
-        if self.pending.is_empty() {
-            // Only packets pushed in bring work.
-            return TaskStatus::IdleUntil(u64::MAX);
+        // Never `IdleUntil`: a push that saves packets after this call could not undo
+        // it, and a busy worker would skip this call (and the packets' release or
+        // deadline) for as long as other sources move packets.
+        if !self.pending.is_empty() {
+            let now = self.shared.clock.now(cx);
+            self.sync(now, out);
         }
-        let now = self.shared.clock.now(cx);
-        self.sync(now, out);
-        if self.pending.is_empty() {
-            TaskStatus::IdleUntil(u64::MAX)
-        } else {
-            TaskStatus::Idle
-        }
+        TaskStatus::Idle
     }
 
     fn idle_wait(&mut self) -> IdleWait {

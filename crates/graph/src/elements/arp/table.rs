@@ -83,8 +83,9 @@ pub(super) enum Lookup {
 pub(super) enum Save {
     /// Keep it; `query`: send a query for the address now.
     Saved { query: bool },
-    /// A capacity is reached: drop it.
-    Full,
+    /// A capacity is reached: drop it; `query`: send a query for the address now
+    /// all the same.
+    Full { query: bool },
 }
 
 impl Table {
@@ -185,37 +186,40 @@ impl Locked<'_> {
 
     /// Saves a packet for `ip` at `now`, if the capacities allow. The address is
     /// usually not usable; when it is (it resolved while this worker still holds
-    /// older packets for it, which must leave first), no query is asked for.
+    /// older packets for it, which must leave first), no query is asked for. A packet
+    /// beyond a capacity is not saved, but its address still gets an entry and a
+    /// query when one is due: a host that never answers, filling CAPACITY, must not
+    /// keep every other next hop from being resolved.
     pub(super) fn save(&mut self, ip: u32, now: u64) -> Save {
         let limits = *self.limits;
-        if limits.capacity != 0 && self.inner.saved_total >= limits.capacity {
-            return Save::Full;
-        }
         if !self.inner.entries.contains_key(&ip) && !self.make_room(now) {
-            return Save::Full;
+            return Save::Full { query: false };
         }
         let usable = self.usable(ip, now).is_some();
+        let saved_total = self.inner.saved_total;
         let e = self.inner.entries.entry(ip).or_insert(Entry {
             eth: None,
             since_ms: now,
             last_query_ms: None,
             saved: 0,
         });
-        if limits.entry_packet_capacity != 0 && e.saved >= limits.entry_packet_capacity {
-            return Save::Full;
-        }
         if e.eth.is_some() && !usable {
             // Resolved, but too long ago: query it again, from now.
             e.eth = None;
             e.since_ms = now;
         }
-        e.saved += 1;
         let recently_queried =
             matches!(e.last_query_ms, Some(q) if now < q.saturating_add(QUERY_INTERVAL_MS));
         let query = !usable && !recently_queried;
         if query {
             e.last_query_ms = Some(now);
         }
+        let full = (limits.capacity != 0 && saved_total >= limits.capacity)
+            || (limits.entry_packet_capacity != 0 && e.saved >= limits.entry_packet_capacity);
+        if full {
+            return Save::Full { query };
+        }
+        e.saved += 1;
         self.inner.saved_total += 1;
         Save::Saved { query }
     }

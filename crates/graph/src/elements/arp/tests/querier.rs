@@ -269,7 +269,7 @@ fn saved_packets_are_dropped_3_s_after_the_first_was_saved() {
     ms.store(4000, Ordering::Relaxed);
     let (st, out) = h.run();
     assert!(out.iter().all(|o| o.is_empty()));
-    assert_eq!(st, TaskStatus::IdleUntil(u64::MAX));
+    assert_eq!(st, TaskStatus::Idle);
     assert_eq!((h.read("length"), h.read("drops")), ("0".into(), "2".into()));
     // A late reply has nothing to release.
     let out = h.push_bytes(1, &reply(HOP, HOP_ETH));
@@ -280,7 +280,7 @@ fn saved_packets_are_dropped_3_s_after_the_first_was_saved() {
 fn a_reply_on_one_worker_releases_the_packets_another_saved_when_it_is_polled() {
     let (mut w0, ms) = querier(CONFIG, 2);
     let mut w1 = w0.another_worker();
-    assert_eq!(w0.run().0, TaskStatus::IdleUntil(u64::MAX));
+    assert_eq!(w0.run().0, TaskStatus::Idle);
     assert_eq!(w0.element.idle_wait(), IdleWait::Nothing);
     w0.push(0, vec![ip_packet(HOP, 1), ip_packet(HOP, 2)]);
     // Holding packets: the worker must keep polling it.
@@ -293,7 +293,7 @@ fn a_reply_on_one_worker_releases_the_packets_another_saved_when_it_is_polled() 
     let out = w1.push_bytes(1, &reply(HOP, HOP_ETH));
     assert!(out.iter().all(|o| o.is_empty()));
     let (st, out) = w0.run();
-    assert_eq!(st, TaskStatus::IdleUntil(u64::MAX));
+    assert_eq!(st, TaskStatus::Idle);
     assert_eq!(
         data(&out[0]),
         vec![encapsulated(HOP_ETH, HOP, 1), encapsulated(HOP_ETH, HOP, 2)]
@@ -552,4 +552,64 @@ fn replies_nobody_asked_for_are_not_recorded() {
     assert_eq!(data(&out[0]), vec![encapsulated(HOP_ETH, HOP, 1)]);
     h.push_bytes(1, &reply(HOP, HOP_ETH));
     assert_eq!(h.read("responses"), "2");
+}
+
+#[test]
+fn a_full_capacity_still_queries_for_new_addresses_and_retries() {
+    // A silent host holds CAPACITY; a packet for another next hop is dropped but its
+    // address is still queried, and its answer is recorded and used.
+    let (mut h, ms) = querier(&format!("{}, CAPACITY 2", CONFIG), 2);
+    let silent = [10, 0, 0, 9];
+    let out = h.push(0, vec![ip_packet(silent, 1), ip_packet(silent, 2)]);
+    assert_eq!(data(&out[1]), vec![query_for(silent)]);
+    let out = h.push(0, vec![ip_packet(HOP, 3)]);
+    assert!(out[0].is_empty());
+    assert_eq!(data(&out[1]), vec![query_for(HOP)]);
+    assert_eq!((h.read("length"), h.read("drops")), ("2".into(), "1".into()));
+    h.push_bytes(1, &reply(HOP, HOP_ETH));
+    let out = h.push(0, vec![ip_packet(HOP, 4)]);
+    assert_eq!(data(&out[0]), vec![encapsulated(HOP_ETH, HOP, 4)]);
+
+    // Past ENTRY_PACKET_CAPACITY, packets still send the retries due every 100 ms.
+    let (mut h, ms2) = querier(&format!("{}, ENTRY_PACKET_CAPACITY 1", CONFIG), 2);
+    let out = h.push(0, vec![ip_packet(HOP, 1)]);
+    assert_eq!(data(&out[1]), vec![query_for(HOP)]);
+    ms2.store(1050, Ordering::Relaxed);
+    assert!(h.push(0, vec![ip_packet(HOP, 2)])[1].is_empty());
+    ms2.store(1120, Ordering::Relaxed);
+    let out = h.push(0, vec![ip_packet(HOP, 3)]);
+    assert_eq!(data(&out[1]), vec![query_for(HOP)]);
+    assert_eq!((h.read("length"), h.read("drops")), ("1".into(), "2".into()));
+    drop(ms);
+}
+
+#[test]
+fn a_busy_worker_still_polls_the_querier_for_packets_it_saved() {
+    // `busy` moves packets in every pass, before the querier's turn; the querier's
+    // one saved packet must leave once its address is known, with no further packet
+    // arriving at the querier.
+    let config = "busy :: InfiniteSource(BURST 8) -> Discard;
+        one :: InfiniteSource(LIMIT 1, ACTIVE false) -> SetIPAddress(10.0.0.2)
+        -> q :: ARPQuerier(10.0.0.1/24, 00:00:c0:ae:67:ef);
+        busy2 :: InfiniteSource(LIMIT 0) -> [1]q;
+        q[0] -> c0 :: Counter -> Discard;
+        q[1] -> c1 :: Counter -> Discard;";
+    let flat = crate::lang::parse(config, "t.click", &Default::default()).unwrap();
+    let reg = crate::registry::Registry::with_library();
+    let router = crate::router::RouterSpec::build(&flat, &reg, std::path::Path::new("."), 1).unwrap();
+    let mut g = router.instantiate(crate::element::WorkerInfo { index: 0, count: 1 });
+    for _ in 0..3 {
+        g.run_sources_at(crate::tsc::rdtsc());
+    }
+    router.write_handler("one.active", "true").unwrap();
+    for _ in 0..3 {
+        g.run_sources_at(crate::tsc::rdtsc());
+    }
+    assert_eq!(router.read_handler("q.length").unwrap(), "1");
+    router.write_handler("q.insert", "10.0.0.2 2:0:0:0:0:2").unwrap();
+    for _ in 0..3 {
+        g.run_sources_at(crate::tsc::rdtsc());
+    }
+    assert_eq!(router.read_handler("c0.count").unwrap(), "1");
+    assert_eq!(router.read_handler("q.length").unwrap(), "0");
 }
