@@ -1,11 +1,9 @@
 //! Click's ARP elements: `ARPResponder` answers ARP requests for configured addresses,
 //! `ARPQuerier` resolves next hops and encapsulates IP packets in Ethernet headers.
 
-mod clock;
 mod frame;
 mod querier;
 mod responder;
-mod table;
 #[cfg(test)]
 mod tests;
 
@@ -23,7 +21,7 @@ pub(crate) fn register(reg: &mut Registry) {
 }
 
 /// An address in Click's format (`00-1A-2B-3C-4D-5E`).
-fn eth_text(a: [u8; 6]) -> String {
+pub(crate) fn eth_text(a: [u8; 6]) -> String {
     EtherAddr(a).to_string()
 }
 
