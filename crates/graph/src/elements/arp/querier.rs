@@ -165,12 +165,12 @@ impl Protocol for Arp4 {
 
     /// An ARP reply whose sender may be recorded: a unicast Ethernet address for a
     /// unicast IP address.
-    fn response(&self, f: &[u8]) -> Option<(u32, [u8; 6])> {
+    fn response(&self, f: &[u8]) -> Option<(u32, Option<[u8; 6]>)> {
         let a = frame::parse(f).filter(|a| a.op == OP_REPLY)?;
         let ip = u32::from_be_bytes(a.spa);
         let recordable =
             !is_group(a.sha) && ip != 0 && ip != u32::MAX && ip != self.broadcast && !is_multicast(ip);
-        recordable.then_some((ip, a.sha))
+        recordable.then_some((ip, Some(a.sha)))
     }
 
     fn handlers(&self) -> Vec<HandlerInfo> {

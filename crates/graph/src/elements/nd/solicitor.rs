@@ -138,12 +138,16 @@ impl Protocol for Nd {
         q
     }
 
-    /// A valid Neighbor Advertisement with a target link-layer address option: the
-    /// target is at that address, if both are unicast.
-    fn response(&self, f: &[u8]) -> Option<(u128, [u8; 6])> {
+    /// A valid Neighbor Advertisement: the target is at the address its target
+    /// link-layer address option gives, which must be unicast. Without the option (a
+    /// node answering a unicast poll may leave it out, RFC 4861 7.2.4) it confirms the
+    /// address recorded (7.2.5).
+    fn response(&self, f: &[u8]) -> Option<(u128, Option<[u8; 6]>)> {
         let na = frame::parse(f, NEIGHBOR_ADVERTISEMENT)?;
-        let eth = na.link_addr?;
-        (na.target != 0 && frame::is_unicast_eth(eth)).then_some((na.target, eth))
+        match na.link_addr {
+            Some(eth) if !frame::is_unicast_eth(eth) => None,
+            eth => (na.target != 0).then_some((na.target, eth)),
+        }
     }
 
     fn handlers(&self) -> Vec<HandlerInfo> {

@@ -49,9 +49,10 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// protocol wants: a first query if `known` is `None`, a poll of the entry at
     /// `known` otherwise.
     fn query(&self, eth: [u8; 6], target: Self::Addr, known: Option<[u8; 6]>, trigger: &Packet) -> Packet;
-    /// A frame on input 1: the address and Ethernet address it answers for, if it is a
-    /// well-formed response whose sender may be recorded.
-    fn response(&self, frame: &[u8]) -> Option<(Self::Addr, [u8; 6])>;
+    /// A frame on input 1: the address it answers for and the Ethernet address it
+    /// gives, if it is a well-formed response whose sender may be recorded. A response
+    /// without an Ethernet address (`None`) confirms the one recorded, if any.
+    fn response(&self, frame: &[u8]) -> Option<(Self::Addr, Option<[u8; 6]>)>;
 
     /// Handlers of the protocol's own, listed after the shared read handlers.
     fn handlers(&self) -> Vec<HandlerInfo>;
@@ -465,6 +466,11 @@ impl<P: Protocol> Querier<P> {
                     if !t.has_entry(ip) {
                         continue;
                     }
+                    let Some(eth) = eth.or_else(|| t.usable(ip, now)) else {
+                        // Nothing to record: the address is still being queried.
+                        dropped += 1;
+                        continue;
+                    };
                     if t.learn(ip, eth, now) {
                         recorded += 1;
                     } else {
