@@ -164,7 +164,10 @@ fn click_ip_router_for_ipv6_forwards_and_resolves_neighbours() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let n0 = neigh(&t.h0, "e0");
-    assert!(n0.contains(&format!("2001:db8:1::1 lladdr {R0_MAC} router")), "{n0}");
+    assert!(
+        n0.contains(&format!("2001:db8:1::1 lladdr {R0_MAC} router")),
+        "{n0}"
+    );
     let n1 = neigh(&t.h1, "e1");
     assert!(n1.contains(&format!("2001:db8:2::1 lladdr {R1_MAC}")), "{n1}");
 

@@ -114,7 +114,10 @@ fn insert(entries: &mut Vec<Entry>, e: Entry) {
         old.eth = e.eth;
         return;
     }
-    let at = entries.iter().position(|o| o.len < e.len).unwrap_or(entries.len());
+    let at = entries
+        .iter()
+        .position(|o| o.len < e.len)
+        .unwrap_or(entries.len());
     entries.insert(at, e);
 }
 

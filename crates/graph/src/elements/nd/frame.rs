@@ -95,7 +95,10 @@ pub(super) fn parse(frame: &[u8], kind: u8) -> Option<Message> {
     let ip_dst = u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes"));
     let src_bytes: &[u8; 16] = ip[8..24].try_into().expect("16 bytes");
     let dst_bytes: &[u8; 16] = ip[24..40].try_into().expect("16 bytes");
-    let acc = sum(icmp, pseudo_header_v6(src_bytes, dst_bytes, NEXT_ICMP6, plen as u32));
+    let acc = sum(
+        icmp,
+        pseudo_header_v6(src_bytes, dst_bytes, NEXT_ICMP6, plen as u32),
+    );
     if fold(acc) != 0xffff {
         return None;
     }
@@ -109,7 +112,11 @@ pub(super) fn parse(frame: &[u8], kind: u8) -> Option<Message> {
         OPT_TARGET_LL
     };
     let link_addr = link_option(&icmp[ND_LEN..], wanted)?;
-    let flags = if kind == NEIGHBOR_ADVERTISEMENT { icmp[4] } else { 0 };
+    let flags = if kind == NEIGHBOR_ADVERTISEMENT {
+        icmp[4]
+    } else {
+        0
+    };
     if kind == NEIGHBOR_SOLICITATION && ip_src == 0 {
         let to_solicited_node = ip_dst >> 24 == solicited_node(0) >> 24;
         if !to_solicited_node || link_addr.is_some() {

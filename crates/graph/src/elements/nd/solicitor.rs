@@ -56,9 +56,7 @@ impl ElementClass for IP6NDSolicitorClass {
         if !frame::is_unicast_eth(eth.0) {
             return Err(cx.error(format!("ETH must be a unicast Ethernet address, not {}", eth)));
         }
-        let nd = Nd {
-            ip: RwLock::new(ip),
-        };
+        let nd = Nd { ip: RwLock::new(ip) };
         Ok(Arc::new(QuerierSpec::new(
             nd,
             Config {

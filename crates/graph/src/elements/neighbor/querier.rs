@@ -202,10 +202,18 @@ impl<P: Protocol> ElementSpec for QuerierSpec<P> {
     }
 
     fn handlers(&self) -> Vec<HandlerInfo> {
-        let mut h: Vec<HandlerInfo> = ["table", "stats", "queries", "responses", "drops", "count", "length"]
-            .into_iter()
-            .map(HandlerInfo::read)
-            .collect();
+        let mut h: Vec<HandlerInfo> = [
+            "table",
+            "stats",
+            "queries",
+            "responses",
+            "drops",
+            "count",
+            "length",
+        ]
+        .into_iter()
+        .map(HandlerInfo::read)
+        .collect();
         h.extend(self.shared.protocol.handlers());
         h.extend(["insert", "delete", "clear"].map(HandlerInfo::write));
         h
