@@ -298,6 +298,10 @@ fn configuration_errors() {
         "e :: IP6NDSolicitor: IP expects IPv6 address"
     );
     assert_eq!(
+        e("2001:db8::1, 1.2.3.4"),
+        "e :: IP6NDSolicitor: ETH expects Ethernet address"
+    );
+    assert_eq!(
         e("ff02::1, 02:00:00:00:00:01"),
         "e :: IP6NDSolicitor: IP must be a unicast address, not ff02::1 (it is the source of solicitations)"
     );
