@@ -35,6 +35,11 @@ impl Ipv6Prefix {
     pub fn network(&self) -> u128 {
         self.addr & mask_of(self.len)
     }
+
+    /// The prefix's mask: `len` one bits, then zeros.
+    pub fn mask(&self) -> u128 {
+        mask_of(self.len)
+    }
 }
 
 fn mask_of(len: u8) -> u128 {
