@@ -52,15 +52,12 @@ pub(super) fn multicast_eth(a: u128) -> [u8; 6] {
     [0x33, 0x33, b, c, d, e]
 }
 
-/// A neighbour discovery message found in a frame that passed RFC 4861's validity
-/// checks for its type.
+/// What the elements use of a neighbour discovery message found in a frame that passed
+/// RFC 4861's validity checks for its type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Message {
     pub eth_src: [u8; 6],
     pub ip_src: u128,
-    pub ip_dst: u128,
-    /// The advertisement's flags byte (0 for a solicitation).
-    pub flags: u8,
     pub target: u128,
     /// The Ethernet address of the source (solicitations) or target (advertisements)
     /// link-layer address option, if present. The last one counts if there are several.
@@ -91,46 +88,35 @@ pub(super) fn parse(frame: &[u8], kind: u8) -> Option<Message> {
     if plen < ND_LEN || icmp[0] != kind || icmp[1] != 0 {
         return None;
     }
-    let ip_src = u128::from_be_bytes(ip[8..24].try_into().expect("16 bytes"));
-    let ip_dst = u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes"));
-    let src_bytes: &[u8; 16] = ip[8..24].try_into().expect("16 bytes");
-    let dst_bytes: &[u8; 16] = ip[24..40].try_into().expect("16 bytes");
-    let acc = sum(
-        icmp,
-        pseudo_header_v6(src_bytes, dst_bytes, NEXT_ICMP6, plen as u32),
-    );
-    if fold(acc) != 0xffff {
+    let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
+    let dst: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
+    if fold(sum(icmp, pseudo_header_v6(&src, &dst, NEXT_ICMP6, plen as u32))) != 0xffff {
         return None;
     }
+    let (ip_src, ip_dst) = (u128::from_be_bytes(src), u128::from_be_bytes(dst));
     let target = u128::from_be_bytes(icmp[8..24].try_into().expect("16 bytes"));
     if is_multicast(target) {
         return None;
     }
-    let wanted = if kind == NEIGHBOR_SOLICITATION {
+    let solicitation = kind == NEIGHBOR_SOLICITATION;
+    let wanted = if solicitation {
         OPT_SOURCE_LL
     } else {
         OPT_TARGET_LL
     };
     let link_addr = link_option(&icmp[ND_LEN..], wanted)?;
-    let flags = if kind == NEIGHBOR_ADVERTISEMENT {
-        icmp[4]
-    } else {
-        0
-    };
-    if kind == NEIGHBOR_SOLICITATION && ip_src == 0 {
+    if solicitation && ip_src == 0 {
         let to_solicited_node = ip_dst >> 24 == solicited_node(0) >> 24;
         if !to_solicited_node || link_addr.is_some() {
             return None;
         }
     }
-    if kind == NEIGHBOR_ADVERTISEMENT && is_multicast(ip_dst) && flags & FLAG_SOLICITED != 0 {
+    if !solicitation && is_multicast(ip_dst) && icmp[4] & FLAG_SOLICITED != 0 {
         return None;
     }
     Some(Message {
         eth_src: eth[6..12].try_into().expect("6 bytes"),
         ip_src,
-        ip_dst,
-        flags,
         target,
         link_addr,
     })
