@@ -124,8 +124,8 @@ pub(crate) fn is_group(eth: [u8; 6]) -> bool {
     eth[0] & 1 != 0
 }
 
-pub(crate) struct Shared<P: Protocol> {
-    pub protocol: P,
+struct Shared<P: Protocol> {
+    protocol: P,
     table: Table<P::Addr>,
     clock: Clock,
     eth: [u8; 6],
