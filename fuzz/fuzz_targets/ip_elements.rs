@@ -1,5 +1,5 @@
-//! Packets are untrusted bytes: every IP, IPv6 and ARP element and the classifiers take
-//! any frame without panicking.
+//! Packets are untrusted bytes: every IP, IPv6, ARP and neighbour discovery element and
+//! the classifiers take any frame without panicking.
 #![no_main]
 
 use graph::registry::Registry;
@@ -34,6 +34,8 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("ICMPPingResponder", "", 2),
     ("ARPResponder", "10.0.0.0/8 0:1:2:3:4:5", 2),
     ("ARPQuerier", "10.0.0.1/24, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
+    ("IP6NDAdvertiser", "2001:db8::/32 0:1:2:3:4:5, fe80::1 0:1:2:3:4:6", 2),
+    ("IP6NDSolicitor", "2001:db8::1, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -50,4 +52,8 @@ fuzz_target!(|data: &[u8]| {
     let mut q = Harness::new(reg.get("ARPQuerier").unwrap().as_ref(), "10.0.0.1/24, 0:0:c0:ae:67:ef", 2, 2);
     let _ = q.push_bytes(1, data);
     let _ = q.run();
+    // Neighbor Advertisements likewise into IP6NDSolicitor's input 1.
+    let mut nds = Harness::new(reg.get("IP6NDSolicitor").unwrap().as_ref(), "2001:db8::1, 0:0:c0:ae:67:ef", 2, 2);
+    let _ = nds.push_bytes(1, data);
+    let _ = nds.run();
 });

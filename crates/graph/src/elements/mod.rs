@@ -13,6 +13,8 @@ pub(crate) mod icmpping;
 pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
+pub(crate) mod nd;
+pub(crate) mod neighbor;
 pub(crate) mod null;
 pub(crate) mod paint;
 pub mod pcap;
@@ -72,5 +74,6 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
     reg.add(Arc::new(icmpping::ICMPPingResponderClass));
     arp::register(reg);
+    nd::register(reg);
     ip::register_gateway(reg);
 }

@@ -77,17 +77,3 @@ pub(super) fn build(eth_dst: [u8; 6], eth_src: [u8; 6], arp: &Arp) -> Packet {
     mark_headers(&mut p);
     p
 }
-
-/// The 14-byte Ethernet header of an IPv4 packet to `dst` from `src`.
-pub(super) fn ip_header(dst: [u8; 6], src: [u8; 6]) -> [u8; ETHER_LEN] {
-    let mut h = [0u8; ETHER_LEN];
-    h[0..6].copy_from_slice(&dst);
-    h[6..12].copy_from_slice(&src);
-    h[12..14].copy_from_slice(&ETHERTYPE_IP.to_be_bytes());
-    h
-}
-
-/// Whether an Ethernet address is a group (multicast or broadcast) address.
-pub(super) fn is_group(eth: [u8; 6]) -> bool {
-    eth[0] & 1 != 0
-}

@@ -1,15 +1,12 @@
 //! Click's ARP elements: `ARPResponder` answers ARP requests for configured addresses,
 //! `ARPQuerier` resolves next hops and encapsulates IP packets in Ethernet headers.
 
-mod clock;
 mod frame;
 mod querier;
 mod responder;
-mod table;
 #[cfg(test)]
 mod tests;
 
-use crate::args::EtherAddr;
 use crate::registry::Registry;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -20,11 +17,6 @@ pub(crate) use responder::ARPResponderClass;
 pub(crate) fn register(reg: &mut Registry) {
     reg.add(Arc::new(ARPResponderClass));
     reg.add(Arc::new(ARPQuerierClass::default()));
-}
-
-/// An address in Click's format (`00-1A-2B-3C-4D-5E`).
-fn eth_text(a: [u8; 6]) -> String {
-    EtherAddr(a).to_string()
 }
 
 /// A prefix as `ADDR/LEN`, or `ADDR/MASK` for a mask that is not contiguous.

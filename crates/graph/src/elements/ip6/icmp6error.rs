@@ -29,7 +29,6 @@ use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::anno::{PacketType, DST_IP6_ANNO_OFFSET, FIX_IP_SRC_ANNO_OFFSET, ICMP_PARAMPROB_ANNO_OFFSET};
-use packet::checksum::{fold, pseudo_header_v6, sum};
 use packet::{Packet, PacketBatch, Timestamp};
 use std::net::Ipv6Addr;
 use std::sync::Arc;
@@ -142,11 +141,8 @@ impl ICMP6Error {
             d[42..44].copy_from_slice(&[0, 0]);
             d[44..48].copy_from_slice(&rest.to_be_bytes());
             d[48..].copy_from_slice(&nh[..xlen]);
-            let acc = sum(
-                &d[40..],
-                pseudo_header_v6(&self.src, &src, NEXT_ICMP6, plen as u32),
-            );
-            d[42..44].copy_from_slice(&(!fold(acc)).to_be_bytes());
+            let c = super::icmp6_checksum(&self.src, &src, &d[40..]);
+            d[42..44].copy_from_slice(&c.to_be_bytes());
         }
         q.set_user_anno(DST_IP6_ANNO_OFFSET, &src);
         let a = q.anno_mut();

@@ -4,6 +4,7 @@
 //! `LookupIP6Route` routes by it over the `lpm` crate's IPv6 table.
 
 use crate::args::{split_words, FromArg};
+use packet::checksum::{fold, pseudo_header_v6, sum};
 use std::net::Ipv6Addr;
 
 pub(crate) mod checkip6header;
@@ -13,6 +14,12 @@ pub(crate) mod icmp6error;
 pub(crate) mod lookupip6route;
 #[cfg(test)]
 pub(crate) mod testutil;
+
+/// The checksum of an ICMPv6 message from `src` to `dst` (RFC 4443 2.3): over the
+/// IPv6 pseudo-header and `message`, whose checksum field must hold zero.
+pub(crate) fn icmp6_checksum(src: &[u8; 16], dst: &[u8; 16], message: &[u8]) -> u16 {
+    !fold(sum(message, pseudo_header_v6(src, dst, 58, message.len() as u32)))
+}
 
 /// An IPv6 prefix as Click's `cp_ip6_prefix` reads it with bare addresses allowed:
 /// `ADDR/LEN`, `ADDR/MASK` (a contiguous mask written as an address) or `ADDR` (a /128).
@@ -27,6 +34,11 @@ impl Ipv6Prefix {
     /// The address with the bits past the prefix cleared.
     pub fn network(&self) -> u128 {
         self.addr & mask_of(self.len)
+    }
+
+    /// The prefix's mask: `len` one bits, then zeros.
+    pub fn mask(&self) -> u128 {
+        mask_of(self.len)
     }
 }
 

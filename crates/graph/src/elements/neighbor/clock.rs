@@ -1,4 +1,4 @@
-//! The querier's clock, in milliseconds: the pass's time-stamp counter reading in a
+//! The queriers' clock, in milliseconds: the pass's time-stamp counter reading in a
 //! router, a value the test sets in unit tests (entries expire after minutes).
 
 use crate::element::Context;
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 #[derive(Clone)]
-pub(super) enum Clock {
+pub(crate) enum Clock {
     /// Milliseconds since the element was configured, from the TSC.
     Tsc { start: u64, ticks_per_ms: f64 },
     /// Milliseconds as a test sets them.
@@ -15,7 +15,15 @@ pub(super) enum Clock {
 }
 
 impl Clock {
-    pub(super) fn tsc() -> Clock {
+    /// The clock a test set (`manual`), or the TSC's.
+    pub(crate) fn new(manual: &Option<Arc<AtomicU64>>) -> Clock {
+        match manual {
+            Some(ms) => Clock::Manual(ms.clone()),
+            None => Clock::tsc(),
+        }
+    }
+
+    pub(crate) fn tsc() -> Clock {
         Clock::Tsc {
             start: tsc::rdtsc(),
             ticks_per_ms: (tsc::tsc_hz() / 1000.0).max(1.0),
@@ -23,7 +31,7 @@ impl Clock {
     }
 
     /// Now, from the pass's counter reading (one per pass, shared by its elements).
-    pub(super) fn now(&self, cx: &mut Context<'_>) -> u64 {
+    pub(crate) fn now(&self, cx: &mut Context<'_>) -> u64 {
         match self {
             Clock::Tsc { .. } => self.ms_at(cx.now_tsc()),
             Clock::Manual(ms) => ms.load(Ordering::Relaxed),
@@ -31,7 +39,7 @@ impl Clock {
     }
 
     /// Now, outside a pass (handlers).
-    pub(super) fn now_outside(&self) -> u64 {
+    pub(crate) fn now_outside(&self) -> u64 {
         match self {
             Clock::Tsc { .. } => self.ms_at(tsc::rdtsc()),
             Clock::Manual(ms) => ms.load(Ordering::Relaxed),

@@ -1,4 +1,5 @@
-//! ARPQuerier's IP-to-Ethernet table, shared by every worker's instance.
+//! A querier's address-to-Ethernet table (ARPQuerier's, IP6NDSolicitor's), shared by
+//! every worker's instance, generic over the protocol address.
 //!
 //! Workers read it through their own caches of resolved entries and take its lock
 //! only for what their caches cannot answer (an address not resolved, an entry due
@@ -9,20 +10,40 @@
 //! releases the packets it saved for addresses now resolved.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::net::Ipv4Addr;
+use std::fmt::{self, Write as _};
+use std::hash::Hash;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+
+/// A protocol address the table resolves: an IPv4 address as a `u32`, an IPv6 address
+/// as a `u128` (big-endian, so sorting orders them as addresses).
+pub(crate) trait NeighborAddr: Copy + Eq + Hash + Ord + Send + Sync + 'static {
+    /// Writes the address as people read it (`10.0.0.2`, `2001:db8::2`).
+    fn write_text(self, s: &mut String) -> fmt::Result;
+}
+
+impl NeighborAddr for u32 {
+    fn write_text(self, s: &mut String) -> fmt::Result {
+        write!(s, "{}", Ipv4Addr::from(self))
+    }
+}
+
+impl NeighborAddr for u128 {
+    fn write_text(self, s: &mut String) -> fmt::Result {
+        write!(s, "{}", Ipv6Addr::from(self))
+    }
+}
 
 /// Queries (and polls) for one address leave at most this often router-wide: Click's
 /// "at most 10 queries a second for any IP address". A packet for an unresolved
 /// address sends a query only if none left in the last 100 ms, so a burst of packets
 /// sends one query, and a lost query is retried by the next packet 100 ms later.
-pub(super) const QUERY_INTERVAL_MS: u64 = 100;
+pub(crate) const QUERY_INTERVAL_MS: u64 = 100;
 
 /// Saved packets whose address has not resolved this long after the first of them
 /// was saved are dropped (Linux gives up on an address after about 3 s of probes).
-pub(super) const PENDING_TIMEOUT_MS: u64 = 3000;
+pub(crate) const PENDING_TIMEOUT_MS: u64 = 3000;
 
 /// Expired and abandoned entries are removed at most this often, when the lock is
 /// taken anyway.
@@ -30,7 +51,7 @@ const SWEEP_INTERVAL_MS: u64 = 1000;
 
 /// The configured bounds; 0 means none.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Limits {
+pub(crate) struct Limits {
     /// Saved packets in all, router-wide (CAPACITY).
     pub capacity: usize,
     /// Entries, resolved or not (ENTRY_CAPACITY).
@@ -53,21 +74,21 @@ struct Entry {
     saved: usize,
 }
 
-struct Inner {
-    entries: HashMap<u32, Entry>,
+struct Inner<A> {
+    entries: HashMap<A, Entry>,
     saved_total: usize,
     next_sweep_ms: u64,
 }
 
-pub(super) struct Table {
+pub(crate) struct Table<A> {
     limits: Limits,
-    inner: Mutex<Inner>,
+    inner: Mutex<Inner<A>>,
     generation: AtomicU64,
 }
 
 /// What the table says about an address a packet wants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Lookup {
+pub(crate) enum Lookup {
     /// Usable: send to `eth`. The caller may use this answer without asking again
     /// until `recheck_ms`. `poll`: send a poll now (to `eth`, or broadcast).
     Known {
@@ -80,7 +101,7 @@ pub(super) enum Lookup {
 
 /// What became of a packet for an unresolved address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Save {
+pub(crate) enum Save {
     /// Keep it; `query`: send a query for the address now.
     Saved { query: bool },
     /// A capacity is reached: drop it; `query`: send a query for the address now
@@ -88,8 +109,8 @@ pub(super) enum Save {
     Full { query: bool },
 }
 
-impl Table {
-    pub(super) fn new(limits: Limits) -> Table {
+impl<A: NeighborAddr> Table<A> {
+    pub(crate) fn new(limits: Limits) -> Table<A> {
         Table {
             limits,
             inner: Mutex::new(Inner {
@@ -103,11 +124,11 @@ impl Table {
 
     /// The generation: read once per batch by every worker.
     #[inline]
-    pub(super) fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
-    pub(super) fn lock(&self) -> Locked<'_> {
+    pub(crate) fn lock(&self) -> Locked<'_, A> {
         Locked {
             limits: &self.limits,
             generation: &self.generation,
@@ -117,13 +138,13 @@ impl Table {
 }
 
 /// The table, locked.
-pub(super) struct Locked<'a> {
+pub(crate) struct Locked<'a, A> {
     limits: &'a Limits,
     generation: &'a AtomicU64,
-    inner: MutexGuard<'a, Inner>,
+    inner: MutexGuard<'a, Inner<A>>,
 }
 
-impl Locked<'_> {
+impl<A: NeighborAddr> Locked<'_, A> {
     fn bump(&self) {
         self.generation.fetch_add(1, Ordering::Release);
     }
@@ -141,7 +162,7 @@ impl Locked<'_> {
     }
 
     /// The Ethernet address for `ip`, if usable at `now`.
-    pub(super) fn usable(&self, ip: u32, now: u64) -> Option<[u8; 6]> {
+    pub(crate) fn usable(&self, ip: A, now: u64) -> Option<[u8; 6]> {
         self.inner
             .entries
             .get(&ip)
@@ -150,7 +171,7 @@ impl Locked<'_> {
 
     /// Looks `ip` up for a packet to it at `now`; a poll it asks for is counted as
     /// sent.
-    pub(super) fn lookup(&mut self, ip: u32, now: u64) -> Lookup {
+    pub(crate) fn lookup(&mut self, ip: A, now: u64) -> Lookup {
         self.sweep_if_due(now);
         let limits = *self.limits;
         let Some(e) = self.inner.entries.get(&ip) else {
@@ -190,7 +211,7 @@ impl Locked<'_> {
     /// beyond a capacity is not saved, but its address still gets an entry and a
     /// query when one is due: a host that never answers, filling CAPACITY, must not
     /// keep every other next hop from being resolved.
-    pub(super) fn save(&mut self, ip: u32, now: u64) -> Save {
+    pub(crate) fn save(&mut self, ip: A, now: u64) -> Save {
         let limits = *self.limits;
         if !self.inner.entries.contains_key(&ip) && !self.make_room(now) {
             return Save::Full { query: false };
@@ -225,7 +246,7 @@ impl Locked<'_> {
     }
 
     /// `n` packets saved for `ip` left (sent or dropped).
-    pub(super) fn unsave(&mut self, ip: u32, n: usize) {
+    pub(crate) fn unsave(&mut self, ip: A, n: usize) {
         if let Some(e) = self.inner.entries.get_mut(&ip) {
             e.saved = e.saved.saturating_sub(n);
         }
@@ -233,13 +254,13 @@ impl Locked<'_> {
     }
 
     /// Whether `ip` has an entry: resolved, or being queried.
-    pub(super) fn has_entry(&self, ip: u32) -> bool {
+    pub(crate) fn has_entry(&self, ip: A) -> bool {
         self.inner.entries.contains_key(&ip)
     }
 
     /// Records a response: `ip` is at `eth`, as of `now`. False if the table is full
     /// of entries holding packets, so it could not be recorded.
-    pub(super) fn learn(&mut self, ip: u32, eth: [u8; 6], now: u64) -> bool {
+    pub(crate) fn learn(&mut self, ip: A, eth: [u8; 6], now: u64) -> bool {
         self.sweep_if_due(now);
         if !self.inner.entries.contains_key(&ip) && !self.make_room(now) {
             return false;
@@ -262,7 +283,7 @@ impl Locked<'_> {
     }
 
     /// Forgets what `ip` resolved to. False if there was no such entry.
-    pub(super) fn delete(&mut self, ip: u32) -> bool {
+    pub(crate) fn delete(&mut self, ip: A) -> bool {
         let Some(e) = self.inner.entries.get_mut(&ip) else {
             return false;
         };
@@ -276,7 +297,7 @@ impl Locked<'_> {
         true
     }
 
-    pub(super) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.inner.entries.retain(|_, e| {
             e.eth = None;
             e.saved > 0
@@ -285,22 +306,22 @@ impl Locked<'_> {
     }
 
     /// Entries: all of them, resolved or being queried.
-    pub(super) fn len(&mut self, now: u64) -> usize {
+    pub(crate) fn len(&mut self, now: u64) -> usize {
         self.sweep(now);
         self.inner.entries.len()
     }
 
-    pub(super) fn saved(&self) -> usize {
+    pub(crate) fn saved(&self) -> usize {
         self.inner.saved_total
     }
 
-    /// One line per entry, by address, in ARPTable's four columns: the IP address, 1
+    /// One line per entry, by address, in ARPTable's four columns: the address, 1
     /// for a usable entry (0 for one being queried), the Ethernet address (colon form;
     /// zeros until answered), and the seconds since the last response (since querying
     /// began), printed as Click prints a timestamp.
-    pub(super) fn text(&mut self, now: u64) -> String {
+    pub(crate) fn text(&mut self, now: u64) -> String {
         self.sweep(now);
-        let mut ips: Vec<u32> = self.inner.entries.keys().copied().collect();
+        let mut ips: Vec<A> = self.inner.entries.keys().copied().collect();
         ips.sort_unstable();
         let mut s = String::new();
         for ip in ips {
@@ -308,10 +329,10 @@ impl Locked<'_> {
             let usable = self.usable_entry(e, now);
             let age = now.saturating_sub(e.since_ms);
             let [a, b, c, d, f, g] = usable.unwrap_or([0; 6]);
+            let _ = ip.write_text(&mut s);
             let _ = writeln!(
                 s,
-                "{} {} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} {}.{:06}",
-                Ipv4Addr::from(ip),
+                " {} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} {}.{:06}",
                 u8::from(usable.is_some()),
                 a,
                 b,

@@ -1,0 +1,76 @@
+// iprouter6.click -- Click's IP router (Kohler et al., "The Click modular router",
+// ACM TOCS 2000, figure 8) for IPv6, between two Ethernet interfaces, with the
+// router's own neighbour discovery (RFC 4861): it answers Neighbor Solicitations for
+// its addresses (IP6NDAdvertiser) and resolves its next hops (IP6NDSolicitor), so the
+// interfaces need no addresses in the kernel.
+//
+//   interface  network    router address
+//   $DEV0      $NET0      $IP0 ($MAC0)
+//   $DEV1      $NET1      $IP1 ($MAC1)
+//
+// Hosts use the router's address on their network as their gateway. The router sends
+// no Router Advertisements, so hosts do not learn its link-local address and only
+// ever solicit $IP0 and $IP1; those are the addresses it answers for.
+//
+// Each packet forwarded: header checked (CheckIP6Header), routed by destination
+// (LookupIP6Route), hop limit decremented (DecIP6HLIM; at expiry an ICMPv6 time
+// exceeded, RFC 4443, from the address of the interface the packet came in on, at most
+// 1,000 a second as RFC 4443 2.4 (f) requires), and sent to its next hop's Ethernet
+// address (IP6NDSolicitor). Packets for the router itself are counted and dropped
+// (brickroute has no ICMPv6 echo responder: the router does not answer pings).
+//
+// Neighbour discovery frames reach the router only with METHOD PACKET (with XDP,
+// brickroute's XDP program hands them to the kernel). Without IPv6 addresses of its
+// own on $DEV0 and $DEV1, the kernel answers no solicitations there: every frame is
+// the router's.
+//
+// Run it (root, two interfaces without IPv6 addresses):
+//   brickroute run conf/iprouter6.click DEV0=eth1 MAC0=... IP0=... NET0=... \
+//       DEV1=eth2 MAC1=... IP1=... NET1=...
+// Handlers worth reading: nds0.table, nds1.table, nda0.drops, rt.table, tohost.count,
+// chk.drops.
+
+define($DEV0 r0, $MAC0 02:00:00:00:01:01, $IP0 2001:db8:1::1, $NET0 2001:db8:1::/64,
+       $DEV1 r1, $MAC1 02:00:00:00:02:01, $IP1 2001:db8:2::1, $NET1 2001:db8:2::/64);
+
+// The shared IPv6 input path and routing table. Output 0: the router itself; output
+// N: interface N-1.
+ip :: Strip(14)
+   -> chk :: CheckIP6Header
+   -> GetIP6Address(24)
+   -> rt :: LookupIP6Route($IP0/128 0, $IP1/128 0, $NET0 1, $NET1 2);
+
+// Neighbor Solicitations (next header 58, hop limit 255, ICMPv6 type 135), Neighbor
+// Advertisements (type 136), other IPv6, the rest.
+c0 :: Classifier(12/86dd 20/3aff 54/87, 12/86dd 20/3aff 54/88, 12/86dd, -);
+FromDevice($DEV0, METHOD PACKET) -> c0;
+out0 :: Queue(200) -> ToDevice($DEV0, METHOD PACKET);
+c0[0] -> nda0 :: IP6NDAdvertiser($IP0 $MAC0) -> out0;
+nds0 :: IP6NDSolicitor($IP0, $MAC0) -> out0;
+c0[1] -> [1]nds0;
+c0[2] -> Paint(0) -> ip;
+c0[3] -> other0 :: Counter -> Discard;
+
+c1 :: Classifier(12/86dd 20/3aff 54/87, 12/86dd 20/3aff 54/88, 12/86dd, -);
+FromDevice($DEV1, METHOD PACKET) -> c1;
+out1 :: Queue(200) -> ToDevice($DEV1, METHOD PACKET);
+c1[0] -> nda1 :: IP6NDAdvertiser($IP1 $MAC1) -> out1;
+nds1 :: IP6NDSolicitor($IP1, $MAC1) -> out1;
+c1[1] -> [1]nds1;
+c1[2] -> Paint(1) -> ip;
+c1[3] -> other1 :: Counter -> Discard;
+
+// Local delivery.
+rt[0] -> tohost :: Counter -> Discard;
+
+// Forwarding: hop limit, then the next hop's Ethernet address.
+rt[1] -> dh0 :: DecIP6HLIM -> [0]nds0;
+rt[2] -> dh1 :: DecIP6HLIM -> [0]nds1;
+
+// Hop limit exceeded: the error comes from the address of the interface the packet
+// arrived by (its paint), and is routed like any other packet.
+expired :: PaintSwitch;
+dh0[1] -> expired;
+dh1[1] -> expired;
+expired[0] -> ICMP6Error($IP0, 3, 0) -> RatedSplitter(1000) -> rt;
+expired[1] -> ICMP6Error($IP1, 3, 0) -> RatedSplitter(1000) -> rt;

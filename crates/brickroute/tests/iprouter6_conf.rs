@@ -1,0 +1,186 @@
+//! The shipped `conf/iprouter6.click` (Click's IP router for IPv6, with its own
+//! neighbour discovery) routing between two hosts in network namespaces (root
+//! needed): the hosts' kernels and iputils' `ping -6` are the independent judges. The
+//! router's namespace keeps IPv6 off, so every Neighbor Advertisement, Neighbor
+//! Solicitation and ICMPv6 error the hosts see comes from brickroute.
+//!
+//! h0: e0 2001:db8:1::2/64 -- r0 [router: 2001:db8:1::1 | 2001:db8:2::1] r1 -- e1 2001:db8:2::2/64 :h1
+
+mod common;
+#[path = "common/netns.rs"]
+mod netns;
+#[path = "common/router_process.rs"]
+mod router_process;
+
+use netns::{veth, Netns};
+use router_process::RouterProcess;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const R0_MAC: &str = "02:00:00:00:01:01";
+const E0_MAC: &str = "02:00:00:00:01:02";
+const R1_MAC: &str = "02:00:00:00:02:01";
+const E1_MAC: &str = "02:00:00:00:02:02";
+
+/// `ping -6 ARGS` in `ns`: its exit success and standard output.
+fn ping6(ns: &Netns, args: &[&str]) -> (bool, String) {
+    let o = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "ping", "-6", "-n"])
+        .args(args)
+        .output()
+        .expect("run ping (iputils-ping, installed by scripts/install-deps.sh)");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
+/// A host's side: IPv6 on for `dev` only (Netns::new turns it off), no duplicate
+/// address detection and no router solicitations, the address without DAD and the
+/// default route through the router.
+fn host(ns: &Netns, dev: &str, addr: &str, gateway: &str) {
+    for (key, value) in [
+        ("accept_dad", "0"),
+        ("router_solicitations", "0"),
+        ("accept_ra", "0"),
+        ("disable_ipv6", "0"),
+    ] {
+        ns.set_proc_sys(&format!("net/ipv6/conf/{dev}/{key}"), value);
+    }
+    ns.ip(&["-6", "addr", "add", addr, "dev", dev, "nodad"]);
+    ns.ip(&["-6", "route", "add", "default", "via", gateway, "dev", dev]);
+}
+
+/// The hosts and the router running the shipped configuration.
+struct Testbed {
+    h0: Netns,
+    h1: Netns,
+    /// The router's namespace, kept until the test ends.
+    _r: Netns,
+    router: RouterProcess,
+}
+
+impl Testbed {
+    fn up() -> Testbed {
+        let h0 = Netns::new("h0");
+        let r = Netns::new("r");
+        let h1 = Netns::new("h1");
+        veth(&h0, "e0", E0_MAC, &r, "r0", R0_MAC);
+        veth(&r, "r1", R1_MAC, &h1, "e1", E1_MAC);
+        host(&h0, "e0", "2001:db8:1::2/64", "2001:db8:1::1");
+        host(&h1, "e1", "2001:db8:2::2/64", "2001:db8:2::1");
+        let conf = common::root().join("conf/iprouter6.click");
+        let router = RouterProcess(
+            r.brickroute_run(&[
+                conf.to_str().unwrap(),
+                "DEV0=r0",
+                &format!("MAC0={R0_MAC}"),
+                "IP0=2001:db8:1::1",
+                "NET0=2001:db8:1::/64",
+                "DEV1=r1",
+                &format!("MAC1={R1_MAC}"),
+                "IP1=2001:db8:2::1",
+                "NET1=2001:db8:2::/64",
+                "-h",
+                "nds0.table",
+                "-h",
+                "nds1.table",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+        );
+        let mut t = Testbed {
+            h0,
+            h1,
+            _r: r,
+            router,
+        };
+        // Ready once a ping crosses the router (its sockets may open after the hosts'
+        // first solicitations; they ask again).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ping6(&t.h0, &["-c", "1", "-W", "1", "2001:db8:2::2"]).0 {
+            if let Some(s) = t.router.exited() {
+                let (_, err) = t.router.output();
+                panic!("router exited ({s}): {err}");
+            }
+            assert!(Instant::now() < deadline, "no ping ever crossed the router");
+        }
+        t
+    }
+
+    /// Stops the router and returns what it printed (the handlers asked for).
+    fn stop(&mut self) -> (String, String) {
+        // SAFETY: kill(2) on our child's pid.
+        unsafe { libc::kill(self.router.pid(), libc::SIGTERM) };
+        self.router.wait_exit(Duration::from_secs(10));
+        self.router.output()
+    }
+}
+
+/// A ping's replies came with this hop limit (iputils prints it as `ttl=`).
+fn hop_limit_seen(out: &str, hlim: u8) -> bool {
+    out.contains(&format!("ttl={hlim} ")) || out.contains(&format!("hlim={hlim} "))
+}
+
+#[test]
+fn click_ip_router_for_ipv6_forwards_and_resolves_neighbours() {
+    let mut t = Testbed::up();
+
+    // Through the router both ways: 3 of 3, the replies one hop shorter (Linux's hop
+    // limit 64, less the router's 1).
+    let (ok, out) = ping6(&t.h0, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:2::2"]);
+    assert!(ok && out.contains("3 received"), "{out}");
+    assert!(hop_limit_seen(&out, 63), "{out}");
+    let (ok, out) = ping6(&t.h1, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:1::2"]);
+    assert!(ok && out.contains("3 received"), "{out}");
+    assert!(hop_limit_seen(&out, 63), "{out}");
+
+    // Hop limit 1: time exceeded, from the router's address on the side the packet
+    // came in by.
+    let (ok, out) = ping6(&t.h0, &["-c", "1", "-W", "2", "-t", "1", "2001:db8:2::2"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("From 2001:db8:1::1 icmp_seq=1 Time exceeded: Hop limit"),
+        "{out}"
+    );
+    let (_, out) = ping6(&t.h1, &["-c", "1", "-W", "2", "-t", "1", "2001:db8:1::2"]);
+    assert!(
+        out.contains("From 2001:db8:2::1 icmp_seq=1 Time exceeded: Hop limit"),
+        "{out}"
+    );
+
+    // A network the router has no route to: nothing comes back.
+    let (ok, out) = ping6(&t.h0, &["-c", "1", "-W", "1", "2001:db8:9::1"]);
+    assert!(!ok && out.contains("0 received"), "{out}");
+
+    // The hosts learnt the router's Ethernet addresses from its advertisements.
+    let neigh = |ns: &Netns, dev: &str| {
+        let o = Command::new("ip")
+            .args(["-n", &ns.name, "-6", "neigh", "show", "dev", dev])
+            .output()
+            .expect("ip neigh");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let n0 = neigh(&t.h0, "e0");
+    assert!(
+        n0.contains(&format!("2001:db8:1::1 lladdr {R0_MAC} router")),
+        "{n0}"
+    );
+    let n1 = neigh(&t.h1, "e1");
+    assert!(n1.contains(&format!("2001:db8:2::1 lladdr {R1_MAC}")), "{n1}");
+
+    let (out, err) = t.stop();
+    // Each solicitor learnt its host's address from the advertisement answering its
+    // solicitation: `ADDR 1 MAC AGE`.
+    assert!(
+        out.contains(&format!("2001:db8:1::2 1 {E0_MAC} ")),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains(&format!("2001:db8:2::2 1 {E1_MAC} ")),
+        "{out}\n{err}"
+    );
+    drop(t);
+}
