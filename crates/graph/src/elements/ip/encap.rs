@@ -78,16 +78,16 @@ impl FixedFields {
 /// Settings shared by the spec and every worker: handler writes replace them under the
 /// lock and bump the generation, and a worker copies them again only when the generation
 /// it holds is stale (one load per batch).
-pub(crate) struct Shared<S: Clone> {
+pub(crate) struct SharedSettings<S: Clone> {
     settings: Mutex<S>,
     generation: AtomicU64,
     /// The next IP ID; a batch reserves as many as it has packets.
     next_id: AtomicU32,
 }
 
-impl<S: Clone> Shared<S> {
-    pub(crate) fn new(settings: S) -> Shared<S> {
-        Shared {
+impl<S: Clone> SharedSettings<S> {
+    pub(crate) fn new(settings: S) -> SharedSettings<S> {
+        SharedSettings {
             settings: Mutex::new(settings),
             generation: AtomicU64::new(0),
             next_id: AtomicU32::new(0),
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn ids_are_reserved_a_batch_at_a_time_and_wrap() {
-        let s = Shared::new(());
+        let s = SharedSettings::new(());
         assert_eq!(s.take_ids(3), 0);
         assert_eq!(s.take_ids(1), 3);
         s.next_id.store(0xffff, Ordering::Relaxed);

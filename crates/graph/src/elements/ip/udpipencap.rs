@@ -12,7 +12,7 @@
 //! and counted in `drops`. Handlers `src`, `sport`, `dst` and `dport` read and write
 //! the addresses and ports.
 
-use super::encap::{parse_value, Dst, FixedFields, Shared};
+use super::encap::{parse_value, Dst, FixedFields, SharedSettings};
 use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
@@ -59,7 +59,7 @@ impl ElementClass for UDPIPEncapClass {
             src: src.octets(),
         };
         Ok(Arc::new(UDPIPEncapSpec {
-            shared: Arc::new(Shared::new(Settings {
+            shared: Arc::new(SharedSettings::new(Settings {
                 fixed,
                 dst,
                 sport,
@@ -72,7 +72,7 @@ impl ElementClass for UDPIPEncapClass {
 }
 
 struct UDPIPEncapSpec {
-    shared: Arc<Shared<Settings>>,
+    shared: Arc<SharedSettings<Settings>>,
     checksum: bool,
     drops: Arc<AtomicU64>,
 }
@@ -123,7 +123,7 @@ impl ElementSpec for UDPIPEncapSpec {
 }
 
 struct UDPIPEncap {
-    shared: Arc<Shared<Settings>>,
+    shared: Arc<SharedSettings<Settings>>,
     drops: Arc<AtomicU64>,
     checksum: bool,
     /// This worker's copy of the settings, as of `generation`.

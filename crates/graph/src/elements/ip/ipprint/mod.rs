@@ -8,7 +8,7 @@
 //! `SRC.PORT > DST.PORT: FLAGS [SEQ:END(LEN)] [ack N] win N [urg N]` for TCP,
 //! `SRC.PORT > DST.PORT: udp LEN` for UDP, `SRC > DST: icmp TYPE[ code N][ (ID, SEQ)]`
 //! for ICMP and `SRC > DST: ip-proto-N LEN` otherwise, with fragments and truncated
-//! headers marked as tcpdump marks them (see [`summary`]).
+//! headers marked as tcpdump marks them (see `summary.rs`).
 
 mod summary;
 
