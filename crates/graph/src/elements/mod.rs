@@ -4,12 +4,14 @@ use crate::registry::Registry;
 use std::sync::Arc;
 
 pub(crate) mod arp;
+pub(crate) mod averagecounter;
 pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
 pub(crate) mod ether;
 pub(crate) mod hopindex;
 pub(crate) mod icmpping;
+pub(crate) mod idle;
 pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
@@ -76,4 +78,12 @@ pub fn register_all(reg: &mut Registry) {
     arp::register(reg);
     nd::register(reg);
     ip::register_gateway(reg);
+    reg.add(Arc::new(idle::IdleClass));
+    reg.add(Arc::new(averagecounter::AverageCounterClass));
+    reg.add(Arc::new(ip::ipencap::IPEncapClass));
+    reg.add(Arc::new(ip::udpipencap::UDPIPEncapClass));
+    reg.add(Arc::new(ip::setipchecksum::SetIPChecksumClass));
+    reg.add(Arc::new(ip::settransportchecksum::SET_UDP_CHECKSUM));
+    reg.add(Arc::new(ip::settransportchecksum::SET_TCP_CHECKSUM));
+    reg.add(Arc::new(ip::ipprint::IPPrintClass));
 }

@@ -6,9 +6,15 @@ use super::dropbroadcasts::DropBroadcastsClass;
 use super::fixipsrc::FixIPSrcClass;
 use super::getipaddress::GetIPAddressClass;
 use super::icmperror::ICMPErrorClass;
+use super::ipencap::IPEncapClass;
 use super::ipfragmenter::IPFragmenterClass;
 use super::ipgwoptions::IPGW_OPTIONS;
+use super::ipprint::IPPrintClass;
 use super::setipaddress::SetIPAddressClass;
+use super::setipchecksum::SetIPChecksumClass;
+use super::settransportchecksum::{SET_TCP_CHECKSUM, SET_UDP_CHECKSUM};
+use super::testutil::cksum;
+use super::udpipencap::UDPIPEncapClass;
 use crate::element::ElementClass;
 use crate::testing::Harness;
 use packet::anno::PacketType;
@@ -33,6 +39,19 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&IPGW_OPTIONS, "1.2.3.4", 2),
         (&IPGW_OPTIONS, "1.2.3.4, 10.0.0.1 10.0.0.2", 1),
         (&FixIPSrcClass, "1.2.3.4", 1),
+        (&IPEncapClass, "4, 1.2.3.4, DST_ANNO, DF true", 1),
+        (&UDPIPEncapClass, "1.2.3.4, 1, 5.6.7.8, 2", 1),
+        (&SetIPChecksumClass, "", 1),
+        (&SET_UDP_CHECKSUM, "", 2),
+        (&SET_TCP_CHECKSUM, "", 1),
+        (&SET_TCP_CHECKSUM, "FIXOFF true", 1),
+        // Every field and both dumps, into /dev/null rather than the test's stderr.
+        (
+            &IPPrintClass,
+            "x, CONTENTS hex, ETHER true, ID true, TTL true, TOS true, LENGTH true, AGGREGATE true, PAINT true, SWAP true, OUTFILE /dev/null",
+            1,
+        ),
+        (&IPPrintClass, "PAYLOAD ascii, MAXLENGTH -1, OUTFILE /dev/null", 1),
     ]
 }
 
@@ -75,7 +94,7 @@ proptest! {
         frag in any::<u16>(),
         opts in proptest::collection::vec(any::<u8>(), 40),
         tail in 0usize..400,
-        proto in prop_oneof![Just(1u8), Just(17u8)],
+        proto in prop_oneof![Just(1u8), Just(6u8), Just(17u8)],
     ) {
         let hl = ihl as usize * 4;
         let mut b = vec![0x40 | ihl, 0, (len >> 8) as u8, len as u8, 0, 1, (frag >> 8) as u8, frag as u8, 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
@@ -125,5 +144,84 @@ proptest! {
             let at = usize::from(q.anno().u8_at(packet::anno::ICMP_PARAMPROB_ANNO_OFFSET));
             prop_assert!((20..hl).contains(&at), "pointer {} outside the options", at);
         }
+    }
+}
+
+/// `seg`'s transport checksum verified the textbook way: pseudo-header and segment sum
+/// to 0xffff.
+fn transport_sums_to_ffff(ip: &[u8], proto: u8, seg: &[u8]) -> bool {
+    let mut v = ip[12..20].to_vec();
+    v.extend_from_slice(&[0, proto]);
+    v.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+    v.extend_from_slice(seg);
+    cksum(&v) == 0
+}
+
+proptest! {
+    #[test]
+    fn set_checksums_make_checksums_that_verify(
+        payload in proptest::collection::vec(any::<u8>(), 0..300),
+        ihl in 5u8..8,
+        garbage in any::<[u8; 2]>(),
+        tcp in any::<bool>(),
+    ) {
+        let hl = usize::from(ihl) * 4;
+        let proto = if tcp { 6 } else { 17 };
+        let thl = if tcp { 20 } else { 8 };
+        let total = (hl + thl + payload.len()) as u16;
+        let mut b = vec![0x40 | ihl, 0, (total >> 8) as u8, total as u8, 0, 1, 0, 0, 64, proto, garbage[0], garbage[1], 10, 0, 0, 1, 10, 0, 0, 2];
+        b.resize(hl, 1);
+        let mut t = vec![0u8; thl];
+        t[..4].copy_from_slice(&[0x12, 0x34, 0x00, 0x50]);
+        if tcp {
+            t[12] = 0x50;
+            t[16..18].copy_from_slice(&garbage);
+        } else {
+            t[4..6].copy_from_slice(&((thl + payload.len()) as u16).to_be_bytes());
+            t[6..8].copy_from_slice(&garbage);
+        }
+        b.extend_from_slice(&t);
+        b.extend_from_slice(&payload);
+        let mut p = Packet::from_slice(&b);
+        p.set_network_header(0, hl);
+        let mut h = Harness::new(&SetIPChecksumClass, "", 1, 1);
+        let p = h.push(0, vec![p]).remove(0).remove(0);
+        prop_assert_eq!(cksum(&p.data()[..hl]), 0);
+        let class = if tcp { &SET_TCP_CHECKSUM } else { &SET_UDP_CHECKSUM };
+        let mut h = Harness::new(class, "", 1, 1);
+        let q = h.push(0, vec![p]).remove(0).remove(0);
+        let d = q.data();
+        // Apart from the checksums, nothing changed.
+        prop_assert_eq!(&d[..10], &b[..10]);
+        let at = hl + if tcp { 16 } else { 6 };
+        prop_assert_eq!(&d[12..at], &b[12..at]);
+        prop_assert_eq!(&d[at + 2..], &b[at + 2..]);
+        prop_assert!(transport_sums_to_ffff(d, proto, &d[hl..]));
+        if !tcp {
+            prop_assert_ne!(&d[at..at + 2], &[0, 0]);
+        }
+    }
+
+    #[test]
+    fn encapsulated_packets_are_valid_ipv4_and_udp(
+        payload in proptest::collection::vec(any::<u8>(), 0..300),
+        sport in any::<u16>(),
+        dport in any::<u16>(),
+    ) {
+        let mut h = Harness::new(&IPEncapClass, "tcp, 192.168.0.1, 192.168.0.2, TTL 9", 1, 1);
+        let p = h.push_bytes(0, &payload).remove(0).remove(0);
+        let d = p.data();
+        prop_assert_eq!(usize::from(u16::from_be_bytes([d[2], d[3]])), payload.len() + 20);
+        prop_assert_eq!(cksum(&d[..20]), 0);
+        prop_assert_eq!(&d[20..], &payload[..]);
+        let config = format!("192.168.0.1, {}, 192.168.0.2, {}", sport, dport);
+        let mut h = Harness::new(&UDPIPEncapClass, &config, 1, 1);
+        let p = h.push_bytes(0, &payload).remove(0).remove(0);
+        let d = p.data();
+        prop_assert_eq!(cksum(&d[..20]), 0);
+        prop_assert_eq!(&d[20..24], &[(sport >> 8) as u8, sport as u8, (dport >> 8) as u8, dport as u8]);
+        prop_assert_eq!(usize::from(u16::from_be_bytes([d[24], d[25]])), payload.len() + 8);
+        prop_assert!(transport_sums_to_ffff(d, 17, &d[20..]));
+        prop_assert_eq!(&d[28..], &payload[..]);
     }
 }

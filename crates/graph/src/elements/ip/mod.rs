@@ -10,12 +10,18 @@ use std::sync::Arc;
 pub(crate) mod checkipheader;
 pub(crate) mod decipttl;
 pub(crate) mod dropbroadcasts;
+pub(crate) mod encap;
 pub(crate) mod fixipsrc;
 pub(crate) mod getipaddress;
 pub(crate) mod icmperror;
+pub(crate) mod ipencap;
 pub(crate) mod ipfragmenter;
 pub(crate) mod ipgwoptions;
+pub(crate) mod ipprint;
 pub(crate) mod setipaddress;
+pub(crate) mod setipchecksum;
+pub(crate) mod settransportchecksum;
+pub(crate) mod udpipencap;
 
 #[cfg(test)]
 mod fuzz;
