@@ -17,6 +17,10 @@
 // sent to its next hop's Ethernet address (ARPQuerier). The router answers pings to
 // its addresses (ICMPPingResponder); other packets for it are counted and dropped.
 //
+// Each ARPQuerier keeps at most 1,024 neighbours (Linux's gc_thresh3): packets to many
+// addresses of a connected network evict the entries answered or queried longest ago
+// instead of growing the table.
+//
 // ARP frames reach the router only with METHOD PACKET (with XDP, brickroute's XDP
 // program hands ARP to the kernel). Without addresses of its own on $DEV0 and $DEV1,
 // the kernel answers no ARP there and delivers nothing: every frame is the router's.
@@ -49,7 +53,7 @@ c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
 FromDevice($DEV0, METHOD PACKET) -> c0;
 out0 :: Queue(200) -> ToDevice($DEV0, METHOD PACKET);
 c0[0] -> ar0 :: ARPResponder($IP0 $MAC0) -> out0;
-arpq0 :: ARPQuerier($IP0, $MAC0) -> out0;
+arpq0 :: ARPQuerier($IP0, $MAC0, ENTRY_CAPACITY 1024) -> out0;
 c0[1] -> arpt;
 arpt[0] -> [1]arpq0;
 c0[2] -> Paint(1) -> ip;
@@ -60,7 +64,7 @@ c1 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
 FromDevice($DEV1, METHOD PACKET) -> c1;
 out1 :: Queue(200) -> ToDevice($DEV1, METHOD PACKET);
 c1[0] -> ar1 :: ARPResponder($IP1 $MAC1) -> out1;
-arpq1 :: ARPQuerier($IP1, $MAC1) -> out1;
+arpq1 :: ARPQuerier($IP1, $MAC1, ENTRY_CAPACITY 1024) -> out1;
 c1[1] -> arpt;
 arpt[1] -> [1]arpq1;
 c1[2] -> Paint(2) -> ip;

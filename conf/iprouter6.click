@@ -19,6 +19,11 @@
 // address (IP6NDSolicitor). Packets for the router itself are counted and dropped
 // (brickroute has no ICMPv6 echo responder: the router does not answer pings).
 //
+// Packets from link-local, multicast, loopback or unspecified sources are not
+// forwarded (RFC 4291). Each solicitor keeps at most 1,024 neighbours (Linux's
+// gc_thresh3): packets to many addresses of a connected network (a scan, RFC 6583)
+// evict the entries answered or solicited longest ago instead of growing the table.
+//
 // Neighbour discovery frames reach the router only with METHOD PACKET (with XDP,
 // brickroute's XDP program hands them to the kernel). Without IPv6 addresses of its
 // own on $DEV0 and $DEV1, the kernel answers no solicitations there: every frame is
@@ -28,7 +33,7 @@
 //   brickroute run conf/iprouter6.click DEV0=eth1 MAC0=... IP0=... NET0=... \
 //       DEV1=eth2 MAC1=... IP1=... NET1=...
 // Handlers worth reading: nds0.table, nds1.table, nda0.drops, rt.table, tohost.count,
-// chk.drops.
+// badsrc.count, chk.drops.
 
 define($DEV0 r0, $MAC0 02:00:00:00:01:01, $IP0 2001:db8:1::1, $NET0 2001:db8:1::/64,
        $DEV1 r1, $MAC1 02:00:00:00:02:01, $IP1 2001:db8:2::1, $NET1 2001:db8:2::/64);
@@ -40,24 +45,35 @@ ip :: Strip(14)
    -> GetIP6Address(24)
    -> rt :: LookupIP6Route($IP0/128 0, $IP1/128 0, $NET0 1, $NET1 2);
 
+// Sources a router must not forward from (RFC 4291): link-local fe80::/10, multicast
+// ff00::/8, loopback ::1 and unspecified ::; counted and dropped.
+src6 :: Classifier(22/fe80%ffc0, 22/ff, 22/00000000000000000000000000000001,
+                   22/00000000000000000000000000000000, -);
+badsrc :: Counter -> Discard;
+src6[0] -> badsrc;
+src6[1] -> badsrc;
+src6[2] -> badsrc;
+src6[3] -> badsrc;
+src6[4] -> ip;
+
 // Neighbor Solicitations (next header 58, hop limit 255, ICMPv6 type 135), Neighbor
 // Advertisements (type 136), other IPv6, the rest.
 c0 :: Classifier(12/86dd 20/3aff 54/87, 12/86dd 20/3aff 54/88, 12/86dd, -);
 FromDevice($DEV0, METHOD PACKET) -> c0;
 out0 :: Queue(200) -> ToDevice($DEV0, METHOD PACKET);
 c0[0] -> nda0 :: IP6NDAdvertiser($IP0 $MAC0) -> out0;
-nds0 :: IP6NDSolicitor($IP0, $MAC0) -> out0;
+nds0 :: IP6NDSolicitor($IP0, $MAC0, ENTRY_CAPACITY 1024) -> out0;
 c0[1] -> [1]nds0;
-c0[2] -> Paint(0) -> ip;
+c0[2] -> Paint(0) -> src6;
 c0[3] -> other0 :: Counter -> Discard;
 
 c1 :: Classifier(12/86dd 20/3aff 54/87, 12/86dd 20/3aff 54/88, 12/86dd, -);
 FromDevice($DEV1, METHOD PACKET) -> c1;
 out1 :: Queue(200) -> ToDevice($DEV1, METHOD PACKET);
 c1[0] -> nda1 :: IP6NDAdvertiser($IP1 $MAC1) -> out1;
-nds1 :: IP6NDSolicitor($IP1, $MAC1) -> out1;
+nds1 :: IP6NDSolicitor($IP1, $MAC1, ENTRY_CAPACITY 1024) -> out1;
 c1[1] -> [1]nds1;
-c1[2] -> Paint(1) -> ip;
+c1[2] -> Paint(1) -> src6;
 c1[3] -> other1 :: Counter -> Discard;
 
 // Local delivery.

@@ -171,6 +171,42 @@ fn click_ip_router_for_ipv6_forwards_and_resolves_neighbours() {
     let n1 = neigh(&t.h1, "e1");
     assert!(n1.contains(&format!("2001:db8:2::1 lladdr {R1_MAC}")), "{n1}");
 
+    // Sources a router must not forward from (RFC 4291): link-local, multicast,
+    // loopback, unspecified; each in an IPv6 header with no payload (next header 59)
+    // to h1, sent to the router's Ethernet address, then one from h0's own address,
+    // which must be the only one to reach h1.
+    let mac = |m: &str| -> Vec<u8> { m.split(':').map(|b| u8::from_str_radix(b, 16).unwrap()).collect() };
+    let to: std::net::Ipv6Addr = "2001:db8:2::2".parse().unwrap();
+    let frame = |from: &str| {
+        let from: std::net::Ipv6Addr = from.parse().unwrap();
+        let mut f = [&mac(R0_MAC)[..], &mac(E0_MAC)[..], &[0x86, 0xdd]].concat();
+        f.extend_from_slice(&[0x60, 0, 0, 0, 0, 0, 59, 64]);
+        f.extend_from_slice(&from.octets());
+        f.extend_from_slice(&to.octets());
+        f
+    };
+    let at_h1 = t.h1.run(|| netns::RawSocket::open("e1"));
+    t.h0.run(|| {
+        let sock = netns::RawSocket::open("e0");
+        for from in ["fe80::1", "ff02::1", "::1", "::", "2001:db8:1::2"] {
+            sock.send(&frame(from));
+        }
+    });
+    let mut arrived = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && arrived.len() < 5 {
+        let Some(f) = at_h1.recv(Duration::from_millis(200)) else {
+            continue;
+        };
+        // IPv6 with no next header (59) to h1: one of ours, its source at 22..38.
+        if f.len() >= 54 && f[12..14] == [0x86, 0xdd] && f[20] == 59 && f[38..54] == to.octets() {
+            arrived.push(std::net::Ipv6Addr::from(
+                <[u8; 16]>::try_from(&f[22..38]).unwrap(),
+            ));
+        }
+    }
+    assert_eq!(arrived, ["2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap()]);
+
     let (out, err) = t.stop();
     // Each solicitor learnt its host's address from the advertisement answering its
     // solicitation: `ADDR 1 MAC AGE`.

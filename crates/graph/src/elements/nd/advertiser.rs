@@ -83,6 +83,11 @@ fn answer(entries: &[Entry<u128>], p: &mut Packet) -> bool {
     } else {
         (ns.ip_src, ns.link_addr.unwrap_or(ns.eth_src), FLAG_SOLICITED)
     };
+    // A unicast answer to a group Ethernet address (a bogus source link-layer option)
+    // would reach every host on the link: not answered.
+    if ns.ip_src != 0 && eth_dst[0] & 1 != 0 {
+        return false;
+    }
     // Override for the router's own addresses; not for addresses it answers for as a
     // proxy (a shorter prefix), whose owner's own advertisement must win (RFC 4861
     // 7.2.8).

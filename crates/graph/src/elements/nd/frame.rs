@@ -95,7 +95,9 @@ pub(super) fn parse(frame: &[u8], kind: u8) -> Option<Message> {
     }
     let (ip_src, ip_dst) = (u128::from_be_bytes(src), u128::from_be_bytes(dst));
     let target = u128::from_be_bytes(icmp[8..24].try_into().expect("16 bytes"));
-    if is_multicast(target) {
+    // No multicast source (RFC 4291 2.7): an answer would go to a group, with the
+    // Solicited flag that makes receivers discard it (RFC 4861 7.1.2).
+    if is_multicast(target) || is_multicast(ip_src) {
         return None;
     }
     let solicitation = kind == NEIGHBOR_SOLICITATION;

@@ -9,7 +9,7 @@
 //! Ethernet address or is removed: a worker seeing it move drops its cache and
 //! releases the packets it saved for addresses now resolved.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::{self, Write as _};
 use std::hash::Hash;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -78,6 +78,13 @@ struct Inner<A> {
     entries: HashMap<A, Entry>,
     saved_total: usize,
     next_sweep_ms: u64,
+    /// With ENTRY_CAPACITY only: each entry's address with its `since_ms`, in the order
+    /// they were set, oldest first, so eviction takes the oldest entry without a scan
+    /// (a new address per packet at the capacity must not cost a walk of the table
+    /// under the lock every worker shares). A record whose entry is gone or has been
+    /// set again since is stale and skipped when it comes up; the queue is rebuilt
+    /// when stale records outnumber the entries.
+    age: VecDeque<(A, u64)>,
 }
 
 pub(crate) struct Table<A> {
@@ -117,6 +124,7 @@ impl<A: NeighborAddr> Table<A> {
                 entries: HashMap::new(),
                 saved_total: 0,
                 next_sweep_ms: 0,
+                age: VecDeque::new(),
             }),
             generation: AtomicU64::new(0),
         }
@@ -218,6 +226,7 @@ impl<A: NeighborAddr> Locked<'_, A> {
         }
         let usable = self.usable(ip, now).is_some();
         let saved_total = self.inner.saved_total;
+        let mut aged = !self.inner.entries.contains_key(&ip);
         let e = self.inner.entries.entry(ip).or_insert(Entry {
             eth: None,
             since_ms: now,
@@ -228,6 +237,7 @@ impl<A: NeighborAddr> Locked<'_, A> {
             // Resolved, but too long ago: query it again, from now.
             e.eth = None;
             e.since_ms = now;
+            aged = true;
         }
         let recently_queried =
             matches!(e.last_query_ms, Some(q) if now < q.saturating_add(QUERY_INTERVAL_MS));
@@ -237,12 +247,18 @@ impl<A: NeighborAddr> Locked<'_, A> {
         }
         let full = (limits.capacity != 0 && saved_total >= limits.capacity)
             || (limits.entry_packet_capacity != 0 && e.saved >= limits.entry_packet_capacity);
-        if full {
-            return Save::Full { query };
+        if !full {
+            e.saved += 1;
+            self.inner.saved_total += 1;
         }
-        e.saved += 1;
-        self.inner.saved_total += 1;
-        Save::Saved { query }
+        if aged {
+            self.note_age(ip, now);
+        }
+        if full {
+            Save::Full { query }
+        } else {
+            Save::Saved { query }
+        }
     }
 
     /// `n` packets saved for `ip` left (sent or dropped).
@@ -274,6 +290,7 @@ impl<A: NeighborAddr> Locked<'_, A> {
         });
         e.eth = Some(eth);
         e.since_ms = now;
+        self.note_age(ip, now);
         // A refresh of the same address changes nothing workers hold: their cached
         // entries come back for the new expiry when the old one passes.
         if before != Some(eth) {
@@ -372,34 +389,56 @@ impl<A: NeighborAddr> Locked<'_, A> {
         });
     }
 
-    /// Makes room for one more entry under ENTRY_CAPACITY: sweeps, then evicts the
-    /// entry no packet waits for that was answered (or queried) longest ago. False if
-    /// every entry holds packets.
+    /// Notes that `ip`'s `since_ms` was set to `now` (with ENTRY_CAPACITY only).
+    fn note_age(&mut self, ip: A, now: u64) {
+        if self.limits.entry_capacity == 0 {
+            return;
+        }
+        let inner = &mut self.inner;
+        inner.age.push_back((ip, now));
+        if inner.age.len() > 2 * inner.entries.len() + 1024 {
+            let mut live: Vec<(u64, A)> = inner.entries.iter().map(|(a, e)| (e.since_ms, *a)).collect();
+            live.sort_unstable();
+            inner.age = live.into_iter().map(|(t, a)| (a, t)).collect();
+        }
+    }
+
+    /// Makes room for one more entry under ENTRY_CAPACITY: sweeps when a sweep is due,
+    /// then evicts the entry no packet waits for that was answered (or queried) longest
+    /// ago, taken from the age queue. False if every entry holds packets.
     fn make_room(&mut self, now: u64) -> bool {
         let cap = self.limits.entry_capacity;
         if cap == 0 || self.inner.entries.len() < cap {
             return true;
         }
-        self.sweep(now);
+        self.sweep_if_due(now);
         if self.inner.entries.len() < cap {
             return true;
         }
-        let victim = self
-            .inner
-            .entries
-            .iter()
-            .filter(|(_, e)| e.saved == 0)
-            .min_by_key(|(ip, e)| (e.since_ms, **ip))
-            .map(|(ip, e)| (*ip, e.eth.is_some()));
-        match victim {
-            Some((ip, resolved)) => {
-                self.inner.entries.remove(&ip);
-                if resolved {
-                    self.bump();
-                }
-                true
+        // Entries holding packets go to the back; at most one pass over the queue.
+        let mut budget = self.inner.age.len();
+        while budget > 0 {
+            budget -= 1;
+            let Some((ip, stamp)) = self.inner.age.pop_front() else {
+                break;
+            };
+            let Some(e) = self.inner.entries.get(&ip) else {
+                continue;
+            };
+            if e.since_ms != stamp {
+                continue;
             }
-            None => false,
+            if e.saved > 0 {
+                self.inner.age.push_back((ip, stamp));
+                continue;
+            }
+            let resolved = e.eth.is_some();
+            self.inner.entries.remove(&ip);
+            if resolved {
+                self.bump();
+            }
+            return true;
         }
+        false
     }
 }

@@ -613,3 +613,35 @@ fn a_busy_worker_still_polls_the_querier_for_packets_it_saved() {
     assert_eq!(router.read_handler("c0.count").unwrap(), "1");
     assert_eq!(router.read_handler("q.length").unwrap(), "0");
 }
+
+#[test]
+fn at_entry_capacity_the_entry_answered_longest_ago_gives_way() {
+    let (mut h, ms) = querier(&format!("{}, ENTRY_CAPACITY 3", CONFIG), 2);
+    for (t, last) in [(1000, 2), (1001, 3), (1002, 4)] {
+        ms.store(t, Ordering::Relaxed);
+        h.write("insert", &format!("10.0.0.{last} 2:0:0:0:0:{last}"))
+            .unwrap();
+    }
+    // 10.0.0.2 answers again: 10.0.0.3 is now the oldest.
+    ms.store(1003, Ordering::Relaxed);
+    h.write("insert", "10.0.0.2 2:0:0:0:0:2").unwrap();
+    ms.store(1004, Ordering::Relaxed);
+    let out = h.push(0, vec![ip_packet([10, 0, 0, 5], 1)]);
+    assert_eq!(data(&out[1]), vec![query_for([10, 0, 0, 5])]);
+    let ips: Vec<String> = h
+        .read("table")
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(ips, ["10.0.0.2", "10.0.0.4", "10.0.0.5"]);
+    // The next new address takes the place of 10.0.0.4, not of 10.0.0.5, which holds
+    // a packet.
+    ms.store(1005, Ordering::Relaxed);
+    h.push(0, vec![ip_packet([10, 0, 0, 6], 2)]);
+    let ips: Vec<String> = h
+        .read("table")
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(ips, ["10.0.0.2", "10.0.0.5", "10.0.0.6"]);
+}

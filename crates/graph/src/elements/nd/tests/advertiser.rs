@@ -179,6 +179,10 @@ fn invalid_and_unanswered_frames_leave_on_output_1_unchanged() {
     });
     add("unspecified source with a source option", &|n| n.src = [0; 16]);
     add("another target", &|n| n.target = v6("2001:db8:1::3"));
+    add("multicast source", &|n| n.src = v6("ff02::1"));
+    add("broadcast Ethernet address in the source option", &|n| {
+        n.options = vec![1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+    });
     add("an advertisement", &|n| n.kind = 136);
     let good = solicitation(ours).frame();
     // ICMPv6 length 16 (short of the 24 a solicitation needs), checksum right.
