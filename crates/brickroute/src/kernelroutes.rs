@@ -100,8 +100,22 @@ impl Syncs {
             let socket =
                 RouteSocket::subscribe().map_err(|e| fail(format!("route netlink: {}", strerror(&e))))?;
             let mut state = State::new(s.clone(), family);
-            if let Err(e) = state.resync(router).map_err(fail)? {
-                graph::warn!("{}: {}", s.declaration, e);
+            let mut resync_due = false;
+            match state.resync(router) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => graph::warn!("{}: {}", s.declaration, e),
+                // The kernel's table is changing too fast for a whole dump (a daemon
+                // loading a full table): start without it, and take it once a dump
+                // gets through.
+                Err(e) if e.interrupted => {
+                    graph::warn!(
+                        "{}: {}; the router starts without the kernel's routes and takes them once a dump gets through",
+                        s.declaration,
+                        e.message
+                    );
+                    resync_due = true;
+                }
+                Err(e) => return Err(fail(e.message)),
             }
             let skipped = state.skipped.len();
             if skipped > 0 && s.blackhole.is_none() {
@@ -114,7 +128,11 @@ impl Syncs {
                     if skipped == 1 { "its" } else { "their" }
                 );
             }
-            out.push(Follower { state, socket });
+            out.push(Follower {
+                state,
+                socket,
+                resync_due,
+            });
         }
         Ok(out)
     }
@@ -124,6 +142,15 @@ impl Syncs {
 pub struct Follower {
     state: State,
     socket: RouteSocket,
+    /// The dump at configuration did not get through: take the table at once.
+    resync_due: bool,
+}
+
+/// A dump of the kernel's table that failed; `interrupted`: every attempt was
+/// interrupted by changes (worth trying again soon).
+struct DumpFailed {
+    message: String,
+    interrupted: bool,
 }
 
 /// Starts a thread per follower; dropping the returned threads stops them.
@@ -139,7 +166,7 @@ impl Follower {
         // A resynchronisation asked for, and when it is due: 50 ms after the change
         // that asked (so that a burst of link changes makes one), or a second after a
         // failed one.
-        let mut resync_at: Option<Instant> = None;
+        let mut resync_at: Option<Instant> = self.resync_due.then(Instant::now);
         let mut last_error = String::new();
         while !stop.load(Ordering::SeqCst) {
             match self.socket.recv(&mut buf, POLL) {
@@ -185,7 +212,7 @@ impl Follower {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => self.warn(&mut last_error, e),
                     Err(e) => {
-                        self.warn(&mut last_error, e);
+                        self.warn(&mut last_error, e.message);
                         resync_at = Some(Instant::now() + Duration::from_secs(1));
                     }
                 }
@@ -523,15 +550,17 @@ impl State {
 
     /// Takes the kernel's table whole again (interfaces resolved again too) and writes
     /// the difference. The outer error is the dump's; the inner one changes refused.
-    fn resync(&mut self, router: &RouterSpec) -> Result<Result<(), String>, String> {
+    fn resync(&mut self, router: &RouterSpec) -> Result<Result<(), String>, DumpFailed> {
         self.ports = self
             .sync
             .devices
             .iter()
             .filter_map(|(name, port)| ifindex(name).map(|i| (i, *port)))
             .collect();
-        let routes =
-            rtnl::dump_routes(self.family).map_err(|e| format!("route netlink dump: {}", strerror(&e)))?;
+        let routes = rtnl::dump_routes(self.family).map_err(|e| DumpFailed {
+            message: format!("route netlink: {}", strerror(&e)),
+            interrupted: e.kind() == std::io::ErrorKind::Interrupted,
+        })?;
         self.dirty.extend(self.kernel.keys().copied());
         self.dirty.extend(self.installed.keys().copied());
         self.kernel.clear();

@@ -8,7 +8,7 @@ use crate::xdp::netlink::{align4, attributes, u16_at, u32_at};
 use crate::xdp::ReplyError;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const NLMSG_HDR: usize = 16;
 const RTMSG: usize = 12;
@@ -512,16 +512,36 @@ enum DumpStep<T> {
     Other,
 }
 
+/// Dumps taken again at once while the kernel reports them interrupted; past these,
+/// a pause before each further attempt.
+const DUMP_QUICK_ATTEMPTS: u32 = 10;
+/// How long a dump is taken again while every attempt is interrupted, before it fails.
+const DUMP_PATIENCE: Duration = Duration::from_secs(5);
+
 /// A dump on a fresh socket: `request` asks with a sequence number, `steps` reads a
-/// datagram. Taken again (up to ten times) while the kernel reports it interrupted by
-/// a change; `what` names it in a timeout.
+/// datagram. Taken again while the kernel reports it interrupted by a change: ten
+/// times at once, then every 20 ms for up to [`DUMP_PATIENCE`], then it fails
+/// (`ErrorKind::Interrupted`). An interrupted dump is never returned: it may lack
+/// routes that did not change at all (the kernel's walk skips parts of a table that
+/// changed under it), and no notification would bring them later. `what` names the
+/// dump in errors.
 fn dump<T>(
     what: &str,
     request: impl Fn(&RouteSocket, u32) -> io::Result<()>,
     steps: impl Fn(&[u8]) -> Result<Vec<DumpStep<T>>, ReplyError>,
 ) -> io::Result<Vec<T>> {
+    dump_within(what, request, steps, DUMP_PATIENCE)
+}
+
+fn dump_within<T>(
+    what: &str,
+    request: impl Fn(&RouteSocket, u32) -> io::Result<()>,
+    steps: impl Fn(&[u8]) -> Result<Vec<DumpStep<T>>, ReplyError>,
+    patience: Duration,
+) -> io::Result<Vec<T>> {
     let mut buf = vec![0u8; 1 << 20];
     let mut attempt = 0u32;
+    let started = Instant::now();
     'again: loop {
         attempt += 1;
         let s = RouteSocket::unsubscribed()?;
@@ -538,7 +558,18 @@ fn dump<T>(
                 match m {
                     DumpStep::Item(r) => items.push(r),
                     DumpStep::Done => return Ok(items),
-                    DumpStep::Interrupted if attempt < 10 => continue 'again,
+                    DumpStep::Interrupted => {
+                        if attempt >= DUMP_QUICK_ATTEMPTS {
+                            if started.elapsed() >= patience {
+                                return Err(io::Error::new(
+                                    io::ErrorKind::Interrupted,
+                                    format!("{what}: interrupted by changes {attempt} times in a row"),
+                                ));
+                            }
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        continue 'again;
+                    }
                     DumpStep::Error(e) => return Err(io::Error::from_raw_os_error(e)),
                     _ => {}
                 }

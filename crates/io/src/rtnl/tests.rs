@@ -315,3 +315,55 @@ fn source_length_protocol_preferred_source_and_metrics_are_kept() {
     assert_eq!(r.identity.1, Some(0x2001_0db8_0000_0000_0000_0000_0000_0001));
     assert_eq!(r.identity.2, vec![8, 0, 2, 0, 0xdc, 5, 0, 0]);
 }
+
+#[test]
+fn a_dump_the_kernel_keeps_interrupting_fails_instead_of_returning_part_of_the_table() {
+    // Every datagram of a real dump is read as "interrupted by a change": the dump is
+    // taken again, and fails once its patience is spent, never returning what it read.
+    let attempts = std::cell::Cell::new(0u32);
+    let r = dump_within(
+        "route dump",
+        |s, seq| {
+            attempts.set(attempts.get() + 1);
+            s.request_dump(Family::V4, seq)
+        },
+        |_| {
+            Ok(vec![
+                DumpStep::<Route>::Item(route_for_test()),
+                DumpStep::Interrupted,
+            ])
+        },
+        Duration::ZERO,
+    );
+    let e = r.expect_err("an interrupted dump was returned");
+    assert_eq!(e.kind(), io::ErrorKind::Interrupted);
+    assert_eq!(
+        e.to_string(),
+        "route dump: interrupted by changes 10 times in a row"
+    );
+    assert_eq!(attempts.get(), DUMP_QUICK_ATTEMPTS);
+
+    // Interrupted twice, then whole: the whole one is returned.
+    attempts.set(0);
+    let r = dump_within(
+        "route dump",
+        |s, seq| {
+            attempts.set(attempts.get() + 1);
+            s.request_dump(Family::V4, seq)
+        },
+        |_| {
+            Ok(if attempts.get() < 3 {
+                vec![DumpStep::Interrupted]
+            } else {
+                vec![DumpStep::Item(route_for_test()), DumpStep::Done]
+            })
+        },
+        Duration::ZERO,
+    );
+    assert_eq!(r.unwrap(), vec![route_for_test()]);
+    assert_eq!(attempts.get(), 3);
+}
+
+fn route_for_test() -> Route {
+    multipath(&[(0, 2, [10, 0, 0, 1])])
+}
