@@ -11,34 +11,28 @@ mod common;
 mod netns;
 #[path = "common/router_process.rs"]
 mod router_process;
+#[path = "common/two_hosts.rs"]
+mod two_hosts;
 
-use netns::{veth, Netns};
-use router_process::RouterProcess;
-use std::process::{Command, Stdio};
+use netns::Netns;
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-const R0_MAC: &str = "02:00:00:00:01:01";
-const E0_MAC: &str = "02:00:00:00:01:02";
-const R1_MAC: &str = "02:00:00:00:02:01";
-const E1_MAC: &str = "02:00:00:00:02:02";
+use two_hosts::{TwoHosts, E0_MAC, E1_MAC, R0_MAC, R1_MAC};
 
 /// `ping -6 ARGS` in `ns`: its exit success and standard output.
 fn ping6(ns: &Netns, args: &[&str]) -> (bool, String) {
-    let o = Command::new("ip")
-        .args(["netns", "exec", &ns.name, "ping", "-6", "-n"])
-        .args(args)
-        .output()
-        .expect("run ping (iputils-ping, installed by scripts/install-deps.sh)");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
+    two_hosts::ping(ns, "-6", args)
 }
 
 /// A host's side: IPv6 on for `dev` only (Netns::new turns it off), no duplicate
 /// address detection and no router solicitations, the address without DAD and the
 /// default route through the router.
-fn host(ns: &Netns, dev: &str, addr: &str, gateway: &str) {
+fn host(ns: &Netns, dev: &str) {
+    let (addr, gateway) = if dev == "e0" {
+        ("2001:db8:1::2/64", "2001:db8:1::1")
+    } else {
+        ("2001:db8:2::2/64", "2001:db8:2::1")
+    };
     for (key, value) in [
         ("accept_dad", "0"),
         ("router_solicitations", "0"),
@@ -51,72 +45,28 @@ fn host(ns: &Netns, dev: &str, addr: &str, gateway: &str) {
     ns.ip(&["-6", "route", "add", "default", "via", gateway, "dev", dev]);
 }
 
-/// The hosts and the router running the shipped configuration.
-struct Testbed {
-    h0: Netns,
-    h1: Netns,
-    /// The router's namespace, kept until the test ends.
-    _r: Netns,
-    router: RouterProcess,
-}
-
-impl Testbed {
-    fn up() -> Testbed {
-        let h0 = Netns::new("h0");
-        let r = Netns::new("r");
-        let h1 = Netns::new("h1");
-        veth(&h0, "e0", E0_MAC, &r, "r0", R0_MAC);
-        veth(&r, "r1", R1_MAC, &h1, "e1", E1_MAC);
-        host(&h0, "e0", "2001:db8:1::2/64", "2001:db8:1::1");
-        host(&h1, "e1", "2001:db8:2::2/64", "2001:db8:2::1");
-        let conf = common::root().join("conf/iprouter6.click");
-        let router = RouterProcess(
-            r.brickroute_run(&[
-                conf.to_str().unwrap(),
-                "DEV0=r0",
-                &format!("MAC0={R0_MAC}"),
-                "IP0=2001:db8:1::1",
-                "NET0=2001:db8:1::/64",
-                "DEV1=r1",
-                &format!("MAC1={R1_MAC}"),
-                "IP1=2001:db8:2::1",
-                "NET1=2001:db8:2::/64",
-                "-h",
-                "nds0.table",
-                "-h",
-                "nds1.table",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-        );
-        let mut t = Testbed {
-            h0,
-            h1,
-            _r: r,
-            router,
-        };
-        // Ready once a ping crosses the router (its sockets may open after the hosts'
-        // first solicitations; they ask again).
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !ping6(&t.h0, &["-c", "1", "-W", "1", "2001:db8:2::2"]).0 {
-            if let Some(s) = t.router.exited() {
-                let (_, err) = t.router.output();
-                panic!("router exited ({s}): {err}");
-            }
-            assert!(Instant::now() < deadline, "no ping ever crossed the router");
-        }
-        t
-    }
-
-    /// Stops the router and returns what it printed (the handlers asked for).
-    fn stop(&mut self) -> (String, String) {
-        // SAFETY: kill(2) on our child's pid.
-        unsafe { libc::kill(self.router.pid(), libc::SIGTERM) };
-        self.router.wait_exit(Duration::from_secs(10));
-        self.router.output()
-    }
+/// The hosts and the router running the shipped configuration, ready once a ping
+/// crosses it.
+fn testbed() -> TwoHosts {
+    TwoHosts::up(
+        "conf/iprouter6.click",
+        &[
+            "DEV0=r0",
+            &format!("MAC0={R0_MAC}"),
+            "IP0=2001:db8:1::1",
+            "NET0=2001:db8:1::/64",
+            "DEV1=r1",
+            &format!("MAC1={R1_MAC}"),
+            "IP1=2001:db8:2::1",
+            "NET1=2001:db8:2::/64",
+            "-h",
+            "nds0.table",
+            "-h",
+            "nds1.table",
+        ],
+        host,
+        |h0| ping6(h0, &["-c", "1", "-W", "1", "2001:db8:2::2"]).0,
+    )
 }
 
 /// A ping's replies came with this hop limit (iputils prints it as `ttl=`).
@@ -126,7 +76,7 @@ fn hop_limit_seen(out: &str, hlim: u8) -> bool {
 
 #[test]
 fn click_ip_router_for_ipv6_forwards_and_resolves_neighbours() {
-    let mut t = Testbed::up();
+    let mut t = testbed();
 
     // Through the router both ways: 3 of 3, the replies one hop shorter (Linux's hop
     // limit 64, less the router's 1).

@@ -11,109 +11,58 @@ mod common;
 mod netns;
 #[path = "common/router_process.rs"]
 mod router_process;
+#[path = "common/two_hosts.rs"]
+mod two_hosts;
 
-use netns::{veth, Netns};
-use router_process::RouterProcess;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use netns::Netns;
+use two_hosts::{TwoHosts, E0_MAC, E1_MAC, R0_MAC, R1_MAC};
 
-const R0_MAC: &str = "02:00:00:00:01:01";
-const E0_MAC: &str = "02:00:00:00:01:02";
-const R1_MAC: &str = "02:00:00:00:02:01";
-const E1_MAC: &str = "02:00:00:00:02:02";
-
-/// `ping ARGS` in `ns`: its exit success and standard output.
+/// `ping ARGS` (IPv4) in `ns`: its exit success and standard output.
 fn ping(ns: &Netns, args: &[&str]) -> (bool, String) {
-    let o = Command::new("ip")
-        .args(["netns", "exec", &ns.name, "ping", "-n"])
-        .args(args)
-        .output()
-        .expect("run ping (iputils-ping, installed by scripts/install-deps.sh)");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
+    two_hosts::ping(ns, "-4", args)
+}
+
+/// The hosts (addresses, default routes through the router) and the router running
+/// the shipped configuration, ready once it answers a ping to its near address.
+fn testbed() -> TwoHosts {
+    TwoHosts::up(
+        "conf/iprouter.click",
+        &[
+            "DEV0=r0",
+            &format!("MAC0={R0_MAC}"),
+            "IP0=10.0.1.1",
+            "NET0=10.0.1.0/24",
+            "BCAST0=10.0.1.255",
+            "DEV1=r1",
+            &format!("MAC1={R1_MAC}"),
+            "IP1=10.0.2.1",
+            "NET1=10.0.2.0/24",
+            "BCAST1=10.0.2.255",
+            "-h",
+            "arpq0.table",
+            "-h",
+            "arpq1.table",
+            "-h",
+            "tohost.count",
+            "-h",
+            "bcast.count",
+        ],
+        |ns, dev| {
+            let (addr, gateway) = if dev == "e0" {
+                ("10.0.1.2/24", "10.0.1.1")
+            } else {
+                ("10.0.2.2/24", "10.0.2.1")
+            };
+            ns.ip(&["addr", "add", addr, "dev", dev]);
+            ns.ip(&["route", "add", "default", "via", gateway]);
+        },
+        |h0| ping(h0, &["-c", "1", "-W", "1", "10.0.1.1"]).0,
     )
-}
-
-/// The hosts' side of the testbed and the router running the shipped configuration.
-struct Testbed {
-    h0: Netns,
-    h1: Netns,
-    /// The router's namespace, kept until the test ends.
-    _r: Netns,
-    router: RouterProcess,
-}
-
-impl Testbed {
-    fn up() -> Testbed {
-        let h0 = Netns::new("h0");
-        let r = Netns::new("r");
-        let h1 = Netns::new("h1");
-        veth(&h0, "e0", E0_MAC, &r, "r0", R0_MAC);
-        veth(&r, "r1", R1_MAC, &h1, "e1", E1_MAC);
-        h0.ip(&["addr", "add", "10.0.1.2/24", "dev", "e0"]);
-        h0.ip(&["route", "add", "default", "via", "10.0.1.1"]);
-        h1.ip(&["addr", "add", "10.0.2.2/24", "dev", "e1"]);
-        h1.ip(&["route", "add", "default", "via", "10.0.2.1"]);
-        let conf = common::root().join("conf/iprouter.click");
-        let router = RouterProcess(
-            r.brickroute_run(&[
-                conf.to_str().unwrap(),
-                "DEV0=r0",
-                &format!("MAC0={R0_MAC}"),
-                "IP0=10.0.1.1",
-                "NET0=10.0.1.0/24",
-                "BCAST0=10.0.1.255",
-                "DEV1=r1",
-                &format!("MAC1={R1_MAC}"),
-                "IP1=10.0.2.1",
-                "NET1=10.0.2.0/24",
-                "BCAST1=10.0.2.255",
-                "-h",
-                "arpq0.table",
-                "-h",
-                "arpq1.table",
-                "-h",
-                "tohost.count",
-                "-h",
-                "bcast.count",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-        );
-        let mut t = Testbed {
-            h0,
-            h1,
-            _r: r,
-            router,
-        };
-        // Ready once the router answers a ping to its near address (its sockets may
-        // open after the first ARP request; the host asks again).
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !ping(&t.h0, &["-c", "1", "-W", "1", "10.0.1.1"]).0 {
-            if let Some(s) = t.router.exited() {
-                let (_, err) = t.router.output();
-                panic!("router exited ({s}): {err}");
-            }
-            assert!(Instant::now() < deadline, "the router never answered a ping");
-        }
-        t
-    }
-
-    /// Stops the router and returns what it printed (the handlers asked for).
-    fn stop(&mut self) -> (String, String) {
-        // SAFETY: kill(2) on our child's pid.
-        unsafe { libc::kill(self.router.pid(), libc::SIGTERM) };
-        self.router.wait_exit(Duration::from_secs(10));
-        self.router.output()
-    }
 }
 
 #[test]
 fn click_ip_router_forwards_answers_and_resolves() {
-    let mut t = Testbed::up();
+    let mut t = testbed();
 
     // Pings to both of the router's addresses, and through it: 3 of 3 each, the
     // replies from h1 one hop shorter (Linux's TTL 64, less the router's 1).
