@@ -240,7 +240,9 @@ impl Element for AverageCounter {
         if self.start == 0 {
             self.start = self.shared.start_at(now);
         }
-        if now >= self.start.saturating_add(self.shared.ignore_ticks) {
+        // (A pass that began before another worker set the start is taken as at the
+        // start: its packets came no earlier than the first.)
+        if now.max(self.start) >= self.start.saturating_add(self.shared.ignore_ticks) {
             let bytes: u64 = batch.iter().map(|p| p.len() as u64).sum();
             self.slot.add_own(batch.len() as u64, bytes, now);
         }
@@ -276,6 +278,20 @@ mod tests {
 
     fn read(spec: &AverageCounterSpec, h: &str) -> String {
         spec.read_handler(h).unwrap()
+    }
+
+    #[test]
+    fn a_worker_whose_pass_began_before_the_start_another_set_counts_its_packets() {
+        // Worker 0 sets the start at tick 1001; worker 1's pass began at tick 1000 and
+        // reaches the counter after it. With IGNORE 0 every packet counts.
+        let spec = ms_spec(0.0);
+        let mut a = spec.instantiate(WorkerInfo { index: 0, count: 2 });
+        let mut b = spec.instantiate(WorkerInfo { index: 1, count: 2 });
+        push_at(&mut a, 1001, 10, 100);
+        push_at(&mut b, 1000, 10, 100);
+        push_at(&mut a, 2001, 10, 100);
+        assert_eq!(read(&spec, "count"), "30");
+        assert_eq!(read(&spec, "byte_count"), "3000");
     }
 
     #[test]

@@ -99,11 +99,20 @@ fn configure(args: &mut Args, cx: &BuildContext) -> Result<IPPrintSpec, ConfigEr
     let active = flag(args, "ACTIVE", true)?;
     let outfile = args.keyword::<String>("OUTFILE").map_err(e)?;
     args.finish().map_err(e)?;
-    let (contents, payload) = match (contents, payload) {
-        (Some(_), Some(_)) => return Err(cx.error("specify at most one of CONTENTS and PAYLOAD")),
-        (Some(c), None) => (parse_contents("CONTENTS", &c).map_err(e)?, false),
-        (None, Some(c)) => (parse_contents("PAYLOAD", &c).map_err(e)?, true),
-        (None, None) => (Contents::None, false),
+    // Both may be given as long as at most one asks for a dump (as Click checks).
+    let contents = match contents {
+        Some(c) => parse_contents("CONTENTS", &c).map_err(e)?,
+        None => Contents::None,
+    };
+    let payload_dump = match payload {
+        Some(c) => parse_contents("PAYLOAD", &c).map_err(e)?,
+        None => Contents::None,
+    };
+    let (contents, payload) = match (contents, payload_dump) {
+        (Contents::None, Contents::None) => (Contents::None, false),
+        (c, Contents::None) => (c, false),
+        (Contents::None, c) => (c, true),
+        _ => return Err(cx.error("specify at most one of CONTENTS and PAYLOAD")),
     };
     let sink = match outfile.as_deref() {
         None => Sink::Stderr,

@@ -241,6 +241,14 @@ fn bad_arguments() {
         err("CONTENTS hex, PAYLOAD hex"),
         "e :: IPPrint: specify at most one of CONTENTS and PAYLOAD"
     );
+    // Both given, one of them off: accepted, as Click accepts it.
+    for ok in [
+        "CONTENTS hex, PAYLOAD false",
+        "CONTENTS false, PAYLOAD ascii",
+        "CONTENTS none, PAYLOAD none",
+    ] {
+        crate::testing::build(&IPPrintClass, ok, 1, 1).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
     assert_eq!(
         err("PAYLOAD binary"),
         "e :: IPPrint: bad PAYLOAD value 'BINARY'; should be 'NONE', 'HEX', or 'ASCII'"
