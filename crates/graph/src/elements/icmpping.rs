@@ -15,7 +15,7 @@ use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::anno::PAINT_ANNO_OFFSET;
-use packet::checksum::{checksum, update16};
+use packet::checksum::update16;
 use packet::{Packet, PacketBatch, Timestamp};
 use std::sync::Arc;
 
@@ -87,9 +87,7 @@ fn answer(p: &mut Packet) -> bool {
     ip[16..20].copy_from_slice(&src);
     ip[6..8].fill(0);
     ip[8] = REPLY_TTL;
-    ip[10..12].fill(0);
-    let sum = checksum(&ip[..hlen]);
-    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    super::ip::set_header_checksum(&mut ip[..hlen]);
     let icmp = &mut ip[hlen..];
     let old = u16::from_be_bytes([icmp[0], icmp[1]]);
     icmp[0] = ECHO_REPLY;

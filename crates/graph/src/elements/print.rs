@@ -177,17 +177,27 @@ impl ElementSpec for PrintSpec {
         vec![HandlerInfo::read_write("active")]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "active").then(|| self.active.load(Ordering::Relaxed).to_string())
+        read_active(&self.active, name)
     }
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
-        (name == "active").then(|| match bool::from_arg(value.trim()) {
-            Some(b) => {
-                self.active.store(b, Ordering::Relaxed);
-                Ok(())
-            }
-            None => Err("expected boolean".to_string()),
-        })
+        write_active(&self.active, name, value)
     }
+}
+
+/// The `active` read handler of Print and IPPrint.
+pub(crate) fn read_active(active: &AtomicBool, name: &str) -> Option<String> {
+    (name == "active").then(|| active.load(Ordering::Relaxed).to_string())
+}
+
+/// The `active` write handler of Print and IPPrint.
+pub(crate) fn write_active(active: &AtomicBool, name: &str, value: &str) -> Option<Result<(), String>> {
+    (name == "active").then(|| match bool::from_arg(value.trim()) {
+        Some(b) => {
+            active.store(b, Ordering::Relaxed);
+            Ok(())
+        }
+        None => Err("expected boolean".to_string()),
+    })
 }
 
 struct Print {

@@ -7,6 +7,9 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+/// The longest IPv4 packet (its total length is 16 bits).
+pub(crate) const MAX_IP_LEN: usize = 0xffff;
+
 /// Where the destination address comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dst {

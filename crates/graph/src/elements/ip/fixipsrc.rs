@@ -62,18 +62,11 @@ struct FixIPSrc {
 /// Writes `addr` as the source of the IPv4 header at `p`'s network header and
 /// recomputes its checksum; false (packet untouched) if there is no such header.
 fn set_source(p: &mut Packet, addr: [u8; 4]) -> bool {
-    let Some(h) = p.network_header_mut() else {
+    let Some(h) = super::ipv4_header_mut(p) else {
         return false;
     };
-    let hlen = usize::from(h.first().map_or(0, |b| b & 0x0f)) * 4;
-    if hlen < 20 || h.len() < hlen {
-        return false;
-    }
-    let h = &mut h[..hlen];
     h[12..16].copy_from_slice(&addr);
-    h[10..12].fill(0);
-    let sum = packet::checksum::checksum(h);
-    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    super::set_header_checksum(h);
     true
 }
 

@@ -8,7 +8,7 @@
 //! header to the new header. A packet that would exceed 65535 bytes is dropped and
 //! counted in `drops`. Handlers `src` and `dst` read and write SRC and DST.
 
-use super::encap::{parse_value, Dst, FixedFields, SharedSettings};
+use super::encap::{parse_value, Dst, FixedFields, SharedSettings, MAX_IP_LEN};
 use crate::args::{Args, FromArg};
 use crate::element::*;
 use crate::error::ConfigError;
@@ -53,7 +53,6 @@ impl FromArg for Ect {
 
 /// Don't Fragment, in the flags and fragment offset word.
 const DF_BIT: u16 = 0x4000;
-const MAX_IP_LEN: usize = 0xffff;
 
 #[derive(Clone, Copy)]
 struct Settings {

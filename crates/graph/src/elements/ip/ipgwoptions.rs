@@ -151,23 +151,18 @@ const MAX_HEADER: usize = 60;
 /// packets with options are rare, and the per-packet loop stays small without them.
 #[inline(never)]
 fn process(p: &mut Packet, addrs: &Addrs, clock: &mut BatchClock) -> Outcome {
-    let Some(nh) = p.network_header_mut() else {
+    let Some(nh) = super::ipv4_header_mut(p) else {
         return Outcome::NoHeader;
     };
-    let hlen = usize::from(nh.first().map_or(0, |b| b & 0x0f)) * 4;
-    if hlen < 20 || nh.len() < hlen {
-        return Outcome::NoHeader;
-    }
+    let hlen = nh.len();
     let mut copy = [0u8; MAX_HEADER];
     let h = &mut copy[..hlen];
-    h.copy_from_slice(&nh[..hlen]);
+    h.copy_from_slice(nh);
     match process_options(h, addrs, clock) {
         Ok(false) => Outcome::Forward,
         Ok(true) => {
-            h[10..12].fill(0);
-            let sum = packet::checksum::checksum(h);
-            h[10..12].copy_from_slice(&sum.to_be_bytes());
-            nh[..hlen].copy_from_slice(h);
+            super::set_header_checksum(h);
+            nh.copy_from_slice(h);
             Outcome::Forward
         }
         // (Offsets are below the header length, at most 60.)

@@ -87,6 +87,24 @@ pub(crate) fn register_gateway(reg: &mut Registry) {
     reg.add(Arc::new(fixipsrc::FixIPSrcClass));
 }
 
+/// The IPv4 header at `p`'s network header, as many bytes as its header length field
+/// says; `None` when there is none, the field says less than 20 or the data is shorter.
+pub(crate) fn ipv4_header_mut(p: &mut packet::Packet) -> Option<&mut [u8]> {
+    let h = p.network_header_mut()?;
+    let hlen = usize::from(h.first().map_or(0, |b| b & 0x0f)) * 4;
+    if hlen < 20 || h.len() < hlen {
+        return None;
+    }
+    Some(&mut h[..hlen])
+}
+
+/// Writes the checksum of IPv4 header `h` (the whole header, options included).
+pub(crate) fn set_header_checksum(h: &mut [u8]) {
+    h[10..12].fill(0);
+    let sum = packet::checksum::checksum(h);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+}
+
 #[cfg(test)]
 mod gateway_tests {
     use crate::registry::Registry;

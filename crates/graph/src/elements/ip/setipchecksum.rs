@@ -52,18 +52,10 @@ struct SetIPChecksum {
 /// Writes the header checksum of `p`; false if it has no usable IPv4 header.
 #[inline]
 fn set_checksum(p: &mut Packet) -> bool {
-    let Some(h) = p.network_header_mut() else {
+    let Some(h) = super::ipv4_header_mut(p) else {
         return false;
     };
-    let hl = usize::from(h.first().copied().unwrap_or(0) & 0x0f) * 4;
-    if hl < 20 || hl > h.len() {
-        return false;
-    }
-    let h = &mut h[..hl];
-    h[10] = 0;
-    h[11] = 0;
-    let c = packet::checksum::checksum(h);
-    h[10..12].copy_from_slice(&c.to_be_bytes());
+    super::set_header_checksum(h);
     true
 }
 

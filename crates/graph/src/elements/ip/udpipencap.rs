@@ -12,7 +12,7 @@
 //! and counted in `drops`. Handlers `src`, `sport`, `dst` and `dport` read and write
 //! the addresses and ports.
 
-use super::encap::{parse_value, Dst, FixedFields, SharedSettings};
+use super::encap::{parse_value, Dst, FixedFields, SharedSettings, MAX_IP_LEN};
 use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
@@ -26,7 +26,6 @@ pub struct UDPIPEncapClass;
 
 const PROTO_UDP: u8 = 17;
 const HEADERS: usize = 28;
-const MAX_IP_LEN: usize = 0xffff;
 
 #[derive(Clone, Copy)]
 struct Settings {

@@ -164,16 +164,10 @@ impl ElementSpec for IPPrintSpec {
         vec![HandlerInfo::read_write("active")]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "active").then(|| self.active.load(Ordering::Relaxed).to_string())
+        crate::elements::print::read_active(&self.active, name)
     }
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
-        (name == "active").then(|| match bool::from_arg(value.trim()) {
-            Some(b) => {
-                self.active.store(b, Ordering::Relaxed);
-                Ok(())
-            }
-            None => Err("expected boolean".to_string()),
-        })
+        crate::elements::print::write_active(&self.active, name, value)
     }
 }
 
