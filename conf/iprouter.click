@@ -21,9 +21,10 @@
 // addresses of a connected network evict the entries answered or queried longest ago
 // instead of growing the table.
 //
-// ARP frames reach the router only with METHOD PACKET (with XDP, brickroute's XDP
-// program hands ARP to the kernel). Without addresses of its own on $DEV0 and $DEV1,
-// the kernel answers no ARP there and delivers nothing: every frame is the router's.
+// The interfaces are opened with the default METHOD, XDP: with ARP elements in the
+// configuration, brickroute's XDP program hands the router the ARP for addresses
+// other than the interfaces' own in the kernel, and with no kernel addresses on $DEV0
+// and $DEV1 every frame is the router's. (METHOD PACKET works as well.)
 //
 // Run it (root, two interfaces without IP addresses):
 //   brickroute run conf/iprouter.click DEV0=eth1 MAC0=... IP0=... NET0=... BCAST0=... \
@@ -50,8 +51,8 @@ arpt :: Tee(2);
 
 // Interface 0.
 c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
-FromDevice($DEV0, METHOD PACKET) -> c0;
-out0 :: Queue(200) -> ToDevice($DEV0, METHOD PACKET);
+FromDevice($DEV0) -> c0;
+out0 :: Queue(200) -> ToDevice($DEV0);
 c0[0] -> ar0 :: ARPResponder($IP0 $MAC0) -> out0;
 arpq0 :: ARPQuerier($IP0, $MAC0, ENTRY_CAPACITY 1024) -> out0;
 c0[1] -> arpt;
@@ -61,8 +62,8 @@ c0[3] -> other0 :: Counter -> Discard;
 
 // Interface 1.
 c1 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
-FromDevice($DEV1, METHOD PACKET) -> c1;
-out1 :: Queue(200) -> ToDevice($DEV1, METHOD PACKET);
+FromDevice($DEV1) -> c1;
+out1 :: Queue(200) -> ToDevice($DEV1);
 c1[0] -> ar1 :: ARPResponder($IP1 $MAC1) -> out1;
 arpq1 :: ARPQuerier($IP1, $MAC1, ENTRY_CAPACITY 1024) -> out1;
 c1[1] -> arpt;

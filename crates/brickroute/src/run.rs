@@ -125,6 +125,21 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
 /// interfaces `FromDevice` and `ToDevice` name.
 /// `services` takes the configuration's control sockets (bound) and kernel route
 /// syncs.
+/// The classes that answer and send ARP themselves. With one in the configuration, the
+/// AF_XDP interfaces hand the router the ARP for addresses other than their own, which
+/// their XDP program otherwise leaves to the kernel with all other ARP.
+const ARP_CLASSES: [&str; 2] = ["ARPResponder", "ARPQuerier"];
+
+fn deliver_router_arp(router: &RouterSpec, devices: &DeviceTable) -> Result<(), String> {
+    if !router.element_classes().any(|c| ARP_CLASSES.contains(&c)) {
+        return Ok(());
+    }
+    for d in devices.devices() {
+        d.port.deliver_router_arp().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn load(
     args: &RunArgs,
     threads: usize,
@@ -276,6 +291,7 @@ pub fn main(args: RunArgs) -> ExitCode {
     // The kernel's routes go in before the workers start (also with -q, as Click
     // initializes every element before it decides not to run).
     let loaded = load(&args, threads, &devices, &services)
+        .and_then(|r| deliver_router_arp(&r, &devices).map(|()| r))
         .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers)));
     CONFIGURING.store(false, Ordering::SeqCst);
     let (router, followers) = match loaded {

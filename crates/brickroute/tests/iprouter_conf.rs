@@ -38,6 +38,11 @@ fn testbed() -> TwoHosts {
             "IP1=10.0.2.1",
             "NET1=10.0.2.0/24",
             "BCAST1=10.0.2.255",
+            // A worker for each of the veths' two receive queues: AF_XDP reads one queue
+            // a worker, so the interfaces open with the default METHOD, XDP (and with
+            // one worker would fall back to AF_PACKET).
+            "--threads",
+            "2",
             "-h",
             "arpq0.table",
             "-h",
@@ -112,6 +117,8 @@ fn click_ip_router_forwards_answers_and_resolves() {
     assert!(!ok && out.contains("0 received"), "{out}");
 
     let (out, err) = t.stop();
+    // Through AF_XDP: its program handed the router the ARP it answers and asks.
+    assert!(err.contains("r0 (XDP") && err.contains("r1 (XDP"), "{err}");
     assert!(out.contains("bcast.count:\n1\n"), "{out}\n{err}");
     // Each ARPQuerier learnt its host's address from the ARP reply to its request.
     assert!(

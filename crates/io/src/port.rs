@@ -5,6 +5,8 @@ use std::ops::Deref;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::DeviceError;
+
 /// A port with [`Port::queues`] receive/transmit queue pairs.
 ///
 /// Queue `q` is driven by one worker at a time (RouteBricks' rule: each queue is touched
@@ -59,6 +61,14 @@ pub trait Port: Send + Sync {
     /// "copy mode, native XDP"); `None` otherwise.
     fn mode(&self) -> Option<String> {
         None
+    }
+
+    /// Asks the port to deliver the ARP the router answers and sends itself (its
+    /// configuration has ARP elements): an AF_XDP port then takes ARP for addresses
+    /// other than its interface's own from the kernel (see `xdp::program`). Ports that
+    /// deliver every frame already (AF_PACKET, pcap files) have nothing to change.
+    fn deliver_router_arp(&self) -> Result<(), DeviceError> {
+        Ok(())
     }
 
     /// Counters summed over all queues.

@@ -491,6 +491,56 @@ fn arp_and_traffic_to_the_own_address_go_to_the_kernel() {
     });
 }
 
+/// An ARP frame from the peer (XB): `op` 1 (request) or 2 (reply), target `target`
+/// (XA's MAC as the target hardware address of a reply), padded to 60 bytes.
+fn arp_frame(op: u8, target: [u8; 4]) -> Vec<u8> {
+    let mut f = if op == 1 { vec![0xff; 6] } else { XA_MAC.to_vec() };
+    f.extend_from_slice(&XB_MAC);
+    f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, op]);
+    f.extend_from_slice(&XB_MAC);
+    f.extend_from_slice(&XB_IP);
+    f.extend_from_slice(if op == 1 { &[0; 6] } else { &XA_MAC });
+    f.extend_from_slice(&target);
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn with_router_arp_the_sockets_get_arp_for_other_addresses() {
+    let ns = Netns::new(1);
+    ns.enter(|| {
+        let port = open(1);
+        let peer = Peer::open();
+        port.set_router_arp(true).unwrap();
+
+        // For the interface's own address: the kernel still answers, and the socket
+        // gets nothing.
+        peer.send(&arp_frame(1, XA_IP));
+        let replies = peer.receive(1, |f| f[12..14] == [0x08, 0x06] && f[21] == 2);
+        assert_eq!(replies.len(), 1, "no ARP reply from the kernel");
+        assert_eq!(&replies[0][28..32], &XA_IP);
+
+        // A request for another address and a reply to someone else's request: both
+        // to the socket, byte for byte, and in that order.
+        let request = arp_frame(1, [198, 18, 0, 9]);
+        let reply = arp_frame(2, [198, 18, 0, 77]);
+        peer.send(&request);
+        peer.send(&reply);
+        let got = receive_on(&port, &[0], 2);
+        assert_eq!(got, vec![(0, request.clone()), (0, reply)]);
+
+        // Turned off: ARP goes to the kernel again (which ignores a request for an
+        // address it does not have); only the marker that follows reaches the socket.
+        port.set_router_arp(false).unwrap();
+        peer.send(&request);
+        let marker = stream_frame(4);
+        peer.send(&marker);
+        let got = receive_on(&port, &[0], 1);
+        assert_eq!(got, vec![(0, marker)]);
+        assert_no_frame_leaked(&port);
+    });
+}
+
 #[test]
 fn program_is_attached_while_open_and_gone_after_drop() {
     let ns = Netns::new(1);

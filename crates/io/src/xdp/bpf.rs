@@ -18,6 +18,7 @@ const BPF_OBJ_GET_INFO_BY_FD: libc::c_int = 15;
 const BPF_LINK_CREATE: libc::c_int = 28;
 
 pub const BPF_MAP_TYPE_HASH: u32 = 1;
+pub const BPF_MAP_TYPE_ARRAY: u32 = 2;
 pub const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`: BPF_XDP.

@@ -159,6 +159,8 @@ pub struct XdpPort {
     /// The IPv4 addresses in the address map.
     local_addrs: Mutex<Vec<[u8; 4]>>,
     addr_map: OwnedFd,
+    /// Entry 0: [`program::FLAG_ROUTER_ARP`] while the router takes ARP itself.
+    flags_map: OwnedFd,
     _prog: OwnedFd,
     _xsk_map: OwnedFd,
     /// Why the port would miss frames the interface receives (its other queues'), if
@@ -550,7 +552,9 @@ impl XdpPort {
         .map_err(|e| dev_err(ifname, "create the XSKMAP", e))?;
         let addr_map = bpf::map_create(bpf::BPF_MAP_TYPE_HASH, 4, 1, MAX_LOCAL_ADDRS, "brt_local_v4")
             .map_err(|e| dev_err(ifname, "create the address map", e))?;
-        let insns = program::instructions(xsk_map.as_raw_fd(), addr_map.as_raw_fd());
+        let flags_map = bpf::map_create(bpf::BPF_MAP_TYPE_ARRAY, 4, 4, 1, "brt_flags")
+            .map_err(|e| dev_err(ifname, "create the flags map", e))?;
+        let insns = program::instructions(xsk_map.as_raw_fd(), addr_map.as_raw_fd(), flags_map.as_raw_fd());
         let prog = bpf::prog_load_xdp(&insns, PROGRAM_NAME).map_err(|e| {
             let step = if e.log.is_empty() {
                 "load the XDP program".to_string()
@@ -641,6 +645,7 @@ impl XdpPort {
             attach,
             local_addrs: Mutex::new(local),
             addr_map,
+            flags_map,
             _prog: prog,
             _xsk_map: xsk_map,
             unread_queues,
@@ -689,6 +694,17 @@ impl XdpPort {
         }
         *cur = now;
         Ok(cur.len())
+    }
+
+    /// Whether ARP for addresses other than the interface's own comes to the sockets
+    /// (`true`: the router answers and sends ARP itself) or goes to the kernel with
+    /// all other ARP (`false`, as the port opens). ARP for the interface's own
+    /// addresses always goes to the kernel.
+    pub fn set_router_arp(&self, on: bool) -> Result<(), DeviceError> {
+        let flag: u32 = if on { program::FLAG_ROUTER_ARP } else { 0 };
+        // SAFETY: the flags map has 4-byte keys (u32 index) and 4-byte values (u32).
+        unsafe { bpf::map_update(&self.flags_map, &0u32, &flag) }
+            .map_err(|e| dev_err(&self.ifname, "set the XDP program's ARP flag", e))
     }
 
     /// UMEM frame whereabouts and transmit drops of queue `q` (default for a queue
@@ -774,6 +790,10 @@ impl fmt::Debug for XdpPort {
 impl Port for XdpPort {
     fn queues(&self) -> usize {
         self.queues.len()
+    }
+
+    fn deliver_router_arp(&self) -> Result<(), DeviceError> {
+        self.set_router_arp(true)
     }
 
     fn rx_burst(&self, queue: usize, batch: &mut PacketBatch, max: usize) -> usize {

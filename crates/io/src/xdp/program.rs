@@ -3,6 +3,11 @@
 //!
 //! What it does with each received frame:
 //! - ARP (EtherType 0x0806): `XDP_PASS`, the kernel answers for the host's addresses;
+//!   but when the router takes ARP itself (flag 0 of the flags map set, see
+//!   [`FLAG_ROUTER_ARP`]), ARP whose target address is not one of the interface's
+//!   own goes to the sockets like other traffic: a request for an address the
+//!   router answers, a reply to the router's own request. ARP for the interface's
+//!   own addresses still goes to the kernel, whose traffic needs it;
 //! - IPv6 neighbour discovery (ICMPv6 types 133-137 right after the IPv6 header):
 //!   `XDP_PASS`;
 //! - IPv4 whose destination is one of the interface's own addresses (a key of the
@@ -17,6 +22,11 @@
 /// The name the program is loaded under; a program of this name attached to an
 /// interface is taken to be a leftover of an earlier brickroute run.
 pub const PROGRAM_NAME: &str = "brickroute_xdp";
+
+/// The value of the flags map's entry 0 when the router answers and sends ARP itself
+/// (its configuration has ARP elements): ARP for addresses other than the interface's
+/// own then goes to the sockets. 0 (the map's initial value): all ARP to the kernel.
+pub const FLAG_ROUTER_ARP: u32 = 1;
 
 const XDP_PASS: i32 = 2;
 const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
@@ -75,6 +85,7 @@ pub fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
 /// Jump targets of the program.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Label {
+    Arp,
     Ipv4,
     Ipv6,
     Pass,
@@ -159,9 +170,9 @@ fn wire16(b: [u8; 2]) -> i32 {
 }
 
 /// The program's instructions, with the descriptors of the socket map (`XSKMAP`, key:
-/// receive queue) and of the address map (`HASH`, key: an IPv4 address in network
-/// order) built in.
-pub fn instructions(xsk_map_fd: i32, addr_map_fd: i32) -> Vec<u64> {
+/// receive queue), of the address map (`HASH`, key: an IPv4 address in network
+/// order) and of the flags map (`ARRAY` of one `u32`, see [`FLAG_ROUTER_ARP`]) built in.
+pub fn instructions(xsk_map_fd: i32, addr_map_fd: i32, flags_map_fd: i32) -> Vec<u64> {
     use Label::*;
     let mut a = Asm::new();
     a.op(MOV64_X, R6, R1, 0, 0); // r6 = ctx (kept across calls)
@@ -171,9 +182,33 @@ pub fn instructions(xsk_map_fd: i32, addr_map_fd: i32) -> Vec<u64> {
     a.op(ADD64_K, R4, 0, 0, 14);
     a.jump_x(JGT_X, R4, R3, Redirect); // shorter than an Ethernet header
     a.op(LDX_H, R5, R2, 12, 0); // r5 = EtherType
-    a.jump(JEQ_K, R5, wire16([0x08, 0x06]), Pass); // ARP
+    a.jump(JEQ_K, R5, wire16([0x08, 0x06]), Arp);
     a.jump(JEQ_K, R5, wire16([0x08, 0x00]), Ipv4);
     a.jump(JEQ_K, R5, wire16([0x86, 0xdd]), Ipv6);
+    a.jump(JA, 0, 0, Redirect);
+
+    a.label(Arp);
+    // An ARP packet too short to hold a target address goes to the kernel, as all ARP
+    // did before the flag.
+    a.op(MOV64_X, R4, R2, 0, 0);
+    a.op(ADD64_K, R4, 0, 0, 14 + 28);
+    a.jump_x(JGT_X, R4, R3, Pass);
+    a.op(LDX_W, R5, R2, 14 + 24, 0); // target protocol address
+    a.op(STX_W, R10, R5, -4, 0); // key of the address-map lookup below
+    a.op(MOV64_K, R5, 0, 0, 0);
+    a.op(STX_W, R10, R5, -8, 0); // key 0 of the flags map
+    a.ld_map_fd(R1, flags_map_fd);
+    a.op(MOV64_X, R2, R10, 0, 0);
+    a.op(ADD64_K, R2, 0, 0, -8);
+    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
+    a.jump(JEQ_K, R0, 0, Pass); // (an array map always has entry 0)
+    a.op(LDX_W, R5, R0, 0, 0);
+    a.jump(JNE_K, R5, FLAG_ROUTER_ARP as i32, Pass); // the kernel takes ARP
+    a.ld_map_fd(R1, addr_map_fd);
+    a.op(MOV64_X, R2, R10, 0, 0);
+    a.op(ADD64_K, R2, 0, 0, -4);
+    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
+    a.jump(JNE_K, R0, 0, Pass); // for one of the interface's own addresses
     a.jump(JA, 0, 0, Redirect);
 
     a.label(Ipv4);
@@ -239,7 +274,7 @@ mod tests {
 
     #[test]
     fn jumps_land_on_their_labels() {
-        let p = instructions(7, 9);
+        let p = instructions(7, 9, 11);
         // Decode (code, off) and follow every jump: it must land inside the program,
         // and the two exits must be preceded by the redirect call and `r0 = XDP_PASS`.
         let decode = |i: u64| {
@@ -266,7 +301,7 @@ mod tests {
                 exits.push(at);
             }
             if code == LD_IMM64 {
-                assert!(imm == 7 || imm == 9);
+                assert!(imm == 7 || imm == 9 || imm == 11);
             }
         }
         assert_eq!(exits.len(), 2);
