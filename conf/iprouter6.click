@@ -24,12 +24,14 @@
 // gc_thresh3): packets to many addresses of a connected network (a scan, RFC 6583)
 // evict the entries answered or solicited longest ago instead of growing the table.
 //
-// Neighbour discovery frames reach the router only with METHOD PACKET (with XDP,
-// brickroute's XDP program hands them to the kernel). Without IPv6 addresses of its
-// own on $DEV0 and $DEV1, the kernel answers no solicitations there: every frame is
-// the router's.
+// The interfaces are opened with the default METHOD, XDP: with neighbour discovery
+// elements in the configuration, brickroute's XDP program hands the router the
+// solicitations for, and advertisements to, addresses other than the interfaces' own
+// in the kernel (their link-local ones), and with no other IPv6 addresses of the
+// kernel's on $DEV0 and $DEV1 every frame for $IP0 and $IP1 is the router's.
+// (METHOD PACKET works as well.)
 //
-// Run it (root, two interfaces without IPv6 addresses):
+// Run it (root, two interfaces without IPv6 addresses but their link-local ones):
 //   brickroute run conf/iprouter6.click DEV0=eth1 MAC0=... IP0=... NET0=... \
 //       DEV1=eth2 MAC1=... IP1=... NET1=...
 // Handlers worth reading: nds0.table, nds1.table, nda0.drops, rt.table, tohost.count,
@@ -59,8 +61,8 @@ src6[4] -> ip;
 // Neighbor Solicitations (next header 58, hop limit 255, ICMPv6 type 135), Neighbor
 // Advertisements (type 136), other IPv6, the rest.
 c0 :: Classifier(12/86dd 20/3aff 54/87, 12/86dd 20/3aff 54/88, 12/86dd, -);
-FromDevice($DEV0, METHOD PACKET) -> c0;
-out0 :: Queue(200) -> ToDevice($DEV0, METHOD PACKET);
+FromDevice($DEV0) -> c0;
+out0 :: Queue(200) -> ToDevice($DEV0);
 c0[0] -> nda0 :: IP6NDAdvertiser($IP0 $MAC0) -> out0;
 nds0 :: IP6NDSolicitor($IP0, $MAC0, ENTRY_CAPACITY 1024) -> out0;
 c0[1] -> [1]nds0;
@@ -68,8 +70,8 @@ c0[2] -> Paint(0) -> src6;
 c0[3] -> other0 :: Counter -> Discard;
 
 c1 :: Classifier(12/86dd 20/3aff 54/87, 12/86dd 20/3aff 54/88, 12/86dd, -);
-FromDevice($DEV1, METHOD PACKET) -> c1;
-out1 :: Queue(200) -> ToDevice($DEV1, METHOD PACKET);
+FromDevice($DEV1) -> c1;
+out1 :: Queue(200) -> ToDevice($DEV1);
 c1[0] -> nda1 :: IP6NDAdvertiser($IP1 $MAC1) -> out1;
 nds1 :: IP6NDSolicitor($IP1, $MAC1, ENTRY_CAPACITY 1024) -> out1;
 c1[1] -> [1]nds1;

@@ -125,17 +125,23 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
 /// interfaces `FromDevice` and `ToDevice` name.
 /// `services` takes the configuration's control sockets (bound) and kernel route
 /// syncs.
-/// The classes that answer and send ARP themselves. With one in the configuration, the
-/// AF_XDP interfaces hand the router the ARP for addresses other than their own, which
-/// their XDP program otherwise leaves to the kernel with all other ARP.
+/// The classes that answer and send ARP themselves, and those that do IPv6 neighbour
+/// discovery. With one in the configuration, the AF_XDP interfaces hand the router the
+/// ARP (or neighbour discovery) for addresses other than their own, which their XDP
+/// program otherwise leaves to the kernel with the rest.
 const ARP_CLASSES: [&str; 2] = ["ARPResponder", "ARPQuerier"];
+const ND_CLASSES: [&str; 2] = ["IP6NDAdvertiser", "IP6NDSolicitor"];
 
-fn deliver_router_arp(router: &RouterSpec, devices: &DeviceTable) -> Result<(), String> {
-    if !router.element_classes().any(|c| ARP_CLASSES.contains(&c)) {
-        return Ok(());
-    }
+fn deliver_neighbor_frames(router: &RouterSpec, devices: &DeviceTable) -> Result<(), String> {
+    let has = |classes: &[&str]| router.element_classes().any(|c| classes.contains(&c));
+    let (arp, nd) = (has(&ARP_CLASSES), has(&ND_CLASSES));
     for d in devices.devices() {
-        d.port.deliver_router_arp().map_err(|e| e.to_string())?;
+        if arp {
+            d.port.deliver_router_arp().map_err(|e| e.to_string())?;
+        }
+        if nd {
+            d.port.deliver_router_nd().map_err(|e| e.to_string())?;
+        }
     }
     Ok(())
 }
@@ -291,7 +297,7 @@ pub fn main(args: RunArgs) -> ExitCode {
     // The kernel's routes go in before the workers start (also with -q, as Click
     // initializes every element before it decides not to run).
     let loaded = load(&args, threads, &devices, &services)
-        .and_then(|r| deliver_router_arp(&r, &devices).map(|()| r))
+        .and_then(|r| deliver_neighbor_frames(&r, &devices).map(|()| r))
         .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers)));
     CONFIGURING.store(false, Ordering::SeqCst);
     let (router, followers) = match loaded {

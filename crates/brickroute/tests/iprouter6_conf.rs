@@ -59,6 +59,10 @@ fn testbed() -> TwoHosts {
             &format!("MAC1={R1_MAC}"),
             "IP1=2001:db8:2::1",
             "NET1=2001:db8:2::/64",
+            // A worker for each of the veths' two receive queues, so the interfaces open
+            // with the default METHOD, XDP (with one worker it falls back to AF_PACKET).
+            "--threads",
+            "2",
             "-h",
             "nds0.table",
             "-h",
@@ -158,6 +162,8 @@ fn click_ip_router_for_ipv6_forwards_and_resolves_neighbours() {
     assert_eq!(arrived, ["2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap()]);
 
     let (out, err) = t.stop();
+    // Through AF_XDP: its program handed the router its neighbour discovery.
+    assert!(err.contains("r0 (XDP") && err.contains("r1 (XDP"), "{err}");
     // Each solicitor learnt its host's address from the advertisement answering its
     // solicitation: `ADDR 1 MAC AGE`.
     assert!(

@@ -71,6 +71,15 @@ pub trait Port: Send + Sync {
         Ok(())
     }
 
+    /// Asks the port to deliver the IPv6 neighbour discovery the router does itself
+    /// (its configuration has neighbour discovery elements): an AF_XDP port then takes
+    /// neighbour solicitations and advertisements for addresses other than its
+    /// interface's own from the kernel. Ports that deliver every frame already have
+    /// nothing to change.
+    fn deliver_router_nd(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+
     /// Counters summed over all queues.
     fn totals(&self) -> QueueStats {
         (0..self.queues()).fold(QueueStats::default(), |a, q| a.add(&self.stats(q)))

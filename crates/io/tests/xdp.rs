@@ -541,6 +541,109 @@ fn with_router_arp_the_sockets_get_arp_for_other_addresses() {
     });
 }
 
+/// The peer's (XB's) IPv6 address, and the one given to XA in the kernel.
+const XB_IP6: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0b];
+const XA_IP6: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a];
+
+/// A neighbour solicitation (`icmp_type` 135) or advertisement (136) from the peer to
+/// `dst` (by XA's MAC) about `target`, with the peer's link-layer address option (source
+/// for a solicitation, target for an advertisement) and a right ICMPv6 checksum.
+fn nd_frame(icmp_type: u8, dst: [u8; 16], target: [u8; 16]) -> Vec<u8> {
+    let mut icmp = vec![icmp_type, 0, 0, 0];
+    // Advertisement flags: solicited and override.
+    icmp.extend_from_slice(if icmp_type == 136 {
+        &[0x60, 0, 0, 0]
+    } else {
+        &[0; 4]
+    });
+    icmp.extend_from_slice(&target);
+    icmp.extend_from_slice(&[if icmp_type == 135 { 1 } else { 2 }, 1]);
+    icmp.extend_from_slice(&XB_MAC);
+    // The checksum over the pseudo-header (addresses, length, next header 58) and the
+    // message.
+    let mut sum_over = XB_IP6.to_vec();
+    sum_over.extend_from_slice(&dst);
+    sum_over.extend_from_slice(&(icmp.len() as u32).to_be_bytes());
+    sum_over.extend_from_slice(&[0, 0, 0, 58]);
+    sum_over.extend_from_slice(&icmp);
+    let c = ipv4_checksum(&sum_over).to_be_bytes();
+    icmp[2..4].copy_from_slice(&c);
+    let mut f = XA_MAC.to_vec();
+    f.extend_from_slice(&XB_MAC);
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+    f.extend_from_slice(&(icmp.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[58, 255]);
+    f.extend_from_slice(&XB_IP6);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&icmp);
+    f
+}
+
+#[test]
+fn with_router_nd_the_sockets_get_neighbour_discovery_for_other_addresses() {
+    let ns = Netns::new(1);
+    let name = ns.name.clone();
+    // IPv6 on xa only, with an address of the kernel's (no duplicate detection, so it
+    // is usable at once).
+    run(&[
+        "ip",
+        "netns",
+        "exec",
+        &name,
+        "sysctl",
+        "-qw",
+        "net.ipv6.conf.xa.disable_ipv6=0",
+    ]);
+    run(&[
+        "ip",
+        "-n",
+        &name,
+        "addr",
+        "add",
+        "2001:db8::a/64",
+        "dev",
+        "xa",
+        "nodad",
+    ]);
+    ns.enter(|| {
+        let port = open(1);
+        assert!(port.local_addresses_v6().contains(&XA_IP6));
+        let peer = Peer::open();
+        port.set_router_nd(true).unwrap();
+        let is_advertisement = |f: &[u8]| f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[54] == 136;
+
+        // A solicitation for the kernel's address: the kernel advertises it.
+        peer.send(&nd_frame(135, XA_IP6, XA_IP6));
+        let replies = peer.receive(1, is_advertisement);
+        assert_eq!(replies.len(), 1, "no advertisement from the kernel");
+        assert_eq!(&replies[0][62..78], &XA_IP6);
+
+        // A solicitation for another address and an advertisement to another address:
+        // both to the socket, byte for byte, in order.
+        let other = |last: u8| {
+            let mut a = XA_IP6;
+            a[15] = last;
+            a
+        };
+        let solicitation = nd_frame(135, other(0x99), other(0x99));
+        let advertisement = nd_frame(136, other(0x77), XB_IP6);
+        peer.send(&solicitation);
+        peer.send(&advertisement);
+        let got = receive_on(&port, &[0], 2);
+        assert_eq!(got, vec![(0, solicitation.clone()), (0, advertisement)]);
+
+        // Turned off: neighbour discovery goes to the kernel again; only the marker
+        // that follows reaches the socket.
+        port.set_router_nd(false).unwrap();
+        peer.send(&solicitation);
+        let marker = stream_frame(5);
+        peer.send(&marker);
+        let got = receive_on(&port, &[0], 1);
+        assert_eq!(got, vec![(0, marker)]);
+        assert_no_frame_leaked(&port);
+    });
+}
+
 #[test]
 fn program_is_attached_while_open_and_gone_after_drop() {
     let ns = Netns::new(1);

@@ -156,11 +156,13 @@ pub struct XdpPort {
     counters: Vec<CachePadded<QueueCounters>>,
     mode: XdpMode,
     attach: XdpAttach,
-    /// The IPv4 addresses in the address map.
-    local_addrs: Mutex<Vec<[u8; 4]>>,
-    addr_map: OwnedFd,
-    /// Entry 0: [`program::FLAG_ROUTER_ARP`] while the router takes ARP itself.
+    /// The interface's IPv4 and IPv6 addresses, in the program's address maps.
+    local_v4: AddressMap<4>,
+    local_v6: AddressMap<16>,
+    /// Entry 0: the [`program::FLAG_ROUTER_ARP`] and [`program::FLAG_ROUTER_ND`] bits,
+    /// kept in `flags` too.
     flags_map: OwnedFd,
+    flags: Mutex<u32>,
     _prog: OwnedFd,
     _xsk_map: OwnedFd,
     /// Why the port would miss frames the interface receives (its other queues'), if
@@ -201,14 +203,17 @@ fn ifindex_of(ifname: &str) -> Result<u32, DeviceError> {
     Ok(index)
 }
 
-/// The IPv4 addresses of interface `ifname`, in network byte order.
-fn ipv4_addresses(ifname: &str) -> io::Result<Vec<[u8; 4]>> {
+/// An interface's IPv4 and IPv6 addresses, in network byte order.
+type Addresses = (Vec<[u8; 4]>, Vec<[u8; 16]>);
+
+/// The IPv4 and IPv6 addresses of interface `ifname`.
+fn interface_addresses(ifname: &str) -> io::Result<Addresses> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `head` with a list we free below.
     if unsafe { libc::getifaddrs(&mut head) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut out = Vec::new();
+    let (mut v4, mut v6) = (Vec::new(), Vec::new());
     let mut cur = head;
     while !cur.is_null() {
         // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
@@ -219,20 +224,66 @@ fn ipv4_addresses(ifname: &str) -> io::Result<Vec<[u8; 4]>> {
         }
         // SAFETY: ifa_name is a NUL-terminated string of the list.
         let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if name.to_bytes() != ifname.as_bytes() {
+            continue;
+        }
         // SAFETY: ifa_addr is non-null and points at a sockaddr of the list.
-        let family = unsafe { (*ifa.ifa_addr).sa_family };
-        if name.to_bytes() == ifname.as_bytes() && i32::from(family) == libc::AF_INET {
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        if family == libc::AF_INET {
             // SAFETY: an AF_INET address is a sockaddr_in.
             let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
             let a = sin.sin_addr.s_addr.to_ne_bytes();
-            if !out.contains(&a) {
-                out.push(a);
+            if !v4.contains(&a) {
+                v4.push(a);
+            }
+        } else if family == libc::AF_INET6 {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+            let a = sin6.sin6_addr.s6_addr;
+            if !v6.contains(&a) {
+                v6.push(a);
             }
         }
     }
     // SAFETY: `head` came from getifaddrs and is freed once.
     unsafe { libc::freeifaddrs(head) };
-    Ok(out)
+    Ok((v4, v6))
+}
+
+/// One of the program's address maps (`HASH`, keys: `N`-byte addresses in network
+/// order, values: one byte) and the addresses it holds.
+struct AddressMap<const N: usize> {
+    map: OwnedFd,
+    addrs: Mutex<Vec<[u8; N]>>,
+}
+
+impl<const N: usize> AddressMap<N> {
+    fn new(name: &str) -> io::Result<AddressMap<N>> {
+        Ok(AddressMap {
+            map: bpf::map_create(bpf::BPF_MAP_TYPE_HASH, N as u32, 1, MAX_LOCAL_ADDRS, name)?,
+            addrs: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Makes the map hold the first [`MAX_LOCAL_ADDRS`] of `now` and nothing else.
+    fn set(&self, mut now: Vec<[u8; N]>) -> io::Result<()> {
+        now.truncate(MAX_LOCAL_ADDRS as usize);
+        let mut cur = lock(&self.addrs);
+        for a in cur.iter().filter(|a| !now.contains(a)) {
+            // SAFETY: the map has N-byte keys ([u8; N]).
+            unsafe { bpf::map_delete(&self.map, a) }?;
+        }
+        for a in &now {
+            // SAFETY: the map has N-byte keys ([u8; N]) and 1-byte values (u8).
+            unsafe { bpf::map_update(&self.map, a, &1u8) }?;
+        }
+        *cur = now;
+        Ok(())
+    }
+
+    fn get(&self) -> Vec<[u8; N]> {
+        lock(&self.addrs).clone()
+    }
 }
 
 /// The receive queues interface `ifname` uses now (ethtool's channels: receive-only plus
@@ -550,11 +601,18 @@ impl XdpPort {
             "brt_xsks",
         )
         .map_err(|e| dev_err(ifname, "create the XSKMAP", e))?;
-        let addr_map = bpf::map_create(bpf::BPF_MAP_TYPE_HASH, 4, 1, MAX_LOCAL_ADDRS, "brt_local_v4")
-            .map_err(|e| dev_err(ifname, "create the address map", e))?;
+        let local_v4 =
+            AddressMap::new("brt_local_v4").map_err(|e| dev_err(ifname, "create the IPv4 address map", e))?;
+        let local_v6 =
+            AddressMap::new("brt_local_v6").map_err(|e| dev_err(ifname, "create the IPv6 address map", e))?;
         let flags_map = bpf::map_create(bpf::BPF_MAP_TYPE_ARRAY, 4, 4, 1, "brt_flags")
             .map_err(|e| dev_err(ifname, "create the flags map", e))?;
-        let insns = program::instructions(xsk_map.as_raw_fd(), addr_map.as_raw_fd(), flags_map.as_raw_fd());
+        let insns = program::instructions(program::Maps {
+            xsks: xsk_map.as_raw_fd(),
+            v4: local_v4.map.as_raw_fd(),
+            v6: local_v6.map.as_raw_fd(),
+            flags: flags_map.as_raw_fd(),
+        });
         let prog = bpf::prog_load_xdp(&insns, PROGRAM_NAME).map_err(|e| {
             let step = if e.log.is_empty() {
                 "load the XDP program".to_string()
@@ -601,13 +659,14 @@ impl XdpPort {
                 .map_err(|e| dev_err(ifname, format!("queue {}: enter the socket in the XSKMAP", q), e))?;
             sockets.push(xsk);
         }
-        let local =
-            ipv4_addresses(ifname).map_err(|e| dev_err(ifname, "read the interface's IPv4 addresses", e))?;
-        for a in local.iter().take(MAX_LOCAL_ADDRS as usize) {
-            // SAFETY: the address map has 4-byte keys ([u8; 4]) and 1-byte values (u8).
-            unsafe { bpf::map_update(&addr_map, a, &1u8) }
-                .map_err(|e| dev_err(ifname, "enter an address in the address map", e))?;
-        }
+        let (v4, v6) =
+            interface_addresses(ifname).map_err(|e| dev_err(ifname, "read the interface's addresses", e))?;
+        local_v4
+            .set(v4)
+            .map_err(|e| dev_err(ifname, "enter an address in the IPv4 address map", e))?;
+        local_v6
+            .set(v6)
+            .map_err(|e| dev_err(ifname, "enter an address in the IPv6 address map", e))?;
 
         let (link, attach) = match cfg.attach {
             AttachRequest::Native => (
@@ -643,9 +702,10 @@ impl XdpPort {
             queues: sockets.into_iter().map(|x| CachePadded(Mutex::new(x))).collect(),
             mode,
             attach,
-            local_addrs: Mutex::new(local),
-            addr_map,
+            local_v4,
+            local_v6,
             flags_map,
+            flags: Mutex::new(0),
             _prog: prog,
             _xsk_map: xsk_map,
             unread_queues,
@@ -673,27 +733,29 @@ impl XdpPort {
     /// The IPv4 addresses whose frames the program passes to the kernel (the first
     /// 256 of the interface's).
     pub fn local_addresses(&self) -> Vec<[u8; 4]> {
-        lock(&self.local_addrs).clone()
+        self.local_v4.get()
     }
 
-    /// Re-reads the interface's IPv4 addresses into the program's address map (after
-    /// addresses were added or removed); returns how many there are now.
+    /// The IPv6 addresses (the first 256 of the interface's) whose neighbour
+    /// discovery the program passes to the kernel when the router does its own.
+    pub fn local_addresses_v6(&self) -> Vec<[u8; 16]> {
+        self.local_v6.get()
+    }
+
+    /// Re-reads the interface's IPv4 and IPv6 addresses into the program's address maps
+    /// (after addresses were added or removed); returns how many IPv4 addresses there
+    /// are now.
     pub fn refresh_local_addresses(&self) -> Result<usize, DeviceError> {
-        let now = ipv4_addresses(&self.ifname)
-            .map_err(|e| dev_err(&self.ifname, "read the interface's IPv4 addresses", e))?;
-        let mut cur = lock(&self.local_addrs);
-        for a in cur.iter().filter(|a| !now.contains(a)) {
-            // SAFETY: the address map has 4-byte keys ([u8; 4]).
-            unsafe { bpf::map_delete(&self.addr_map, a) }
-                .map_err(|e| dev_err(&self.ifname, "remove an address from the address map", e))?;
-        }
-        for a in now.iter().take(MAX_LOCAL_ADDRS as usize) {
-            // SAFETY: the address map has 4-byte keys ([u8; 4]) and 1-byte values (u8).
-            unsafe { bpf::map_update(&self.addr_map, a, &1u8) }
-                .map_err(|e| dev_err(&self.ifname, "enter an address in the address map", e))?;
-        }
-        *cur = now;
-        Ok(cur.len())
+        let (v4, v6) = interface_addresses(&self.ifname)
+            .map_err(|e| dev_err(&self.ifname, "read the interface's addresses", e))?;
+        let n = v4.len().min(MAX_LOCAL_ADDRS as usize);
+        self.local_v4
+            .set(v4)
+            .map_err(|e| dev_err(&self.ifname, "update the IPv4 address map", e))?;
+        self.local_v6
+            .set(v6)
+            .map_err(|e| dev_err(&self.ifname, "update the IPv6 address map", e))?;
+        Ok(n)
     }
 
     /// Whether ARP for addresses other than the interface's own comes to the sockets
@@ -701,10 +763,25 @@ impl XdpPort {
     /// all other ARP (`false`, as the port opens). ARP for the interface's own
     /// addresses always goes to the kernel.
     pub fn set_router_arp(&self, on: bool) -> Result<(), DeviceError> {
-        let flag: u32 = if on { program::FLAG_ROUTER_ARP } else { 0 };
+        self.set_flag(program::FLAG_ROUTER_ARP, on)
+    }
+
+    /// Whether neighbour solicitations for, and advertisements to, addresses other
+    /// than the interface's own come to the sockets (`true`: the router does its own
+    /// neighbour discovery) or go to the kernel with all other neighbour discovery
+    /// (`false`, as the port opens).
+    pub fn set_router_nd(&self, on: bool) -> Result<(), DeviceError> {
+        self.set_flag(program::FLAG_ROUTER_ND, on)
+    }
+
+    fn set_flag(&self, flag: u32, on: bool) -> Result<(), DeviceError> {
+        let mut flags = lock(&self.flags);
+        let new = if on { *flags | flag } else { *flags & !flag };
         // SAFETY: the flags map has 4-byte keys (u32 index) and 4-byte values (u32).
-        unsafe { bpf::map_update(&self.flags_map, &0u32, &flag) }
-            .map_err(|e| dev_err(&self.ifname, "set the XDP program's ARP flag", e))
+        unsafe { bpf::map_update(&self.flags_map, &0u32, &new) }
+            .map_err(|e| dev_err(&self.ifname, "set the XDP program's flags", e))?;
+        *flags = new;
+        Ok(())
     }
 
     /// UMEM frame whereabouts and transmit drops of queue `q` (default for a queue
@@ -794,6 +871,10 @@ impl Port for XdpPort {
 
     fn deliver_router_arp(&self) -> Result<(), DeviceError> {
         self.set_router_arp(true)
+    }
+
+    fn deliver_router_nd(&self) -> Result<(), DeviceError> {
+        self.set_router_nd(true)
     }
 
     fn rx_burst(&self, queue: usize, batch: &mut PacketBatch, max: usize) -> usize {

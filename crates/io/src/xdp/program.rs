@@ -9,7 +9,13 @@
 //!   router answers, a reply to the router's own request. ARP for the interface's
 //!   own addresses still goes to the kernel, whose traffic needs it;
 //! - IPv6 neighbour discovery (ICMPv6 types 133-137 right after the IPv6 header):
-//!   `XDP_PASS`;
+//!   `XDP_PASS`; but when the router takes neighbour discovery itself
+//!   ([`FLAG_ROUTER_ND`]), a neighbour solicitation whose target, or a neighbour
+//!   advertisement whose destination, is not one of the interface's own IPv6
+//!   addresses (a key of the IPv6 address map) goes to the sockets: a solicitation
+//!   for an address the router answers for, an advertisement answering the router's
+//!   solicitation. Router solicitations and advertisements and redirects still go to
+//!   the kernel;
 //! - IPv4 whose destination is one of the interface's own addresses (a key of the
 //!   address map): `XDP_PASS`, so ping, SSH, BGP sessions to the router still work;
 //! - everything else: `bpf_redirect_map(xsk_map, rx_queue_index, XDP_PASS)`, to the
@@ -27,6 +33,9 @@ pub const PROGRAM_NAME: &str = "brickroute_xdp";
 /// (its configuration has ARP elements): ARP for addresses other than the interface's
 /// own then goes to the sockets. 0 (the map's initial value): all ARP to the kernel.
 pub const FLAG_ROUTER_ARP: u32 = 1;
+/// The bit of the flags map's entry 0 set when the router does IPv6 neighbour
+/// discovery itself (its configuration has neighbour discovery elements).
+pub const FLAG_ROUTER_ND: u32 = 2;
 
 const XDP_PASS: i32 = 2;
 const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
@@ -57,6 +66,7 @@ const STX_W: u8 = 0x63;
 const MOV64_X: u8 = 0xbf;
 const MOV64_K: u8 = 0xb7;
 const ADD64_K: u8 = 0x07;
+const AND64_K: u8 = 0x57;
 const JA: u8 = 0x05;
 const JEQ_K: u8 = 0x15;
 const JNE_K: u8 = 0x55;
@@ -88,6 +98,9 @@ enum Label {
     Arp,
     Ipv4,
     Ipv6,
+    Solicitation,
+    Advertisement,
+    NdLookup,
     Pass,
     Redirect,
 }
@@ -169,10 +182,56 @@ fn wire16(b: [u8; 2]) -> i32 {
     i32::from(u16::from_ne_bytes(b))
 }
 
-/// The program's instructions, with the descriptors of the socket map (`XSKMAP`, key:
-/// receive queue), of the address map (`HASH`, key: an IPv4 address in network
-/// order) and of the flags map (`ARRAY` of one `u32`, see [`FLAG_ROUTER_ARP`]) built in.
-pub fn instructions(xsk_map_fd: i32, addr_map_fd: i32, flags_map_fd: i32) -> Vec<u64> {
+/// The descriptors of the maps the program reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Maps {
+    /// `XSKMAP`, key: receive queue.
+    pub xsks: i32,
+    /// `HASH`, key: an IPv4 address of the interface, in network order.
+    pub v4: i32,
+    /// `HASH`, key: an IPv6 address of the interface, in network order.
+    pub v6: i32,
+    /// `ARRAY` of one `u32`: [`FLAG_ROUTER_ARP`] and [`FLAG_ROUTER_ND`].
+    pub flags: i32,
+}
+
+/// Loads the flags map's entry 0 and goes to `Pass` unless it has `flag`. (The call
+/// leaves r1-r5 undefined.)
+fn pass_unless_flag(a: &mut Asm, flags_map_fd: i32, flag: u32) {
+    a.op(MOV64_K, R5, 0, 0, 0);
+    a.op(STX_W, R10, R5, -24, 0); // key 0
+    a.ld_map_fd(R1, flags_map_fd);
+    a.op(MOV64_X, R2, R10, 0, 0);
+    a.op(ADD64_K, R2, 0, 0, -24);
+    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
+    a.jump(JEQ_K, R0, 0, Label::Pass); // (an array map always has entry 0)
+    a.op(LDX_W, R5, R0, 0, 0);
+    a.op(AND64_K, R5, 0, 0, flag as i32);
+    a.jump(JEQ_K, R5, 0, Label::Pass);
+}
+
+/// Looks the key at `r10 + key_at` up in the address map `map_fd`: found (one of the
+/// interface's own addresses), to `Pass`; else to `Redirect`.
+fn pass_if_own(a: &mut Asm, map_fd: i32, key_at: i32) {
+    a.ld_map_fd(R1, map_fd);
+    a.op(MOV64_X, R2, R10, 0, 0);
+    a.op(ADD64_K, R2, 0, 0, key_at);
+    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
+    a.jump(JNE_K, R0, 0, Label::Pass);
+    a.jump(JA, 0, 0, Label::Redirect);
+}
+
+/// Copies the 16 bytes at `r2 + from` (an IPv6 address of the frame, inside the bounds
+/// checked before) to `r10 - 16`.
+fn stack_address16(a: &mut Asm, from: i16) {
+    for w in 0..4 {
+        a.op(LDX_W, R5, R2, from + 4 * w, 0);
+        a.op(STX_W, R10, R5, -16 + 4 * w, 0);
+    }
+}
+
+/// The program's instructions, with the maps' descriptors built in.
+pub fn instructions(maps: Maps) -> Vec<u64> {
     use Label::*;
     let mut a = Asm::new();
     a.op(MOV64_X, R6, R1, 0, 0); // r6 = ctx (kept across calls)
@@ -195,21 +254,8 @@ pub fn instructions(xsk_map_fd: i32, addr_map_fd: i32, flags_map_fd: i32) -> Vec
     a.jump_x(JGT_X, R4, R3, Pass);
     a.op(LDX_W, R5, R2, 14 + 24, 0); // target protocol address
     a.op(STX_W, R10, R5, -4, 0); // key of the address-map lookup below
-    a.op(MOV64_K, R5, 0, 0, 0);
-    a.op(STX_W, R10, R5, -8, 0); // key 0 of the flags map
-    a.ld_map_fd(R1, flags_map_fd);
-    a.op(MOV64_X, R2, R10, 0, 0);
-    a.op(ADD64_K, R2, 0, 0, -8);
-    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
-    a.jump(JEQ_K, R0, 0, Pass); // (an array map always has entry 0)
-    a.op(LDX_W, R5, R0, 0, 0);
-    a.jump(JNE_K, R5, FLAG_ROUTER_ARP as i32, Pass); // the kernel takes ARP
-    a.ld_map_fd(R1, addr_map_fd);
-    a.op(MOV64_X, R2, R10, 0, 0);
-    a.op(ADD64_K, R2, 0, 0, -4);
-    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
-    a.jump(JNE_K, R0, 0, Pass); // for one of the interface's own addresses
-    a.jump(JA, 0, 0, Redirect);
+    pass_unless_flag(&mut a, maps.flags, FLAG_ROUTER_ARP);
+    pass_if_own(&mut a, maps.v4, -4);
 
     a.label(Ipv4);
     a.op(MOV64_X, R4, R2, 0, 0);
@@ -217,12 +263,7 @@ pub fn instructions(xsk_map_fd: i32, addr_map_fd: i32, flags_map_fd: i32) -> Vec
     a.jump_x(JGT_X, R4, R3, Redirect);
     a.op(LDX_W, R5, R2, 14 + 16, 0); // destination address
     a.op(STX_W, R10, R5, -4, 0); // key on the stack
-    a.ld_map_fd(R1, addr_map_fd);
-    a.op(MOV64_X, R2, R10, 0, 0);
-    a.op(ADD64_K, R2, 0, 0, -4);
-    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
-    a.jump(JNE_K, R0, 0, Pass); // one of ours
-    a.jump(JA, 0, 0, Redirect);
+    pass_if_own(&mut a, maps.v4, -4);
 
     a.label(Ipv6);
     a.op(MOV64_X, R4, R2, 0, 0);
@@ -233,11 +274,29 @@ pub fn instructions(xsk_map_fd: i32, addr_map_fd: i32, flags_map_fd: i32) -> Vec
     a.op(LDX_B, R5, R2, 14 + 40, 0); // ICMPv6 type
     a.jump(JLT_K, R5, 133, Redirect);
     a.jump(JGT_K, R5, 137, Redirect);
-    a.jump(JA, 0, 0, Pass); // router/neighbour solicitation/advertisement, redirect
+    a.jump(JEQ_K, R5, 135, Solicitation);
+    a.jump(JEQ_K, R5, 136, Advertisement);
+    a.jump(JA, 0, 0, Pass); // router solicitation or advertisement, redirect
+
+    // A neighbour solicitation is keyed by its target (ICMPv6 bytes 8..24), an
+    // advertisement by its destination (the solicitor, or all nodes when unsolicited):
+    // the 16 bytes go to r10-16..r10 for the IPv6 address-map lookup. One too short
+    // for its target goes to the kernel, as all neighbour discovery did before the flag.
+    a.label(Solicitation);
+    a.op(MOV64_X, R4, R2, 0, 0);
+    a.op(ADD64_K, R4, 0, 0, 14 + 40 + 24);
+    a.jump_x(JGT_X, R4, R3, Pass);
+    stack_address16(&mut a, 14 + 48);
+    a.jump(JA, 0, 0, NdLookup);
+    a.label(Advertisement);
+    stack_address16(&mut a, 14 + 24);
+    a.label(NdLookup);
+    pass_unless_flag(&mut a, maps.flags, FLAG_ROUTER_ND);
+    pass_if_own(&mut a, maps.v6, -16);
 
     a.label(Redirect);
     a.op(LDX_W, R2, R6, MD_RX_QUEUE_INDEX, 0);
-    a.ld_map_fd(R1, xsk_map_fd);
+    a.ld_map_fd(R1, maps.xsks);
     a.op(MOV64_K, R3, 0, 0, XDP_PASS); // the action if the queue has no socket
     a.op(CALL, 0, 0, 0, HELPER_REDIRECT_MAP);
     a.op(EXIT, 0, 0, 0, 0);
@@ -274,7 +333,12 @@ mod tests {
 
     #[test]
     fn jumps_land_on_their_labels() {
-        let p = instructions(7, 9, 11);
+        let p = instructions(Maps {
+            xsks: 7,
+            v4: 9,
+            v6: 13,
+            flags: 11,
+        });
         // Decode (code, off) and follow every jump: it must land inside the program,
         // and the two exits must be preceded by the redirect call and `r0 = XDP_PASS`.
         let decode = |i: u64| {
@@ -301,7 +365,7 @@ mod tests {
                 exits.push(at);
             }
             if code == LD_IMM64 {
-                assert!(imm == 7 || imm == 9 || imm == 11);
+                assert!([7, 9, 11, 13].contains(&imm));
             }
         }
         assert_eq!(exits.len(), 2);
