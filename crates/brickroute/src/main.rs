@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod addresses;
 mod bench;
 mod control;
 mod cpu;

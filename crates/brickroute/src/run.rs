@@ -1,5 +1,6 @@
 //! `brickroute run`: Click's userlevel driver options on brickroute's workers.
 
+use crate::addresses;
 use crate::control;
 use crate::handlers;
 use crate::kernelroutes;
@@ -317,6 +318,8 @@ pub fn main(args: RunArgs) -> ExitCode {
         // (Following the neighbour tables does not keep the router running: it serves
         // the workers' packets only.)
         let resolving = neighbors::follow(&services.resolvers, &router);
+        // (Nor does following the interfaces' addresses for their XDP programs.)
+        let addressing = addresses::follow(&devices, &router);
         let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
         // With a control socket or kernel routes to follow, the router runs until it
         // is stopped (a signal, a source's STOP, or a write to the `stop` handler), as
@@ -327,6 +330,7 @@ pub fn main(args: RunArgs) -> ExitCode {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        drop(addressing);
         drop(resolving);
         drop(following);
         drop(server);

@@ -15,6 +15,7 @@ mod router_process;
 mod two_hosts;
 
 use netns::Netns;
+use std::time::{Duration, Instant};
 use two_hosts::{TwoHosts, E0_MAC, E1_MAC, R0_MAC, R1_MAC};
 
 /// `ping ARGS` (IPv4) in `ns`: its exit success and standard output.
@@ -130,4 +131,51 @@ fn click_ip_router_forwards_answers_and_resolves() {
         "{out}\n{err}"
     );
     drop(t);
+}
+
+#[test]
+fn an_address_given_to_an_interface_while_the_router_runs_reaches_the_kernel() {
+    let mut t = testbed();
+    // 10.0.1.100 is not the router's (its ARPResponder answers for 10.0.1.1 only):
+    // nothing answers a ping to it.
+    let (ok, out) = ping(&t.h0, &["-c", "1", "-W", "1", "10.0.1.100"]);
+    assert!(!ok && out.contains("0 received"), "{out}");
+
+    // Given to r0 in the router's kernel while the router runs, it is the kernel's:
+    // the XDP program hands the kernel the ARP for it and the ping, once the router
+    // has re-read r0's addresses.
+    t.r.ip(&["addr", "add", "10.0.1.100/24", "dev", "r0"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (ok, out) = ping(&t.h0, &["-c", "1", "-W", "1", "10.0.1.100"]);
+        if ok {
+            assert!(out.contains("1 received"), "{out}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the kernel never answered for 10.0.1.100: {out}"
+        );
+    }
+
+    // Taken away again, it is nobody's: the router's ARPQuerier asks for it and gets no
+    // answer. (h0 forgets the kernel's ARP answer first.)
+    t.r.ip(&["addr", "del", "10.0.1.100/24", "dev", "r0"]);
+    t.h0.ip(&["neigh", "flush", "dev", "e0"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (ok, out) = ping(&t.h0, &["-c", "1", "-W", "1", "10.0.1.100"]);
+        if !ok {
+            assert!(out.contains("0 received"), "{out}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "10.0.1.100 still answered after its removal: {out}"
+        );
+    }
+    // The router's own address still answers.
+    let (ok, out) = ping(&t.h0, &["-c", "1", "-W", "2", "10.0.1.1"]);
+    assert!(ok, "{out}");
+    t.stop();
 }

@@ -80,6 +80,13 @@ pub trait Port: Send + Sync {
         Ok(())
     }
 
+    /// Re-reads the interface's own addresses where the port keeps them (an AF_XDP
+    /// port's program passes frames for them to the kernel), after the kernel's
+    /// addresses changed. Ports that keep none have nothing to do.
+    fn refresh_addresses(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+
     /// Counters summed over all queues.
     fn totals(&self) -> QueueStats {
         (0..self.queues()).fold(QueueStats::default(), |a, q| a.add(&self.stats(q)))

@@ -51,6 +51,8 @@ const RTNLGRP_NEXTHOP: libc::c_int = 32;
 /// Multicast groups (`RTMGRP_*`): links, IPv4 addresses and routes, IPv6 addresses
 /// and routes.
 const GROUPS: u32 = 0x1 | 0x10 | 0x40 | 0x100 | 0x400;
+/// Multicast groups of IPv4 and IPv6 address changes only.
+const ADDRESS_GROUPS: u32 = 0x10 | 0x100;
 
 /// `RTN_UNICAST`: a route to a gateway or a directly connected network.
 pub const RTN_UNICAST: u8 = 1;
@@ -391,6 +393,12 @@ impl RouteSocket {
         // A kernel without nexthop objects refuses it, and then has none to change.
         s.set_option(libc::SOL_NETLINK, libc::NETLINK_ADD_MEMBERSHIP, RTNLGRP_NEXTHOP);
         Ok(s)
+    }
+
+    /// A socket that receives the changes of IPv4 and IPv6 addresses only (each
+    /// message it gets parses as [`Message::LinkAddressOrNexthop`]).
+    pub fn subscribe_addresses() -> io::Result<RouteSocket> {
+        RouteSocket::open(ADDRESS_GROUPS)
     }
 
     /// recv(2) without waiting: the datagram's length, or -1 with errno set.

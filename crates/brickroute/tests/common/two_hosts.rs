@@ -36,8 +36,8 @@ pub fn ping(ns: &Netns, family: &str, args: &[&str]) -> (bool, String) {
 pub struct TwoHosts {
     pub h0: Netns,
     pub h1: Netns,
-    /// The router's namespace, kept until the test ends.
-    _r: Netns,
+    /// The router's namespace.
+    pub r: Netns,
     router: RouterProcess,
 }
 
@@ -69,12 +69,7 @@ impl TwoHosts {
                 .spawn()
                 .expect("start brickroute"),
         );
-        let mut t = TwoHosts {
-            h0,
-            h1,
-            _r: r,
-            router,
-        };
+        let mut t = TwoHosts { h0, h1, r, router };
         // The router's sockets may open after the hosts' first ARP requests or
         // solicitations; the hosts ask again.
         let deadline = Instant::now() + Duration::from_secs(20);

@@ -877,6 +877,10 @@ impl Port for XdpPort {
         self.set_router_nd(true)
     }
 
+    fn refresh_addresses(&self) -> Result<(), DeviceError> {
+        self.refresh_local_addresses().map(|_| ())
+    }
+
     fn rx_burst(&self, queue: usize, batch: &mut PacketBatch, max: usize) -> usize {
         let Some(x) = self.queues.get(queue) else {
             return 0;
