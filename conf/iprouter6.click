@@ -16,8 +16,8 @@
 // (LookupIP6Route), hop limit decremented (DecIP6HLIM; at expiry an ICMPv6 time
 // exceeded, RFC 4443, from the address of the interface the packet came in on, at most
 // 1,000 a second as RFC 4443 2.4 (f) requires), and sent to its next hop's Ethernet
-// address (IP6NDSolicitor). Packets for the router itself are counted and dropped
-// (brickroute has no ICMPv6 echo responder: the router does not answer pings).
+// address (IP6NDSolicitor). The router answers pings to its addresses
+// (ICMP6PingResponder, brickroute's own); other packets for it are counted and dropped.
 //
 // Packets from link-local, multicast, loopback or unspecified sources are not
 // forwarded (RFC 4291). Each solicitor keeps at most 1,024 neighbours (Linux's
@@ -78,8 +78,10 @@ c1[1] -> [1]nds1;
 c1[2] -> Paint(1) -> src6;
 c1[3] -> other1 :: Counter -> Discard;
 
-// Local delivery.
-rt[0] -> tohost :: Counter -> Discard;
+// Local delivery: echo requests answered (the reply routed like any other packet),
+// the rest counted and dropped.
+rt[0] -> ping :: ICMP6PingResponder -> rt;
+ping[1] -> tohost :: Counter -> Discard;
 
 // Forwarding: hop limit, then the next hop's Ethernet address.
 rt[1] -> dh0 :: DecIP6HLIM -> [0]nds0;

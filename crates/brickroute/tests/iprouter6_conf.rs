@@ -91,6 +91,16 @@ fn click_ip_router_for_ipv6_forwards_and_resolves_neighbours() {
     assert!(ok && out.contains("3 received"), "{out}");
     assert!(hop_limit_seen(&out, 63), "{out}");
 
+    // Pings to both of the router's addresses, from h0: answered by the router
+    // (ICMP6PingResponder) with hop limit 255, less the router's own decrement on the
+    // way out (the reply is routed like any other packet).
+    let (ok, out) = ping6(&t.h0, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:1::1"]);
+    assert!(ok && out.contains("3 received"), "{out}");
+    assert!(hop_limit_seen(&out, 254), "{out}");
+    let (ok, out) = ping6(&t.h0, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:2::1"]);
+    assert!(ok && out.contains("3 received"), "{out}");
+    assert!(hop_limit_seen(&out, 254), "{out}");
+
     // Hop limit 1: time exceeded, from the router's address on the side the packet
     // came in by.
     let (ok, out) = ping6(&t.h0, &["-c", "1", "-W", "2", "-t", "1", "2001:db8:2::2"]);

@@ -25,41 +25,74 @@ const ECHO_REPLY: u8 = 0;
 /// The TTL of a reply: the largest, as Click's element gives (the reply may have far to go).
 const REPLY_TTL: u8 = 255;
 
-pub struct ICMPPingResponderClass;
+/// A class of element that answers echo requests: `ICMPPingResponder` here, and
+/// `ICMP6PingResponder` (`ip6/icmp6ping.rs`) with its own `answer`.
+pub struct PingResponderClass {
+    pub(crate) name: &'static str,
+    /// Turns a packet into the reply to the echo request it holds; false (and the
+    /// packet unchanged) if it holds none to answer.
+    pub(crate) answer: fn(&mut Packet) -> bool,
+}
 
-impl ElementClass for ICMPPingResponderClass {
+pub const ICMP_PING_RESPONDER: PingResponderClass = PingResponderClass {
+    name: "ICMPPingResponder",
+    answer,
+};
+
+impl ElementClass for PingResponderClass {
     fn name(&self) -> &'static str {
-        "ICMPPingResponder"
+        self.name
     }
     fn port_count(&self) -> PortCount {
         PortCount::parse("1/1-2")
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
         args.finish().map_err(|e| cx.error(e))?;
-        Ok(Arc::new(ICMPPingResponderSpec))
+        Ok(Arc::new(PingResponderSpec(self.answer)))
     }
 }
 
-struct ICMPPingResponderSpec;
+struct PingResponderSpec(fn(&mut Packet) -> bool);
 
-impl ElementSpec for ICMPPingResponderSpec {
+impl ElementSpec for PingResponderSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
-        Box::new(ICMPPingResponder)
+        Box::new(PingResponder(self.0))
     }
 }
 
-struct ICMPPingResponder;
+struct PingResponder(fn(&mut Packet) -> bool);
 
-impl Element for ICMPPingResponder {
+impl Element for PingResponder {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         for mut p in batch.drain() {
-            if answer(&mut p) {
+            if (self.0)(&mut p) {
                 out.push(0, p);
             } else if out.len() > 1 {
                 out.push(1, p);
             }
         }
     }
+}
+
+/// Turns the echo request message `icmp` (ICMP or ICMPv6: type, code, checksum first)
+/// into its reply of type `reply`, code 0, the checksum updated for the two bytes
+/// changed (the ICMPv6 pseudo-header sums the same with the addresses swapped).
+pub(crate) fn make_reply(icmp: &mut [u8], reply: u8) {
+    let old = u16::from_be_bytes([icmp[0], icmp[1]]);
+    icmp[0] = reply;
+    icmp[1] = 0;
+    let sum = update16(
+        u16::from_be_bytes([icmp[2], icmp[3]]),
+        old,
+        u16::from_be_bytes([icmp[0], icmp[1]]),
+    );
+    icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// A reply's annotations besides its destination: paint cleared, timestamp now.
+pub(crate) fn reply_annotations(p: &mut Packet) {
+    p.set_user_anno(PAINT_ANNO_OFFSET, &[0]);
+    p.anno_mut().timestamp = Timestamp::now();
 }
 
 /// Turns `p` into the reply to the echo request it holds; false (and `p` unchanged) if it
@@ -88,19 +121,9 @@ fn answer(p: &mut Packet) -> bool {
     ip[6..8].fill(0);
     ip[8] = REPLY_TTL;
     super::ip::set_header_checksum(&mut ip[..hlen]);
-    let icmp = &mut ip[hlen..];
-    let old = u16::from_be_bytes([icmp[0], icmp[1]]);
-    icmp[0] = ECHO_REPLY;
-    icmp[1] = 0;
-    let sum = update16(
-        u16::from_be_bytes([icmp[2], icmp[3]]),
-        old,
-        u16::from_be_bytes([icmp[0], icmp[1]]),
-    );
-    icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+    make_reply(&mut ip[hlen..], ECHO_REPLY);
     p.set_dst_ip_anno(src);
-    p.set_user_anno(PAINT_ANNO_OFFSET, &[0]);
-    p.anno_mut().timestamp = Timestamp::now();
+    reply_annotations(p);
     true
 }
 
@@ -183,7 +206,7 @@ mod tests {
         want[10..12].copy_from_slice(&c.to_be_bytes());
         want[20..].copy_from_slice(&icmp(ECHO_REPLY));
 
-        let mut h = Harness::new(&ICMPPingResponderClass, "", 1, 2);
+        let mut h = Harness::new(&ICMP_PING_RESPONDER, "", 1, 2);
         let out = h.push(0, vec![with_header(&req, 20)]);
         assert_eq!(out[0].len(), 1);
         assert!(out[1].is_empty());
@@ -204,7 +227,7 @@ mod tests {
         req[10..12].fill(0);
         let c = inet_sum(&req[..28]);
         req[10..12].copy_from_slice(&c.to_be_bytes());
-        let mut h = Harness::new(&ICMPPingResponderClass, "", 1, 1);
+        let mut h = Harness::new(&ICMP_PING_RESPONDER, "", 1, 1);
         let out = h.push(0, vec![with_header(&req, 28)]);
         let r = out[0][0].data();
         assert_eq!(&r[20..28], &[7, 7, 4, 0, 0, 0, 0, 0]);
@@ -244,16 +267,16 @@ mod tests {
             ("truncated", too_short),
         ];
         for (what, bytes) in &cases {
-            let mut h = Harness::new(&ICMPPingResponderClass, "", 1, 2);
+            let mut h = Harness::new(&ICMP_PING_RESPONDER, "", 1, 2);
             let out = h.push(0, vec![with_header(bytes, 20)]);
             assert!(out[0].is_empty(), "{}", what);
             assert_eq!(out[1].len(), 1, "{}", what);
             assert_eq!(out[1][0].data(), &bytes[..], "{}", what);
-            let mut h = Harness::new(&ICMPPingResponderClass, "", 1, 1);
+            let mut h = Harness::new(&ICMP_PING_RESPONDER, "", 1, 1);
             assert!(h.push(0, vec![with_header(bytes, 20)])[0].is_empty(), "{}", what);
         }
         // No network header, or one that is not IPv4.
-        let mut h = Harness::new(&ICMPPingResponderClass, "", 1, 2);
+        let mut h = Harness::new(&ICMP_PING_RESPONDER, "", 1, 2);
         let out = h.push(0, vec![Packet::from_slice(&[0x45; 40])]);
         assert_eq!(out[1].len(), 1);
         let mut v6 = ip_packet(20, 0, ICMP, HOST, ROUTER, &icmp(ECHO_REQUEST));
@@ -264,7 +287,7 @@ mod tests {
 
     #[test]
     fn takes_no_arguments() {
-        let e = crate::testing::build_error(&ICMPPingResponderClass, "10.0.0.1", 1, 1);
+        let e = crate::testing::build_error(&ICMP_PING_RESPONDER, "10.0.0.1", 1, 1);
         assert!(e.contains("too many arguments"), "{}", e);
     }
 }

@@ -73,8 +73,9 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip6::decip6hlim::DecIP6HLIMClass));
     reg.add(Arc::new(ip6::getip6address::GetIP6AddressClass));
     reg.add(Arc::new(ip6::icmp6error::ICMP6ErrorClass));
+    reg.add(Arc::new(ip6::icmp6ping::ICMP6_PING_RESPONDER));
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
-    reg.add(Arc::new(icmpping::ICMPPingResponderClass));
+    reg.add(Arc::new(icmpping::ICMP_PING_RESPONDER));
     arp::register(reg);
     nd::register(reg);
     ip::register_gateway(reg);

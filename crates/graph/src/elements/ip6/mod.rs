@@ -1,7 +1,8 @@
 //! Click's IPv6 elements: `CheckIP6Header` and `MarkIP6Header` find the IPv6 header,
 //! `DecIP6HLIM` decrements its hop limit, `ICMP6Error` answers with ICMPv6 errors,
-//! `GetIP6Address` sets the destination IPv6 annotation from the packet, and
-//! `LookupIP6Route` routes by it over the `lpm` crate's IPv6 table.
+//! `GetIP6Address` sets the destination IPv6 annotation from the packet,
+//! `LookupIP6Route` routes by it over the `lpm` crate's IPv6 table, and
+//! `ICMP6PingResponder` (brickroute's own) answers echo requests.
 
 use crate::args::{split_words, FromArg};
 use packet::checksum::{fold, pseudo_header_v6, sum};
@@ -11,6 +12,7 @@ pub(crate) mod checkip6header;
 pub(crate) mod decip6hlim;
 pub(crate) mod getip6address;
 pub(crate) mod icmp6error;
+pub(crate) mod icmp6ping;
 pub(crate) mod lookupip6route;
 #[cfg(test)]
 pub(crate) mod testutil;
