@@ -39,6 +39,7 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("GetIP6Address", "24", 1),
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
     ("ICMPPingResponder", "", 2),
+    ("ICMP6PingResponder", "", 2),
     ("ARPResponder", "10.0.0.0/8 0:1:2:3:4:5", 2),
     ("ARPQuerier", "10.0.0.1/24, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
     ("IP6NDAdvertiser", "2001:db8::/32 0:1:2:3:4:5, fe80::1 0:1:2:3:4:6", 2),
