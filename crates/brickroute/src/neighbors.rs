@@ -7,10 +7,13 @@
 //! table (`io::rtnl::neigh`): a dump at configuration, then a thread that follows the
 //! kernel's notifications and publishes each change as a new snapshot the workers pick
 //! up at their next batch. A packet whose next hop has no usable entry is counted and
-//! dropped, or sent to output 1 once the kernel has failed to resolve the next hop (for
-//! an ICMP host unreachable), and the thread asks the kernel to resolve the address
-//! (`NTF_USE`), at most once a second per address; it also asks the kernel to check its
-//! stale entries again every 30 s, as the kernel does for traffic it sends itself.
+//! held until the address resolves (a few an address, `held.rs`), or sent to output 1
+//! once the kernel has failed to resolve the next hop (for an ICMP host unreachable),
+//! and the thread asks the kernel to resolve the address (`NTF_USE`), at most once a
+//! second per address; it also asks the kernel to check its stale entries again every
+//! 30 s, as the kernel does for traffic it sends itself.
+
+mod held;
 
 use crate::control::arg;
 use crate::run::strerror;
@@ -22,7 +25,7 @@ use graph::registry::Registry;
 use graph::router::RouterSpec;
 use io::rtnl::neigh::{self, NeighMessage, Neighbor};
 use io::rtnl::{Family, RouteSocket};
-use packet::PacketBatch;
+use packet::{Packet, PacketBatch};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -112,6 +115,9 @@ struct Shared {
     /// where the route is a connected network's).
     wanted: Mutex<HashSet<u128>>,
     unresolved: AtomicU64,
+    /// Packets that found no entry and were dropped: no room to hold them, or their
+    /// address unresolved after `held::WAIT` (or failed, without output 1).
+    drops: AtomicU64,
     requests: AtomicU64,
     /// The thread's record: every entry of the device, usable or not, and its own
     /// Ethernet address (for the `table` and `src` handlers).
@@ -345,6 +351,7 @@ impl ElementClass for NeighborEncapClass {
             generation: AtomicU64::new(0),
             wanted: Mutex::new(HashSet::new()),
             unresolved: AtomicU64::new(0),
+            drops: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             entries: Mutex::new((entries, src)),
         });
@@ -382,10 +389,11 @@ impl ElementSpec for NeighborEncapSpec {
             v6: s.family == Family::V6,
             failed_port: if self.noutputs > 1 { 1 } else { DROP },
             misses: Vec::new(),
+            held: held::Held::default(),
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
-        ["table", "src", "unresolved", "requests"]
+        ["table", "src", "unresolved", "drops", "requests"]
             .into_iter()
             .map(HandlerInfo::read)
             .collect()
@@ -406,6 +414,7 @@ impl ElementSpec for NeighborEncapSpec {
             }
             "src" => Some(mac_text(&s.entries.lock().unwrap_or_else(|e| e.into_inner()).1)),
             "unresolved" => Some(s.unresolved.load(Ordering::Relaxed).to_string()),
+            "drops" => Some(s.drops.load(Ordering::Relaxed).to_string()),
             "requests" => Some(s.requests.load(Ordering::Relaxed).to_string()),
             _ => None,
         }
@@ -443,10 +452,22 @@ struct NeighborEncap {
     v6: bool,
     /// Where a packet whose next hop the kernel failed to resolve goes: output 1 when
     /// there is one, else `DROP`. (One whose next hop is still being resolved, or not
-    /// asked about yet, is dropped.)
+    /// asked about yet, is held.)
     failed_port: u8,
     /// This batch's addresses without an entry.
     misses: Vec<u128>,
+    /// This worker's packets waiting for their next hop.
+    held: held::Held,
+}
+
+/// The next-hop address of `p`: its destination annotation.
+#[inline]
+fn next_hop(p: &Packet, v6: bool) -> u128 {
+    if v6 {
+        u128::from_be_bytes(p.anno().dst_ip6())
+    } else {
+        u128::from(u32::from_be_bytes(p.anno().dst_ip()))
+    }
 }
 
 impl NeighborEncap {
@@ -478,37 +499,119 @@ impl NeighborEncap {
     }
 }
 
-impl Element for NeighborEncap {
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+impl NeighborEncap {
+    /// Takes the newest snapshot if it changed, and sends on (or drops) the held packets
+    /// it settles.
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self, out: &mut Outputs<'_>) {
         let g = self.shared.generation.load(Ordering::Acquire);
         if g != self.generation {
             self.refresh(g);
         }
-        let (snapshot, v6, failed_port, misses) =
-            (&*self.snapshot, self.v6, self.failed_port, &mut self.misses);
-        out.route_each(batch, |p| {
-            let a = if v6 {
-                u128::from_be_bytes(p.anno().dst_ip6())
-            } else {
-                u128::from(u32::from_be_bytes(p.anno().dst_ip()))
-            };
-            match snapshot.headers.get(&a) {
-                Some(h) => {
+        let dropped = self
+            .held
+            .release(&self.snapshot, self.failed_port, Instant::now(), out);
+        if dropped > 0 {
+            self.shared.drops.fetch_add(dropped, Ordering::Relaxed);
+        }
+    }
+
+    /// The packets of `batch` from `done` on (the first `done` have their header): each
+    /// with an entry and none held before it is sent; the others are held, or sent to
+    /// the failed port when the kernel failed to resolve their address.
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, batch: &mut PacketBatch, done: usize, out: &mut Outputs<'_>) {
+        let now = Instant::now();
+        let mut dropped = 0u64;
+        for (i, mut p) in batch.drain().enumerate() {
+            if i < done {
+                out.push(0, p);
+                continue;
+            }
+            let a = next_hop(&p, self.v6);
+            if !self.held.holds(a) {
+                if let Some(h) = self.snapshot.headers.get(&a) {
                     p.push_mac_header_bytes(h);
-                    0
-                }
-                None => {
-                    misses.push(a);
-                    if snapshot.failed.contains(&a) {
-                        failed_port
-                    } else {
-                        DROP
-                    }
+                    out.push(0, p);
+                    continue;
                 }
             }
-        });
+            self.misses.push(a);
+            if self.snapshot.failed.contains(&a) {
+                if self.failed_port == DROP {
+                    dropped += 1;
+                } else {
+                    out.push(usize::from(self.failed_port), p);
+                }
+            } else if self.held.hold(a, p, now).is_err() {
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            self.shared.drops.fetch_add(dropped, Ordering::Relaxed);
+        }
         if !self.misses.is_empty() {
             self.want();
+        }
+    }
+}
+
+impl Element for NeighborEncap {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        if !self.held.is_empty() {
+            self.release(out);
+        }
+        let g = self.shared.generation.load(Ordering::Acquire);
+        if g != self.generation {
+            self.refresh(g);
+        }
+        // Every packet with an entry, and none held to go first: the whole batch.
+        let mut done = 0;
+        if self.held.is_empty() {
+            let (snapshot, v6) = (&*self.snapshot, self.v6);
+            for p in batch.iter_mut() {
+                match snapshot.headers.get(&next_hop(p, v6)) {
+                    Some(h) => p.push_mac_header_bytes(h),
+                    None => break,
+                }
+                done += 1;
+            }
+            if done == batch.len() {
+                out.push_batch(0, batch);
+                return;
+            }
+        }
+        self.push_slow(batch, done, out);
+    }
+
+    /// Polled while packets are held, so they leave when their address resolves even
+    /// if no other packet comes.
+    fn run(&mut self, out: &mut Outputs<'_>, cx: &mut Context<'_>) -> TaskStatus {
+        if cx.stop_requested() {
+            return TaskStatus::Done;
+        }
+        if !self.held.is_empty() {
+            self.release(out);
+        }
+        TaskStatus::Idle
+    }
+
+    fn is_source(&self) -> bool {
+        true
+    }
+
+    /// It only serves the packets other sources bring.
+    fn keeps_router_running(&self) -> bool {
+        false
+    }
+
+    fn idle_wait(&mut self) -> IdleWait {
+        if self.held.is_empty() {
+            IdleWait::Nothing
+        } else {
+            IdleWait::Poll
         }
     }
 }

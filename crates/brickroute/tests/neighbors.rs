@@ -355,6 +355,80 @@ fn each_gateway_gets_its_own_address(f: Family) {
 }
 
 #[test]
+fn the_first_packets_to_a_gateway_wait_for_its_address() {
+    first_packets_wait(Family { v6: false });
+}
+
+#[test]
+fn the_first_ipv6_packets_to_a_gateway_wait_for_its_address() {
+    first_packets_wait(Family { v6: true });
+}
+
+/// Three packets to each of two destinations, one via h1 (which answers the kernel)
+/// and one via the silent gateway, sent once with no entry in the kernel's table for
+/// either: h1 gets its three when the kernel has resolved h1 (held meanwhile, as the
+/// kernel holds its own packets), and the silent gateway's three leave on output 1 once
+/// the kernel has given up.
+fn first_packets_wait(f: Family) {
+    let l = link(f);
+    let [_, g1, _, g3] = f.addrs();
+    let [d1, _, d3] = f.destinations();
+    let s1 = l.h1.run(|| RawSocket::open("h1"));
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let (lookup, anno, ethertype) = if f.v6 {
+        ("LookupIP6Route", "GetIP6Address(24)", "0x86DD")
+    } else {
+        ("RadixIPLookup", "GetIPAddress(16)", "0x0800")
+    };
+    let prefix = |d: &[u8]| {
+        if f.v6 {
+            format!(
+                "{}/64",
+                std::net::Ipv6Addr::from(<[u8; 16]>::try_from(d).unwrap())
+            )
+        } else {
+            format!("{}/32", std::net::Ipv4Addr::from(<[u8; 4]>::try_from(d).unwrap()))
+        }
+    };
+    let config = format!(
+        "ControlSocket(unix, {});
+         rt :: {lookup}({} {g1} 0, {} {g3} 0);
+         InfiniteSource(DATA \\<{}>, LIMIT 3, BURST 3) -> {anno} -> rt;
+         InfiniteSource(DATA \\<{}>, LIMIT 3, BURST 3) -> {anno} -> rt;
+         rt -> ne :: NeighborEncap(d1, {ethertype}) -> ToDevice(d1, METHOD PACKET);
+         ne[1] -> unresolved :: Counter -> Discard;",
+        sock.display(),
+        prefix(&d1),
+        prefix(&d3),
+        f.packet(&d1),
+        f.packet(&d3),
+    );
+    let mut p = RouterProcess(
+        l.r.brickroute_run(&["-e", &config])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let mut c = connect_unix(&sock, &mut p);
+    let macs = arrivals(f, &s1, &d1, Duration::from_secs(5));
+    assert_eq!(macs, vec![H1_MAC; 3], "{}", c.read("ne.table"));
+    // Six packets found no entry; none was dropped: the silent gateway's wait until
+    // the kernel says FAILED (after its probes, about 3 s), then leave on output 1.
+    assert_eq!(c.read("ne.unresolved"), "6");
+    wait_until(&mut c, 15, |c| c.count("unresolved") == 3);
+    assert_eq!(c.read("ne.drops"), "0");
+    assert!(
+        table_has(&mut c, &format!("{g3} - FAILED")),
+        "{}",
+        c.read("ne.table")
+    );
+    assert!(p.exited().is_none());
+}
+
+#[test]
 fn bad_configurations_are_refused_with_the_reason() {
     let l = link(Family { v6: false });
     for (config, want) in [

@@ -1,0 +1,99 @@
+//! The packets one worker's `NeighborEncap` holds while the kernel resolves their next
+//! hop, as the kernel holds its own (`unres_qlen`): a few an address and a bounded
+//! number in all, sent once the address resolves, passed on for an ICMP error when the
+//! kernel fails to resolve it, and dropped when nothing is heard in time.
+
+use super::Snapshot;
+use graph::element::Outputs;
+use packet::Packet;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Packets held for one address at most: Linux's `unres_qlen` of old. Later ones are
+/// dropped (the first packets of a flow, a TCP handshake's, are the ones that matter).
+pub(super) const PER_ADDRESS: usize = 3;
+/// Packets one worker holds at most: they hold packet buffers (an AF_XDP interface's
+/// UMEM frames), which receiving needs too.
+pub(super) const PER_WORKER: usize = 256;
+/// How long packets wait for their address: past the kernel's own resolution
+/// (three probes a second apart), after which it has said `FAILED`.
+pub(super) const WAIT: Duration = Duration::from_secs(5);
+
+struct Waiting {
+    since: Instant,
+    packets: Vec<Packet>,
+}
+
+/// The held packets, by next-hop address (hashed with the standard library's keyed
+/// hash: senders choose these addresses where the route is a connected network's).
+#[derive(Default)]
+pub(super) struct Held {
+    by_address: HashMap<u128, Waiting>,
+    count: usize,
+}
+
+impl Held {
+    pub(super) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Whether packets for `a` are held (a packet for it then waits behind them, even
+    /// if it resolved meanwhile).
+    pub(super) fn holds(&self, a: u128) -> bool {
+        self.by_address.contains_key(&a)
+    }
+
+    /// Holds `p` until `a` resolves; gives it back when `a` or the worker has no room.
+    pub(super) fn hold(&mut self, a: u128, p: Packet, now: Instant) -> Result<(), Packet> {
+        if self.count >= PER_WORKER {
+            return Err(p);
+        }
+        let w = self.by_address.entry(a).or_insert_with(|| Waiting {
+            since: now,
+            packets: Vec::new(),
+        });
+        if w.packets.len() >= PER_ADDRESS {
+            return Err(p);
+        }
+        w.packets.push(p);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Sends on what `snapshot` resolved (with its Ethernet header, to output 0) or says
+    /// the kernel failed to resolve (unchanged, to `failed_port`, or dropped when that
+    /// is `DROP`), and drops what waited longer than [`WAIT`]; returns how many were
+    /// dropped.
+    pub(super) fn release(
+        &mut self,
+        snapshot: &Snapshot,
+        failed_port: u8,
+        now: Instant,
+        out: &mut Outputs<'_>,
+    ) -> u64 {
+        let mut dropped = 0u64;
+        let mut count = self.count;
+        self.by_address.retain(|a, w| {
+            let n = w.packets.len();
+            if let Some(h) = snapshot.headers.get(a) {
+                for mut p in w.packets.drain(..) {
+                    p.push_mac_header_bytes(h);
+                    out.push(0, p);
+                }
+            } else if snapshot.failed.contains(a) && failed_port != graph::element::DROP {
+                for p in w.packets.drain(..) {
+                    out.push(usize::from(failed_port), p);
+                }
+            } else if snapshot.failed.contains(a) || now.duration_since(w.since) >= WAIT {
+                dropped += n as u64;
+                w.packets.clear();
+            } else {
+                return true;
+            }
+            count -= n;
+            false
+        });
+        self.count = count;
+        dropped
+    }
+}
