@@ -64,6 +64,8 @@ fn run(ports: &[Followed], stop: &AtomicBool) {
             due = false;
             for p in ports {
                 if let Err(e) = p.port.refresh_addresses() {
+                    // Tried again at the next poll.
+                    due = true;
                     // Once per distinct problem, not at every change.
                     let w = format!("brickroute: {}: {}", p.name, e);
                     if w != last_warning {
@@ -77,7 +79,7 @@ fn run(ports: &[Followed], stop: &AtomicBool) {
             // Every message of these groups is an address change (one that does not
             // parse is taken as one as well).
             Ok(Some(n)) => {
-                due = rtnl::parse(&buf[..n]).map_or(true, |ms| !ms.is_empty());
+                due |= rtnl::parse(&buf[..n]).map_or(true, |ms| !ms.is_empty());
             }
             Ok(None) => {}
             // Changes were lost: read the addresses again.

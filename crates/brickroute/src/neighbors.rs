@@ -500,18 +500,31 @@ impl NeighborEncap {
 }
 
 impl NeighborEncap {
-    /// Takes the newest snapshot if it changed, and sends on (or drops) the held packets
-    /// it settles.
-    #[cold]
-    #[inline(never)]
-    fn release(&mut self, out: &mut Outputs<'_>) {
+    /// Takes the newest snapshot if it changed; then, if packets are held and the
+    /// snapshot is new to them or one of them waited too long, sends on (or drops)
+    /// those it settles. (One snapshot for both, so that no packet is held behind an
+    /// address the batch's snapshot has.)
+    #[inline]
+    fn sync(&mut self, out: &mut Outputs<'_>) {
         let g = self.shared.generation.load(Ordering::Acquire);
         if g != self.generation {
             self.refresh(g);
         }
-        let dropped = self
-            .held
-            .release(&self.snapshot, self.failed_port, Instant::now(), out);
+        if !self.held.is_empty() {
+            self.release(out);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self, out: &mut Outputs<'_>) {
+        let dropped = self.held.release(
+            &self.snapshot,
+            self.generation,
+            self.failed_port,
+            Instant::now(),
+            out,
+        );
         if dropped > 0 {
             self.shared.drops.fetch_add(dropped, Ordering::Relaxed);
         }
@@ -560,13 +573,7 @@ impl NeighborEncap {
 
 impl Element for NeighborEncap {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        if !self.held.is_empty() {
-            self.release(out);
-        }
-        let g = self.shared.generation.load(Ordering::Acquire);
-        if g != self.generation {
-            self.refresh(g);
-        }
+        self.sync(out);
         // Every packet with an entry, and none held to go first: the whole batch.
         let mut done = 0;
         if self.held.is_empty() {
@@ -590,11 +597,14 @@ impl Element for NeighborEncap {
     /// if no other packet comes.
     fn run(&mut self, out: &mut Outputs<'_>, cx: &mut Context<'_>) -> TaskStatus {
         if cx.stop_requested() {
+            // What is still held is dropped with the element.
+            let n = self.held.len() as u64;
+            if n > 0 {
+                self.shared.drops.fetch_add(n, Ordering::Relaxed);
+            }
             return TaskStatus::Done;
         }
-        if !self.held.is_empty() {
-            self.release(out);
-        }
+        self.sync(out);
         TaskStatus::Idle
     }
 

@@ -1101,6 +1101,21 @@ fn addresses_added_later_reach_the_kernel_after_a_refresh() {
         assert_eq!(port.refresh_local_addresses().unwrap(), 1);
         peer.send(&to_new);
         assert_eq!(receive_on(&port, &[0], 1), vec![(0, to_new)]);
+        // An address with a label (listed under `xa:1`) is the interface's too.
+        run(&[
+            "ip",
+            "-n",
+            &name,
+            "addr",
+            "add",
+            "198.18.0.6/24",
+            "dev",
+            "xa",
+            "label",
+            "xa:1",
+        ]);
+        assert_eq!(port.refresh_local_addresses().unwrap(), 2);
+        assert_eq!(port.local_addresses(), vec![XA_IP, [198, 18, 0, 6]]);
     });
 }
 

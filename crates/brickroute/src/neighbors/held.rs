@@ -15,9 +15,10 @@ pub(super) const PER_ADDRESS: usize = 3;
 /// Packets one worker holds at most: they hold packet buffers (an AF_XDP interface's
 /// UMEM frames), which receiving needs too.
 pub(super) const PER_WORKER: usize = 256;
-/// How long packets wait for their address: past the kernel's own resolution
-/// (three probes a second apart), after which it has said `FAILED`.
-pub(super) const WAIT: Duration = Duration::from_secs(5);
+/// How long packets wait for their address at most, should the kernel's answer never
+/// come: well past its own resolution (three probes a second apart), after which it
+/// has said `FAILED` and the packets have gone to output 1.
+pub(super) const WAIT: Duration = Duration::from_secs(10);
 
 struct Waiting {
     since: Instant,
@@ -30,11 +31,20 @@ struct Waiting {
 pub(super) struct Held {
     by_address: HashMap<u128, Waiting>,
     count: usize,
+    /// The snapshot generation the held packets were last checked against, and when
+    /// the first of them waits too long: until one changes, there is nothing to check
+    /// (a flood towards unresolved addresses does not walk the table every batch).
+    checked: u64,
+    expiry: Option<Instant>,
 }
 
 impl Held {
     pub(super) fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.count
     }
 
     /// Whether packets for `a` are held (a packet for it then waits behind them, even
@@ -52,6 +62,8 @@ impl Held {
             since: now,
             packets: Vec::new(),
         });
+        let expiry = w.since + WAIT;
+        self.expiry = Some(self.expiry.map_or(expiry, |e| e.min(expiry)));
         if w.packets.len() >= PER_ADDRESS {
             return Err(p);
         }
@@ -60,19 +72,26 @@ impl Held {
         Ok(())
     }
 
-    /// Sends on what `snapshot` resolved (with its Ethernet header, to output 0) or says
-    /// the kernel failed to resolve (unchanged, to `failed_port`, or dropped when that
-    /// is `DROP`), and drops what waited longer than [`WAIT`]; returns how many were
-    /// dropped.
+    /// Sends on what `snapshot` (of `generation`) resolved (with its Ethernet header, to
+    /// output 0) or says the kernel failed to resolve (unchanged, to `failed_port`, or
+    /// dropped when that is `DROP`), and drops what waited longer than [`WAIT`]; returns
+    /// how many were dropped. Does nothing when neither the snapshot nor the time gives
+    /// anything new.
     pub(super) fn release(
         &mut self,
         snapshot: &Snapshot,
+        generation: u64,
         failed_port: u8,
         now: Instant,
         out: &mut Outputs<'_>,
     ) -> u64 {
+        if generation == self.checked && self.expiry.is_none_or(|e| now < e) {
+            return 0;
+        }
+        self.checked = generation;
         let mut dropped = 0u64;
         let mut count = self.count;
+        let mut expiry: Option<Instant> = None;
         self.by_address.retain(|a, w| {
             let n = w.packets.len();
             if let Some(h) = snapshot.headers.get(a) {
@@ -88,12 +107,15 @@ impl Held {
                 dropped += n as u64;
                 w.packets.clear();
             } else {
+                let e = w.since + WAIT;
+                expiry = Some(expiry.map_or(e, |x| x.min(e)));
                 return true;
             }
             count -= n;
             false
         });
         self.count = count;
+        self.expiry = expiry;
         dropped
     }
 }

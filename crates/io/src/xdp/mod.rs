@@ -223,8 +223,12 @@ fn interface_addresses(ifname: &str) -> io::Result<Addresses> {
             continue;
         }
         // SAFETY: ifa_name is a NUL-terminated string of the list.
-        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
-        if name.to_bytes() != ifname.as_bytes() {
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_bytes();
+        // An IPv4 address added with a label (`label r0:1`) is listed under the label,
+        // which is the interface's name, a colon and more.
+        let labelled =
+            name.len() > ifname.len() && name.starts_with(ifname.as_bytes()) && name[ifname.len()] == b':';
+        if name != ifname.as_bytes() && !labelled {
             continue;
         }
         // SAFETY: ifa_addr is non-null and points at a sockaddr of the list.

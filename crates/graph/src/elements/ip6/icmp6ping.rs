@@ -9,7 +9,7 @@
 //! ICMPv6 one, truncated, another ICMPv6 type) goes to output 1, or is dropped without
 //! one. Requests to a multicast address are not answered: RFC 4443 4.2 wants their
 //! reply to come from a unicast address of the interface, which the element does not
-//! know.
+//! know; nor requests from a multicast or the unspecified address.
 
 use crate::elements::icmpping::{make_reply, reply_annotations, PingResponderClass};
 use packet::Packet;
@@ -44,11 +44,13 @@ fn answer(p: &mut Packet) -> bool {
     }
     let mut dst = [0u8; 16];
     dst.copy_from_slice(&ip[24..40]);
-    if dst[0] == 0xff {
-        return false;
-    }
     let mut src = [0u8; 16];
     src.copy_from_slice(&ip[8..24]);
+    // Not to a multicast address (see above), nor from one or from the unspecified
+    // address, which a reply cannot go to.
+    if dst[0] == 0xff || src[0] == 0xff || src == [0; 16] {
+        return false;
+    }
     ip[8..24].copy_from_slice(&dst);
     ip[24..40].copy_from_slice(&src);
     ip[7] = REPLY_HOP_LIMIT;
@@ -163,6 +165,17 @@ mod tests {
             }),
             ("to a multicast address", {
                 ip6(ICMP6, HOST, "ff02::1", &echo(ECHO_REQUEST, 0, HOST, "ff02::1"))
+            }),
+            ("from a multicast address", {
+                ip6(
+                    ICMP6,
+                    "ff02::1",
+                    ROUTER,
+                    &echo(ECHO_REQUEST, 0, "ff02::1", ROUTER),
+                )
+            }),
+            ("from the unspecified address", {
+                ip6(ICMP6, "::", ROUTER, &echo(ECHO_REQUEST, 0, "::", ROUTER))
             }),
             ("payload length past the packet", {
                 let mut b = ip6(ICMP6, HOST, ROUTER, &echo(ECHO_REQUEST, 0, HOST, ROUTER));
