@@ -67,11 +67,15 @@ pub(super) unsafe fn count_le<const AVX2: bool>(p: *const u8, slot: u32, valid: 
         use std::arch::x86_64::*;
         let x = _mm256_set1_epi16((slot ^ 0x8000) as u16 as i16);
         let q = p as *const __m256i;
-        let m0 = _mm256_movemask_epi8(_mm256_cmpgt_epi16(x, _mm256_load_si256(q))) as u32 as u64;
-        let m1 = _mm256_movemask_epi8(_mm256_cmpgt_epi16(x, _mm256_load_si256(q.add(1)))) as u32 as u64;
-        // Two mask bits per lane; lanes at and past `valid` hold values, not keys (BZHI
-        // keeps all 64 bits for an index of 64).
-        return _bzhi_u64(m0 | (m1 << 32), 2 * valid as u32).count_ones() as usize / 2;
+        let c0 = _mm256_cmpgt_epi16(x, _mm256_load_si256(q));
+        let c1 = _mm256_cmpgt_epi16(x, _mm256_load_si256(q.add(1)));
+        // One byte per lane: PACKSSWB interleaves the halves (c0 0-7, c1 0-7, c0 8-15,
+        // c1 8-15), VPERMQ puts them back in lane order.
+        let lanes = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi16(c0, c1));
+        let m = _mm256_movemask_epi8(lanes) as u32;
+        // Lanes at and past `valid` hold values, not keys (BZHI keeps all 32 bits for
+        // an index of 32).
+        return _bzhi_u32(m, valid as u32).count_ones() as usize;
     }
     #[cfg(target_arch = "x86_64")]
     {
