@@ -1,5 +1,5 @@
-//! Any bytes as a route netlink datagram must parse or be refused, never panic, both
-//! as route messages and as neighbour messages; every route read has a length its
+//! Any bytes as a route netlink datagram must parse or be refused, never panic, as
+//! route messages, neighbour messages and address messages; every route read has a length its
 //! family allows and no address bits beyond it, every IPv4 address fits 32 bits.
 #![no_main]
 
@@ -28,6 +28,15 @@ fuzz_target!(|data: &[u8]| {
                     assert!(n.addr <= u128::from(u32::MAX), "{:?}", n);
                 }
                 assert!(!n.usable() || n.lladdr.is_some());
+            }
+        }
+    }
+    if let Ok(messages) = io::rtnl::addr::parse(data) {
+        for m in messages {
+            if let io::rtnl::addr::AddressMessage::New(a) = m {
+                if a.family == io::rtnl::Family::V4 {
+                    assert!(a.addr <= u128::from(u32::MAX), "{:?}", a);
+                }
             }
         }
     }

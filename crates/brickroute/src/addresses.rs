@@ -19,23 +19,14 @@ use std::time::Duration;
 /// How long the thread waits for a change before it looks at its stop flag again.
 const POLL: Duration = Duration::from_millis(100);
 
-/// An interface whose addresses are followed.
-struct Followed {
-    name: String,
-    port: Arc<dyn Port>,
-}
-
 /// Starts the thread, if the router has AF_XDP interfaces (it has nothing to do for the
 /// others). It does not keep the router running.
 pub fn follow(devices: &DeviceTable, router: &Arc<RouterSpec>) -> ServiceThreads {
-    let ports: Vec<Followed> = devices
+    let ports: Vec<Arc<dyn Port>> = devices
         .devices()
         .into_iter()
         .filter(|d| d.method == Some(Method::Xdp))
-        .map(|d| Followed {
-            name: d.name,
-            port: d.port,
-        })
+        .map(|d| d.port)
         .collect();
     let items = if ports.is_empty() { Vec::new() } else { vec![ports] };
     ServiceThreads::spawn("addresses", items, router, |ports, _router, stop| {
@@ -43,7 +34,7 @@ pub fn follow(devices: &DeviceTable, router: &Arc<RouterSpec>) -> ServiceThreads
     })
 }
 
-fn run(ports: &[Followed], stop: &AtomicBool) {
+fn run(ports: &[Arc<dyn Port>], stop: &AtomicBool) {
     let socket = match RouteSocket::subscribe_addresses() {
         Ok(s) => s,
         Err(e) => {
@@ -55,6 +46,9 @@ fn run(ports: &[Followed], stop: &AtomicBool) {
         }
     };
     let mut buf = vec![0u8; 1 << 16];
+    // Each port's last warning, and the socket's: a problem is told once, not at every
+    // poll it lasts.
+    let mut last_warnings = vec![String::new(); ports.len()];
     let mut last_warning = String::new();
     // Once at the start: addresses may have changed between the opening of an interface
     // and the subscription.
@@ -62,15 +56,18 @@ fn run(ports: &[Followed], stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         if due {
             due = false;
-            for p in ports {
-                if let Err(e) = p.port.refresh_addresses() {
-                    // Tried again at the next poll.
-                    due = true;
-                    // Once per distinct problem, not at every change.
-                    let w = format!("brickroute: {}: {}", p.name, e);
-                    if w != last_warning {
-                        graph::warn!("{}", w);
-                        last_warning = w;
+            for (p, last) in ports.iter().zip(&mut last_warnings) {
+                match p.refresh_addresses() {
+                    Ok(()) => last.clear(),
+                    Err(e) => {
+                        // Tried again at the next poll.
+                        due = true;
+                        // (The error names the interface.)
+                        let w = format!("brickroute: {}", e);
+                        if w != *last {
+                            graph::warn!("{}", w);
+                            *last = w;
+                        }
                     }
                 }
             }

@@ -515,6 +515,14 @@ impl NeighborEncap {
         }
     }
 
+    /// Drops (and counts) what is still held: the router stops.
+    fn drop_held(&mut self) {
+        let n = std::mem::take(&mut self.held).len() as u64;
+        if n > 0 {
+            self.shared.drops.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn release(&mut self, out: &mut Outputs<'_>) {
@@ -597,11 +605,7 @@ impl Element for NeighborEncap {
     /// if no other packet comes.
     fn run(&mut self, out: &mut Outputs<'_>, cx: &mut Context<'_>) -> TaskStatus {
         if cx.stop_requested() {
-            // What is still held is dropped with the element.
-            let n = self.held.len() as u64;
-            if n > 0 {
-                self.shared.drops.fetch_add(n, Ordering::Relaxed);
-            }
+            self.drop_held();
             return TaskStatus::Done;
         }
         self.sync(out);
@@ -623,5 +627,13 @@ impl Element for NeighborEncap {
         } else {
             IdleWait::Poll
         }
+    }
+}
+
+/// A worker that finishes without a stop request (its sources done) drops what its
+/// element still holds with it: counted too.
+impl Drop for NeighborEncap {
+    fn drop(&mut self) {
+        self.drop_held();
     }
 }

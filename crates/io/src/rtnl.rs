@@ -586,6 +586,7 @@ fn dump_within<T>(
     }
 }
 
+pub mod addr;
 pub mod neigh;
 
 #[cfg(test)]

@@ -1101,21 +1101,17 @@ fn addresses_added_later_reach_the_kernel_after_a_refresh() {
         assert_eq!(port.refresh_local_addresses().unwrap(), 1);
         peer.send(&to_new);
         assert_eq!(receive_on(&port, &[0], 1), vec![(0, to_new)]);
-        // An address with a label (listed under `xa:1`) is the interface's too.
-        run(&[
-            "ip",
-            "-n",
-            &name,
-            "addr",
-            "add",
-            "198.18.0.6/24",
-            "dev",
-            "xa",
-            "label",
-            "xa:1",
-        ]);
-        assert_eq!(port.refresh_local_addresses().unwrap(), 2);
-        assert_eq!(port.local_addresses(), vec![XA_IP, [198, 18, 0, 6]]);
+        // An address with a label is the interface's too, whatever the label says (the
+        // kernel takes any; `getifaddrs` lists the address under it): `xa:1`, and even
+        // the peer's name.
+        for (a, label) in [("198.18.0.6/24", "xa:1"), ("198.18.0.7/24", "xb:7")] {
+            run(&["ip", "-n", &name, "addr", "add", a, "dev", "xa", "label", label]);
+        }
+        assert_eq!(port.refresh_local_addresses().unwrap(), 3);
+        assert_eq!(
+            port.local_addresses(),
+            vec![XA_IP, [198, 18, 0, 6], [198, 18, 0, 7]]
+        );
     });
 }
 

@@ -136,7 +136,7 @@ fn parse_neighbor(body: &[u8]) -> Result<Option<Neighbor>, ReplyError> {
 }
 
 /// A netlink request: header, then `body`.
-fn request(ty: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+pub(super) fn request(ty: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
     let len = NLMSG_HDR + body.len();
     let mut m = Vec::with_capacity(len);
     m.extend_from_slice(&(len as u32).to_ne_bytes());

@@ -206,51 +206,29 @@ fn ifindex_of(ifname: &str) -> Result<u32, DeviceError> {
 /// An interface's IPv4 and IPv6 addresses, in network byte order.
 type Addresses = (Vec<[u8; 4]>, Vec<[u8; 16]>);
 
-/// The IPv4 and IPv6 addresses of interface `ifname`.
-fn interface_addresses(ifname: &str) -> io::Result<Addresses> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `head` with a list we free below.
-    if unsafe { libc::getifaddrs(&mut head) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+/// The IPv4 and IPv6 addresses of the interface of index `ifindex` (by index: an IPv4
+/// address's label, which `getifaddrs` gives as its interface's name, may be anything).
+fn interface_addresses(ifindex: u32) -> io::Result<Addresses> {
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
-    let mut cur = head;
-    while !cur.is_null() {
-        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
-        let ifa = unsafe { &*cur };
-        cur = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+    for a in crate::rtnl::addr::dump_addresses()? {
+        if a.ifindex != ifindex {
             continue;
         }
-        // SAFETY: ifa_name is a NUL-terminated string of the list.
-        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_bytes();
-        // An IPv4 address added with a label (`label r0:1`) is listed under the label,
-        // which is the interface's name, a colon and more.
-        let labelled =
-            name.len() > ifname.len() && name.starts_with(ifname.as_bytes()) && name[ifname.len()] == b':';
-        if name != ifname.as_bytes() && !labelled {
-            continue;
-        }
-        // SAFETY: ifa_addr is non-null and points at a sockaddr of the list.
-        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
-        if family == libc::AF_INET {
-            // SAFETY: an AF_INET address is a sockaddr_in.
-            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-            let a = sin.sin_addr.s_addr.to_ne_bytes();
-            if !v4.contains(&a) {
-                v4.push(a);
+        match a.family {
+            crate::rtnl::Family::V4 => {
+                let b = (a.addr as u32).to_be_bytes();
+                if !v4.contains(&b) {
+                    v4.push(b);
+                }
             }
-        } else if family == libc::AF_INET6 {
-            // SAFETY: an AF_INET6 address is a sockaddr_in6.
-            let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
-            let a = sin6.sin6_addr.s6_addr;
-            if !v6.contains(&a) {
-                v6.push(a);
+            crate::rtnl::Family::V6 => {
+                let b = a.addr.to_be_bytes();
+                if !v6.contains(&b) {
+                    v6.push(b);
+                }
             }
         }
     }
-    // SAFETY: `head` came from getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(head) };
     Ok((v4, v6))
 }
 
@@ -664,7 +642,7 @@ impl XdpPort {
             sockets.push(xsk);
         }
         let (v4, v6) =
-            interface_addresses(ifname).map_err(|e| dev_err(ifname, "read the interface's addresses", e))?;
+            interface_addresses(ifindex).map_err(|e| dev_err(ifname, "read the interface's addresses", e))?;
         local_v4
             .set(v4)
             .map_err(|e| dev_err(ifname, "enter an address in the IPv4 address map", e))?;
@@ -750,7 +728,7 @@ impl XdpPort {
     /// (after addresses were added or removed); returns how many IPv4 addresses there
     /// are now.
     pub fn refresh_local_addresses(&self) -> Result<usize, DeviceError> {
-        let (v4, v6) = interface_addresses(&self.ifname)
+        let (v4, v6) = interface_addresses(self.ifindex)
             .map_err(|e| dev_err(&self.ifname, "read the interface's addresses", e))?;
         let n = v4.len().min(MAX_LOCAL_ADDRS as usize);
         self.local_v4
