@@ -44,7 +44,8 @@ pub struct RouterSpec {
 /// What one pass over a worker's sources did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunResult {
-    /// Packets the sources emitted in this pass.
+    /// Packets the sources that keep the router running emitted in this pass (not those
+    /// an ARPQuerier or NeighborEncap sent from the ones it held).
     pub packets: usize,
     /// True once every source of this worker has finished.
     pub all_done: bool,
@@ -671,9 +672,12 @@ impl GraphInstance {
             Some(t) if !stop.is_requested() => t,
             _ => u64::MAX,
         };
-        let mut packets = 0;
+        // Packets the pass moved, and of those the ones from sources that keep the router
+        // running (an ARPQuerier or NeighborEncap sending packets it held brings none of
+        // its own: they were counted when their source emitted them).
+        let (mut moved, mut packets) = (0, 0);
         for (si, &idx) in sources.iter().enumerate() {
-            if done[si] || (packets > 0 && skip_before < wake_at[si]) {
+            if done[si] || (moved > 0 && skip_before < wake_at[si]) {
                 continue;
             }
             let node = &mut nodes[idx];
@@ -684,7 +688,10 @@ impl GraphInstance {
             for q in 0..node.dest.len() {
                 let n = nodes[idx].outs[q].len();
                 if n > 0 {
-                    packets += n;
+                    moved += n;
+                    if counted[si] {
+                        packets += n;
+                    }
                     forward::<PROF>(nodes, idx, q, scratch, &mut cx);
                 }
             }
