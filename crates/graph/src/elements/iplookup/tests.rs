@@ -610,13 +610,15 @@ fn route_until(
         let stop = StopFlag::new();
         let mut cx = Context::new(info, &stop);
         let mut routed = 0u64;
-        // At least one push, however soon `done` comes.
+        // At least one push after `done` (read before the push, so that push comes
+        // after the caller's last change), however soon `done` comes.
         loop {
+            let last = done.load(std::sync::atomic::Ordering::Relaxed);
             let mut outs: Vec<PacketBatch> = (0..3).map(|_| PacketBatch::new()).collect();
             let mut b: PacketBatch = vec![pkt([11, 1, 1, 1], [11, 1, 1, 1])].into_iter().collect();
             w.push(0, &mut b, &mut Outputs::new(&mut outs), &mut cx);
             routed += u64::from(check(&outs));
-            if done.load(std::sync::atomic::Ordering::Relaxed) {
+            if last {
                 return routed;
             }
         }
