@@ -119,3 +119,115 @@ impl Held {
         dropped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graph::element::DROP;
+    use packet::PacketBatch;
+
+    const A: u128 = 0x0a00_0002;
+    const B: u128 = 0x0a00_0003;
+    const HEADER: [u8; 14] = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+
+    fn packet(tag: u8) -> Packet {
+        Packet::from_slice(&[0x45, tag])
+    }
+
+    /// Releases against `snapshot` (of `generation`) at `now`: what left on outputs 0 and
+    /// 1 (their bytes), and how many were dropped.
+    fn release(
+        held: &mut Held,
+        snapshot: &Snapshot,
+        generation: u64,
+        failed_port: u8,
+        now: Instant,
+    ) -> (Vec<Vec<Vec<u8>>>, u64) {
+        let mut outs: Vec<PacketBatch> = (0..2).map(|_| PacketBatch::new()).collect();
+        let dropped = held.release(
+            snapshot,
+            generation,
+            failed_port,
+            now,
+            &mut Outputs::new(&mut outs),
+        );
+        let bytes = outs
+            .iter()
+            .map(|b| b.iter().map(|p| p.data().to_vec()).collect())
+            .collect();
+        (bytes, dropped)
+    }
+
+    fn resolved(a: u128) -> Snapshot {
+        let mut s = Snapshot::default();
+        s.headers.insert(a, HEADER);
+        s
+    }
+
+    #[test]
+    fn held_packets_leave_in_order_with_their_header_once_resolved() {
+        let (mut held, now) = (Held::default(), Instant::now());
+        for tag in 1..=3 {
+            assert!(held.hold(A, packet(tag), now).is_ok());
+        }
+        // A fourth for the same address is given back.
+        assert!(held.hold(A, packet(4), now).is_err());
+        assert!(held.holds(A) && held.len() == 3);
+        // A newer snapshot without the address: nothing leaves.
+        let (out, dropped) = release(&mut held, &Snapshot::default(), 1, DROP, now);
+        assert_eq!((out[0].len(), dropped, held.len()), (0, 0, 3));
+        let (out, dropped) = release(&mut held, &resolved(A), 2, DROP, now);
+        let want: Vec<Vec<u8>> = (1..=3u8).map(|t| [&HEADER[..], &[0x45, t]].concat()).collect();
+        assert_eq!((out[0].clone(), dropped), (want, 0));
+        assert!(held.is_empty() && !held.holds(A));
+    }
+
+    #[test]
+    fn a_failed_address_sends_its_packets_to_the_failed_port_or_drops_them() {
+        let now = Instant::now();
+        let mut failed = Snapshot::default();
+        failed.failed.insert(A);
+        let mut held = Held::default();
+        held.hold(A, packet(1), now).unwrap();
+        held.hold(B, packet(2), now).unwrap();
+        let (out, dropped) = release(&mut held, &failed, 1, 1, now);
+        assert_eq!((out[1].clone(), dropped, held.len()), (vec![vec![0x45, 1]], 0, 1));
+        let mut held = Held::default();
+        held.hold(A, packet(1), now).unwrap();
+        let (out, dropped) = release(&mut held, &failed, 1, DROP, now);
+        assert_eq!((out[1].len(), dropped, held.len()), (0, 1, 0));
+    }
+
+    #[test]
+    fn packets_without_news_are_dropped_after_the_wait() {
+        let (mut held, now) = (Held::default(), Instant::now());
+        held.hold(A, packet(1), now).unwrap();
+        held.hold(B, packet(2), now + Duration::from_secs(1)).unwrap();
+        // The same snapshot, before the wait is over: nothing to do.
+        assert_eq!(
+            release(&mut held, &Snapshot::default(), 0, DROP, now + WAIT / 2).1,
+            0
+        );
+        // A's wait is over, B's not yet, with no new snapshot.
+        let (_, dropped) = release(&mut held, &Snapshot::default(), 0, DROP, now + WAIT);
+        assert_eq!((dropped, held.len(), held.holds(B)), (1, 1, true));
+        let (_, dropped) = release(
+            &mut held,
+            &Snapshot::default(),
+            0,
+            DROP,
+            now + WAIT + Duration::from_secs(1),
+        );
+        assert_eq!((dropped, held.len()), (1, 0));
+    }
+
+    #[test]
+    fn a_worker_holds_at_most_its_share() {
+        let (mut held, now) = (Held::default(), Instant::now());
+        for i in 0..PER_WORKER as u128 {
+            assert!(held.hold(i, packet(0), now).is_ok());
+        }
+        assert!(held.hold(PER_WORKER as u128, packet(0), now).is_err());
+        assert_eq!(held.len(), PER_WORKER);
+    }
+}
