@@ -497,9 +497,7 @@ impl NeighborEncap {
         }
         self.misses.clear();
     }
-}
 
-impl NeighborEncap {
     /// Takes the newest snapshot if it changed; then, if packets are held and the
     /// snapshot is new to them or one of them waited too long, sends on (or drops)
     /// those it settles. (One snapshot for both, so that no packet is held behind an

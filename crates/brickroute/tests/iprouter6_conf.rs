@@ -82,24 +82,20 @@ fn hop_limit_seen(out: &str, hlim: u8) -> bool {
 fn click_ip_router_for_ipv6_forwards_and_resolves_neighbours() {
     let mut t = testbed();
 
-    // Through the router both ways: 3 of 3, the replies one hop shorter (Linux's hop
-    // limit 64, less the router's 1).
-    let (ok, out) = ping6(&t.h0, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:2::2"]);
-    assert!(ok && out.contains("3 received"), "{out}");
-    assert!(hop_limit_seen(&out, 63), "{out}");
-    let (ok, out) = ping6(&t.h1, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:1::2"]);
-    assert!(ok && out.contains("3 received"), "{out}");
-    assert!(hop_limit_seen(&out, 63), "{out}");
-
-    // Pings to both of the router's addresses, from h0: answered by the router
-    // (ICMP6PingResponder) with hop limit 255, less the router's own decrement on the
-    // way out (the reply is routed like any other packet).
-    let (ok, out) = ping6(&t.h0, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:1::1"]);
-    assert!(ok && out.contains("3 received"), "{out}");
-    assert!(hop_limit_seen(&out, 254), "{out}");
-    let (ok, out) = ping6(&t.h0, &["-c", "3", "-i", "0.2", "-W", "2", "2001:db8:2::1"]);
-    assert!(ok && out.contains("3 received"), "{out}");
-    assert!(hop_limit_seen(&out, 254), "{out}");
+    // 3 of 3 each: through the router both ways, the replies one hop shorter (Linux's
+    // hop limit 64, less the router's 1); and to both of the router's addresses, from
+    // h0, answered by the router (ICMP6PingResponder) with hop limit 255, less the
+    // router's own decrement on the way out (the reply is routed like any other packet).
+    for (from, to, hlim) in [
+        (&t.h0, "2001:db8:2::2", 63),
+        (&t.h1, "2001:db8:1::2", 63),
+        (&t.h0, "2001:db8:1::1", 254),
+        (&t.h0, "2001:db8:2::1", 254),
+    ] {
+        let (ok, out) = ping6(from, &["-c", "3", "-i", "0.2", "-W", "2", to]);
+        assert!(ok && out.contains("3 received"), "{out}");
+        assert!(hop_limit_seen(&out, hlim), "{out}");
+    }
 
     // Hop limit 1: time exceeded, from the router's address on the side the packet
     // came in by.

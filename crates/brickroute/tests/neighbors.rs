@@ -102,24 +102,25 @@ impl Family {
         h.iter().map(|b| format!("{:02x}", b)).collect()
     }
 
+    /// The family's route lookup element, the annotation element before it, and
+    /// NeighborEncap's ETHERTYPE.
+    fn elements(self) -> (&'static str, &'static str, &'static str) {
+        if self.v6 {
+            ("LookupIP6Route", "GetIP6Address(24)", "0x86DD")
+        } else {
+            ("RadixIPLookup", "GetIPAddress(16)", "0x0800")
+        }
+    }
+
     /// 200 packets a second to each destination, routed to h1, h2 and the silent
     /// gateway, through `ne :: NeighborEncap(d1)`.
     fn config(self, sock: &std::path::Path) -> String {
         let [_, g1, g2, g3] = self.addrs();
-        let (lookup, anno, ethertype, prefixes) = if self.v6 {
-            (
-                "LookupIP6Route",
-                "GetIP6Address(24)",
-                "0x86DD",
-                ["2001:db8:100::/48", "2001:db8:200::/48", "2001:db8:300::/48"],
-            )
+        let (lookup, anno, ethertype) = self.elements();
+        let prefixes = if self.v6 {
+            ["2001:db8:100::/48", "2001:db8:200::/48", "2001:db8:300::/48"]
         } else {
-            (
-                "RadixIPLookup",
-                "GetIPAddress(16)",
-                "0x0800",
-                ["192.0.2.0/24", "203.0.113.0/24", "100.64.0.0/10"],
-            )
+            ["192.0.2.0/24", "203.0.113.0/24", "100.64.0.0/10"]
         };
         let sources: String = self
             .destinations()
@@ -257,6 +258,21 @@ fn wait_until(c: &mut Client<UnixStream>, secs: u64, mut ready: impl FnMut(&mut 
     }
 }
 
+/// `brickroute run -e CONFIG` in the router's namespace, and a client of its control
+/// socket at `sock` (which CONFIG opens).
+fn start(l: &Link, config: &str, sock: &std::path::Path) -> (RouterProcess, Client<UnixStream>) {
+    let mut p = RouterProcess(
+        l.r.brickroute_run(&["-e", config])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let c = connect_unix(sock, &mut p);
+    (p, c)
+}
+
 fn table_has(c: &mut Client<UnixStream>, prefix: &str) -> bool {
     c.read("ne.table").lines().any(|l| l.starts_with(prefix))
 }
@@ -279,16 +295,8 @@ fn each_gateway_gets_its_own_address(f: Family) {
     let s2 = l.h2.run(|| RawSocket::open("h2"));
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("s");
-    let mut p = RouterProcess(
-        l.r.brickroute_run(&["-e", &f.config(&sock)])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-    );
     let started = Instant::now();
-    let mut c = connect_unix(&sock, &mut p);
+    let (mut p, mut c) = start(&l, &f.config(&sock), &sock);
     assert_eq!(c.read("ne.src"), mac(&D1_MAC));
 
     // The kernel resolves both gateways when asked.
@@ -376,11 +384,7 @@ fn first_packets_wait(f: Family) {
     let s1 = l.h1.run(|| RawSocket::open("h1"));
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("s");
-    let (lookup, anno, ethertype) = if f.v6 {
-        ("LookupIP6Route", "GetIP6Address(24)", "0x86DD")
-    } else {
-        ("RadixIPLookup", "GetIPAddress(16)", "0x0800")
-    };
+    let (lookup, anno, ethertype) = f.elements();
     let prefix = |d: &[u8]| {
         if f.v6 {
             format!(
@@ -404,15 +408,7 @@ fn first_packets_wait(f: Family) {
         f.packet(&d1),
         f.packet(&d3),
     );
-    let mut p = RouterProcess(
-        l.r.brickroute_run(&["-e", &config])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-    );
-    let mut c = connect_unix(&sock, &mut p);
+    let (mut p, mut c) = start(&l, &config, &sock);
     let macs = arrivals(f, &s1, &d1, Duration::from_secs(5));
     assert_eq!(macs, vec![H1_MAC; 3], "{}", c.read("ne.table"));
     // Six packets found no entry; none was dropped: the silent gateway's wait until

@@ -521,24 +521,28 @@ fn with_router_arp_the_sockets_get_arp_for_other_addresses() {
         assert_eq!(&replies[0][28..32], &XA_IP);
 
         // A request for another address and a reply to someone else's request: both
-        // to the socket, byte for byte, and in that order.
-        let request = arp_frame(1, [198, 18, 0, 9]);
-        let reply = arp_frame(2, [198, 18, 0, 77]);
-        peer.send(&request);
-        peer.send(&reply);
-        let got = receive_on(&port, &[0], 2);
-        assert_eq!(got, vec![(0, request.clone()), (0, reply)]);
-
-        // Turned off: ARP goes to the kernel again (which ignores a request for an
-        // address it does not have); only the marker that follows reaches the socket.
-        port.set_router_arp(false).unwrap();
-        peer.send(&request);
-        let marker = stream_frame(4);
-        peer.send(&marker);
-        let got = receive_on(&port, &[0], 1);
-        assert_eq!(got, vec![(0, marker)]);
-        assert_no_frame_leaked(&port);
+        // to the socket; turned off, ARP goes to the kernel again (which ignores a
+        // request for an address it does not have).
+        let frames = [arp_frame(1, [198, 18, 0, 9]), arp_frame(2, [198, 18, 0, 77])];
+        to_the_socket_until_turned_off(&port, &peer, &frames, || port.set_router_arp(false).unwrap());
     });
+}
+
+/// Sends `frames` from the peer: they must reach the socket, byte for byte and in
+/// order. Then, after `turn_off`, the first again and a marker: only the marker may
+/// reach it (the frame went to the kernel).
+fn to_the_socket_until_turned_off(port: &XdpPort, peer: &Peer, frames: &[Vec<u8>], turn_off: impl FnOnce()) {
+    for f in frames {
+        peer.send(f);
+    }
+    let got = receive_on(port, &[0], frames.len());
+    assert_eq!(got, frames.iter().map(|f| (0, f.clone())).collect::<Vec<_>>());
+    turn_off();
+    peer.send(&frames[0]);
+    let marker = stream_frame(4);
+    peer.send(&marker);
+    assert_eq!(receive_on(port, &[0], 1), vec![(0, marker)]);
+    assert_no_frame_leaked(port);
 }
 
 /// The peer's (XB's) IPv6 address, and the one given to XA in the kernel.
@@ -625,22 +629,12 @@ fn with_router_nd_the_sockets_get_neighbour_discovery_for_other_addresses() {
             a[15] = last;
             a
         };
-        let solicitation = nd_frame(135, other(0x99), other(0x99));
-        let advertisement = nd_frame(136, other(0x77), XB_IP6);
-        peer.send(&solicitation);
-        peer.send(&advertisement);
-        let got = receive_on(&port, &[0], 2);
-        assert_eq!(got, vec![(0, solicitation.clone()), (0, advertisement)]);
-
-        // Turned off: neighbour discovery goes to the kernel again; only the marker
-        // that follows reaches the socket.
-        port.set_router_nd(false).unwrap();
-        peer.send(&solicitation);
-        let marker = stream_frame(5);
-        peer.send(&marker);
-        let got = receive_on(&port, &[0], 1);
-        assert_eq!(got, vec![(0, marker)]);
-        assert_no_frame_leaked(&port);
+        // Turned off: neighbour discovery goes to the kernel again.
+        let frames = [
+            nd_frame(135, other(0x99), other(0x99)),
+            nd_frame(136, other(0x77), XB_IP6),
+        ];
+        to_the_socket_until_turned_off(&port, &peer, &frames, || port.set_router_nd(false).unwrap());
     });
 }
 

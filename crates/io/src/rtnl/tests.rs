@@ -321,12 +321,14 @@ fn a_dump_the_kernel_keeps_interrupting_fails_instead_of_returning_part_of_the_t
     // Every datagram of a real dump is read as "interrupted by a change": the dump is
     // taken again, and fails once its patience is spent, never returning what it read.
     let attempts = std::cell::Cell::new(0u32);
+    // A dump request that counts the attempts.
+    let request = |s: &RouteSocket, seq| {
+        attempts.set(attempts.get() + 1);
+        s.request_dump(Family::V4, seq)
+    };
     let r = dump_within(
         "route dump",
-        |s, seq| {
-            attempts.set(attempts.get() + 1);
-            s.request_dump(Family::V4, seq)
-        },
+        request,
         |_| {
             Ok(vec![
                 DumpStep::<Route>::Item(route_for_test()),
@@ -347,10 +349,7 @@ fn a_dump_the_kernel_keeps_interrupting_fails_instead_of_returning_part_of_the_t
     attempts.set(0);
     let r = dump_within(
         "route dump",
-        |s, seq| {
-            attempts.set(attempts.get() + 1);
-            s.request_dump(Family::V4, seq)
-        },
+        request,
         |_| {
             Ok(if attempts.get() < 3 {
                 vec![DumpStep::Interrupted]

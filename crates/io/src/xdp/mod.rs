@@ -210,23 +210,13 @@ type Addresses = (Vec<[u8; 4]>, Vec<[u8; 16]>);
 /// address's label, which `getifaddrs` gives as its interface's name, may be anything).
 fn interface_addresses(ifindex: u32) -> io::Result<Addresses> {
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
-    for a in crate::rtnl::addr::dump_addresses()? {
-        if a.ifindex != ifindex {
-            continue;
-        }
+    for a in crate::rtnl::addr::dump_addresses()?
+        .into_iter()
+        .filter(|a| a.ifindex == ifindex)
+    {
         match a.family {
-            crate::rtnl::Family::V4 => {
-                let b = (a.addr as u32).to_be_bytes();
-                if !v4.contains(&b) {
-                    v4.push(b);
-                }
-            }
-            crate::rtnl::Family::V6 => {
-                let b = a.addr.to_be_bytes();
-                if !v6.contains(&b) {
-                    v6.push(b);
-                }
-            }
+            crate::rtnl::Family::V4 => v4.push((a.addr as u32).to_be_bytes()),
+            crate::rtnl::Family::V6 => v6.push(a.addr.to_be_bytes()),
         }
     }
     Ok((v4, v6))
@@ -247,8 +237,16 @@ impl<const N: usize> AddressMap<N> {
         })
     }
 
-    /// Makes the map hold the first [`MAX_LOCAL_ADDRS`] of `now` and nothing else.
-    fn set(&self, mut now: Vec<[u8; N]>) -> io::Result<()> {
+    /// Makes the map hold the first [`MAX_LOCAL_ADDRS`] of `now` and nothing else (an
+    /// address listed twice, with two prefix lengths, is held once).
+    fn set(&self, now: Vec<[u8; N]>) -> io::Result<()> {
+        let mut unique: Vec<[u8; N]> = Vec::with_capacity(now.len());
+        for a in now {
+            if !unique.contains(&a) {
+                unique.push(a);
+            }
+        }
+        let mut now = unique;
         now.truncate(MAX_LOCAL_ADDRS as usize);
         let mut cur = lock(&self.addrs);
         for a in cur.iter().filter(|a| !now.contains(a)) {
