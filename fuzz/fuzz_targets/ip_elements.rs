@@ -1,5 +1,6 @@
-//! Packets are untrusted bytes: every IP, IPv6, ARP and neighbour discovery element and
-//! the classifiers take any frame without panicking.
+//! Packets are untrusted bytes: every IP, IPv6, ARP and neighbour discovery element, the
+//! classifiers and the route lookups (multipath routes too) take any frame without
+//! panicking.
 #![no_main]
 
 use graph::registry::Registry;
@@ -38,6 +39,9 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("ICMP6Error", "2001:db8::fe, 4, 0, MTU 60", 1),
     ("GetIP6Address", "24", 1),
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
+    // Multipath routes (the default route's members picked by the packet's addresses).
+    ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1 fe80::2 0 1", 2),
+    ("RadixIPLookup", "10.0.0.0/8 1, 0.0.0.0/0 10.0.0.1 0 - 1 10.0.0.2 1", 2),
     ("ICMPPingResponder", "", 2),
     ("ICMP6PingResponder", "", 2),
     ("ARPResponder", "10.0.0.0/8 0:1:2:3:4:5", 2),

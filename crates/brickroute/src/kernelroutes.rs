@@ -13,10 +13,11 @@ use crate::run::strerror;
 use crate::services::ServiceThreads;
 use graph::args::{split_words, Args};
 use graph::element::*;
+use graph::elements::multipath::MAX_MEMBERS;
 use graph::error::ConfigError;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
-use io::rtnl::{self, Family, Message, Place, Route, RouteSocket, RTN_UNICAST};
+use io::rtnl::{self, Family, Message, NextHop, Place, Route, RouteSocket, RTN_UNICAST};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -229,12 +230,16 @@ impl Follower {
     }
 }
 
-/// What the router's table should hold for a prefix: a gateway (or none) and an output.
+/// A member of what the router's table should hold for a prefix: a gateway (or none)
+/// and an output. A prefix has one, or several for a multipath route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Hop {
     gateway: Option<u128>,
     port: usize,
 }
+
+/// What the router's table should hold for a prefix: one hop, or a multipath route's.
+type Hops = Vec<Hop>;
 
 /// A kernel route of the followed table, as far as the choice between the routes to a
 /// prefix goes.
@@ -245,6 +250,9 @@ struct KernelHop {
     gateway: Option<u128>,
     /// Its next hops are dead (link down): the kernel passes it over.
     dead: bool,
+    /// Every next hop of an IPv4 multipath route, which spreads flows over its live
+    /// ones (`oif` and `gateway` are the first live one's); the one hop otherwise.
+    hops: Vec<NextHop>,
     /// What else the kernel tells routes apart by (protocol, preferred source,
     /// metrics; `Route::identity`).
     identity: (u8, Option<u128>, Vec<u8>),
@@ -253,7 +261,9 @@ struct KernelHop {
 impl KernelHop {
     /// The same route: everything but its liveness.
     fn same(&self, o: &KernelHop) -> bool {
+        let places = |k: &KernelHop| k.hops.iter().map(|h| (h.oif, h.gateway)).collect::<Vec<_>>();
         (self.kind, self.oif, self.gateway, &self.identity) == (o.kind, o.oif, o.gateway, &o.identity)
+            && places(self) == places(o)
     }
 }
 
@@ -270,7 +280,7 @@ struct State {
     /// several, with different next hops; IPv4 with `ip route append`) the kernel
     /// uses the first.
     kernel: HashMap<Prefix, BTreeMap<u32, Vec<KernelHop>>>,
-    installed: HashMap<Prefix, Hop>,
+    installed: HashMap<Prefix, Hops>,
     /// Prefixes whose kernel route the router cannot take.
     skipped: HashSet<Prefix>,
     /// Prefixes whose choice may have changed since the last write.
@@ -298,19 +308,23 @@ impl State {
     }
 
     /// The routes a message describes, as the kernel keeps them: an IPv4 route is one,
-    /// whatever its next hops (its first live one is used); an IPv6 multipath route is
-    /// a sibling route per next hop.
+    /// whatever its next hops; an IPv6 multipath route is a sibling route per next hop.
     fn kernel_hops(&self, r: &Route) -> Vec<KernelHop> {
-        let hop = |oif, gateway, dead| KernelHop {
+        let hop = |oif, gateway, dead, hops| KernelHop {
             kind: r.kind,
             oif,
             gateway,
             dead,
+            hops,
             identity: r.identity.clone(),
         };
         match self.family {
-            Family::V4 => vec![hop(r.oif, r.gateway, r.dead)],
-            Family::V6 => r.hops.iter().map(|h| hop(h.oif, h.gateway, h.dead)).collect(),
+            Family::V4 => vec![hop(r.oif, r.gateway, r.dead, r.hops.clone())],
+            Family::V6 => r
+                .hops
+                .iter()
+                .map(|h| hop(h.oif, h.gateway, h.dead, vec![*h]))
+                .collect(),
         }
     }
 
@@ -395,28 +409,51 @@ impl State {
         self.dirty.insert(key);
     }
 
-    /// The hop for `key`: the kernel's first live route of lowest metric, if the
+    /// The hops for `key`: the kernel's first live route of lowest metric, if the
     /// router can take it (an interface it serves, or a dropping route with BLACKHOLE
     /// given); none when every route is dead (the kernel then takes a shorter prefix's).
-    /// `Err` when the kernel's route cannot be taken, with what to install instead: the
-    /// BLACKHOLE output, if given.
-    fn wanted(&self, key: &Prefix) -> Result<Option<Hop>, Option<Hop>> {
-        let drop = self.sync.blackhole.map(|port| Hop { gateway: None, port });
-        let Some(best) = self
-            .kernel
-            .get(key)
-            .and_then(|m| m.values().flatten().find(|h| !h.dead))
-        else {
+    /// A multipath route (an IPv4 route's live next hops, the live IPv6 siblings with a
+    /// gateway at the route's metric) gives each of its hops on an interface the router
+    /// serves. `Err` when the kernel's route cannot be taken, with what to install
+    /// instead: the BLACKHOLE output, if given.
+    fn wanted(&self, key: &Prefix) -> Result<Option<Hops>, Option<Hops>> {
+        let drop = self.sync.blackhole.map(|port| vec![Hop { gateway: None, port }]);
+        let Some((metric, best)) = self.kernel.get(key).and_then(|m| {
+            m.iter()
+                .find_map(|(metric, routes)| routes.iter().find(|h| !h.dead).map(|h| (metric, h)))
+        }) else {
             return Ok(None);
         };
         match best.kind {
-            RTN_UNICAST => match best.oif.and_then(|i| self.ports.get(&i)) {
-                Some(&port) => Ok(Some(Hop {
-                    gateway: best.gateway,
-                    port,
-                })),
-                None => Err(drop),
-            },
+            RTN_UNICAST => {
+                let members: Vec<NextHop> = match self.family {
+                    Family::V4 => best.hops.iter().filter(|h| !h.dead).copied().collect(),
+                    // IPv6 spreads over the siblings with a gateway of one metric.
+                    Family::V6 if best.gateway.is_some() => self.kernel[key][metric]
+                        .iter()
+                        .filter(|h| !h.dead && h.kind == RTN_UNICAST && h.gateway.is_some())
+                        .flat_map(|h| h.hops.iter().copied())
+                        .collect(),
+                    Family::V6 => best.hops.clone(),
+                };
+                let mut hops = Hops::new();
+                for m in members {
+                    if let Some(&port) = m.oif.and_then(|i| self.ports.get(&i)) {
+                        let hop = Hop {
+                            gateway: m.gateway,
+                            port,
+                        };
+                        if !hops.contains(&hop) {
+                            hops.push(hop);
+                        }
+                    }
+                }
+                if hops.is_empty() {
+                    return Err(drop);
+                }
+                hops.truncate(MAX_MEMBERS);
+                Ok(Some(hops))
+            }
             k if DROPPING_KINDS.contains(&k) && drop.is_some() => Ok(drop),
             _ => Err(drop),
         }
@@ -429,17 +466,18 @@ impl State {
         }
     }
 
-    /// `PREFIX/LEN [GATEWAY] OUTPUT`, or `PREFIX/LEN` for no hop.
-    fn route_text(&self, key: &Prefix, hop: Option<&Hop>) -> String {
-        let prefix = format!("{}/{}", self.address(key.0), key.1);
-        match hop {
-            Some(Hop {
-                gateway: Some(g),
-                port,
-            }) => format!("{} {} {}", prefix, self.address(*g), port),
-            Some(h) => format!("{} {}", prefix, h.port),
-            None => prefix,
+    /// `PREFIX/LEN [GATEWAY] OUTPUT`, a `[GATEWAY] OUTPUT` a member of a multipath
+    /// route, or `PREFIX/LEN` for no hop.
+    fn route_text(&self, key: &Prefix, hops: Option<&Hops>) -> String {
+        let mut text = format!("{}/{}", self.address(key.0), key.1);
+        for h in hops.into_iter().flatten() {
+            if let Some(g) = h.gateway {
+                text.push(' ');
+                text.push_str(&self.address(g));
+            }
+            text.push_str(&format!(" {}", h.port));
         }
+        text
     }
 
     /// Writes the changes of the dirty prefixes to the lookup element: for IPv4 all at
@@ -447,7 +485,7 @@ impl State {
     /// `add` (which replaces) and `remove`, LookupIP6Route's `ctrl` taking one command.
     /// A change the element refuses is left out (and reported), never the others.
     fn write(&mut self, router: &RouterSpec) -> Result<(), String> {
-        let mut changes: Vec<(Prefix, Option<Hop>)> = Vec::new();
+        let mut changes: Vec<(Prefix, Option<Hops>)> = Vec::new();
         for key in std::mem::take(&mut self.dirty) {
             let want = match self.wanted(&key) {
                 Ok(h) => {
@@ -468,7 +506,7 @@ impl State {
         let mut done = vec![false; changes.len()];
         match self.family {
             Family::V4 => {
-                let line = |(key, want): &(Prefix, Option<Hop>)| {
+                let line = |(key, want): &(Prefix, Option<Hops>)| {
                     let verb = if want.is_some() { "set" } else { "remove" };
                     format!("{} {}\n", verb, self.route_text(key, want.as_ref()))
                 };

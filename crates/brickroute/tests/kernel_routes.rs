@@ -355,6 +355,8 @@ fn ipv6_siblings_appended_prepended_and_source_routes_as_the_kernel_has_them() {
         "2001:db8:1::2",
     ]);
     let (_dir, mut p, mut c) = follow_into(&ns, LOOKUP6, "", &[]);
+    // The siblings are one multipath route: flows spread over both.
+    wait_lookup(&mut c, "2001:db8:300::1", "1 2001:db8::2\n2 2001:db8:1::2");
     // One sibling removed: the other still routes the prefix.
     ns.ip(&[
         "-6",
@@ -369,7 +371,8 @@ fn ipv6_siblings_appended_prepended_and_source_routes_as_the_kernel_has_them() {
     wait_lookup(&mut c, "2001:db8:300::1", "2 2001:db8:1::2");
     // The source-specific route is not the router's to take.
     assert_eq!(c.read("rt.lookup 2001:db8:b00::1"), "-1");
-    // Siblings made by append, then the prefix removed: nothing is left.
+    // Siblings made by append (one multipath route, as to the kernel), then the prefix
+    // removed: nothing is left.
     ns.ip(&["-6", "route", "add", "2001:db8:400::/48", "via", "2001:db8::2"]);
     ns.ip(&[
         "-6",
@@ -379,10 +382,11 @@ fn ipv6_siblings_appended_prepended_and_source_routes_as_the_kernel_has_them() {
         "via",
         "2001:db8:1::2",
     ]);
-    wait_lookup(&mut c, "2001:db8:400::1", "1 2001:db8::2");
+    wait_lookup(&mut c, "2001:db8:400::1", "1 2001:db8::2\n2 2001:db8:1::2");
     ns.ip(&["-6", "route", "del", "2001:db8:400::/48"]);
     wait_lookup(&mut c, "2001:db8:400::1", "-1");
-    // IPv6 puts a prepended route after the others of its metric, and uses the first.
+    // IPv6 puts a prepended route after the others of its metric, and uses the first
+    // (routes without a gateway are not siblings).
     ns.ip(&["-6", "route", "add", "2001:db8:700::/48", "dev", "d0"]);
     ns.ip(&["-6", "route", "prepend", "2001:db8:700::/48", "dev", "d1"]);
     ns.ip(&["-6", "route", "add", "2001:db8:701::/48", "dev", "d0"]);
@@ -425,7 +429,8 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
         ],
     );
     ns.ip(&["-6", "route", "del", "2001:db8:100::/48"]);
-    // Two next hops for one prefix: one is installed; when that one goes, the other.
+    // Two next hops for one prefix: both are installed, as one multipath route; when
+    // one goes, the other is left.
     ns.ip(&[
         "-6",
         "route",
@@ -438,31 +443,19 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
         "via",
         "2001:db8:1::2",
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let first = loop {
-        if let Some(l) = table(&mut c)
-            .into_iter()
-            .find(|l| l.starts_with("2001:db8:200::/48"))
-        {
-            break l;
-        }
-        assert!(Instant::now() < deadline, "multipath route never installed");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (gone, other) = if first.ends_with(" 1") {
-        ("2001:db8::2", "2001:db8:200::/48 2001:db8:1::2 2")
-    } else {
-        ("2001:db8:1::2", "2001:db8:200::/48 2001:db8::2 1")
-    };
-    ns.ip(&["-6", "route", "del", "2001:db8:200::/48", "via", gone]);
+    let others = [
+        "2001:db8:1::/64 :: 2",
+        "2001:db8::/64 :: 1",
+        "::/0 2001:db8:1::2 2",
+    ];
     wait_table(
         &mut c,
-        &[
-            "2001:db8:1::/64 :: 2",
-            "2001:db8::/64 :: 1",
-            other,
-            "::/0 2001:db8:1::2 2",
-        ],
+        &[&others[..], &["2001:db8:200::/48 2001:db8::2 1 2001:db8:1::2 2"]].concat(),
+    );
+    ns.ip(&["-6", "route", "del", "2001:db8:200::/48", "via", "2001:db8::2"]);
+    wait_table(
+        &mut c,
+        &[&others[..], &["2001:db8:200::/48 2001:db8:1::2 2"]].concat(),
     );
     c.send("WRITE stop\n");
     assert!(p.wait_exit(Duration::from_secs(20)).success());
@@ -530,8 +523,8 @@ fn the_router_chooses_among_routes_as_the_kernel_does() {
     // p0 is not listed: its routes go to BLACKHOLE output 3, as the kernel's dropping ones.
     let (_dir, mut p, mut c) = follow(&ns, ", BLACKHOLE 3", &[]);
     // (Not 172.17.1.1: its route is multipath, and the kernel picks the next hop of a
-    // flow by a hash with a seed drawn at boot, while the router takes the first live
-    // one, as docs/ELEMENTS.md says. It is checked against that below.)
+    // flow by a hash with a seed drawn at boot; the router spreads flows over the same
+    // live hops by a hash of its own. It is checked against that below.)
     let probes = ["172.16.1.1", "172.18.1.1", "172.20.1.1", "10.51.1.1"];
     let multipath = "172.17.1.1";
 
@@ -558,7 +551,10 @@ fn the_router_chooses_among_routes_as_the_kernel_does() {
     ns.ip(&["nexthop", "add", "id", "7", "via", "198.18.0.2", "dev", "d0"]);
     ns.ip(&["route", "add", "172.20.0.0/16", "nhid", "7"]);
     wait_as_kernel(&ns, &mut c, &probes, "3");
-    assert_eq!(c.read(&format!("rt.lookup {}", multipath)), "1 198.18.0.2");
+    assert_eq!(
+        c.read(&format!("rt.lookup {}", multipath)),
+        "1 198.18.0.2\n2 198.19.0.2"
+    );
     assert_eq!(c.read("rt.lookup 172.16.1.1"), "1 198.18.0.2");
     assert_eq!(c.read("rt.lookup 172.18.1.1"), "2 198.19.0.2");
     assert_eq!(c.read("rt.lookup 10.51.1.1"), "3");
@@ -603,15 +599,15 @@ fn the_router_chooses_among_routes_as_the_kernel_does() {
     wait_as_kernel(&ns, &mut c, &probes, "3");
     assert_eq!(c.read("rt.lookup 172.20.1.1"), "2 198.19.0.2");
 
-    // d0 down: its next hops are dead; the multipath route goes through d1, the rest
-    // through d0 is gone (the default route takes it).
+    // d0 down: its next hops are dead; the multipath route goes through d1 alone, the
+    // rest through d0 is gone (the default route takes it).
     // With one live next hop left, the kernel's choice is the router's.
     ns.ip(&["link", "set", "d0", "down"]);
     wait_as_kernel(&ns, &mut c, &[&probes[..], &[multipath]].concat(), "3");
     assert_eq!(c.read(&format!("rt.lookup {}", multipath)), "2 198.19.0.2");
     ns.ip(&["link", "set", "d0", "up"]);
     wait_as_kernel(&ns, &mut c, &probes, "3");
-    wait_lookup(&mut c, multipath, "1 198.18.0.2");
+    wait_lookup(&mut c, multipath, "1 198.18.0.2\n2 198.19.0.2");
 
     c.send("WRITE stop\n");
     assert!(p.wait_exit(Duration::from_secs(20)).success());

@@ -4,7 +4,8 @@
 //! Neighbour Discovery) when the element asked; packets for a gateway that does not
 //! answer are counted and dropped, then go to output 1 once the kernel has given up,
 //! with the kernel asked again at most once a second; a neighbour entry the kernel
-//! changes takes the traffic at once.
+//! changes takes the traffic at once. A multipath route the router takes from the
+//! kernel (`KernelRoutes`) spreads flows over both gateways, each flow to one.
 //!
 //! r: d1 198.19.0.1 -- b1 [sw: bridge br0] b2 -- h1 198.19.0.3 (ns h1)
 //!                                          b3 -- h2 198.19.0.4 (ns h2)
@@ -85,15 +86,20 @@ impl Family {
     /// One packet to `dst` as a RatedSource's hex DATA: a valid header (a bridge with
     /// netfilter drops IPv4 with a bad checksum).
     fn packet(self, dst: &[u8]) -> String {
+        self.packet_from(1, dst)
+    }
+
+    /// [`Family::packet`] from source 10.0.0.`src` (IPv6: 2001:db8::`src`).
+    fn packet_from(self, src: u8, dst: &[u8]) -> String {
         let h: Vec<u8> = if self.v6 {
-            // Version 6, no payload, no next header (59), hop limit 64, from 2001:db8::1.
+            // Version 6, no payload, no next header (59), hop limit 64.
             let mut h = vec![0x60, 0, 0, 0, 0, 0, 59, 64, 0x20, 0x01, 0x0d, 0xb8];
             h.extend_from_slice(&[0; 11]);
-            h.push(1);
+            h.push(src);
             h.extend_from_slice(dst);
             h
         } else {
-            let mut h = vec![0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1];
+            let mut h = vec![0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, src];
             h.extend_from_slice(dst);
             let sum = common::inet_checksum(&h);
             h[10..12].copy_from_slice(&sum.to_be_bytes());
@@ -420,6 +426,96 @@ fn first_packets_wait(f: Family) {
         table_has(&mut c, &format!("{g3} - FAILED")),
         "{}",
         c.read("ne.table")
+    );
+    assert!(p.exited().is_none());
+}
+
+#[test]
+fn a_multipath_route_from_the_kernel_spreads_flows_over_its_gateways() {
+    multipath_spreads(Family { v6: false });
+}
+
+#[test]
+fn an_ipv6_multipath_route_from_the_kernel_spreads_flows_over_its_gateways() {
+    multipath_spreads(Family { v6: true });
+}
+
+/// The router's kernel routes the first destination through h1 and h2 at once (a
+/// multipath route); 32 flows (sources) to it, through the router's table kept by
+/// `KernelRoutes`: each flow's frames all go to one gateway, and both gateways get
+/// flows.
+fn multipath_spreads(f: Family) {
+    let l = link(f);
+    let [_, g1, g2, _] = f.addrs();
+    let [dst, _, _] = f.destinations();
+    let (prefix, ip) = if f.v6 {
+        ("2001:db8:100::/48", "-6")
+    } else {
+        ("192.0.2.0/24", "-4")
+    };
+    l.r.ip(&[
+        ip, "route", "add", prefix, "nexthop", "via", g1, "dev", "d1", "nexthop", "via", g2, "dev", "d1",
+    ]);
+    let s1 = l.h1.run(|| RawSocket::open("h1"));
+    let s2 = l.h2.run(|| RawSocket::open("h2"));
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let (lookup, anno, ethertype) = f.elements();
+    // (The header check marks the network header, where the lookup finds the source.)
+    let check = if f.v6 { "CheckIP6Header" } else { "CheckIPHeader" };
+    let sources: String = (1..=32u8)
+        .map(|i| {
+            format!(
+                "RatedSource(DATA \\<{}>, RATE 50) -> {check} -> {anno} -> rt;\n",
+                f.packet_from(i, &dst)
+            )
+        })
+        .collect();
+    let config = format!(
+        "ControlSocket(unix, {});
+         rt :: {lookup};
+         KernelRoutes(rt, d1 0);
+         {sources}
+         rt -> ne :: NeighborEncap(d1, {ethertype}) -> ToDevice(d1, METHOD PACKET);
+         ne[1] -> unresolved :: Counter -> Discard;",
+        sock.display(),
+    );
+    let (mut p, mut c) = start(&l, &config, &sock);
+    let probe = if f.v6 { "2001:db8:100::7" } else { "192.0.2.7" };
+    wait_until(&mut c, 10, |c| {
+        c.read(&format!("rt.lookup {probe}")) == format!("0 {g1}\n0 {g2}")
+    });
+    wait_until(&mut c, 10, |c| {
+        table_has(c, &format!("{g1} {} ", mac(&H1_MAC))) && table_has(c, &format!("{g2} {} ", mac(&H2_MAC)))
+    });
+    // Each source's frames, by destination MAC.
+    let src = if f.v6 { 37 } else { 29 };
+    let mut flows: HashMap<u8, HashMap<[u8; 6], usize>> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_millis(2000);
+    while Instant::now() < deadline {
+        for s in [&s1, &s2] {
+            if let Some(fr) = s.recv(Duration::from_millis(1)) {
+                if from_router(f, &fr).is_some_and(|(to, _)| to == dst) {
+                    let to: [u8; 6] = fr[..6].try_into().unwrap();
+                    *flows.entry(fr[src]).or_default().entry(to).or_default() += 1;
+                }
+            }
+        }
+    }
+    assert!(flows.len() >= 28, "{} of 32 flows seen: {flows:?}", flows.len());
+    for (s, macs) in &flows {
+        assert_eq!(
+            macs.len(),
+            1,
+            "flow from source {s} went to more than one gateway: {flows:?}"
+        );
+    }
+    let to = |m: [u8; 6]| flows.values().filter(|macs| macs.contains_key(&m)).count();
+    assert!(
+        to(H1_MAC) >= 4 && to(H2_MAC) >= 4,
+        "flows to h1 {}, to h2 {}",
+        to(H1_MAC),
+        to(H2_MAC)
     );
     assert!(p.exited().is_none());
 }

@@ -105,6 +105,13 @@ impl Harness {
             .unwrap_or_else(|| panic!("no read handler {}", handler))
     }
 
+    /// A read handler that takes a parameter (as `lookup ADDR`).
+    pub fn read_with(&self, handler: &str, param: &str) -> Result<String, String> {
+        self.spec
+            .read_handler_with(handler, param)
+            .unwrap_or_else(|| panic!("no read handler {} with a parameter", handler))
+    }
+
     pub fn write(&self, handler: &str, value: &str) -> Result<(), String> {
         self.spec
             .write_handler(handler, value)

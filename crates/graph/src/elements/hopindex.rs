@@ -2,8 +2,8 @@
 //!
 //! A route's next hop in the `lpm` table is an index. The first indices are the output
 //! ports themselves (routes without a gateway, so a worker needs no table read for
-//! them); each other (gateway, port) pair gets an index of its own while routes use it.
-//! An index whose last route is gone is given to another pair only after every worker
+//! them); each other (gateway, port) pair, and each multipath group of them
+//! (`multipath.rs`), gets an index of its own while routes use it. An index whose last route is gone is given to another pair only after every worker
 //! that may have read it has finished its batch (`lpm::defer`): a worker holds an `lpm`
 //! pin from its lookup until it has read the index's pair, and an index reused sooner
 //! would send its packet to the new pair's gateway and port.
@@ -27,7 +27,7 @@ pub(crate) struct HopIndex<K> {
     returned: Arc<Mutex<Vec<u32>>>,
 }
 
-impl<K: Copy + Eq + Hash> HopIndex<K> {
+impl<K: Clone + Eq + Hash> HopIndex<K> {
     pub(crate) fn new(direct: usize, max: usize) -> HopIndex<K> {
         HopIndex {
             direct,
@@ -48,8 +48,8 @@ impl<K: Copy + Eq + Hash> HopIndex<K> {
     /// A reference to the index of `pair`, and whether the index is new to it (the
     /// caller then stores the pair where workers read it, before any route uses the
     /// index). `None` when every index is taken.
-    pub(crate) fn acquire(&mut self, pair: K) -> Option<(u32, bool)> {
-        if let Some(&h) = self.ids.get(&pair) {
+    pub(crate) fn acquire(&mut self, pair: &K) -> Option<(u32, bool)> {
+        if let Some(&h) = self.ids.get(pair) {
             self.refs[h as usize] += 1;
             return Some((h, false));
         }
@@ -64,7 +64,7 @@ impl<K: Copy + Eq + Hash> HopIndex<K> {
             None => return None,
         };
         self.refs[h as usize] = 1;
-        self.ids.insert(pair, h);
+        self.ids.insert(pair.clone(), h);
         Some((h, true))
     }
 
@@ -107,17 +107,17 @@ mod tests {
     fn ports_are_their_own_index_and_pairs_share_one() {
         let mut ix = HopIndex::<(u32, u32)>::new(2, 4);
         assert_eq!(ix.port(1), 1);
-        assert_eq!(ix.acquire((7, 0)), Some((2, true)));
-        assert_eq!(ix.acquire((7, 0)), Some((2, false)));
-        assert_eq!(ix.acquire((8, 1)), Some((3, true)));
+        assert_eq!(ix.acquire(&(7, 0)), Some((2, true)));
+        assert_eq!(ix.acquire(&(7, 0)), Some((2, false)));
+        assert_eq!(ix.acquire(&(8, 1)), Some((3, true)));
         // Four indices: two ports, two pairs.
-        assert_eq!(ix.acquire((9, 1)), None);
+        assert_eq!(ix.acquire(&(9, 1)), None);
         assert!(!ix.release(1));
         assert!(!ix.release(2));
         assert!(ix.release(2));
         // Released but not retired: still full, and the pair gets its index back.
-        assert_eq!(ix.acquire((9, 1)), None);
-        assert_eq!(ix.acquire((7, 0)), Some((2, false)));
+        assert_eq!(ix.acquire(&(9, 1)), None);
+        assert_eq!(ix.acquire(&(7, 0)), Some((2, false)));
         assert!(ix.release(2));
         // Retired while this thread holds a pin, as a worker does from its lookup until
         // it has read the pair: however often the collector runs, not reusable yet.
@@ -126,14 +126,14 @@ mod tests {
         for _ in 0..10_000 {
             drop(lpm::pin());
         }
-        assert_eq!(ix.acquire((9, 1)), None);
+        assert_eq!(ix.acquire(&(9, 1)), None);
         drop(held);
         // Other threads pin too, so the epoch may take a few rounds to advance.
         let mut rounds = 0;
         let got = loop {
             let g = lpm::pin();
             drop(g);
-            if let Some(x) = ix.acquire((9, 1)) {
+            if let Some(x) = ix.acquire(&(9, 1)) {
                 break x;
             }
             rounds += 1;
@@ -142,11 +142,11 @@ mod tests {
         };
         assert_eq!(got, (2, true));
         // Listed twice, freed once: two pairs never share it.
-        assert_eq!(ix.acquire((10, 1)), None);
+        assert_eq!(ix.acquire(&(10, 1)), None);
         // An index its pair acquired again before the retire stays the pair's.
         assert!(ix.release(3));
-        assert_eq!(ix.acquire((8, 1)), Some((3, false)));
+        assert_eq!(ix.acquire(&(8, 1)), Some((3, false)));
         ix.retire([(3, (8, 1))]);
-        assert_eq!(ix.acquire((8, 1)), Some((3, false)));
+        assert_eq!(ix.acquire(&(8, 1)), Some((3, false)));
     }
 }

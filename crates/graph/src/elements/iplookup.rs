@@ -8,12 +8,17 @@
 //! packet whose route has a gateway gets the gateway as its new annotation; the packet
 //! leaves on the route's output; packets without a route are dropped.
 //!
+//! brickroute's extension: a multipath route, `ADDR/MASK [GW] OUT [GW] OUT ...`, has
+//! several (gateway, output) members, and each packet takes the member that a hash of
+//! its IPv4 source and destination picks (`multipath.rs`).
+//!
 //! Workers share one `Arc<Ipv4Lpm>` and one lock-free next-hop table (gateway and port
 //! per next-hop index, see `hopindex.rs`). Handler writes update both in place under a
 //! control-side mutex that the data path never takes; each batch costs one pin and one
 //! `lookup_batch_in`.
 
 use super::hopindex::HopIndex;
+use super::multipath::{self, Groups};
 use crate::args::{split_words, uncomment, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
 use crate::elements::slots::FreeSlots;
@@ -44,6 +49,10 @@ pub enum Flavor {
 
 /// Distinct (gateway, output) pairs a table can hold at once.
 const MAX_HOPS: usize = 1 << 16;
+
+/// A next-hop slot's value for a multipath group: no gateway, and an output no element
+/// has (a worker that read it without the group's members would drop the packet).
+const GROUP: u64 = u32::MAX as u64;
 
 /// One of the four classes.
 pub struct IpLookupClass {
@@ -86,7 +95,15 @@ impl ElementClass for IpLookupClass {
             let mut ctl = spec.lock();
             for (i, arg) in args.rest().iter().enumerate() {
                 match parse_route(arg, false) {
-                    Some(r) if r.port >= 0 && (r.port as usize) < cx.noutputs => {
+                    Some(r) if multipath::members_problem(&r.hops).is_some() => {
+                        let e = multipath::members_problem(&r.hops).unwrap_or_default();
+                        first_err.get_or_insert_with(|| format!("argument {}: {}", i + 1, e));
+                    }
+                    Some(r)
+                        if r.hops
+                            .iter()
+                            .all(|&(_, port)| port >= 0 && (port as usize) < cx.noutputs) =>
+                    {
                         // As in Click, a later route for the same prefix is ignored.
                         if let Err(CmdError::TooManyHops) = spec.add_route(&mut ctl, r, false) {
                             first_err.get_or_insert_with(|| CmdError::TooManyHops.text(self.flavor));
@@ -110,14 +127,16 @@ impl ElementClass for IpLookupClass {
     }
 }
 
-/// A route as Click's `IPRoute`: prefix, gateway (0 for none), output port (-1 in a
-/// `remove` request means "any").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A next hop: gateway (0 for none) and output port.
+type Member = (u32, i32);
+
+/// A route as Click's `IPRoute`: prefix, and its (gateway, output) member, or several
+/// for a multipath route (none in a `remove` request means "any").
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Route {
     addr: u32,
     len: u8,
-    gw: u32,
-    port: i32,
+    hops: Vec<Member>,
 }
 
 impl Route {
@@ -125,41 +144,61 @@ impl Route {
         format!("{}/{}", Ipv4Addr::from(self.addr), self.len)
     }
 
-    fn gw_text(&self) -> String {
-        if self.gw == 0 {
-            "-".to_string()
-        } else {
-            Ipv4Addr::from(self.gw).to_string()
-        }
-    }
-
-    /// Click's `IPRoute::unparse` without tabs: `ADDR/MASK GW PORT`.
+    /// Click's `IPRoute::unparse` without tabs: `ADDR/MASK GW PORT`, a `GW PORT` a
+    /// member (a removal's "any" as Click writes it, `- -1`).
     fn unparse(&self) -> String {
-        format!("{} {} {}", self.prefix(), self.gw_text(), self.port)
+        let mut out = self.prefix();
+        let any = [(0, -1)];
+        for &(gw, port) in if self.hops.is_empty() {
+            &any[..]
+        } else {
+            &self.hops
+        } {
+            let _ = write!(out, " {} {}", gw_text(gw), port);
+        }
+        out
     }
 
-    /// Click's tabbed form: columns padded with a second tab when short.
-    fn unparse_tabs(&self, gw: &str, out: &mut String) {
+    /// Click's tabbed form: columns padded with a second tab when short (a multipath
+    /// route's further members follow as `GW<TAB>PORT`). `gw` writes a gateway.
+    fn unparse_tabs(&self, gw: fn(u32) -> String, out: &mut String) {
         let start = out.len();
         let _ = write!(out, "{}\t", self.prefix());
         if out.len() < start + 17 {
             out.push('\t');
         }
-        let start = out.len();
-        let _ = write!(out, "{}\t", gw);
-        if out.len() < start + 9 {
-            out.push('\t');
+        for (i, &(g, port)) in self.hops.iter().enumerate() {
+            if i > 0 {
+                out.push('\t');
+            }
+            let start = out.len();
+            let _ = write!(out, "{}\t", gw(g));
+            if out.len() < start + 9 {
+                out.push('\t');
+            }
+            let _ = write!(out, "{}", port);
         }
-        let _ = write!(out, "{}", self.port);
     }
 
-    /// Click's `IPRoute::match`: same prefix, and same gateway and port unless the
-    /// request's port is negative.
+    /// Click's `IPRoute::match`: same prefix, and same members unless the request names
+    /// none.
     fn matches(&self, req: &Route) -> bool {
-        self.addr == req.addr
-            && self.len == req.len
-            && (req.port < 0 || (self.gw == req.gw && self.port == req.port))
+        self.addr == req.addr && self.len == req.len && (req.hops.is_empty() || self.hops == req.hops)
     }
+}
+
+/// A gateway as Click writes it in its untabbed tables: `-` for none.
+fn gw_text(gw: u32) -> String {
+    if gw == 0 {
+        "-".to_string()
+    } else {
+        Ipv4Addr::from(gw).to_string()
+    }
+}
+
+/// A gateway as DirectIPLookup's table writes it: `0.0.0.0` for none.
+fn gw_dotted(gw: u32) -> String {
+    Ipv4Addr::from(gw).to_string()
 }
 
 fn mask_of(len: u8) -> u32 {
@@ -170,35 +209,34 @@ fn mask_of(len: u8) -> u32 {
     }
 }
 
-/// Parses `ADDR/MASK [GW] OUT` (Click's `cp_ip_route`). In a removal the output may be
-/// left out (port -1). The gateway may be `-` for none. Masks must be contiguous.
+/// Parses `ADDR/MASK [GW] OUT` (Click's `cp_ip_route`), or a multipath route's
+/// `ADDR/MASK [GW] OUT [GW] OUT ...` (whose members the caller checks with
+/// `multipath::members_problem`). In a removal the members may be left out ("any"). A gateway may be `-` for none.
+/// Masks must be contiguous.
 fn parse_route(s: &str, remove: bool) -> Option<Route> {
     let words = split_words(s);
     let mut it = words.iter().map(String::as_str);
     let p = Ipv4Prefix::from_arg(it.next()?)?;
     let len = p.len()?;
     let addr = u32::from(p.addr) & mask_of(len);
-    let mut gw = 0u32;
-    let mut word = it.next();
-    match word {
-        Some("-") => word = it.next(),
-        Some(w) => {
-            if let Some(a) = Ipv4Addr::from_arg(w) {
-                gw = u32::from(a);
-                word = it.next();
-            }
-        }
-        None => {}
+    let mut hops = Vec::new();
+    while let Some(w) = it.next() {
+        // A gateway (or `-`) is followed by its output; an output stands alone.
+        let (gw, port) = match (w, Ipv4Addr::from_arg(w)) {
+            (_, None) if w != "-" => (0, w),
+            (_, a) => match it.next() {
+                Some(port) => (a.map_or(0, u32::from), port),
+                // As in Click, a removal's lone gateway (no output) means "any".
+                None if remove && hops.is_empty() => break,
+                None => return None,
+            },
+        };
+        hops.push((gw, i32::from_arg(port)?));
     }
-    let port = match word {
-        Some(w) => i32::from_arg(w)?,
-        None if remove => -1,
-        None => return None,
-    };
-    if it.next().is_some() {
+    if hops.is_empty() && !remove {
         return None;
     }
-    Some(Route { addr, len, gw, port })
+    Some(Route { addr, len, hops })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,8 +276,9 @@ struct Control {
     /// Free slots: RadixIPLookup reuses the newest, the other classes the lowest.
     free: FreeSlots,
     index: HashMap<(u32, u8), usize>,
-    /// Which (gateway, port) pair holds which next-hop index.
-    hop_index: HopIndex<(u32, i32)>,
+    /// Which (gateway, port) pair, or multipath group of them, holds which next-hop
+    /// index.
+    hop_index: HopIndex<Vec<Member>>,
     seq: u64,
     /// While a `ctrl` write runs: its table changes, applied together when it ends
     /// (`Ipv4Lpm::apply`: workers see the write whole; a large one is built into a new
@@ -249,7 +288,7 @@ struct Control {
     /// until the write's changes reach the table, routes there may still name them, so
     /// they are retired only after (and a pair acquired again meanwhile, as when a
     /// failed write is undone, keeps its index).
-    held_hops: Vec<(u32, (u32, i32))>,
+    held_hops: Vec<(u32, Vec<Member>)>,
 }
 
 /// The configured element, shared by every worker.
@@ -257,8 +296,10 @@ pub struct IpLookupSpec {
     flavor: Flavor,
     noutputs: usize,
     lpm: Arc<Ipv4Lpm>,
-    /// Next-hop index to `gateway << 32 | port`, read by workers without locks.
+    /// Next-hop index to `gateway << 32 | port`, read by workers without locks; for a
+    /// multipath group, [`GROUP`] with its members in `groups`.
     hops: Arc<[AtomicU64]>,
+    groups: Arc<Groups<Member>>,
     ctl: Mutex<Control>,
     complaints: Arc<AtomicU32>,
 }
@@ -274,6 +315,7 @@ impl IpLookupSpec {
             hops: (0..MAX_HOPS)
                 .map(|h| AtomicU64::new(if h < direct { h as u64 } else { 0 }))
                 .collect(),
+            groups: Arc::new(Groups::new(MAX_HOPS)),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
                 free: if flavor == Flavor::Radix {
@@ -295,26 +337,45 @@ impl IpLookupSpec {
         self.ctl.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The next-hop index of `(gw, port)`. A route without a gateway (the usual kind)
-    /// has its output port as index, so a worker needs no table read to route it; the
-    /// other pairs get indices past the ports.
-    fn acquire_hop(&self, ctl: &mut Control, gw: u32, port: i32) -> Result<u32, CmdError> {
-        if gw == 0 && port >= 0 && (port as usize) < direct_ports(self.noutputs) {
-            return Ok(ctl.hop_index.port(port as u32));
+    /// The next-hop index of a route's members. A route without a gateway (the usual
+    /// kind) has its output port as index, so a worker needs no table read to route it;
+    /// the other pairs, and multipath groups, get indices past the ports.
+    fn acquire_hop(&self, ctl: &mut Control, hops: &[Member]) -> Result<u32, CmdError> {
+        if let [(0, port)] = *hops {
+            if port >= 0 && (port as usize) < direct_ports(self.noutputs) {
+                return Ok(ctl.hop_index.port(port as u32));
+            }
         }
-        let (h, fresh) = ctl.hop_index.acquire((gw, port)).ok_or(CmdError::TooManyHops)?;
+        let key = hops.to_vec();
+        let (h, fresh) = ctl.hop_index.acquire(&key).ok_or(CmdError::TooManyHops)?;
         if fresh {
             // Published to workers by the `Release` store of `Ipv4Lpm::insert` (or of
             // `Ipv4Lpm::apply`, in a `ctrl` write), which comes after.
-            self.hops[h as usize].store((u64::from(gw) << 32) | u64::from(port as u32), Ordering::Relaxed);
+            let value = match *hops {
+                [(gw, port)] => (u64::from(gw) << 32) | u64::from(port as u32),
+                _ => GROUP,
+            };
+            self.groups.set(h, (hops.len() > 1).then_some(key));
+            self.hops[h as usize].store(value, Ordering::Relaxed);
         }
         Ok(h)
     }
 
+    /// The members index `h` stands for. The caller holds the control side's mutex, or
+    /// an `lpm` pin from before it read `h` from the table: the index is not reused
+    /// meanwhile.
+    fn hop_members(&self, h: u32) -> Vec<Member> {
+        let v = self.hops[h as usize].load(Ordering::Relaxed);
+        if v == GROUP {
+            self.groups.get(h).to_vec()
+        } else {
+            vec![((v >> 32) as u32, v as u32 as i32)]
+        }
+    }
+
     fn release_hop(&self, ctl: &mut Control, h: u32) {
         if ctl.hop_index.release(h) {
-            let v = self.hops[h as usize].load(Ordering::Relaxed);
-            let pair = ((v >> 32) as u32, v as u32 as i32);
+            let pair = self.hop_members(h);
             if ctl.pending.is_some() {
                 ctl.held_hops.push((h, pair));
             } else {
@@ -348,7 +409,7 @@ impl IpLookupSpec {
                 return Err(CmdError::Exists(slot_route(ctl, i).unwrap_or(r)));
             }
         }
-        let hop = self.acquire_hop(ctl, r.gw, r.port)?;
+        let hop = self.acquire_hop(ctl, &r.hops)?;
         self.change_table(ctl, r.addr, r.len, Some(hop));
         ctl.seq += 1;
         let new = Slot {
@@ -411,11 +472,18 @@ impl IpLookupSpec {
                 "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
             }
         })?;
-        if route.port < if remove { -1 } else { 0 } || route.port as i64 >= self.noutputs as i64 {
+        if let Some(e) = multipath::members_problem(&route.hops) {
+            return Err(e);
+        }
+        if route
+            .hops
+            .iter()
+            .any(|&(_, port)| port < 0 || port as usize >= self.noutputs)
+        {
             return Err("bad OUTPUT".to_string());
         }
         let undo = match cmd {
-            Cmd::Add | Cmd::Set => match self.add_route(ctl, route, cmd == Cmd::Set) {
+            Cmd::Add | Cmd::Set => match self.add_route(ctl, route.clone(), cmd == Cmd::Set) {
                 Ok(Some(old)) => (old, Cmd::Set),
                 Ok(None) => (route, Cmd::Add),
                 Err(e) => return Err(e.text(self.flavor)),
@@ -468,9 +536,9 @@ impl IpLookupSpec {
             ctl.pending = Some(Vec::new());
             while let Some((r, cmd)) = log.pop() {
                 let undone = match cmd {
-                    Cmd::Remove => self.add_route(&mut ctl, r, false).map(|_| ()),
-                    Cmd::Add => self.remove_route(&mut ctl, r).map(|_| ()),
-                    Cmd::Set => self.add_route(&mut ctl, r, true).map(|_| ()),
+                    Cmd::Remove => self.add_route(&mut ctl, r.clone(), false).map(|_| ()),
+                    Cmd::Add => self.remove_route(&mut ctl, r.clone()).map(|_| ()),
+                    Cmd::Set => self.add_route(&mut ctl, r.clone(), true).map(|_| ()),
                 };
                 debug_assert!(undone.is_ok(), "undoing {:?} of {:?} failed", cmd, r);
             }
@@ -501,7 +569,7 @@ impl IpLookupSpec {
         match self.flavor {
             Flavor::Radix => {
                 for s in ctl.slots.iter().flatten() {
-                    s.route.unparse_tabs(&s.route.gw_text(), &mut out);
+                    s.route.unparse_tabs(gw_text, &mut out);
                     out.push('\n');
                 }
             }
@@ -523,8 +591,7 @@ impl IpLookupSpec {
                     )
                 });
                 for s in v {
-                    s.route
-                        .unparse_tabs(&Ipv4Addr::from(s.route.gw).to_string(), &mut out);
+                    s.route.unparse_tabs(gw_dotted, &mut out);
                     out.push('\n');
                 }
             }
@@ -534,31 +601,25 @@ impl IpLookupSpec {
 
     /// What Click's `lookup` read handler (a read handler with a parameter) returns for
     /// `addr`: the output port, followed by the gateway if the route has one; `-1` when
-    /// there is no route.
+    /// there is no route. A multipath route gives a line per member.
     pub fn lookup_text(&self, addr: &str) -> Result<String, String> {
         let a = Ipv4Addr::from_arg(uncomment(addr).trim())
             .ok_or_else(|| format!("expected IP address, not '{}'", addr))?;
         // Pinned until the index's pair is read, as a worker is: a write that frees
         // the index meanwhile cannot give it to another pair before then.
         let guard = lpm::pin();
-        Ok(match self.lpm.lookup_in(&guard, u32::from(a)) {
-            Some(h) => {
-                let v = self.hops[h as usize].load(Ordering::Relaxed);
-                let (gw, port) = ((v >> 32) as u32, v as u32 as i32);
-                if gw != 0 {
-                    format!("{} {}", port, Ipv4Addr::from(gw))
-                } else {
-                    port.to_string()
-                }
-            }
-            None => "-1".to_string(),
-        })
+        let Some(h) = self.lpm.lookup_in(&guard, u32::from(a)) else {
+            return Ok("-1".to_string());
+        };
+        Ok(multipath::lookup_lines(&self.hop_members(h), |gw| {
+            Ipv4Addr::from(gw).to_string()
+        }))
     }
 }
 
 /// The route in slot `i` (`index` only names occupied slots).
 fn slot_route(ctl: &Control, i: usize) -> Option<Route> {
-    ctl.slots.get(i).and_then(Option::as_ref).map(|s| s.route)
+    ctl.slots.get(i).and_then(Option::as_ref).map(|s| s.route.clone())
 }
 
 /// DirectIPLookup's prefix hash (64K buckets), which decides its `table` order.
@@ -576,6 +637,7 @@ impl ElementSpec for IpLookupSpec {
             direct: direct_ports(self.noutputs) as u32,
             lpm: self.lpm.clone(),
             hops: self.hops.clone(),
+            groups: self.groups.clone(),
             complaints: self.complaints.clone(),
             addrs: Vec::new(),
             out: Vec::new(),
@@ -639,9 +701,27 @@ struct IpLookup {
     direct: u32,
     lpm: Arc<Ipv4Lpm>,
     hops: Arc<[AtomicU64]>,
+    groups: Arc<Groups<Member>>,
     complaints: Arc<AtomicU32>,
     addrs: Vec<u32>,
     out: Vec<u32>,
+}
+
+/// The member of group `h` that packet `p`'s flow takes, as a next-hop slot's value
+/// (`gateway << 32 | port`): picked by a hash of its IPv4 source (from its network
+/// header; 0 without one) and its destination annotation.
+fn group_member(groups: &Groups<Member>, h: u32, p: &packet::Packet) -> u64 {
+    let members = groups.get(h);
+    if members.is_empty() {
+        return GROUP;
+    }
+    let src = match p.network_header() {
+        Some(ip) if ip.len() >= 20 => u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
+        _ => 0,
+    };
+    let dst = u32::from_be_bytes(p.anno().dst_ip());
+    let (gw, port) = members[multipath::pick(multipath::flow_hash4(src, dst), members.len())];
+    (u64::from(gw) << 32) | u64::from(port as u32)
 }
 
 /// Prints a lookup miss as Click does: the first 5 misses of each element (none for
@@ -663,6 +743,7 @@ impl Element for IpLookup {
             direct,
             lpm,
             hops,
+            groups,
             complaints,
             addrs,
             out: verdicts,
@@ -689,7 +770,10 @@ impl Element for IpLookup {
                     // No output has this number: `Outputs::push_each` drops the packet.
                     continue;
                 }
-                let hop = hops.get(*v as usize).map_or(0, |x| x.load(Ordering::Relaxed));
+                let mut hop = hops.get(*v as usize).map_or(0, |x| x.load(Ordering::Relaxed));
+                if hop == GROUP {
+                    hop = group_member(groups, *v, p);
+                }
                 let gw = (hop >> 32) as u32;
                 if gw != 0 {
                     p.set_dst_ip_anno(gw.to_be_bytes());

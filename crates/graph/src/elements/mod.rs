@@ -15,6 +15,7 @@ pub(crate) mod idle;
 pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
+pub mod multipath;
 pub(crate) mod nd;
 pub(crate) mod neighbor;
 pub(crate) mod null;

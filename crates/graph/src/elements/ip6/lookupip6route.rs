@@ -7,6 +7,10 @@
 //! for a prefix replaces the earlier one, a removal of a missing route is no error), and
 //! the `table` handler lists them in its slot order.
 //!
+//! brickroute's extension: a multipath route, `DADDR/MASK [GW] OUTPUT [GW] OUTPUT ...`,
+//! has several (gateway, output) members, and each packet takes the member that a hash
+//! of its IPv6 source and destination picks (`multipath.rs`).
+//!
 //! As in the IPv4 lookup elements (`iplookup.rs`), workers share one table and one
 //! lock-free next-hop table, indexed as `hopindex.rs` describes.
 
@@ -14,6 +18,7 @@ use super::{parse_route6, Ipv6Prefix};
 use crate::args::{split_words, uncomment, Args, FromArg};
 use crate::element::*;
 use crate::elements::hopindex::HopIndex;
+use crate::elements::multipath::{self, Groups};
 use crate::elements::slots::FreeSlots;
 use crate::error::ConfigError;
 use lpm::Ipv6Lpm;
@@ -26,6 +31,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Distinct (gateway, output) pairs, output ports included, a table holds at once.
 const MAX_HOPS: usize = 1 << 16;
+
+/// A next hop: gateway (0 for none) and output port.
+type Member = (u128, u32);
+
+/// A next-hop slot's port for a multipath group, whose members are in `groups`: an
+/// output no element has (a worker that read it without them would drop the packet).
+const GROUP: u64 = u32::MAX as u64;
 
 pub struct LookupIP6RouteClass;
 
@@ -44,16 +56,22 @@ impl ElementClass for LookupIP6RouteClass {
         {
             let mut ctl = spec.lock();
             for (i, arg) in args.rest().iter().enumerate() {
-                let (addr, len, gw, port) = parse_route6(arg).filter(|r| r.3 >= 0).ok_or_else(|| {
-                    cx.error(format!("argument {} should be DADDR/MASK [GW] OUTPUT", i + 1))
-                })?;
-                maxout = maxout.max(port);
-                if port as usize >= cx.noutputs {
+                let (addr, len, hops) = parse_route6(arg)
+                    .filter(|r| r.2.iter().all(|h| h.1 >= 0))
+                    .ok_or_else(|| {
+                        cx.error(format!("argument {} should be DADDR/MASK [GW] OUTPUT", i + 1))
+                    })?;
+                if let Some(e) = multipath::members_problem(&hops) {
+                    return Err(cx.error(format!("argument {}: {}", i + 1, e)));
+                }
+                let most = hops.iter().map(|h| h.1).max().unwrap_or(0);
+                maxout = maxout.max(most);
+                if most as usize >= cx.noutputs {
                     // Checked for every route before the error, as Click does after its loop.
                     continue;
                 }
-                spec.add(&mut ctl, addr, len, gw, port as u32)
-                    .map_err(|e| cx.error(e))?;
+                let hops: Vec<Member> = hops.iter().map(|&(gw, port)| (gw, port as u32)).collect();
+                spec.add(&mut ctl, addr, len, hops).map_err(|e| cx.error(e))?;
             }
         }
         if maxout >= cx.noutputs as i64 {
@@ -64,12 +82,11 @@ impl ElementClass for LookupIP6RouteClass {
 }
 
 /// One route as the `table` handler lists it.
-#[derive(Clone, Copy)]
 struct Route {
     addr: u128,
     len: u8,
-    gw: u128,
-    port: u32,
+    /// Its (gateway, output) member, or several for a multipath route.
+    hops: Vec<Member>,
     hop: u32,
 }
 
@@ -80,12 +97,14 @@ struct Control {
     /// The free slots: the lowest is reused first, as in Click.
     free: FreeSlots,
     index: HashMap<(u128, u8), usize>,
-    /// Which (gateway, port) pair holds which next-hop index.
-    hop_index: HopIndex<(u128, u32)>,
+    /// Which (gateway, port) pair, or multipath group of them, holds which next-hop
+    /// index.
+    hop_index: HopIndex<Vec<Member>>,
 }
 
 /// A next hop with a gateway, read by workers without locks: the gateway's two halves
-/// and the output port.
+/// and the output port ([`GROUP`] for a multipath group, whose members are in
+/// `groups`).
 #[derive(Default)]
 struct Hop {
     gw_hi: AtomicU64,
@@ -98,6 +117,7 @@ pub struct LookupIP6RouteSpec {
     noutputs: usize,
     lpm: Arc<Ipv6Lpm>,
     hops: Arc<[Hop]>,
+    groups: Arc<Groups<Member>>,
     ctl: Mutex<Control>,
 }
 
@@ -108,6 +128,7 @@ impl LookupIP6RouteSpec {
             noutputs,
             lpm: Arc::new(Ipv6Lpm::new()),
             hops: (0..MAX_HOPS).map(|_| Hop::default()).collect(),
+            groups: Arc::new(Groups::new(MAX_HOPS)),
             ctl: Mutex::new(Control {
                 slots: Vec::new(),
                 free: FreeSlots::LowestFirst(Default::default()),
@@ -121,22 +142,30 @@ impl LookupIP6RouteSpec {
         self.ctl.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The next-hop index of `(gw, port)`: the port itself without a gateway, else an
-    /// index past the ports.
-    fn acquire_hop(&self, ctl: &mut Control, gw: u128, port: u32) -> Result<u32, String> {
-        if gw == 0 && (port as usize) < direct_ports(self.noutputs) {
-            return Ok(ctl.hop_index.port(port));
+    /// The next-hop index of a route's members: the port itself for one member without
+    /// a gateway, else an index past the ports.
+    fn acquire_hop(&self, ctl: &mut Control, hops: &[Member]) -> Result<u32, String> {
+        if let [(0, port)] = *hops {
+            if (port as usize) < direct_ports(self.noutputs) {
+                return Ok(ctl.hop_index.port(port));
+            }
         }
+        let key = hops.to_vec();
         let (h, fresh) = ctl
             .hop_index
-            .acquire((gw, port))
+            .acquire(&key)
             .ok_or("Virtual port table size limit exceeded")?;
         if fresh {
             // Published to workers by the release in `Ipv6Lpm::insert`, which comes after.
+            let (gw, port) = match *hops {
+                [(gw, port)] => (gw, u64::from(port)),
+                _ => (0, GROUP),
+            };
+            self.groups.set(h, (hops.len() > 1).then_some(key));
             let slot = &self.hops[h as usize];
             slot.gw_hi.store((gw >> 64) as u64, Ordering::Relaxed);
             slot.gw_lo.store(gw as u64, Ordering::Relaxed);
-            slot.port.store(u64::from(port), Ordering::Relaxed);
+            slot.port.store(port, Ordering::Relaxed);
         }
         Ok(h)
     }
@@ -144,14 +173,14 @@ impl LookupIP6RouteSpec {
     fn release_hop(&self, ctl: &mut Control, r: &Route) {
         if ctl.hop_index.release(r.hop) {
             // The route is out of the table already.
-            ctl.hop_index.retire([(r.hop, (r.gw, r.port))]);
+            ctl.hop_index.retire([(r.hop, r.hops.clone())]);
         }
     }
 
     /// Click's `IP6Table::add`: replaces a route for the same prefix, then takes the
     /// first free slot.
-    fn add(&self, ctl: &mut Control, addr: u128, len: u8, gw: u128, port: u32) -> Result<(), String> {
-        let hop = self.acquire_hop(ctl, gw, port)?;
+    fn add(&self, ctl: &mut Control, addr: u128, len: u8, hops: Vec<Member>) -> Result<(), String> {
+        let hop = self.acquire_hop(ctl, &hops)?;
         // One store replaces the old route for readers.
         self.lpm.insert(addr, len, hop);
         if let Some(i) = ctl.index.remove(&(addr, len)) {
@@ -159,13 +188,7 @@ impl LookupIP6RouteSpec {
                 self.release_hop(ctl, &old);
             }
         }
-        let route = Route {
-            addr,
-            len,
-            gw,
-            port,
-            hop,
-        };
+        let route = Route { addr, len, hops, hop };
         let i = ctl.free.place(&mut ctl.slots, route);
         ctl.index.insert((addr, len), i);
         Ok(())
@@ -181,15 +204,21 @@ impl LookupIP6RouteSpec {
         }
     }
 
-    /// The `add` handler: `DADDR/MASK [GW] OUTPUT`.
+    /// The `add` handler: `DADDR/MASK [GW] OUTPUT`, or a multipath route's members.
     fn add_handler(&self, text: &str) -> Result<(), String> {
-        let (addr, len, gw, port) =
-            parse_route6(&uncomment(text)).ok_or("expected 'DADDR/MASK [GW] OUTPUT'")?;
-        if port < 0 || port as usize >= self.noutputs {
+        let (addr, len, hops) = parse_route6(&uncomment(text)).ok_or("expected 'DADDR/MASK [GW] OUTPUT'")?;
+        if let Some(e) = multipath::members_problem(&hops) {
+            return Err(e);
+        }
+        if hops
+            .iter()
+            .any(|&(_, port)| port < 0 || port as usize >= self.noutputs)
+        {
             return Err("output port out of range".to_string());
         }
+        let hops = hops.iter().map(|&(gw, port)| (gw, port as u32)).collect();
         let mut ctl = self.lock();
-        self.add(&mut ctl, addr, len, gw, port as u32)
+        self.add(&mut ctl, addr, len, hops)
     }
 
     /// The `remove` handler: `DADDR/MASK`.
@@ -218,7 +247,7 @@ impl LookupIP6RouteSpec {
 
     /// The `lookup ADDR` handler (brickroute's, as the IPv4 lookup elements have it from
     /// Click): the output port, followed by the gateway if the route has one; `-1` when
-    /// no route matches.
+    /// no route matches. A multipath route gives a line per member.
     fn lookup_text(&self, text: &str) -> Result<String, String> {
         let a = Ipv6Addr::from_arg(uncomment(text).trim())
             .ok_or_else(|| format!("expected IPv6 address, not '{}'", text.trim()))?;
@@ -231,18 +260,20 @@ impl LookupIP6RouteSpec {
             return Ok(h.to_string());
         }
         let hop = &self.hops[h as usize];
-        let gw = (u128::from(hop.gw_hi.load(Ordering::Relaxed)) << 64)
-            | u128::from(hop.gw_lo.load(Ordering::Relaxed));
         let port = hop.port.load(Ordering::Relaxed);
-        Ok(if gw != 0 {
-            format!("{} {}", port, Ipv6Addr::from(gw))
+        let members = if port == GROUP {
+            self.groups.get(h).to_vec()
         } else {
-            port.to_string()
-        })
+            vec![(hop.gateway(), port as u32)]
+        };
+        Ok(multipath::lookup_lines(&members, |gw| {
+            Ipv6Addr::from(gw).to_string()
+        }))
     }
 
     /// The `table` handler's text, as Click's `IP6Table::dump`: a heading once any route
-    /// has been added, then `DADDR/LEN<TAB>GW<TAB>OUTPUT` per route in slot order.
+    /// has been added, then `DADDR/LEN<TAB>GW<TAB>OUTPUT` per route in slot order (a
+    /// multipath route's further members follow as `<TAB>GW<TAB>OUTPUT`).
     fn dump(&self) -> String {
         let ctl = self.lock();
         let mut out = String::new();
@@ -250,14 +281,11 @@ impl LookupIP6RouteSpec {
             out.push_str("# Active routes\n");
         }
         for r in ctl.slots.iter().flatten() {
-            let _ = writeln!(
-                out,
-                "{}/{}\t{}\t{}",
-                Ipv6Addr::from(r.addr),
-                r.len,
-                Ipv6Addr::from(r.gw),
-                r.port
-            );
+            let _ = write!(out, "{}/{}", Ipv6Addr::from(r.addr), r.len);
+            for &(gw, port) in &r.hops {
+                let _ = write!(out, "\t{}\t{}", Ipv6Addr::from(gw), port);
+            }
+            out.push('\n');
         }
         out
     }
@@ -275,6 +303,7 @@ impl ElementSpec for LookupIP6RouteSpec {
             direct: direct_ports(self.noutputs) as u32,
             lpm: self.lpm.clone(),
             hops: self.hops.clone(),
+            groups: self.groups.clone(),
             addrs: Vec::new(),
             out: Vec::new(),
         })
@@ -314,6 +343,7 @@ struct LookupIP6Route {
     direct: u32,
     lpm: Arc<Ipv6Lpm>,
     hops: Arc<[Hop]>,
+    groups: Arc<Groups<Member>>,
     addrs: Vec<u128>,
     out: Vec<u32>,
 }
@@ -324,6 +354,7 @@ impl Element for LookupIP6Route {
             direct,
             lpm,
             hops,
+            groups,
             addrs,
             out: verdicts,
         } = self;
@@ -345,17 +376,43 @@ impl Element for LookupIP6Route {
                 let Some(hop) = hops.get(*v as usize) else {
                     continue;
                 };
-                let gw = (u128::from(hop.gw_hi.load(Ordering::Relaxed)) << 64)
-                    | u128::from(hop.gw_lo.load(Ordering::Relaxed));
+                let port = hop.port.load(Ordering::Relaxed);
+                let (gw, port) = if port == GROUP {
+                    group_member(groups, *v, p)
+                } else {
+                    (hop.gateway(), port as u32)
+                };
                 if gw != 0 {
                     p.set_dst_ip6_anno(gw.to_be_bytes());
                 }
-                *v = hop.port.load(Ordering::Relaxed) as u32;
+                *v = port;
             }
         }
         drop(guard);
         out.push_each(batch, verdicts);
     }
+}
+
+impl Hop {
+    fn gateway(&self) -> u128 {
+        (u128::from(self.gw_hi.load(Ordering::Relaxed)) << 64)
+            | u128::from(self.gw_lo.load(Ordering::Relaxed))
+    }
+}
+
+/// The member of group `h` that packet `p`'s flow takes: picked by a hash of its IPv6
+/// source (from its network header; 0 without one) and its destination annotation.
+fn group_member(groups: &Groups<Member>, h: u32, p: &packet::Packet) -> Member {
+    let members = groups.get(h);
+    if members.is_empty() {
+        return (0, GROUP as u32);
+    }
+    let src = match p.network_header() {
+        Some(ip) if ip.len() >= 24 => u128::from_be_bytes(ip[8..24].try_into().unwrap_or([0; 16])),
+        _ => 0,
+    };
+    let dst = u128::from_be_bytes(p.anno().dst_ip6());
+    members[multipath::pick(multipath::flow_hash6(src, dst), members.len())]
 }
 
 #[cfg(test)]

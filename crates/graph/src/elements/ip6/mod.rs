@@ -81,23 +81,27 @@ impl FromArg for Ipv6Prefix {
     }
 }
 
+/// A parsed IPv6 route: network address, prefix length, (gateway, output) members.
+pub(crate) type ParsedRoute6 = (u128, u8, Vec<(u128, i64)>);
+
 /// A route as Click's `LookupIP6Route` takes it: `DADDR/MASK [GW] OUTPUT`, a gateway of
-/// `::` meaning none. Returns the prefix (its network address), the gateway and the
-/// output, or `None` for anything else.
-pub(crate) fn parse_route6(s: &str) -> Option<(u128, u8, u128, i64)> {
+/// `::` meaning none; or a multipath route, brickroute's, `DADDR/MASK [GW] OUTPUT [GW]
+/// OUTPUT ...` (whose members the caller checks with `multipath::members_problem`). Returns the prefix (its
+/// network address) and the (gateway, output) members, or `None` for anything else.
+pub(crate) fn parse_route6(s: &str) -> Option<ParsedRoute6> {
     let words = split_words(s);
-    let (p, gw, port) = match words.as_slice() {
-        [p, port] => (p, None, port),
-        [p, gw, port] => (p, Some(gw), port),
-        _ => return None,
-    };
-    let p = Ipv6Prefix::from_arg(p)?;
-    let gw = match gw {
-        Some(g) => u128::from(Ipv6Addr::from_arg(g)?),
-        None => 0,
-    };
-    let port = i64::from_arg(port)?;
-    Some((p.network(), p.len, gw, port))
+    let mut it = words.iter();
+    let p = Ipv6Prefix::from_arg(it.next()?)?;
+    let mut hops = Vec::new();
+    while let Some(w) = it.next() {
+        // A gateway is followed by its output; an output stands alone.
+        let hop = match Ipv6Addr::from_arg(w) {
+            Some(gw) => (u128::from(gw), i64::from_arg(it.next()?)?),
+            None => (0, i64::from_arg(w)?),
+        };
+        hops.push(hop);
+    }
+    (!hops.is_empty()).then_some((p.network(), p.len, hops))
 }
 
 #[cfg(test)]
@@ -126,14 +130,27 @@ mod tests {
 
     #[test]
     fn routes_with_and_without_gateway() {
-        assert_eq!(parse_route6("2001:db8::/32 1"), Some((a("2001:db8::"), 32, 0, 1)));
+        assert_eq!(
+            parse_route6("2001:db8::/32 1"),
+            Some((a("2001:db8::"), 32, vec![(0, 1)]))
+        );
         assert_eq!(
             parse_route6("::/0 2001:db8::2 0"),
-            Some((0, 0, a("2001:db8::2"), 0))
+            Some((0, 0, vec![(a("2001:db8::2"), 0)]))
         );
         assert_eq!(parse_route6("2001:db8::/32"), None);
-        assert_eq!(parse_route6("2001:db8::/32 :: 1 2"), None);
         assert_eq!(parse_route6("2001:db8::/32 x 1"), None);
         assert_eq!(parse_route6("2001:db8::/32 one"), None);
+        // Multipath: members with or without a gateway (the caller refuses duplicates
+        // and too many).
+        assert_eq!(
+            parse_route6("2001:db8::/32 :: 1 2"),
+            Some((a("2001:db8::"), 32, vec![(0, 1), (0, 2)]))
+        );
+        assert_eq!(
+            parse_route6("2001:db8::/32 fe80::1 1 fe80::2 1"),
+            Some((a("2001:db8::"), 32, vec![(a("fe80::1"), 1), (a("fe80::2"), 1)]))
+        );
+        assert_eq!(parse_route6("2001:db8::/32 fe80::1 1 fe80::2"), None);
     }
 }

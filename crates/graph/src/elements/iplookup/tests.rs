@@ -352,26 +352,53 @@ fn build_typed(class: &IpLookupClass, config: &str, noutputs: usize) -> IpLookup
 
 #[test]
 fn route_syntax() {
-    let r = |s| parse_route(s, false);
+    let r = |s: &str| parse_route(s, false);
     assert_eq!(
         r("10.1.2.3/16 1.2.3.4 2"),
         Some(Route {
             addr: 0x0a01_0000,
             len: 16,
-            gw: 0x0102_0304,
-            port: 2
+            hops: vec![(0x0102_0304, 2)],
         })
     );
-    assert_eq!(r("10.1.2.3/16 - 2").map(|r| (r.gw, r.port)), Some((0, 2)));
-    assert_eq!(r("1.2.3.4 0x3").map(|r| (r.len, r.port)), Some((32, 3)));
+    assert_eq!(r("10.1.2.3/16 - 2").map(|r| r.hops), Some(vec![(0, 2)]));
+    assert_eq!(
+        r("1.2.3.4 0x3").map(|r| (r.len, r.hops)),
+        Some((32, vec![(0, 3)]))
+    );
     assert_eq!(r("10/8"), None);
-    assert_eq!(r("10/8 1 2"), None);
     assert_eq!(r("10/8 1.2.3.4"), None);
     assert_eq!(r(""), None);
-    assert_eq!(parse_route("10/8", true).map(|r| r.port), Some(-1));
+    // brickroute's multipath routes: members with or without a gateway.
+    assert_eq!(r("10/8 1 2").map(|r| r.hops), Some(vec![(0, 1), (0, 2)]));
     assert_eq!(
-        parse_route("10/8 1.2.3.4", true).map(|r| (r.gw, r.port)),
-        Some((0x0102_0304, -1))
+        r("10/8 1.2.3.4 0 - 1 1.2.3.5 1").map(|r| r.hops),
+        Some(vec![(0x0102_0304, 0), (0, 1), (0x0102_0305, 1)])
+    );
+    assert_eq!(r("10/8 1.2.3.4 0 1.2.3.5"), None);
+    assert_eq!(r("10/8 0 x"), None);
+    // Members given twice, or too many, parse; the element refuses them with a reason.
+    let twice = r("10/8 1.2.3.4 0 1.2.3.4 0").unwrap();
+    assert_eq!(
+        multipath::members_problem(&twice.hops).as_deref(),
+        Some("a multipath route's members must differ (one is given twice)")
+    );
+    let many: String = (0..=multipath::MAX_MEMBERS)
+        .map(|i| format!(" 10.0.{}.{} 0", i / 256, i % 256))
+        .collect();
+    let most = r(&format!("10/8{}", &many[..many.rfind(" 10.").unwrap()])).unwrap();
+    assert_eq!(multipath::members_problem(&most.hops), None);
+    let over = r(&format!("10/8{}", many)).unwrap();
+    assert_eq!(
+        multipath::members_problem(&over.hops).as_deref(),
+        Some("a multipath route has at most 256 members")
+    );
+    // A removal names its members, or none ("any"; so does a lone gateway, as in Click).
+    assert_eq!(parse_route("10/8", true).map(|r| r.hops), Some(vec![]));
+    assert_eq!(parse_route("10/8 1.2.3.4", true).map(|r| r.hops), Some(vec![]));
+    assert_eq!(
+        parse_route("10/8 1.2.3.4 1 2", true).map(|r| r.hops),
+        Some(vec![(0x0102_0304, 1), (0, 2)])
     );
 }
 
@@ -674,4 +701,120 @@ fn a_failed_ctrl_write_in_a_full_hop_table_gives_routes_back_their_own_gateways(
         ],
     );
     assert_eq!(annos(&out[0]), vec![[12, 1, 1, 1], [11, 0, 0, 6]]);
+}
+
+/// A packet from `src` to `dst` whose network header is set, as `CheckIPHeader` leaves
+/// it, with its destination annotation.
+fn flow(src: [u8; 4], dst: [u8; 4]) -> Packet {
+    let mut p = pkt(dst, dst);
+    p.data_mut()[12..16].copy_from_slice(&src);
+    p.set_network_header(0, 20);
+    p
+}
+
+#[test]
+fn a_multipath_route_spreads_flows_and_keeps_each_on_its_member() {
+    for class in [
+        &IpLookupClass::RADIX,
+        &IpLookupClass::DIRECT,
+        &IpLookupClass::STATIC,
+        &IpLookupClass::LINEAR,
+    ] {
+        let mut h = Harness::new(class, "10.0.0.0/8 10.0.0.1 1 10.0.0.2 2 3, 11.0.0.0/8 0", 1, 4);
+        let sources: Vec<[u8; 4]> = (0..300u32).map(|i| [192, 168, (i >> 8) as u8, i as u8]).collect();
+        let send = |h: &mut Harness| h.push(0, sources.iter().map(|&s| flow(s, [10, 5, 5, 5])).collect());
+        let first = send(&mut h);
+        assert!(first[0].is_empty());
+        for (port, gw) in [(1, [10, 0, 0, 1]), (2, [10, 0, 0, 2]), (3, [10, 5, 5, 5])] {
+            let n = first[port].len();
+            assert!(
+                (60..=140).contains(&n),
+                "{}: port {} got {} of 300",
+                class.name(),
+                port,
+                n
+            );
+            assert!(
+                annos(&first[port]).iter().all(|&a| a == gw),
+                "{}: port {}",
+                class.name(),
+                port
+            );
+        }
+        // Each source again: the same member, so a flow's packets keep their order.
+        let again = send(&mut h);
+        for port in 1..4 {
+            let src = |out: &[Packet]| out.iter().map(|p| p.data()[12..16].to_vec()).collect::<Vec<_>>();
+            assert_eq!(src(&first[port]), src(&again[port]), "{}", class.name());
+        }
+        // A packet without a network header is routed too (its source counts as 0).
+        let out = h.push(
+            0,
+            vec![
+                pkt([10, 5, 5, 5], [10, 5, 5, 5]),
+                pkt([10, 5, 5, 5], [10, 5, 5, 5]),
+            ],
+        );
+        assert_eq!(out.iter().map(Vec::len).sum::<usize>(), 2);
+        assert_eq!(out.iter().filter(|o| o.len() == 2).count(), 1);
+    }
+}
+
+#[test]
+fn multipath_routes_in_the_handlers() {
+    let mut h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 10.0.0.1 1 - 2", 1, 3);
+    assert_eq!(h.read("table"), "10.0.0.0/8\t\t10.0.0.1\t1\t-\t\t2\n");
+    assert_eq!(h.read_with("lookup", "10.9.9.9"), Ok("1 10.0.0.1\n2".to_string()));
+    // A removal names the route's members, all of them, in order, or none.
+    assert_eq!(
+        h.write("remove", "10.0.0.0/8 10.0.0.1 1"),
+        Err("route '10.0.0.0/8 10.0.0.1 1' not found".to_string())
+    );
+    assert_eq!(
+        h.write("remove", "10.0.0.0/8 - 2 10.0.0.1 1"),
+        Err("route '10.0.0.0/8 - 2 10.0.0.1 1' not found".to_string())
+    );
+    h.write("remove", "10.0.0.0/8 10.0.0.1 1 - 2").unwrap();
+    assert_eq!(h.read("table"), "");
+    assert_eq!(
+        h.write("add", "10.0.0.0/8 1 1"),
+        Err("a multipath route's members must differ (one is given twice)".to_string())
+    );
+    assert_eq!(h.write("add", "10.0.0.0/8 1 7"), Err("bad OUTPUT".to_string()));
+    // A route moved from a group to a single hop and back; two routes share a group.
+    h.write("add", "10.0.0.0/8 10.0.0.1 1 10.0.0.2 2").unwrap();
+    h.write("add", "11.0.0.0/8 10.0.0.1 1 10.0.0.2 2").unwrap();
+    h.write("set", "10.0.0.0/8 10.0.0.3 0").unwrap();
+    let spread = |h: &mut Harness, dst: [u8; 4]| {
+        let out = h.push(0, (0..64u8).map(|i| flow([172, 16, 0, i], dst)).collect());
+        out.iter()
+            .map(|o| annos(o).into_iter().collect::<std::collections::BTreeSet<_>>())
+            .collect::<Vec<_>>()
+    };
+    let out = spread(&mut h, [10, 1, 1, 1]);
+    assert_eq!(out[0].iter().copied().collect::<Vec<_>>(), vec![[10, 0, 0, 3]]);
+    assert!(out[1].is_empty() && out[2].is_empty());
+    let out = spread(&mut h, [11, 1, 1, 1]);
+    assert_eq!(out[1].iter().copied().collect::<Vec<_>>(), vec![[10, 0, 0, 1]]);
+    assert_eq!(out[2].iter().copied().collect::<Vec<_>>(), vec![[10, 0, 0, 2]]);
+    h.write("set", "10.0.0.0/8 10.0.0.2 2 10.0.0.1 1").unwrap();
+    h.write("remove", "11.0.0.0/8").unwrap();
+    let out = spread(&mut h, [10, 1, 1, 1]);
+    assert!(out[0].is_empty());
+    assert_eq!(out[1].iter().copied().collect::<Vec<_>>(), vec![[10, 0, 0, 1]]);
+    assert_eq!(out[2].iter().copied().collect::<Vec<_>>(), vec![[10, 0, 0, 2]]);
+    // A failed ctrl write that replaced the group puts it back.
+    assert!(h.write("ctrl", "set 10.0.0.0/8 0\nfrob").is_err());
+    assert_eq!(h.read("table"), "10.0.0.0/8\t\t10.0.0.2\t2\t10.0.0.1\t1\n");
+    let out = spread(&mut h, [10, 1, 1, 1]);
+    assert!(out[0].is_empty() && !out[1].is_empty() && !out[2].is_empty());
+}
+
+#[test]
+fn multipath_configuration_errors() {
+    assert!(
+        build_error(&IpLookupClass::RADIX, "10.0.0.0/8 1.1.1.1 0 1.1.1.1 0", 1, 1)
+            .contains("argument 1: a multipath route's members must differ (one is given twice)"),
+    );
+    assert!(build_error(&IpLookupClass::RADIX, "10.0.0.0/8 0 1", 1, 1).contains("argument 1 bad OUTPUT"));
 }

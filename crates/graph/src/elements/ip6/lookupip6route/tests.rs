@@ -330,3 +330,76 @@ fn handlers_add_and_remove_routes_longer_than_64_bits() {
     assert_eq!(annos(&out[3]), vec!["fe80::9"]);
     assert_eq!(annos(&out[4]), vec!["2001:db8:1:2::1ff"]);
 }
+
+/// A packet from `src` (in its network header, which is set) with destination
+/// annotation `dst`.
+fn flow(src: u16, dst: &str) -> Packet {
+    let mut p = pkt(dst);
+    p.data_mut()[8..24].copy_from_slice(&a(&format!("2001:db8:99::{:x}", src)));
+    p.set_network_header(0, 40);
+    p
+}
+
+#[test]
+fn a_multipath_route_spreads_flows_and_keeps_each_on_its_member() {
+    let mut h = Harness::new(
+        &LookupIP6RouteClass,
+        "2001:db8::/32 fe80::1 1 fe80::2 2 3, ::/0 0",
+        1,
+        4,
+    );
+    let send = |h: &mut Harness| h.push(0, (0..300u16).map(|i| flow(i, "2001:db8::5")).collect());
+    let first = send(&mut h);
+    assert!(first[0].is_empty());
+    for (port, gw) in [(1, "fe80::1"), (2, "fe80::2"), (3, "2001:db8::5")] {
+        let n = first[port].len();
+        assert!((60..=140).contains(&n), "port {} got {} of 300", port, n);
+        assert!(annos(&first[port]).iter().all(|a| a == gw), "port {}", port);
+    }
+    let again = send(&mut h);
+    let src = |out: &[Packet]| out.iter().map(|p| p.data()[8..24].to_vec()).collect::<Vec<_>>();
+    for port in 1..4 {
+        assert_eq!(src(&first[port]), src(&again[port]));
+    }
+    assert_eq!(
+        h.read("table"),
+        "# Active routes\n2001:db8::/32\tfe80::1\t1\tfe80::2\t2\t::\t3\n::/0\t::\t0\n"
+    );
+    assert_eq!(
+        h.read_with("lookup", "2001:db8::7"),
+        Ok("1 fe80::1\n2 fe80::2\n3".to_string())
+    );
+    // Replaced by a single hop, then by another group; a group shared by two routes.
+    h.write("add", "2001:db8::/32 fe80::9 2").unwrap();
+    let out = send(&mut h);
+    assert_eq!(out[2].len(), 300);
+    assert!(annos(&out[2]).iter().all(|a| a == "fe80::9"));
+    h.write("ctrl", "add 2001:db8::/32 fe80::1 1 fe80::2 2").unwrap();
+    h.write("add", "2001:db9::/32 fe80::1 1 fe80::2 2").unwrap();
+    h.write("remove", "2001:db9::/32").unwrap();
+    let out = send(&mut h);
+    assert!(out[0].is_empty() && out[3].is_empty());
+    assert!(
+        out[1].len() > 90 && out[2].len() > 90,
+        "{} {}",
+        out[1].len(),
+        out[2].len()
+    );
+    assert_eq!(
+        h.write("add", "2001:db8::/32 fe80::1 1 fe80::1 1"),
+        Err("a multipath route's members must differ (one is given twice)".to_string())
+    );
+    assert_eq!(
+        h.write("add", "2001:db8::/32 fe80::1 1 fe80::2 4"),
+        Err("output port out of range".to_string())
+    );
+}
+
+#[test]
+fn multipath_configuration_errors() {
+    assert!(
+        build_error(&LookupIP6RouteClass, "::/0 fe80::1 0 fe80::1 0", 1, 1)
+            .contains("argument 1: a multipath route's members must differ (one is given twice)")
+    );
+    assert!(build_error(&LookupIP6RouteClass, "::/0 0 1", 1, 1).contains("need 2 or more output ports"));
+}

@@ -1,0 +1,184 @@
+//! Equal-cost multipath for the route-lookup elements (`iplookup.rs`,
+//! `ip6/lookupip6route.rs`): a route whose next hop is a *group* of (gateway, output)
+//! members, of which each packet takes one chosen by a hash of its source and
+//! destination addresses, so that the packets of a flow keep one path (and their order)
+//! while flows spread over the members, as the Linux kernel spreads a multipath route's
+//! flows by its default (layer-3) hash policy.
+//!
+//! A group has a next-hop index of its own, like a (gateway, output) pair
+//! (`hopindex.rs`); workers find its members in [`Groups`] under that index.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// Members a group may have.
+pub const MAX_MEMBERS: usize = 256;
+
+/// What is wrong with a route's members, if anything: more than [`MAX_MEMBERS`], or one
+/// given twice.
+pub(crate) fn members_problem<T: PartialEq>(members: &[T]) -> Option<String> {
+    if members.len() > MAX_MEMBERS {
+        return Some(format!("a multipath route has at most {} members", MAX_MEMBERS));
+    }
+    let twice = members.iter().enumerate().any(|(i, m)| members[..i].contains(m));
+    twice.then(|| "a multipath route's members must differ (one is given twice)".to_string())
+}
+
+/// The `lookup` handler's answer for a route's members: a line each, `PORT`, or `PORT
+/// GATEWAY` for a member with a gateway (not `G::default()`).
+pub(crate) fn lookup_lines<G: Copy + PartialEq + Default, P: std::fmt::Display>(
+    members: &[(G, P)],
+    gateway: impl Fn(G) -> String,
+) -> String {
+    let lines: Vec<String> = members
+        .iter()
+        .map(|(gw, port)| {
+            if *gw == G::default() {
+                port.to_string()
+            } else {
+                format!("{} {}", port, gateway(*gw))
+            }
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// A flow's hash from its IPv4 source and destination addresses (murmur3's 64-bit
+/// finaliser over both: every input bit moves the high bits that [`pick`] uses).
+#[inline]
+pub(crate) fn flow_hash4(src: u32, dst: u32) -> u32 {
+    fmix64((u64::from(src) << 32) | u64::from(dst))
+}
+
+/// A flow's hash from its IPv6 source and destination addresses.
+#[inline]
+pub(crate) fn flow_hash6(src: u128, dst: u128) -> u32 {
+    let s = fmix64((src >> 64) as u64 ^ (src as u64).rotate_left(29));
+    fmix64(u64::from(s) ^ ((dst >> 64) as u64).rotate_left(17) ^ dst as u64)
+}
+
+fn fmix64(mut x: u64) -> u32 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^= x >> 33;
+    (x >> 32) as u32
+}
+
+/// The member of a group of `n` a flow of hash `hash` takes: `hash * n / 2^32`, so
+/// each member gets an equal share of hashes and no division is needed.
+#[inline]
+pub(crate) fn pick(hash: u32, n: usize) -> usize {
+    ((u64::from(hash) * n as u64) >> 32) as usize
+}
+
+/// The members of each group, by next-hop index, read by workers without locks.
+///
+/// A group's members are written before any route names its index (the table's
+/// `Release` store publishes both), and never change while the index is the group's: a
+/// changed group is another group, with another index. An index is given to another
+/// group only after every worker that may have read it has finished its batch
+/// (`hopindex.rs`), so the members [`Groups::set`] replaces are no longer read, and it
+/// frees them.
+pub(crate) struct Groups<M> {
+    slots: Box<[AtomicPtr<Vec<M>>]>,
+}
+
+impl<M> Groups<M> {
+    /// Room for indices `0..n` (pages are touched only where groups are stored).
+    pub(crate) fn new(n: usize) -> Groups<M> {
+        Groups {
+            slots: (0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+        }
+    }
+
+    /// Stores the members of the group that index `h` now names (`None`: the index
+    /// names a single pair now), freeing those of the group it named before.
+    ///
+    /// The caller has the index fresh from `HopIndex::acquire`: no worker can still be
+    /// reading the members it replaces.
+    pub(crate) fn set(&self, h: u32, members: Option<Vec<M>>) {
+        let new = members.map_or(std::ptr::null_mut(), |m| Box::into_raw(Box::new(m)));
+        let old = self.slots[h as usize].swap(new, Ordering::Release);
+        if !old.is_null() {
+            // SAFETY: `old` came from `Box::into_raw` in this function and was taken out
+            // of the slot by the swap; the index's grace period has passed (above), so no
+            // reference from `get` outlives this point.
+            drop(unsafe { Box::from_raw(old) });
+        }
+    }
+
+    /// The members of the group index `h` names.
+    ///
+    /// The caller holds an `lpm` pin taken before it read `h` from the table, and `h`'s
+    /// pair said it names a group; the slice is used only while that pin is held.
+    pub(crate) fn get(&self, h: u32) -> &[M] {
+        let p = self
+            .slots
+            .get(h as usize)
+            .map_or(std::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+        if p.is_null() {
+            return &[];
+        }
+        // SAFETY: non-null slots hold a `Box` from `set`, which frees it only when the
+        // index is reused, after the grace period of every pin held while `h` was read.
+        unsafe { &*p }
+    }
+}
+
+impl<M> Drop for Groups<M> {
+    fn drop(&mut self) {
+        for s in self.slots.iter() {
+            let p = s.swap(std::ptr::null_mut(), Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: as in `set`; with `&mut self` no reader is left.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_share_the_hashes_equally_and_a_flow_keeps_its_member() {
+        let n = 3;
+        let mut counts = [0u32; 3];
+        for i in 0..30_000u32 {
+            let src = 0x0a00_0000 | i;
+            let k = pick(flow_hash4(src, 0xc0a8_0101), n);
+            counts[k] += 1;
+            assert_eq!(k, pick(flow_hash4(src, 0xc0a8_0101), n));
+        }
+        for c in counts {
+            assert!((9_000..11_000).contains(&c), "{:?}", counts);
+        }
+        let mut counts = [0u32; 2];
+        for i in 0..20_000u128 {
+            counts[pick(flow_hash6(0x2001_0db8 << 96 | i << 64, 0x2001_0db8 << 96 | 1), 2)] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{:?}",
+            counts
+        );
+        // The last member is reachable, and nothing beyond it.
+        assert_eq!(pick(u32::MAX, 4), 3);
+        assert_eq!(pick(0, 4), 0);
+    }
+
+    #[test]
+    fn a_slot_holds_its_group_until_replaced() {
+        let g = Groups::<(u32, i32)>::new(4);
+        assert!(g.get(2).is_empty());
+        g.set(2, Some(vec![(1, 0), (2, 1)]));
+        assert_eq!(g.get(2), &[(1, 0), (2, 1)]);
+        g.set(2, Some(vec![(3, 1)]));
+        assert_eq!(g.get(2), &[(3, 1)]);
+        g.set(2, None);
+        assert!(g.get(2).is_empty());
+        assert!(g.get(9).is_empty());
+    }
+}
