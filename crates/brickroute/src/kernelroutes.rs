@@ -28,6 +28,10 @@ use std::time::{Duration, Instant};
 /// drops (or answers with an ICMP error).
 const DROPPING_KINDS: [u8; 3] = [6, 7, 8];
 
+/// `RTPROT_RA`: a route learned from a router advertisement, which the kernel never
+/// joins with others into a multipath route.
+const RTPROT_RA: u8 = 9;
+
 /// How long the thread waits for a notification before it looks at its stop flag and
 /// at a pending resynchronisation.
 const POLL: Duration = Duration::from_millis(50);
@@ -250,9 +254,14 @@ struct KernelHop {
     gateway: Option<u128>,
     /// Its next hops are dead (link down): the kernel passes it over.
     dead: bool,
-    /// Every next hop of an IPv4 multipath route, which spreads flows over its live
-    /// ones (`oif` and `gateway` are the first live one's); the one hop otherwise.
+    /// Every next hop of a multipath route (IPv4, or through a nexthop object), which
+    /// spreads flows over its live ones (`oif` and `gateway` are the first live one's);
+    /// the one hop otherwise.
     hops: Vec<NextHop>,
+    /// An IPv6 route the kernel joins with the others of its metric that are too into
+    /// one multipath route (as `rt6_qualify_for_ecmp`: a gateway, not from a router
+    /// advertisement, no nexthop object).
+    sibling: bool,
     /// What else the kernel tells routes apart by (protocol, preferred source,
     /// metrics; `Route::identity`).
     identity: (u8, Option<u128>, Vec<u8>),
@@ -308,23 +317,28 @@ impl State {
     }
 
     /// The routes a message describes, as the kernel keeps them: an IPv4 route is one,
-    /// whatever its next hops; an IPv6 multipath route is a sibling route per next hop.
+    /// whatever its next hops, and so is a route through a nexthop object; an IPv6
+    /// multipath route is a sibling route per next hop.
     fn kernel_hops(&self, r: &Route) -> Vec<KernelHop> {
-        let hop = |oif, gateway, dead, hops| KernelHop {
+        let hop = |oif, gateway, dead, hops, sibling| KernelHop {
             kind: r.kind,
             oif,
             gateway,
             dead,
             hops,
+            sibling,
             identity: r.identity.clone(),
         };
         match self.family {
-            Family::V4 => vec![hop(r.oif, r.gateway, r.dead, r.hops.clone())],
-            Family::V6 => r
+            Family::V6 if r.nh_id.is_none() => r
                 .hops
                 .iter()
-                .map(|h| hop(h.oif, h.gateway, h.dead, vec![*h]))
+                .map(|h| {
+                    let sibling = h.gateway.is_some() && r.identity.0 != RTPROT_RA;
+                    hop(h.oif, h.gateway, h.dead, vec![*h], sibling)
+                })
                 .collect(),
+            _ => vec![hop(r.oif, r.gateway, r.dead, r.hops.clone(), false)],
         }
     }
 
@@ -426,18 +440,19 @@ impl State {
         };
         match best.kind {
             RTN_UNICAST => {
-                let members: Vec<NextHop> = match self.family {
-                    Family::V4 => best.hops.iter().filter(|h| !h.dead).copied().collect(),
-                    // IPv6 spreads over the siblings with a gateway of one metric.
-                    Family::V6 if best.gateway.is_some() => self.kernel[key][metric]
+                let members: Vec<NextHop> = if best.sibling {
+                    // IPv6 spreads over the siblings of one metric.
+                    self.kernel[key][metric]
                         .iter()
-                        .filter(|h| !h.dead && h.kind == RTN_UNICAST && h.gateway.is_some())
+                        .filter(|h| !h.dead && h.kind == RTN_UNICAST && h.sibling)
                         .flat_map(|h| h.hops.iter().copied())
-                        .collect(),
-                    Family::V6 => best.hops.clone(),
+                        .collect()
+                } else {
+                    best.hops.iter().filter(|h| !h.dead).copied().collect()
                 };
                 let mut hops = Hops::new();
-                for m in members {
+                // (A gateway of the other family is not one the router can address.)
+                for m in members.into_iter().filter(|m| !m.via_other_family) {
                     if let Some(&port) = m.oif.and_then(|i| self.ports.get(&i)) {
                         let hop = Hop {
                             gateway: m.gateway,

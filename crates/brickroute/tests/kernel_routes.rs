@@ -461,6 +461,80 @@ fn the_kernels_ipv6_table_is_followed_into_lookupip6route() {
     assert!(p.wait_exit(Duration::from_secs(20)).success());
 }
 
+/// Sends a router advertisement (router lifetime 1800 s, no prefixes) from link-local
+/// address `from` out of interface `dev` of `ns`, as a router on that link would.
+fn advertise_router(ns: &Netns, dev: &str, from: &str) {
+    const SCRIPT: &str = "import socket, struct, sys
+dev, src = sys.argv[1], sys.argv[2]
+i = socket.if_nametoindex(dev)
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+s.bind((src, 0, 0, i))
+s.sendto(struct.pack('!BBHBBHII', 134, 0, 0, 64, 0, 1800, 0, 0), ('ff02::1', 0, 0, i))
+";
+    let o = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "python3", "-c", SCRIPT, dev, from])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn ipv6_routes_the_kernel_does_not_join_stay_single() {
+    // Two routers advertise themselves on d0's link: the kernel has a default route
+    // through each (`proto ra`), and uses one of them, never both. Two routes of one
+    // prefix through nexthop objects are not joined either. The router takes the first
+    // of each, as the kernel does, where plain routes with gateways would be one
+    // multipath route.
+    let ns = namespace6();
+    ns.set_proc_sys("net/ipv6/conf/d0/accept_ra", "2");
+    for a in ["fe80::a/64", "fe80::b/64"] {
+        ns.ip(&["-6", "addr", "add", a, "dev", "p0", "nodad"]);
+    }
+    advertise_router(&ns, "p0", "fe80::a");
+    advertise_router(&ns, "p0", "fe80::b");
+    ns.ip(&["nexthop", "add", "id", "1", "via", "2001:db8::2", "dev", "d0"]);
+    ns.ip(&["nexthop", "add", "id", "2", "via", "2001:db8:1::2", "dev", "d1"]);
+    ns.ip(&["-6", "route", "add", "2001:db8:600::/48", "nhid", "1"]);
+    ns.ip(&["-6", "route", "append", "2001:db8:600::/48", "nhid", "2"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kernel = loop {
+        let o = Command::new("ip")
+            .args(["-n", &ns.name, "-6", "route", "show", "default"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        if text.contains("fe80::a") && text.contains("fe80::b") {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the kernel took no routes from the advertisements: {text:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        kernel.contains("proto ra") && !kernel.contains("nexthop"),
+        "{kernel}"
+    );
+    let (_dir, mut p, mut c) = follow_into(&ns, LOOKUP6, "", &[]);
+    wait_lookup(&mut c, "2600::1", "1 fe80::a");
+    wait_lookup(&mut c, "2001:db8:600::1", "1 2001:db8::2");
+    // The same two gateways as plain routes: one multipath route.
+    ns.ip(&["-6", "route", "add", "2001:db8:700::/48", "via", "2001:db8::2"]);
+    ns.ip(&[
+        "-6",
+        "route",
+        "append",
+        "2001:db8:700::/48",
+        "via",
+        "2001:db8:1::2",
+    ]);
+    wait_lookup(&mut c, "2001:db8:700::1", "1 2001:db8::2\n2 2001:db8:1::2");
+    c.send("WRITE stop\n");
+    assert!(p.wait_exit(Duration::from_secs(20)).success());
+}
+
 /// What the kernel does with a packet to `addr` (`ip route get`), as the router's
 /// `rt.lookup` says it (`PORT [GATEWAY]`, `-1` for no route or a dropping one), with
 /// d0 as output 1, d1 as 2, and any other interface as `other`.

@@ -39,6 +39,8 @@ const RTA_MULTIPATH: u16 = 9;
 const RTA_TABLE: u16 = 15;
 const RTA_PREFSRC: u16 = 7;
 const RTA_METRICS: u16 = 8;
+const RTA_VIA: u16 = 18;
+const RTA_NH_ID: u16 = 30;
 
 /// `RTM_F_CLONED`: a route cache entry, not a route.
 const RTM_F_CLONED: u32 = 0x200;
@@ -104,6 +106,9 @@ pub struct Route {
     pub dead: bool,
     /// Every next hop, in order (one for a route that is not multipath).
     pub hops: Vec<NextHop>,
+    /// The nexthop object the route uses (`RTA_NH_ID`, `ip route add ... nhid N`), whose
+    /// hops the kernel describes in `hops` too (unless `nexthop_compat_mode` is 0).
+    pub nh_id: Option<u32>,
     /// The source prefix's length: a route for packets from that prefix only (IPv6
     /// source-specific routing) when not 0.
     pub src_len: u8,
@@ -120,6 +125,9 @@ pub struct NextHop {
     pub gateway: Option<u128>,
     /// `RTNH_F_DEAD`: its link is down.
     pub dead: bool,
+    /// Its gateway is of the other family (`RTA_VIA`: an IPv6 gateway for an IPv4
+    /// route, RFC 5549), which `gateway` cannot hold (it is `None`).
+    pub via_other_family: bool,
 }
 
 /// Where a new route goes among the kernel's routes of the same prefix and metric, of
@@ -261,10 +269,12 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
         place: Place::Last,
         dead: flags & RTNH_F_DEAD != 0,
         hops: Vec::new(),
+        nh_id: None,
         src_len: hdr[2],
         identity: (hdr[5], None, Vec::new()),
     };
     let mut multipath = Vec::new();
+    let mut via_other_family = false;
     for a in attributes(&body[RTMSG..]) {
         let (ty, p) = a?;
         match ty {
@@ -275,6 +285,8 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
             RTA_TABLE => r.table = u32_at(p, 0).unwrap_or(r.table),
             RTA_PREFSRC => r.identity.1 = addr_at(family, p),
             RTA_METRICS => r.identity.2 = p.to_vec(),
+            RTA_VIA => via_other_family = true,
+            RTA_NH_ID => r.nh_id = u32_at(p, 0),
             RTA_MULTIPATH => {
                 // struct rtnexthop: len, flags, hops, ifindex; then its attributes.
                 let mut rest = p;
@@ -283,17 +295,20 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
                     if len < RTNEXTHOP || len > rest.len() {
                         return Err(ReplyError::Malformed("rtnexthop length out of bounds"));
                     }
-                    let mut gateway = None;
+                    let (mut gateway, mut via_other_family) = (None, false);
                     for na in attributes(&rest[RTNEXTHOP..len]) {
                         let (nty, np) = na?;
-                        if nty == RTA_GATEWAY {
-                            gateway = addr_at(family, np);
+                        match nty {
+                            RTA_GATEWAY => gateway = addr_at(family, np),
+                            RTA_VIA => via_other_family = true,
+                            _ => {}
                         }
                     }
                     multipath.push(NextHop {
                         oif: u32_at(rest, 4),
                         gateway,
                         dead: u32::from(rest[2]) & RTNH_F_DEAD != 0,
+                        via_other_family,
                     });
                     rest = &rest[align4(len).min(rest.len())..];
                 }
@@ -306,6 +321,7 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
             oif: r.oif,
             gateway: r.gateway,
             dead: r.dead,
+            via_other_family,
         }]
     } else {
         multipath

@@ -211,7 +211,8 @@ fn mask_of(len: u8) -> u32 {
 
 /// Parses `ADDR/MASK [GW] OUT` (Click's `cp_ip_route`), or a multipath route's
 /// `ADDR/MASK [GW] OUT [GW] OUT ...` (whose members the caller checks with
-/// `multipath::members_problem`). In a removal the members may be left out ("any"). A gateway may be `-` for none.
+/// `multipath::members_problem`). In a removal the members may be left out ("any", as
+/// a lone gateway or a negative output says too). A gateway may be `-` for none.
 /// Masks must be contiguous.
 fn parse_route(s: &str, remove: bool) -> Option<Route> {
     let words = split_words(s);
@@ -235,6 +236,11 @@ fn parse_route(s: &str, remove: bool) -> Option<Route> {
     }
     if hops.is_empty() && !remove {
         return None;
+    }
+    // As in Click, a removal's negative output (`- -1`, as a not-found error writes
+    // "any") means any route of the prefix.
+    if remove && matches!(hops[..], [(_, port)] if port < 0) {
+        hops.clear();
     }
     Some(Route { addr, len, hops })
 }

@@ -66,7 +66,9 @@ fn a_route_with_gateway_interface_and_metric() {
             oif: Some(3),
             gateway: Some(0xc612_0002),
             dead: false,
+            via_other_family: false,
         }],
+        nh_id: None,
         src_len: 0,
         // rtm_protocol 4 (static), as rtmsg() writes it.
         identity: (4, None, Vec::new()),
@@ -180,12 +182,14 @@ fn a_multipath_route_takes_its_first_live_hop() {
             NextHop {
                 oif: Some(5),
                 gateway: Some(0xc612_0002),
-                dead: true
+                dead: true,
+                via_other_family: false,
             },
             NextHop {
                 oif: Some(6),
                 gateway: Some(0xc613_0002),
-                dead: true
+                dead: true,
+                via_other_family: false,
             }
         ]
     );
@@ -365,4 +369,57 @@ fn a_dump_the_kernel_keeps_interrupting_fails_instead_of_returning_part_of_the_t
 
 fn route_for_test() -> Route {
     multipath(&[(0, 2, [10, 0, 0, 1])])
+}
+
+#[test]
+fn a_nexthop_object_and_a_gateway_of_the_other_family_are_noted() {
+    // `ip route add 192.0.2.0/24 nhid 7` as the kernel describes it (compat mode: the
+    // object's hop too), and `ip route add 192.0.3.0/24 via inet6 fe80::1 dev eth0`.
+    let mut via = (libc::AF_INET6 as u16).to_ne_bytes().to_vec();
+    via.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    let mut buf = msg(
+        RTM_NEWROUTE,
+        0,
+        &rtmsg(
+            INET,
+            24,
+            254,
+            RTN_UNICAST,
+            0,
+            &[
+                attr(RTA_DST, &[192, 0, 2, 0]),
+                attr(RTA_NH_ID, &7u32.to_ne_bytes()),
+                attr(RTA_GATEWAY, &[198, 18, 0, 2]),
+                attr(RTA_OIF, &3u32.to_ne_bytes()),
+            ],
+        ),
+    );
+    buf.extend(msg(
+        RTM_NEWROUTE,
+        0,
+        &rtmsg(
+            INET,
+            24,
+            254,
+            RTN_UNICAST,
+            0,
+            &[
+                attr(RTA_DST, &[192, 0, 3, 0]),
+                attr(RTA_VIA, &via),
+                attr(RTA_OIF, &3u32.to_ne_bytes()),
+            ],
+        ),
+    ));
+    let got = parse(&buf).unwrap();
+    let [Message::NewRoute(a), Message::NewRoute(b)] = &got[..] else {
+        panic!("{got:?}")
+    };
+    assert_eq!(
+        (a.nh_id, a.gateway, a.hops[0].via_other_family),
+        (Some(7), Some(0xc612_0002), false)
+    );
+    assert_eq!(
+        (b.nh_id, b.gateway, b.hops[0].via_other_family),
+        (None, None, true)
+    );
 }

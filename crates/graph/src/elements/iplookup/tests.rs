@@ -818,3 +818,27 @@ fn multipath_configuration_errors() {
     );
     assert!(build_error(&IpLookupClass::RADIX, "10.0.0.0/8 0 1", 1, 1).contains("argument 1 bad OUTPUT"));
 }
+
+#[test]
+fn a_removal_with_a_negative_output_takes_any_route_of_the_prefix() {
+    // Click's "any": output -1, with or without a gateway; and the text a not-found
+    // error gives for such a request, written back.
+    for req in ["10.0.0.0/8 -1", "10.0.0.0/8 - -1", "10.0.0.0/8 10.0.0.9 -1"] {
+        let h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 10.0.0.1 1 - 2", 1, 3);
+        h.write("remove", req).unwrap();
+        assert_eq!(h.read("table"), "", "{req}");
+        assert_eq!(
+            h.write("remove", req),
+            Err("route '10.0.0.0/8 - -1' not found".to_string()),
+            "{req}"
+        );
+    }
+    let h = Harness::new(&IpLookupClass::RADIX, "10.0.0.0/8 1", 1, 2);
+    h.write("remove", "10.0.0.0/8 - -1").unwrap();
+    // A route to add still needs real outputs.
+    assert_eq!(h.write("add", "10.0.0.0/8 -1"), Err("bad OUTPUT".to_string()));
+    assert_eq!(
+        h.write("remove", "10.0.0.0/8 1 -1"),
+        Err("bad OUTPUT".to_string())
+    );
+}
