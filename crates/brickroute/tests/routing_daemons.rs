@@ -4,7 +4,9 @@
 //! nexthop objects), and `KernelRoutes` follows: announcements, withdrawals, changed
 //! next hops, the failover to a second session's routes and the daemon's shutdown, for
 //! IPv4 and IPv6; the RIB dump each daemon writes (MRT TABLE_DUMP_V2) loads in
-//! `brickroute fib lookup`. Root needed: everything runs in namespaces.
+//! `brickroute fib lookup`. With multipath turned on in the daemon, a prefix both
+//! sessions announce becomes one multipath route in the kernel and in the router.
+//! Root needed: everything runs in namespaces.
 
 mod common;
 #[path = "common/control_client.rs"]
@@ -251,10 +253,12 @@ enum Daemon {
 }
 
 impl Daemon {
-    fn start(which: &str, f: Family, ns: &Netns, dir: &Path) -> Daemon {
+    /// With `multipath`, equal BGP routes from both sessions go to the kernel as one
+    /// multipath route (BIRD: `merge paths`; FRR: `maximum-paths 2`).
+    fn start(which: &str, f: Family, ns: &Netns, dir: &Path, multipath: bool) -> Daemon {
         match which {
-            "bird" => Daemon::Bird(Bird::start(ns, dir, "router", &f.router_conf())),
-            _ => Daemon::Frr(Frr::start(ns, dir, &f.frr_conf())),
+            "bird" => Daemon::Bird(Bird::start(ns, dir, "router", &f.router_conf(multipath))),
+            _ => Daemon::Frr(Frr::start(ns, dir, &f.frr_conf(multipath))),
         }
     }
 
@@ -443,8 +447,14 @@ impl Family {
         out
     }
 
-    fn static_protocol(self, name: &str, routes: &Routes) -> String {
-        let mut s = format!("protocol static {name} {{\n  {};\n", self.channel());
+    /// A static protocol of `routes`, in table `t{name}` of its own with `own_table`.
+    fn static_protocol(self, name: &str, routes: &Routes, own_table: bool) -> String {
+        let c = self.channel();
+        let mut s = if own_table {
+            format!("{c} table t{name};\nprotocol static {name} {{\n  {c} {{ table t{name}; }};\n")
+        } else {
+            format!("protocol static {name} {{\n  {c};\n")
+        };
         for (p, gw) in routes {
             s += &format!("  route {} via {};\n", self.show(*p), self.addr(*gw));
         }
@@ -452,18 +462,25 @@ impl Family {
     }
 
     /// The peer: session `a` (over d0's link) announces static protocol `sa`, session
-    /// `b` (over d1's) announces `sb`; each route keeps its own gateway on the shared
-    /// network as the BGP next hop (a third-party next hop). A session refused is tried
-    /// again within 2 s (FRR refuses an IPv6 session that opens before zebra has told
-    /// bgpd about the interfaces, and BIRD would wait 60 s).
-    fn peer_conf(self, sa: &Routes, sb: &Routes) -> String {
+    /// `b` (over d1's) announces `sb`: of a prefix in both, only the peer's best route
+    /// (sa's), or with `both` (each protocol in a table of its own) both. Each route
+    /// keeps its own gateway on the shared network as the BGP next hop (a third-party
+    /// next hop). A session refused is tried again within 2 s (FRR refuses an IPv6
+    /// session that opens before zebra has told bgpd about the interfaces, and BIRD
+    /// would wait 60 s).
+    fn peer_conf(self, sa: &Routes, sb: &Routes, both: bool) -> String {
         let mut s = String::from("router id 198.18.0.2;\nprotocol device {}\n");
-        s += &self.static_protocol("sa", sa);
-        s += &self.static_protocol("sb", sb);
+        s += &self.static_protocol("sa", sa, both);
+        s += &self.static_protocol("sb", sb, both);
         for ((_, _, router, peer, _), (name, from)) in self.links().iter().zip([("a", "sa"), ("b", "sb")]) {
+            let channel = if both {
+                format!("table t{from}; import none; export all;")
+            } else {
+                format!("import none; export where proto = \"{from}\";")
+            };
             s += &format!(
                 "protocol bgp {name} {{\n  local {peer} as 65002;\n  neighbor {router} as 65001;\n  \
-                 connect delay time 1; error wait time 1, 2;\n  {} {{ import none; export where proto = \"{from}\"; }};\n}}\n",
+                 connect delay time 1; error wait time 1, 2;\n  {} {{ {channel} }};\n}}\n",
                 self.channel()
             );
         }
@@ -471,11 +488,13 @@ impl Family {
     }
 
     /// The router's BIRD: both sessions imported, the best routes written to the
-    /// kernel's main table (proto bird, metric 32).
-    fn router_conf(self) -> String {
+    /// kernel's main table (proto bird, metric 32), merged into multipath routes with
+    /// `multipath`.
+    fn router_conf(self, multipath: bool) -> String {
+        let merge = if multipath { " merge paths on;" } else { "" };
         let mut s = format!(
             "router id 198.18.0.1;\nprotocol device {{}}\n\
-             protocol kernel {{ {} {{ import none; export all; }}; }}\n",
+             protocol kernel {{ {} {{ import none; export all; }};{merge} }}\n",
             self.channel()
         );
         for ((_, _, router, peer, _), name) in self.links().iter().zip(["a", "b"]) {
@@ -490,8 +509,9 @@ impl Family {
 
     /// The router's FRR bgpd: both sessions, best path by router id then neighbour
     /// address as BIRD's (FRR otherwise keeps the older of two eBGP paths), the best
-    /// routes written to the kernel by zebra (proto bgp, metric 20, nexthop objects).
-    fn frr_conf(self) -> String {
+    /// routes written to the kernel by zebra (proto bgp, metric 20, nexthop objects);
+    /// with `multipath`, the two sessions' equal paths together.
+    fn frr_conf(self, multipath: bool) -> String {
         let mut s = String::from(
             "router bgp 65001\n bgp router-id 198.18.0.1\n no bgp ebgp-requires-policy\n \
              bgp bestpath compare-routerid\n",
@@ -502,13 +522,23 @@ impl Family {
         for (_, _, _, peer, _) in self.links() {
             s += &format!(" neighbor {peer} remote-as 65002\n neighbor {peer} timers connect 1\n");
         }
+        s += if self.v6 {
+            " address-family ipv6 unicast\n"
+        } else {
+            " address-family ipv4 unicast\n"
+        };
         if self.v6 {
-            s += " address-family ipv6 unicast\n";
             for (_, _, _, peer, _) in self.links() {
                 s += &format!("  neighbor {peer} activate\n");
             }
-            s += " exit-address-family\n";
         }
+        // (FRR's default is as many paths as it was built for.)
+        s += if multipath {
+            "  maximum-paths 2\n"
+        } else {
+            "  maximum-paths 1\n"
+        };
+        s += " exit-address-family\n";
         s
     }
 
@@ -674,8 +704,8 @@ fn daemon_drives_the_router(daemon: &str, f: Family) {
     let mut c = connect_unix(&sock, &mut router);
     wait_both(f, &r, &mut c, &f.expected(&Routes::new(), &Routes::new()));
 
-    let mut router_daemon = Daemon::start(daemon, f, &r, dir.path());
-    let peer_bird = Bird::start(&p, dir.path(), "peer", &f.peer_conf(&sa, &sb));
+    let mut router_daemon = Daemon::start(daemon, f, &r, dir.path(), false);
+    let peer_bird = Bird::start(&p, dir.path(), "peer", &f.peer_conf(&sa, &sb, false));
     router_daemon.wait_established();
     wait_both(f, &r, &mut c, &f.expected(&sa, &sb));
 
@@ -710,7 +740,7 @@ fn daemon_drives_the_router(daemon: &str, f: Family) {
             sa.insert(fresh, f.gateway(&mut rng, 0));
         }
     }
-    peer_bird.configure(&f.peer_conf(&sa, &sb));
+    peer_bird.configure(&f.peer_conf(&sa, &sb, false));
     wait_both(f, &r, &mut c, &f.expected(&sa, &sb));
 
     // A second router started now takes the same table from the kernel's dump.
@@ -826,4 +856,141 @@ fn check_rib_dump(f: Family, rib: &Path, sa: &Routes, sb: &Routes, rng: &mut Rng
         }
     }
     assert_eq!(index_of.len(), 8, "both sessions' four gateways");
+}
+
+/// `ip route show table main` of the family in `ns`.
+fn kernel_text(f: Family, ns: &Netns) -> String {
+    let o = Command::new("ip")
+        .args([
+            "-n",
+            &ns.name,
+            if f.v6 { "-6" } else { "-4" },
+            "route",
+            "show",
+            "table",
+            "main",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A route table's lines with each multipath route's members in a fixed order (by
+/// output, then gateway), since the daemons order them as they like.
+fn members_sorted(lines: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = lines
+        .into_iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            let mut members: Vec<(&str, &str)> = w[1..].chunks(2).map(|m| (m[1], m[0])).collect();
+            members.sort();
+            let rest: Vec<String> = members.iter().map(|(port, gw)| format!("{gw} {port}")).collect();
+            format!("{} {}", w[0], rest.join(" "))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The peer announces 200 prefixes on both sessions (a gateway on each link) and 50 on
+/// session a alone; the router's daemon, with multipath on, gives the kernel one
+/// multipath route for each of the 200, and the router holds them so: both members.
+/// When session b withdraws them, each is left with session a's member.
+fn daemon_multipath_reaches_the_router(daemon: &str, f: Family) {
+    let (r, p) = namespaces(f);
+    let mut rng = Rng(0x00ec_3a77);
+    let all = f.prefixes(&mut rng, 250);
+    let sa: Routes = all.iter().map(|&p| (p, f.gateway(&mut rng, 0))).collect();
+    let sb: Routes = all[..200].iter().map(|&p| (p, f.gateway(&mut rng, 1))).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = format!("ControlSocket(unix, {}); {}", sock.display(), lookup_config(f));
+    let mut router = RouterProcess(
+        r.brickroute_run(&["-e", &config])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let mut c = connect_unix(&sock, &mut router);
+    let router_daemon = Daemon::start(daemon, f, &r, dir.path(), true);
+    let peer_bird = Bird::start(&p, dir.path(), "peer", &f.peer_conf(&sa, &sb, true));
+    router_daemon.wait_established();
+    let mut want = vec![f.connected(0), f.connected(1)];
+    for (p, gw) in &sa {
+        let mut line = format!("{} {} 1", f.show(*p), f.addr(*gw));
+        if let Some(b) = sb.get(p) {
+            line += &format!(" {} 2", f.addr(*b));
+        }
+        want.push(line);
+    }
+    let want = members_sorted(want);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = members_sorted(c.routes("rt.table"));
+        if got == want {
+            break;
+        }
+        let both = want
+            .iter()
+            .find(|l| l.split(' ').count() > 3)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        let show = || match &router_daemon {
+            Daemon::Frr(fr) => fr.vtysh(&[&format!("show bgp {} unicast {}", f.channel(), both)]),
+            Daemon::Bird(b) => b.birdc(&["show", "route", "all", "for", both]),
+        };
+        assert!(
+            Instant::now() < deadline,
+            "daemon:\n{}\nkernel (the first lines):\n{}\nrouter table: {} lines, missing {:?}, extra {:?}",
+            show(),
+            kernel_text(f, &r).lines().take(12).collect::<Vec<_>>().join("\n"),
+            got.len(),
+            want.iter()
+                .filter(|l| !got.contains(l))
+                .take(4)
+                .collect::<Vec<_>>(),
+            got.iter()
+                .filter(|l| !want.contains(l))
+                .take(4)
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The kernel agrees: 200 multipath routes.
+    let kernel = kernel_text(f, &r);
+    assert_eq!(kernel.matches("nexthop via").count(), 400, "{kernel}");
+
+    // Session b withdraws its routes: each multipath route keeps session a's member.
+    peer_bird.configure(&f.peer_conf(&sa, &Routes::new(), true));
+    let want = members_sorted(f.expected(&sa, &Routes::new()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while members_sorted(c.routes("rt.table")) != want {
+        assert!(Instant::now() < deadline, "session b's members never left");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(router.exited().is_none(), "the router stopped");
+}
+
+#[test]
+fn bgp_multipath_routes_from_bird_reach_the_router() {
+    daemon_multipath_reaches_the_router("bird", V4);
+}
+
+#[test]
+fn bgp_ipv6_multipath_routes_from_bird_reach_the_router() {
+    daemon_multipath_reaches_the_router("bird", V6);
+}
+
+#[test]
+fn bgp_multipath_routes_from_frr_reach_the_router() {
+    daemon_multipath_reaches_the_router("frr", V4);
+}
+
+#[test]
+fn bgp_ipv6_multipath_routes_from_frr_reach_the_router() {
+    daemon_multipath_reaches_the_router("frr", V6);
 }
