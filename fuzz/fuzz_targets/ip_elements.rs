@@ -41,7 +41,7 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
     // Multipath routes (the default route's members picked by the packet's addresses).
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1 fe80::2 0 1", 2),
-    ("RadixIPLookup", "10.0.0.0/8 1, 0.0.0.0/0 10.0.0.1 0 - 1 10.0.0.2 1", 2),
+    ("RadixIPLookup", "10.0.0.0/8 1, 0.0.0.0/0 10.0.0.1 0 weight 3 - 1 10.0.0.2 1", 2),
     ("ICMPPingResponder", "", 2),
     ("ICMP6PingResponder", "", 2),
     ("ARPResponder", "10.0.0.0/8 0:1:2:3:4:5", 2),

@@ -13,7 +13,7 @@ use crate::run::strerror;
 use crate::services::ServiceThreads;
 use graph::args::{split_words, Args};
 use graph::element::*;
-use graph::elements::multipath::MAX_MEMBERS;
+use graph::elements::multipath::{MAX_MEMBERS, MAX_WEIGHT};
 use graph::error::ConfigError;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
@@ -450,23 +450,34 @@ impl State {
                 } else {
                     best.hops.iter().filter(|h| !h.dead).copied().collect()
                 };
-                let mut hops = Hops::new();
-                // (A gateway of the other family is not one the router can address.)
+                // (member, weight): a gateway of the other family is not one the router
+                // can address; a member the kernel lists twice counts once, with both
+                // weights.
+                let mut weighted: Vec<(Hop, usize)> = Vec::new();
                 for m in members.into_iter().filter(|m| !m.via_other_family) {
                     if let Some(&port) = m.oif.and_then(|i| self.ports.get(&i)) {
                         let hop = Hop {
                             gateway: m.gateway,
                             port,
                         };
-                        if !hops.contains(&hop) {
-                            hops.push(hop);
+                        match weighted.iter_mut().find(|(h, _)| *h == hop) {
+                            Some((_, w)) => *w = (*w + usize::from(m.weight)).min(MAX_WEIGHT),
+                            None => weighted.push((hop, usize::from(m.weight))),
                         }
                     }
                 }
-                if hops.is_empty() {
+                if weighted.is_empty() {
                     return Err(drop);
                 }
-                hops.truncate(MAX_MEMBERS);
+                weighted.truncate(MAX_MEMBERS);
+                // The weights in lowest terms (equal ones are no weights at all).
+                let common = weighted.iter().fold(0, |g, &(_, w)| gcd(g, w));
+                let hops: Hops = weighted
+                    .iter()
+                    .flat_map(|&(h, w)| {
+                        std::iter::repeat_n(h, if weighted.len() == 1 { 1 } else { w / common })
+                    })
+                    .collect();
                 Ok(Some(hops))
             }
             k if DROPPING_KINDS.contains(&k) && drop.is_some() => Ok(drop),
@@ -481,16 +492,27 @@ impl State {
         }
     }
 
-    /// `PREFIX/LEN [GATEWAY] OUTPUT`, a `[GATEWAY] OUTPUT` a member of a multipath
-    /// route, or `PREFIX/LEN` for no hop.
+    /// `PREFIX/LEN [GATEWAY] OUTPUT`, a `[GATEWAY] OUTPUT [weight N]` a member of a
+    /// multipath route (`hops` holds a member of weight N as N copies in a row), or
+    /// `PREFIX/LEN` for no hop.
     fn route_text(&self, key: &Prefix, hops: Option<&Hops>) -> String {
         let mut text = format!("{}/{}", self.address(key.0), key.1);
-        for h in hops.into_iter().flatten() {
+        let mut members: Vec<(Hop, usize)> = Vec::new();
+        for &h in hops.into_iter().flatten() {
+            match members.last_mut() {
+                Some((last, n)) if *last == h => *n += 1,
+                _ => members.push((h, 1)),
+            }
+        }
+        for (h, weight) in members {
             if let Some(g) = h.gateway {
                 text.push(' ');
                 text.push_str(&self.address(g));
             }
             text.push_str(&format!(" {}", h.port));
+            if weight > 1 {
+                text.push_str(&format!(" weight {}", weight));
+            }
         }
         text
     }
@@ -622,6 +644,14 @@ impl State {
         }
         self.sync.counters.resyncs.fetch_add(1, Ordering::Relaxed);
         Ok(self.write(router))
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

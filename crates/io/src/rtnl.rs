@@ -128,6 +128,9 @@ pub struct NextHop {
     /// Its gateway is of the other family (`RTA_VIA`: an IPv6 gateway for an IPv4
     /// route, RFC 5549), which `gateway` cannot hold (it is `None`).
     pub via_other_family: bool,
+    /// Its weight in a multipath route (`rtnh_hops` + 1, 1-256; 1 for a route's only
+    /// hop): its share of the flows is its weight over the sum.
+    pub weight: u16,
 }
 
 /// Where a new route goes among the kernel's routes of the same prefix and metric, of
@@ -309,6 +312,7 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
                         gateway,
                         dead: u32::from(rest[2]) & RTNH_F_DEAD != 0,
                         via_other_family,
+                        weight: u16::from(rest[3]) + 1,
                     });
                     rest = &rest[align4(len).min(rest.len())..];
                 }
@@ -322,6 +326,7 @@ fn parse_route(body: &[u8]) -> Result<Option<Route>, ReplyError> {
             gateway: r.gateway,
             dead: r.dead,
             via_other_family,
+            weight: 1,
         }]
     } else {
         multipath

@@ -18,7 +18,7 @@
 //! `lookup_batch_in`.
 
 use super::hopindex::HopIndex;
-use super::multipath::{self, Groups};
+use super::multipath::{self, Groups, RouteError};
 use crate::args::{split_words, uncomment, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
 use crate::elements::slots::FreeSlots;
@@ -95,11 +95,10 @@ impl ElementClass for IpLookupClass {
             let mut ctl = spec.lock();
             for (i, arg) in args.rest().iter().enumerate() {
                 match parse_route(arg, false) {
-                    Some(r) if multipath::members_problem(&r.hops).is_some() => {
-                        let e = multipath::members_problem(&r.hops).unwrap_or_default();
+                    Err(RouteError::Members(e)) => {
                         first_err.get_or_insert_with(|| format!("argument {}: {}", i + 1, e));
                     }
-                    Some(r)
+                    Ok(r)
                         if r.hops
                             .iter()
                             .all(|&(_, port)| port >= 0 && (port as usize) < cx.noutputs) =>
@@ -109,10 +108,10 @@ impl ElementClass for IpLookupClass {
                             first_err.get_or_insert_with(|| CmdError::TooManyHops.text(self.flavor));
                         }
                     }
-                    Some(_) => {
+                    Ok(_) => {
                         first_err.get_or_insert_with(|| format!("argument {} bad OUTPUT", i + 1));
                     }
-                    None => {
+                    Err(RouteError::Syntax) => {
                         first_err.get_or_insert_with(|| {
                             format!("argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT'", i + 1)
                         });
@@ -144,30 +143,29 @@ impl Route {
         format!("{}/{}", Ipv4Addr::from(self.addr), self.len)
     }
 
-    /// Click's `IPRoute::unparse` without tabs: `ADDR/MASK GW PORT`, a `GW PORT` a
-    /// member (a removal's "any" as Click writes it, `- -1`).
+    /// Click's `IPRoute::unparse` without tabs: `ADDR/MASK GW PORT`, a `GW PORT
+    /// [weight N]` a member (a removal's "any" as Click writes it, `- -1`).
     fn unparse(&self) -> String {
-        let mut out = self.prefix();
         let any = [(0, -1)];
-        for &(gw, port) in if self.hops.is_empty() {
+        let hops = if self.hops.is_empty() {
             &any[..]
         } else {
             &self.hops
-        } {
-            let _ = write!(out, " {} {}", gw_text(gw), port);
-        }
-        out
+        };
+        let members = multipath::members_text(hops, " ", |(gw, port)| format!("{} {}", gw_text(gw), port));
+        format!("{} {}", self.prefix(), members)
     }
 
     /// Click's tabbed form: columns padded with a second tab when short (a multipath
-    /// route's further members follow as `GW<TAB>PORT`). `gw` writes a gateway.
+    /// route's further members follow as `GW<TAB>PORT`, and `<TAB>weight<TAB>N` after
+    /// one of weight above 1). `gw` writes a gateway.
     fn unparse_tabs(&self, gw: fn(u32) -> String, out: &mut String) {
         let start = out.len();
         let _ = write!(out, "{}\t", self.prefix());
         if out.len() < start + 17 {
             out.push('\t');
         }
-        for (i, &(g, port)) in self.hops.iter().enumerate() {
+        for (i, ((g, port), weight)) in multipath::runs(&self.hops).into_iter().enumerate() {
             if i > 0 {
                 out.push('\t');
             }
@@ -177,6 +175,9 @@ impl Route {
                 out.push('\t');
             }
             let _ = write!(out, "{}", port);
+            if weight > 1 {
+                let _ = write!(out, "\tweight\t{}", weight);
+            }
         }
     }
 
@@ -210,39 +211,49 @@ fn mask_of(len: u8) -> u32 {
 }
 
 /// Parses `ADDR/MASK [GW] OUT` (Click's `cp_ip_route`), or a multipath route's
-/// `ADDR/MASK [GW] OUT [GW] OUT ...` (whose members the caller checks with
-/// `multipath::members_problem`). In a removal the members may be left out ("any", as
-/// a lone gateway or a negative output says too). A gateway may be `-` for none.
-/// Masks must be contiguous.
-fn parse_route(s: &str, remove: bool) -> Option<Route> {
+/// `ADDR/MASK [GW] OUT [weight N] [GW] OUT [weight N] ...` (a member of weight N held as
+/// N copies in a row, see `multipath.rs`). In a removal the members may be left out
+/// ("any", as a lone gateway or a negative output says too). A gateway may be `-` for
+/// none. Masks must be contiguous.
+fn parse_route(s: &str, remove: bool) -> Result<Route, RouteError> {
     let words = split_words(s);
     let mut it = words.iter().map(String::as_str);
-    let p = Ipv4Prefix::from_arg(it.next()?)?;
-    let len = p.len()?;
+    let p = it
+        .next()
+        .and_then(Ipv4Prefix::from_arg)
+        .ok_or(RouteError::Syntax)?;
+    let len = p.len().ok_or(RouteError::Syntax)?;
     let addr = u32::from(p.addr) & mask_of(len);
-    let mut hops = Vec::new();
+    let (mut members, mut weighted) = (Vec::new(), false);
     while let Some(w) = it.next() {
+        if w == "weight" {
+            multipath::take_weight(&mut members, &mut weighted, &mut it).ok_or(RouteError::Syntax)?;
+            continue;
+        }
         // A gateway (or `-`) is followed by its output; an output stands alone.
         let (gw, port) = match (w, Ipv4Addr::from_arg(w)) {
             (_, None) if w != "-" => (0, w),
             (_, a) => match it.next() {
                 Some(port) => (a.map_or(0, u32::from), port),
                 // As in Click, a removal's lone gateway (no output) means "any".
-                None if remove && hops.is_empty() => break,
-                None => return None,
+                None if remove && members.is_empty() => break,
+                None => return Err(RouteError::Syntax),
             },
         };
-        hops.push((gw, i32::from_arg(port)?));
+        let port = i32::from_arg(port).ok_or(RouteError::Syntax)?;
+        members.push(((gw, port), 1));
+        weighted = false;
     }
-    if hops.is_empty() && !remove {
-        return None;
+    if members.is_empty() && !remove {
+        return Err(RouteError::Syntax);
     }
+    let mut hops = multipath::expand(members)?;
     // As in Click, a removal's negative output (`- -1`, as a not-found error writes
     // "any") means any route of the prefix.
     if remove && matches!(hops[..], [(_, port)] if port < 0) {
         hops.clear();
     }
-    Some(Route { addr, len, hops })
+    Ok(Route { addr, len, hops })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -471,16 +482,11 @@ impl IpLookupSpec {
         log: Option<&mut Vec<(Route, Cmd)>>,
     ) -> Result<(), String> {
         let remove = cmd == Cmd::Remove;
-        let route = parse_route(text, remove).ok_or_else(|| {
-            if remove {
-                "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
-            } else {
-                "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
-            }
+        let route = parse_route(text, remove).map_err(|e| match e {
+            RouteError::Members(e) => e,
+            RouteError::Syntax if remove => "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string(),
+            RouteError::Syntax => "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string(),
         })?;
-        if let Some(e) = multipath::members_problem(&route.hops) {
-            return Err(e);
-        }
         if route
             .hops
             .iter()

@@ -5,6 +5,11 @@
 //! while flows spread over the members, as the Linux kernel spreads a multipath route's
 //! flows by its default (layer-3) hash policy.
 //!
+//! A member may have a weight (`weight N` after it, 1-256, as `ip route`'s nexthop
+//! `weight`): its share of the flows is its weight over the sum. A route holds a member
+//! of weight N as N copies in a row, so the pick below is the same one multiply and
+//! shift for any weights, and a route's member list says its weights too.
+//!
 //! A group has a next-hop index of its own, like a (gateway, output) pair
 //! (`hopindex.rs`); workers find its members in [`Groups`] under that index.
 
@@ -13,29 +18,111 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// Members a group may have.
 pub const MAX_MEMBERS: usize = 256;
 
-/// What is wrong with a route's members, if anything: more than [`MAX_MEMBERS`], or one
-/// given twice.
-pub(crate) fn members_problem<T: PartialEq>(members: &[T]) -> Option<String> {
-    if members.len() > MAX_MEMBERS {
-        return Some(format!("a multipath route has at most {} members", MAX_MEMBERS));
+/// The largest weight of a member (the kernel's too).
+pub const MAX_WEIGHT: usize = 256;
+
+/// A route's members as (member, weight): each run of copies in the list is one.
+pub(crate) fn runs<T: PartialEq + Copy>(members: &[T]) -> Vec<(T, usize)> {
+    let mut out: Vec<(T, usize)> = Vec::new();
+    for &m in members {
+        match out.last_mut() {
+            Some((last, n)) if *last == m => *n += 1,
+            _ => out.push((m, 1)),
+        }
     }
-    let twice = members.iter().enumerate().any(|(i, m)| members[..i].contains(m));
-    twice.then(|| "a multipath route's members must differ (one is given twice)".to_string())
+    out
+}
+
+/// Why a route's text is refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RouteError {
+    /// Not a route at all: the caller says what one looks like.
+    Syntax,
+    /// A route whose members are wrong, and how.
+    Members(String),
+}
+
+/// Reads the `weight N` that may follow a member, from `words` (whose next word is
+/// `weight`), into the last of `members` (member, weight). `None` for a weight that is
+/// not 1-256, or with no member before it or one weighted already.
+pub(crate) fn take_weight<'a, T>(
+    members: &mut [(T, usize)],
+    weighted: &mut bool,
+    words: &mut impl Iterator<Item = &'a str>,
+) -> Option<()> {
+    let n: usize = words.next()?.parse().ok()?;
+    let last = members.last_mut()?;
+    if *weighted || !(1..=MAX_WEIGHT).contains(&n) {
+        return None;
+    }
+    *weighted = true;
+    last.1 = n;
+    Some(())
+}
+
+/// A route's members as it holds them, from the (member, weight) pairs its text gave:
+/// a member of weight N as N copies in a row, and one member (whatever its weight) once.
+/// Refused: more than [`MAX_MEMBERS`], or one given twice.
+pub(crate) fn expand<T: PartialEq + Copy>(members: Vec<(T, usize)>) -> Result<Vec<T>, RouteError> {
+    if members.len() > MAX_MEMBERS {
+        return Err(RouteError::Members(format!(
+            "a multipath route has at most {} members",
+            MAX_MEMBERS
+        )));
+    }
+    if members
+        .iter()
+        .enumerate()
+        .any(|(i, m)| members[..i].iter().any(|o| o.0 == m.0))
+    {
+        return Err(RouteError::Members(
+            "a multipath route's members must differ (one is given twice)".to_string(),
+        ));
+    }
+    if let [(m, _)] = members[..] {
+        return Ok(vec![m]);
+    }
+    Ok(members
+        .into_iter()
+        .flat_map(|(m, n)| std::iter::repeat_n(m, n))
+        .collect())
+}
+
+/// A route's members as the tables write them: each member's words, then `weight N`
+/// after one of weight above 1, all joined by `sep`.
+pub(crate) fn members_text<T: PartialEq + Copy>(
+    members: &[T],
+    sep: &str,
+    member: impl Fn(T) -> String,
+) -> String {
+    let words: Vec<String> = runs(members)
+        .into_iter()
+        .map(|(m, n)| match n {
+            1 => member(m),
+            _ => format!("{}{sep}weight{sep}{n}", member(m)),
+        })
+        .collect();
+    words.join(sep)
 }
 
 /// The `lookup` handler's answer for a route's members: a line each, `PORT`, or `PORT
-/// GATEWAY` for a member with a gateway (not `G::default()`).
-pub(crate) fn lookup_lines<G: Copy + PartialEq + Default, P: std::fmt::Display>(
+/// GATEWAY` for a member with a gateway (not `G::default()`), and ` weight N` after a
+/// member of weight above 1.
+pub(crate) fn lookup_lines<G: Copy + PartialEq + Default, P: std::fmt::Display + Copy + PartialEq>(
     members: &[(G, P)],
     gateway: impl Fn(G) -> String,
 ) -> String {
-    let lines: Vec<String> = members
-        .iter()
-        .map(|(gw, port)| {
-            if *gw == G::default() {
+    let lines: Vec<String> = runs(members)
+        .into_iter()
+        .map(|((gw, port), n)| {
+            let hop = if gw == G::default() {
                 port.to_string()
             } else {
-                format!("{} {}", port, gateway(*gw))
+                format!("{} {}", port, gateway(gw))
+            };
+            match n {
+                1 => hop,
+                _ => format!("{hop} weight {n}"),
             }
         })
         .collect();

@@ -67,6 +67,7 @@ fn a_route_with_gateway_interface_and_metric() {
             gateway: Some(0xc612_0002),
             dead: false,
             via_other_family: false,
+            weight: 1,
         }],
         nh_id: None,
         src_len: 0,
@@ -184,12 +185,14 @@ fn a_multipath_route_takes_its_first_live_hop() {
                 gateway: Some(0xc612_0002),
                 dead: true,
                 via_other_family: false,
+                weight: 1,
             },
             NextHop {
                 oif: Some(6),
                 gateway: Some(0xc613_0002),
                 dead: true,
                 via_other_family: false,
+                weight: 1,
             }
         ]
     );
@@ -422,4 +425,24 @@ fn a_nexthop_object_and_a_gateway_of_the_other_family_are_noted() {
         (b.nh_id, b.gateway, b.hops[0].via_other_family),
         (None, None, true)
     );
+}
+
+#[test]
+fn a_multipath_hops_weight_is_its_rtnh_hops_and_one() {
+    // `nexthop via 198.18.0.2 weight 3 nexthop via 198.19.0.2`.
+    let mut payload = hops(&[(0, 5, [198, 18, 0, 2]), (0, 6, [198, 19, 0, 2])]);
+    payload[3] = 2;
+    let body = rtmsg(
+        INET,
+        16,
+        254,
+        RTN_UNICAST,
+        0,
+        &[attr(RTA_DST, &[203, 0, 0, 0]), attr(RTA_MULTIPATH, &payload)],
+    );
+    let got = parse(&msg(RTM_NEWROUTE, 0, &body)).unwrap();
+    let Message::NewRoute(r) = &got[0] else {
+        panic!("{got:?}")
+    };
+    assert_eq!(r.hops.iter().map(|h| h.weight).collect::<Vec<_>>(), vec![3, 1]);
 }

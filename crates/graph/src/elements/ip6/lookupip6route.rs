@@ -18,7 +18,7 @@ use super::{parse_route6, Ipv6Prefix};
 use crate::args::{split_words, uncomment, Args, FromArg};
 use crate::element::*;
 use crate::elements::hopindex::HopIndex;
-use crate::elements::multipath::{self, Groups};
+use crate::elements::multipath::{self, Groups, RouteError};
 use crate::elements::slots::FreeSlots;
 use crate::error::ConfigError;
 use lpm::Ipv6Lpm;
@@ -56,14 +56,14 @@ impl ElementClass for LookupIP6RouteClass {
         {
             let mut ctl = spec.lock();
             for (i, arg) in args.rest().iter().enumerate() {
-                let (addr, len, hops) = parse_route6(arg)
-                    .filter(|r| r.2.iter().all(|h| h.1 >= 0))
-                    .ok_or_else(|| {
-                        cx.error(format!("argument {} should be DADDR/MASK [GW] OUTPUT", i + 1))
-                    })?;
-                if let Some(e) = multipath::members_problem(&hops) {
-                    return Err(cx.error(format!("argument {}: {}", i + 1, e)));
-                }
+                let syntax = || cx.error(format!("argument {} should be DADDR/MASK [GW] OUTPUT", i + 1));
+                let (addr, len, hops) = match parse_route6(arg) {
+                    Ok(r) if r.2.iter().all(|h| h.1 >= 0) => r,
+                    Err(RouteError::Members(e)) => {
+                        return Err(cx.error(format!("argument {}: {}", i + 1, e)))
+                    }
+                    _ => return Err(syntax()),
+                };
                 let most = hops.iter().map(|h| h.1).max().unwrap_or(0);
                 maxout = maxout.max(most);
                 if most as usize >= cx.noutputs {
@@ -206,10 +206,10 @@ impl LookupIP6RouteSpec {
 
     /// The `add` handler: `DADDR/MASK [GW] OUTPUT`, or a multipath route's members.
     fn add_handler(&self, text: &str) -> Result<(), String> {
-        let (addr, len, hops) = parse_route6(&uncomment(text)).ok_or("expected 'DADDR/MASK [GW] OUTPUT'")?;
-        if let Some(e) = multipath::members_problem(&hops) {
-            return Err(e);
-        }
+        let (addr, len, hops) = parse_route6(&uncomment(text)).map_err(|e| match e {
+            RouteError::Members(e) => e,
+            RouteError::Syntax => "expected 'DADDR/MASK [GW] OUTPUT'".to_string(),
+        })?;
         if hops
             .iter()
             .any(|&(_, port)| port < 0 || port as usize >= self.noutputs)
@@ -281,11 +281,10 @@ impl LookupIP6RouteSpec {
             out.push_str("# Active routes\n");
         }
         for r in ctl.slots.iter().flatten() {
-            let _ = write!(out, "{}/{}", Ipv6Addr::from(r.addr), r.len);
-            for &(gw, port) in &r.hops {
-                let _ = write!(out, "\t{}\t{}", Ipv6Addr::from(gw), port);
-            }
-            out.push('\n');
+            let members = multipath::members_text(&r.hops, "\t", |(gw, port)| {
+                format!("{}\t{}", Ipv6Addr::from(gw), port)
+            });
+            let _ = writeln!(out, "{}/{}\t{}", Ipv6Addr::from(r.addr), r.len, members);
         }
         out
     }

@@ -5,6 +5,7 @@
 //! `ICMP6PingResponder` (brickroute's own) answers echo requests.
 
 use crate::args::{split_words, FromArg};
+use crate::elements::multipath::{self, RouteError};
 use packet::checksum::{fold, pseudo_header_v6, sum};
 use std::net::Ipv6Addr;
 
@@ -81,27 +82,39 @@ impl FromArg for Ipv6Prefix {
     }
 }
 
-/// A parsed IPv6 route: network address, prefix length, (gateway, output) members.
+/// A parsed IPv6 route: network address, prefix length, (gateway, output) members (a
+/// member of weight N as N copies in a row, see `multipath.rs`).
 pub(crate) type ParsedRoute6 = (u128, u8, Vec<(u128, i64)>);
 
 /// A route as Click's `LookupIP6Route` takes it: `DADDR/MASK [GW] OUTPUT`, a gateway of
-/// `::` meaning none; or a multipath route, brickroute's, `DADDR/MASK [GW] OUTPUT [GW]
-/// OUTPUT ...` (whose members the caller checks with `multipath::members_problem`). Returns the prefix (its
-/// network address) and the (gateway, output) members, or `None` for anything else.
-pub(crate) fn parse_route6(s: &str) -> Option<ParsedRoute6> {
+/// `::` meaning none; or a multipath route, brickroute's, `DADDR/MASK [GW] OUTPUT
+/// [weight N] [GW] OUTPUT [weight N] ...`. Returns the prefix (its network address) and
+/// the members.
+pub(crate) fn parse_route6(s: &str) -> Result<ParsedRoute6, RouteError> {
     let words = split_words(s);
-    let mut it = words.iter();
-    let p = Ipv6Prefix::from_arg(it.next()?)?;
-    let mut hops = Vec::new();
-    while let Some(w) = it.next() {
+    let mut words = words.iter().map(String::as_str);
+    let p = words
+        .next()
+        .and_then(Ipv6Prefix::from_arg)
+        .ok_or(RouteError::Syntax)?;
+    let (mut members, mut weighted) = (Vec::new(), false);
+    while let Some(w) = words.next() {
+        if w == "weight" {
+            multipath::take_weight(&mut members, &mut weighted, &mut words).ok_or(RouteError::Syntax)?;
+            continue;
+        }
         // A gateway is followed by its output; an output stands alone.
-        let hop = match Ipv6Addr::from_arg(w) {
-            Some(gw) => (u128::from(gw), i64::from_arg(it.next()?)?),
-            None => (0, i64::from_arg(w)?),
+        let (gw, port) = match Ipv6Addr::from_arg(w) {
+            Some(gw) => (u128::from(gw), words.next().ok_or(RouteError::Syntax)?),
+            None => (0, w),
         };
-        hops.push(hop);
+        members.push(((gw, i64::from_arg(port).ok_or(RouteError::Syntax)?), 1));
+        weighted = false;
     }
-    (!hops.is_empty()).then_some((p.network(), p.len, hops))
+    if members.is_empty() {
+        return Err(RouteError::Syntax);
+    }
+    Ok((p.network(), p.len, multipath::expand(members)?))
 }
 
 #[cfg(test)]
@@ -131,26 +144,41 @@ mod tests {
     #[test]
     fn routes_with_and_without_gateway() {
         assert_eq!(
-            parse_route6("2001:db8::/32 1"),
+            parse_route6("2001:db8::/32 1").ok(),
             Some((a("2001:db8::"), 32, vec![(0, 1)]))
         );
         assert_eq!(
-            parse_route6("::/0 2001:db8::2 0"),
+            parse_route6("::/0 2001:db8::2 0").ok(),
             Some((0, 0, vec![(a("2001:db8::2"), 0)]))
         );
-        assert_eq!(parse_route6("2001:db8::/32"), None);
-        assert_eq!(parse_route6("2001:db8::/32 x 1"), None);
-        assert_eq!(parse_route6("2001:db8::/32 one"), None);
+        assert_eq!(parse_route6("2001:db8::/32").ok(), None);
+        assert_eq!(parse_route6("2001:db8::/32 x 1").ok(), None);
+        assert_eq!(parse_route6("2001:db8::/32 one").ok(), None);
         // Multipath: members with or without a gateway (the caller refuses duplicates
         // and too many).
         assert_eq!(
-            parse_route6("2001:db8::/32 :: 1 2"),
+            parse_route6("2001:db8::/32 :: 1 2").ok(),
             Some((a("2001:db8::"), 32, vec![(0, 1), (0, 2)]))
         );
         assert_eq!(
-            parse_route6("2001:db8::/32 fe80::1 1 fe80::2 1"),
+            parse_route6("2001:db8::/32 fe80::1 1 fe80::2 1").ok(),
             Some((a("2001:db8::"), 32, vec![(a("fe80::1"), 1), (a("fe80::2"), 1)]))
         );
-        assert_eq!(parse_route6("2001:db8::/32 fe80::1 1 fe80::2"), None);
+        assert_eq!(
+            parse_route6("2001:db8::/32 fe80::1 1 weight 2 fe80::2 1").ok(),
+            Some((
+                a("2001:db8::"),
+                32,
+                vec![(a("fe80::1"), 1), (a("fe80::1"), 1), (a("fe80::2"), 1)]
+            ))
+        );
+        assert_eq!(parse_route6("2001:db8::/32 fe80::1 1 weight 300").ok(), None);
+        assert_eq!(
+            parse_route6("2001:db8::/32 fe80::1 1 fe80::1 1"),
+            Err(RouteError::Members(
+                "a multipath route's members must differ (one is given twice)".to_string()
+            ))
+        );
+        assert_eq!(parse_route6("2001:db8::/32 fe80::1 1 fe80::2").ok(), None);
     }
 }

@@ -352,7 +352,7 @@ fn build_typed(class: &IpLookupClass, config: &str, noutputs: usize) -> IpLookup
 
 #[test]
 fn route_syntax() {
-    let r = |s: &str| parse_route(s, false);
+    let r = |s: &str| parse_route(s, false).ok();
     assert_eq!(
         r("10.1.2.3/16 1.2.3.4 2"),
         Some(Route {
@@ -377,28 +377,55 @@ fn route_syntax() {
     );
     assert_eq!(r("10/8 1.2.3.4 0 1.2.3.5"), None);
     assert_eq!(r("10/8 0 x"), None);
-    // Members given twice, or too many, parse; the element refuses them with a reason.
-    let twice = r("10/8 1.2.3.4 0 1.2.3.4 0").unwrap();
+    // Weights: a member of weight N is N copies in a row; one member is one hop.
     assert_eq!(
-        multipath::members_problem(&twice.hops).as_deref(),
-        Some("a multipath route's members must differ (one is given twice)")
+        r("10/8 1.2.3.4 0 weight 3 - 1").map(|r| r.hops),
+        Some(vec![(0x0102_0304, 0), (0x0102_0304, 0), (0x0102_0304, 0), (0, 1)])
     );
+    assert_eq!(
+        r("10/8 1 weight 2 2 weight 1").map(|r| r.hops),
+        Some(vec![(0, 1), (0, 1), (0, 2)])
+    );
+    assert_eq!(
+        r("10/8 1.2.3.4 0 weight 9").map(|r| r.hops),
+        Some(vec![(0x0102_0304, 0)])
+    );
+    for bad in [
+        "10/8 weight 2 1",
+        "10/8 1 weight 0",
+        "10/8 1 weight 257",
+        "10/8 1 weight",
+        "10/8 1 weight 2 weight 2",
+    ] {
+        assert_eq!(r(bad), None, "{bad}");
+    }
+    // Members given twice (with or without weights in between), or too many: refused
+    // with the reason.
+    let twice = "a multipath route's members must differ (one is given twice)";
+    for s in ["10/8 1.2.3.4 0 1.2.3.4 0", "10/8 1 2 1", "10/8 1 weight 2 1"] {
+        assert_eq!(
+            parse_route(s, false),
+            Err(RouteError::Members(twice.to_string())),
+            "{s}"
+        );
+    }
     let many: String = (0..=multipath::MAX_MEMBERS)
         .map(|i| format!(" 10.0.{}.{} 0", i / 256, i % 256))
         .collect();
     let most = r(&format!("10/8{}", &many[..many.rfind(" 10.").unwrap()])).unwrap();
-    assert_eq!(multipath::members_problem(&most.hops), None);
-    let over = r(&format!("10/8{}", many)).unwrap();
+    assert_eq!(most.hops.len(), multipath::MAX_MEMBERS);
     assert_eq!(
-        multipath::members_problem(&over.hops).as_deref(),
-        Some("a multipath route has at most 256 members")
+        parse_route(&format!("10/8{}", many), false),
+        Err(RouteError::Members(
+            "a multipath route has at most 256 members".to_string()
+        ))
     );
     // A removal names its members, or none ("any"; so does a lone gateway, as in Click).
-    assert_eq!(parse_route("10/8", true).map(|r| r.hops), Some(vec![]));
-    assert_eq!(parse_route("10/8 1.2.3.4", true).map(|r| r.hops), Some(vec![]));
+    assert_eq!(parse_route("10/8", true).map(|r| r.hops), Ok(vec![]));
+    assert_eq!(parse_route("10/8 1.2.3.4", true).map(|r| r.hops), Ok(vec![]));
     assert_eq!(
         parse_route("10/8 1.2.3.4 1 2", true).map(|r| r.hops),
-        Some(vec![(0x0102_0304, 1), (0, 2)])
+        Ok(vec![(0x0102_0304, 1), (0, 2)])
     );
 }
 
@@ -841,4 +868,45 @@ fn a_removal_with_a_negative_output_takes_any_route_of_the_prefix() {
         h.write("remove", "10.0.0.0/8 1 -1"),
         Err("bad OUTPUT".to_string())
     );
+}
+
+#[test]
+fn a_weighted_member_takes_its_share_of_the_flows() {
+    let mut h = Harness::new(
+        &IpLookupClass::RADIX,
+        "10.0.0.0/8 10.0.0.1 1 weight 3 10.0.0.2 2",
+        1,
+        3,
+    );
+    assert_eq!(
+        h.read("table"),
+        "10.0.0.0/8\t\t10.0.0.1\t1\tweight\t3\t10.0.0.2\t2\n"
+    );
+    assert_eq!(
+        h.read_with("lookup", "10.9.9.9"),
+        Ok("1 10.0.0.1 weight 3\n2 10.0.0.2".to_string())
+    );
+    let sources: Vec<[u8; 4]> = (0..800u32).map(|i| [192, 168, (i >> 8) as u8, i as u8]).collect();
+    let out = h.push(0, sources.iter().map(|&s| flow(s, [10, 5, 5, 5])).collect());
+    // Three quarters and a quarter of 800.
+    assert!(
+        (520..=680).contains(&out[1].len()),
+        "{} and {}",
+        out[1].len(),
+        out[2].len()
+    );
+    assert_eq!(out[1].len() + out[2].len(), 800);
+    // Another weight is another route (its own group): set replaces it.
+    h.write("set", "10.0.0.0/8 10.0.0.1 1 10.0.0.2 2 weight 3")
+        .unwrap();
+    let out = h.push(0, sources.iter().map(|&s| flow(s, [10, 5, 5, 5])).collect());
+    assert!(
+        (520..=680).contains(&out[2].len()),
+        "{} and {}",
+        out[1].len(),
+        out[2].len()
+    );
+    // The untabbed tables write the weight as a word too.
+    let h = Harness::new(&IpLookupClass::LINEAR, "10.0.0.0/8 1 weight 2 2", 1, 3);
+    assert_eq!(h.read("table"), "10.0.0.0/8 - 1 weight 2 - 2\n");
 }

@@ -403,3 +403,24 @@ fn multipath_configuration_errors() {
     );
     assert!(build_error(&LookupIP6RouteClass, "::/0 0 1", 1, 1).contains("need 2 or more output ports"));
 }
+
+#[test]
+fn a_weighted_member_takes_its_share_of_the_flows() {
+    let mut h = Harness::new(&LookupIP6RouteClass, "::/0 fe80::1 0 fe80::2 1 weight 3", 1, 2);
+    assert_eq!(
+        h.read("table"),
+        "# Active routes\n::/0\tfe80::1\t0\tfe80::2\t1\tweight\t3\n"
+    );
+    assert_eq!(
+        h.read_with("lookup", "2001:db8::1"),
+        Ok("0 fe80::1\n1 fe80::2 weight 3".to_string())
+    );
+    let out = h.push(0, (0..800u16).map(|i| flow(i, "2001:db8::5")).collect());
+    assert!(
+        (520..=680).contains(&out[1].len()),
+        "{} and {}",
+        out[0].len(),
+        out[1].len()
+    );
+    assert_eq!(out[0].len() + out[1].len(), 800);
+}
