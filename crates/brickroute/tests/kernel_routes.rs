@@ -767,20 +767,35 @@ fn multipath_weights_are_followed() {
     let ns = namespace();
     let (_dir, mut p, mut c) = follow(&ns, "", &[]);
     let hop = |gw: &str, dev: &str, weight: &str| {
-        ["nexthop", "via", gw, "dev", dev, "weight", weight].map(String::from).to_vec()
+        ["nexthop", "via", gw, "dev", dev, "weight", weight]
+            .map(String::from)
+            .to_vec()
     };
     let add = |prefix: &str, hops: Vec<Vec<String>>| {
         let mut args = vec!["route".to_string(), "add".to_string(), prefix.to_string()];
         args.extend(hops.into_iter().flatten());
         ns.ip(&args.iter().map(String::as_str).collect::<Vec<_>>());
     };
-    add("172.21.0.0/16", vec![hop("198.18.0.2", "d0", "3"), hop("198.19.0.2", "d1", "1")]);
+    add(
+        "172.21.0.0/16",
+        vec![hop("198.18.0.2", "d0", "3"), hop("198.19.0.2", "d1", "1")],
+    );
     // Equal weights are no weights; others in lowest terms.
-    add("172.22.0.0/16", vec![hop("198.18.0.2", "d0", "2"), hop("198.19.0.2", "d1", "2")]);
-    add("172.23.0.0/16", vec![hop("198.18.0.2", "d0", "4"), hop("198.19.0.2", "d1", "6")]);
+    add(
+        "172.22.0.0/16",
+        vec![hop("198.18.0.2", "d0", "2"), hop("198.19.0.2", "d1", "2")],
+    );
+    add(
+        "172.23.0.0/16",
+        vec![hop("198.18.0.2", "d0", "4"), hop("198.19.0.2", "d1", "6")],
+    );
     wait_lookup(&mut c, "172.21.1.1", "1 198.18.0.2 weight 3\n2 198.19.0.2");
     wait_lookup(&mut c, "172.22.1.1", "1 198.18.0.2\n2 198.19.0.2");
-    wait_lookup(&mut c, "172.23.1.1", "1 198.18.0.2 weight 2\n2 198.19.0.2 weight 3");
+    wait_lookup(
+        &mut c,
+        "172.23.1.1",
+        "1 198.18.0.2 weight 2\n2 198.19.0.2 weight 3",
+    );
     c.send("WRITE stop\n");
     assert!(p.wait_exit(Duration::from_secs(20)).success());
 }
@@ -807,7 +822,11 @@ fn ipv6_multipath_weights_are_followed() {
         "d1",
     ]);
     let (_dir, mut p, mut c) = follow_into(&ns, LOOKUP6, "", &[]);
-    wait_lookup(&mut c, "2001:db8:800::1", "1 2001:db8::2 weight 5\n2 2001:db8:1::2");
+    wait_lookup(
+        &mut c,
+        "2001:db8:800::1",
+        "1 2001:db8::2 weight 5\n2 2001:db8:1::2",
+    );
     c.send("WRITE stop\n");
     assert!(p.wait_exit(Duration::from_secs(20)).success());
 }
