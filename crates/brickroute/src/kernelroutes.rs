@@ -242,8 +242,9 @@ struct Hop {
     port: usize,
 }
 
-/// What the router's table should hold for a prefix: one hop, or a multipath route's.
-type Hops = Vec<Hop>;
+/// What the router's table should hold for a prefix: one hop, or a multipath route's,
+/// each with its weight (1 for a plain route).
+type Hops = Vec<(Hop, u16)>;
 
 /// A kernel route of the followed table, as far as the choice between the routes to a
 /// prefix goes.
@@ -262,16 +263,25 @@ struct KernelHop {
     /// one multipath route (as `rt6_qualify_for_ecmp`: a gateway, not from a router
     /// advertisement, no nexthop object).
     sibling: bool,
+    /// The nexthop object it goes through, if any.
+    nh_id: Option<u32>,
     /// What else the kernel tells routes apart by (protocol, preferred source,
     /// metrics; `Route::identity`).
     identity: (u8, Option<u128>, Vec<u8>),
 }
 
 impl KernelHop {
-    /// The same route: everything but its liveness.
+    /// The same route: everything but its liveness (its hops' places and weights, and
+    /// its nexthop object, tell two routes apart as they do to the kernel).
     fn same(&self, o: &KernelHop) -> bool {
-        let places = |k: &KernelHop| k.hops.iter().map(|h| (h.oif, h.gateway)).collect::<Vec<_>>();
-        (self.kind, self.oif, self.gateway, &self.identity) == (o.kind, o.oif, o.gateway, &o.identity)
+        let places = |k: &KernelHop| {
+            k.hops
+                .iter()
+                .map(|h| (h.oif, h.gateway, h.weight))
+                .collect::<Vec<_>>()
+        };
+        (self.kind, self.oif, self.gateway, self.nh_id, &self.identity)
+            == (o.kind, o.oif, o.gateway, o.nh_id, &o.identity)
             && places(self) == places(o)
     }
 }
@@ -327,6 +337,7 @@ impl State {
             dead,
             hops,
             sibling,
+            nh_id: r.nh_id,
             identity: r.identity.clone(),
         };
         match self.family {
@@ -431,7 +442,10 @@ impl State {
     /// serves. `Err` when the kernel's route cannot be taken, with what to install
     /// instead: the BLACKHOLE output, if given.
     fn wanted(&self, key: &Prefix) -> Result<Option<Hops>, Option<Hops>> {
-        let drop = self.sync.blackhole.map(|port| vec![Hop { gateway: None, port }]);
+        let drop = self
+            .sync
+            .blackhole
+            .map(|port| vec![(Hop { gateway: None, port }, 1)]);
         let Some((metric, best)) = self.kernel.get(key).and_then(|m| {
             m.iter()
                 .find_map(|(metric, routes)| routes.iter().find(|h| !h.dead).map(|h| (metric, h)))
@@ -453,7 +467,7 @@ impl State {
                 // (member, weight): a gateway of the other family is not one the router
                 // can address; a member the kernel lists twice counts once, with both
                 // weights.
-                let mut weighted: Vec<(Hop, usize)> = Vec::new();
+                let mut weighted: Vec<(Hop, u32)> = Vec::new();
                 for m in members.into_iter().filter(|m| !m.via_other_family) {
                     if let Some(&port) = m.oif.and_then(|i| self.ports.get(&i)) {
                         let hop = Hop {
@@ -461,8 +475,8 @@ impl State {
                             port,
                         };
                         match weighted.iter_mut().find(|(h, _)| *h == hop) {
-                            Some((_, w)) => *w = (*w + usize::from(m.weight)).min(MAX_WEIGHT),
-                            None => weighted.push((hop, usize::from(m.weight))),
+                            Some((_, w)) => *w += u32::from(m.weight),
+                            None => weighted.push((hop, u32::from(m.weight))),
                         }
                     }
                 }
@@ -470,15 +484,7 @@ impl State {
                     return Err(drop);
                 }
                 weighted.truncate(MAX_MEMBERS);
-                // The weights in lowest terms (equal ones are no weights at all).
-                let common = weighted.iter().fold(0, |g, &(_, w)| gcd(g, w));
-                let hops: Hops = weighted
-                    .iter()
-                    .flat_map(|&(h, w)| {
-                        std::iter::repeat_n(h, if weighted.len() == 1 { 1 } else { w / common })
-                    })
-                    .collect();
-                Ok(Some(hops))
+                Ok(Some(in_lowest_terms(&weighted)))
             }
             k if DROPPING_KINDS.contains(&k) && drop.is_some() => Ok(drop),
             _ => Err(drop),
@@ -493,18 +499,10 @@ impl State {
     }
 
     /// `PREFIX/LEN [GATEWAY] OUTPUT`, a `[GATEWAY] OUTPUT [weight N]` a member of a
-    /// multipath route (`hops` holds a member of weight N as N copies in a row), or
-    /// `PREFIX/LEN` for no hop.
+    /// multipath route, or `PREFIX/LEN` for no hop.
     fn route_text(&self, key: &Prefix, hops: Option<&Hops>) -> String {
         let mut text = format!("{}/{}", self.address(key.0), key.1);
-        let mut members: Vec<(Hop, usize)> = Vec::new();
-        for &h in hops.into_iter().flatten() {
-            match members.last_mut() {
-                Some((last, n)) if *last == h => *n += 1,
-                _ => members.push((h, 1)),
-            }
-        }
-        for (h, weight) in members {
+        for &(h, weight) in hops.into_iter().flatten() {
             if let Some(g) = h.gateway {
                 text.push(' ');
                 text.push_str(&self.address(g));
@@ -647,12 +645,36 @@ impl State {
     }
 }
 
-fn gcd(a: usize, b: usize) -> usize {
+fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 {
         a
     } else {
         gcd(b, a % b)
     }
+}
+
+/// Members' weights as the lookup element takes them: in lowest terms (equal ones are
+/// all 1, and so is one member's), then, if one is still above the element's 256,
+/// scaled so that the largest is 256 (rounded, at least 1).
+fn in_lowest_terms(weighted: &[(Hop, u32)]) -> Hops {
+    if let [(h, _)] = weighted {
+        return vec![(*h, 1)];
+    }
+    let common = weighted.iter().fold(0, |g, &(_, w)| gcd(g, w)).max(1);
+    let most = weighted.iter().map(|&(_, w)| w / common).max().unwrap_or(1);
+    let max = u32::from(MAX_WEIGHT);
+    weighted
+        .iter()
+        .map(|&(h, w)| {
+            let w = w / common;
+            let w = if most > max {
+                ((w * max + most / 2) / most).max(1)
+            } else {
+                w
+            };
+            (h, w as u16)
+        })
+        .collect()
 }
 
 pub(crate) fn ifindex(name: &str) -> Option<u32> {

@@ -796,6 +796,34 @@ fn multipath_weights_are_followed() {
         "172.23.1.1",
         "1 198.18.0.2 weight 2\n2 198.19.0.2 weight 3",
     );
+    // A hop listed twice: its weights add up (400:200, so 2:1), as the kernel's shares.
+    add(
+        "172.25.0.0/16",
+        vec![
+            hop("198.18.0.2", "d0", "200"),
+            hop("198.18.0.2", "d0", "200"),
+            hop("198.19.0.2", "d1", "200"),
+        ],
+    );
+    wait_lookup(&mut c, "172.25.1.1", "1 198.18.0.2 weight 2\n2 198.19.0.2");
+    // Two routes that differ in their weights alone are two routes to the kernel: the
+    // first is used; when it goes, the second.
+    add(
+        "172.24.0.0/16",
+        vec![hop("198.18.0.2", "d0", "1"), hop("198.19.0.2", "d1", "1")],
+    );
+    let mut append = vec!["route", "append", "172.24.0.0/16"];
+    let second = [hop("198.18.0.2", "d0", "3"), hop("198.19.0.2", "d1", "1")].concat();
+    append.extend(second.iter().map(String::as_str));
+    ns.ip(&append);
+    ns.ip(&["route", "add", "172.26.0.0/16", "via", "198.18.0.2"]);
+    wait_lookup(&mut c, "172.26.1.1", "1 198.18.0.2");
+    assert_eq!(c.read("rt.lookup 172.24.1.1"), "1 198.18.0.2\n2 198.19.0.2");
+    let mut del = vec!["route", "del", "172.24.0.0/16"];
+    let first = [hop("198.18.0.2", "d0", "1"), hop("198.19.0.2", "d1", "1")].concat();
+    del.extend(first.iter().map(String::as_str));
+    ns.ip(&del);
+    wait_lookup(&mut c, "172.24.1.1", "1 198.18.0.2 weight 3\n2 198.19.0.2");
     c.send("WRITE stop\n");
     assert!(p.wait_exit(Duration::from_secs(20)).success());
 }

@@ -8,9 +8,10 @@
 //! packet whose route has a gateway gets the gateway as its new annotation; the packet
 //! leaves on the route's output; packets without a route are dropped.
 //!
-//! brickroute's extension: a multipath route, `ADDR/MASK [GW] OUT [GW] OUT ...`, has
-//! several (gateway, output) members, and each packet takes the member that a hash of
-//! its IPv4 source and destination picks (`multipath.rs`).
+//! brickroute's extension: a multipath route, `ADDR/MASK [GW] OUT [weight N] [GW] OUT
+//! [weight N] ...`, has several (gateway, output) members, and each packet takes the
+//! member that a hash of its IPv4 source and destination picks, in the members' shares
+//! (`multipath.rs`).
 //!
 //! Workers share one `Arc<Ipv4Lpm>` and one lock-free next-hop table (gateway and port
 //! per next-hop index, see `hopindex.rs`). Handler writes update both in place under a
@@ -18,7 +19,7 @@
 //! `lookup_batch_in`.
 
 use super::hopindex::HopIndex;
-use super::multipath::{self, Groups, RouteError};
+use super::multipath::{self, Group, Groups, RouteError, Weighted};
 use crate::args::{split_words, uncomment, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
 use crate::elements::slots::FreeSlots;
@@ -101,7 +102,7 @@ impl ElementClass for IpLookupClass {
                     Ok(r)
                         if r.hops
                             .iter()
-                            .all(|&(_, port)| port >= 0 && (port as usize) < cx.noutputs) =>
+                            .all(|&((_, port), _)| port >= 0 && (port as usize) < cx.noutputs) =>
                     {
                         // As in Click, a later route for the same prefix is ignored.
                         if let Err(CmdError::TooManyHops) = spec.add_route(&mut ctl, r, false) {
@@ -135,7 +136,7 @@ type Member = (u32, i32);
 struct Route {
     addr: u32,
     len: u8,
-    hops: Vec<Member>,
+    hops: Vec<Weighted<Member>>,
 }
 
 impl Route {
@@ -146,7 +147,7 @@ impl Route {
     /// Click's `IPRoute::unparse` without tabs: `ADDR/MASK GW PORT`, a `GW PORT
     /// [weight N]` a member (a removal's "any" as Click writes it, `- -1`).
     fn unparse(&self) -> String {
-        let any = [(0, -1)];
+        let any = [((0, -1), 1)];
         let hops = if self.hops.is_empty() {
             &any[..]
         } else {
@@ -165,7 +166,7 @@ impl Route {
         if out.len() < start + 17 {
             out.push('\t');
         }
-        for (i, ((g, port), weight)) in multipath::runs(&self.hops).into_iter().enumerate() {
+        for (i, &((g, port), weight)) in self.hops.iter().enumerate() {
             if i > 0 {
                 out.push('\t');
             }
@@ -211,8 +212,7 @@ fn mask_of(len: u8) -> u32 {
 }
 
 /// Parses `ADDR/MASK [GW] OUT` (Click's `cp_ip_route`), or a multipath route's
-/// `ADDR/MASK [GW] OUT [weight N] [GW] OUT [weight N] ...` (a member of weight N held as
-/// N copies in a row, see `multipath.rs`). In a removal the members may be left out
+/// `ADDR/MASK [GW] OUT [weight N] [GW] OUT [weight N] ...`. In a removal the members may be left out
 /// ("any", as a lone gateway or a negative output says too). A gateway may be `-` for
 /// none. Masks must be contiguous.
 fn parse_route(s: &str, remove: bool) -> Result<Route, RouteError> {
@@ -247,10 +247,10 @@ fn parse_route(s: &str, remove: bool) -> Result<Route, RouteError> {
     if members.is_empty() && !remove {
         return Err(RouteError::Syntax);
     }
-    let mut hops = multipath::expand(members)?;
+    let mut hops = multipath::checked(members)?;
     // As in Click, a removal's negative output (`- -1`, as a not-found error writes
     // "any") means any route of the prefix.
-    if remove && matches!(hops[..], [(_, port)] if port < 0) {
+    if remove && matches!(hops[..], [((_, port), _)] if port < 0) {
         hops.clear();
     }
     Ok(Route { addr, len, hops })
@@ -295,7 +295,7 @@ struct Control {
     index: HashMap<(u32, u8), usize>,
     /// Which (gateway, port) pair, or multipath group of them, holds which next-hop
     /// index.
-    hop_index: HopIndex<Vec<Member>>,
+    hop_index: HopIndex<Vec<Weighted<Member>>>,
     seq: u64,
     /// While a `ctrl` write runs: its table changes, applied together when it ends
     /// (`Ipv4Lpm::apply`: workers see the write whole; a large one is built into a new
@@ -305,7 +305,7 @@ struct Control {
     /// until the write's changes reach the table, routes there may still name them, so
     /// they are retired only after (and a pair acquired again meanwhile, as when a
     /// failed write is undone, keeps its index).
-    held_hops: Vec<(u32, Vec<Member>)>,
+    held_hops: Vec<(u32, Vec<Weighted<Member>>)>,
 }
 
 /// The configured element, shared by every worker.
@@ -357,8 +357,8 @@ impl IpLookupSpec {
     /// The next-hop index of a route's members. A route without a gateway (the usual
     /// kind) has its output port as index, so a worker needs no table read to route it;
     /// the other pairs, and multipath groups, get indices past the ports.
-    fn acquire_hop(&self, ctl: &mut Control, hops: &[Member]) -> Result<u32, CmdError> {
-        if let [(0, port)] = *hops {
+    fn acquire_hop(&self, ctl: &mut Control, hops: &[Weighted<Member>]) -> Result<u32, CmdError> {
+        if let [((0, port), _)] = *hops {
             if port >= 0 && (port as usize) < direct_ports(self.noutputs) {
                 return Ok(ctl.hop_index.port(port as u32));
             }
@@ -369,10 +369,10 @@ impl IpLookupSpec {
             // Published to workers by the `Release` store of `Ipv4Lpm::insert` (or of
             // `Ipv4Lpm::apply`, in a `ctrl` write), which comes after.
             let value = match *hops {
-                [(gw, port)] => (u64::from(gw) << 32) | u64::from(port as u32),
+                [((gw, port), _)] => (u64::from(gw) << 32) | u64::from(port as u32),
                 _ => GROUP,
             };
-            self.groups.set(h, (hops.len() > 1).then_some(key));
+            self.groups.set(h, (hops.len() > 1).then(|| Group::new(key)));
             self.hops[h as usize].store(value, Ordering::Relaxed);
         }
         Ok(h)
@@ -381,12 +381,11 @@ impl IpLookupSpec {
     /// The members index `h` stands for. The caller holds the control side's mutex, or
     /// an `lpm` pin from before it read `h` from the table: the index is not reused
     /// meanwhile.
-    fn hop_members(&self, h: u32) -> Vec<Member> {
+    fn hop_members(&self, h: u32) -> Vec<Weighted<Member>> {
         let v = self.hops[h as usize].load(Ordering::Relaxed);
-        if v == GROUP {
-            self.groups.get(h).to_vec()
-        } else {
-            vec![((v >> 32) as u32, v as u32 as i32)]
+        match self.groups.get(h) {
+            Some(g) if v == GROUP => g.members().to_vec(),
+            _ => vec![(((v >> 32) as u32, v as u32 as i32), 1)],
         }
     }
 
@@ -490,7 +489,7 @@ impl IpLookupSpec {
         if route
             .hops
             .iter()
-            .any(|&(_, port)| port < 0 || port as usize >= self.noutputs)
+            .any(|&((_, port), _)| port < 0 || port as usize >= self.noutputs)
         {
             return Err("bad OUTPUT".to_string());
         }
@@ -723,16 +722,15 @@ struct IpLookup {
 /// (`gateway << 32 | port`): picked by a hash of its IPv4 source (from its network
 /// header; 0 without one) and its destination annotation.
 fn group_member(groups: &Groups<Member>, h: u32, p: &packet::Packet) -> u64 {
-    let members = groups.get(h);
-    if members.is_empty() {
+    let Some(group) = groups.get(h) else {
         return GROUP;
-    }
+    };
     let src = match p.network_header() {
         Some(ip) if ip.len() >= 20 => u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
         _ => 0,
     };
     let dst = u32::from_be_bytes(p.anno().dst_ip());
-    let (gw, port) = members[multipath::pick(multipath::flow_hash4(src, dst), members.len())];
+    let (gw, port) = group.pick(multipath::flow_hash4(src, dst));
     (u64::from(gw) << 32) | u64::from(port as u32)
 }
 

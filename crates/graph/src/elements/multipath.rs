@@ -6,9 +6,8 @@
 //! flows by its default (layer-3) hash policy.
 //!
 //! A member may have a weight (`weight N` after it, 1-256, as `ip route`'s nexthop
-//! `weight`): its share of the flows is its weight over the sum. A route holds a member
-//! of weight N as N copies in a row, so the pick below is the same one multiply and
-//! shift for any weights, and a route's member list says its weights too.
+//! `weight`): its share of the flows is its weight over the sum. Routes hold their
+//! members as (member, weight) pairs, a plain route as one member of weight 1.
 //!
 //! A group has a next-hop index of its own, like a (gateway, output) pair
 //! (`hopindex.rs`); workers find its members in [`Groups`] under that index.
@@ -19,19 +18,10 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 pub const MAX_MEMBERS: usize = 256;
 
 /// The largest weight of a member (the kernel's too).
-pub const MAX_WEIGHT: usize = 256;
+pub const MAX_WEIGHT: u16 = 256;
 
-/// A route's members as (member, weight): each run of copies in the list is one.
-pub(crate) fn runs<T: PartialEq + Copy>(members: &[T]) -> Vec<(T, usize)> {
-    let mut out: Vec<(T, usize)> = Vec::new();
-    for &m in members {
-        match out.last_mut() {
-            Some((last, n)) if *last == m => *n += 1,
-            _ => out.push((m, 1)),
-        }
-    }
-    out
-}
+/// A member and its weight.
+pub(crate) type Weighted<M> = (M, u16);
 
 /// Why a route's text is refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -43,14 +33,14 @@ pub(crate) enum RouteError {
 }
 
 /// Reads the `weight N` that may follow a member, from `words` (whose next word is
-/// `weight`), into the last of `members` (member, weight). `None` for a weight that is
-/// not 1-256, or with no member before it or one weighted already.
+/// `weight`), into the last of `members`. `None` for a weight that is not 1-256, or with
+/// no member before it or one weighted already.
 pub(crate) fn take_weight<'a, T>(
-    members: &mut [(T, usize)],
+    members: &mut [Weighted<T>],
     weighted: &mut bool,
     words: &mut impl Iterator<Item = &'a str>,
 ) -> Option<()> {
-    let n: usize = words.next()?.parse().ok()?;
+    let n: u16 = words.next()?.parse().ok()?;
     let last = members.last_mut()?;
     if *weighted || !(1..=MAX_WEIGHT).contains(&n) {
         return None;
@@ -60,10 +50,10 @@ pub(crate) fn take_weight<'a, T>(
     Some(())
 }
 
-/// A route's members as it holds them, from the (member, weight) pairs its text gave:
-/// a member of weight N as N copies in a row, and one member (whatever its weight) once.
-/// Refused: more than [`MAX_MEMBERS`], or one given twice.
-pub(crate) fn expand<T: PartialEq + Copy>(members: Vec<(T, usize)>) -> Result<Vec<T>, RouteError> {
+/// A route's members as it holds them, from those its text gave: refused with more
+/// than [`MAX_MEMBERS`], or one given twice; one member (whatever its weight) is a plain
+/// route, of weight 1.
+pub(crate) fn checked<T: PartialEq>(mut members: Vec<Weighted<T>>) -> Result<Vec<Weighted<T>>, RouteError> {
     if members.len() > MAX_MEMBERS {
         return Err(RouteError::Members(format!(
             "a multipath route has at most {} members",
@@ -79,25 +69,22 @@ pub(crate) fn expand<T: PartialEq + Copy>(members: Vec<(T, usize)>) -> Result<Ve
             "a multipath route's members must differ (one is given twice)".to_string(),
         ));
     }
-    if let [(m, _)] = members[..] {
-        return Ok(vec![m]);
+    if let [(_, w)] = &mut members[..] {
+        *w = 1;
     }
-    Ok(members
-        .into_iter()
-        .flat_map(|(m, n)| std::iter::repeat_n(m, n))
-        .collect())
+    Ok(members)
 }
 
 /// A route's members as the tables write them: each member's words, then `weight N`
 /// after one of weight above 1, all joined by `sep`.
-pub(crate) fn members_text<T: PartialEq + Copy>(
-    members: &[T],
+pub(crate) fn members_text<T: Copy>(
+    members: &[Weighted<T>],
     sep: &str,
     member: impl Fn(T) -> String,
 ) -> String {
-    let words: Vec<String> = runs(members)
-        .into_iter()
-        .map(|(m, n)| match n {
+    let words: Vec<String> = members
+        .iter()
+        .map(|&(m, n)| match n {
             1 => member(m),
             _ => format!("{}{sep}weight{sep}{n}", member(m)),
         })
@@ -108,13 +95,13 @@ pub(crate) fn members_text<T: PartialEq + Copy>(
 /// The `lookup` handler's answer for a route's members: a line each, `PORT`, or `PORT
 /// GATEWAY` for a member with a gateway (not `G::default()`), and ` weight N` after a
 /// member of weight above 1.
-pub(crate) fn lookup_lines<G: Copy + PartialEq + Default, P: std::fmt::Display + Copy + PartialEq>(
-    members: &[(G, P)],
+pub(crate) fn lookup_lines<G: Copy + PartialEq + Default, P: std::fmt::Display + Copy>(
+    members: &[Weighted<(G, P)>],
     gateway: impl Fn(G) -> String,
 ) -> String {
-    let lines: Vec<String> = runs(members)
-        .into_iter()
-        .map(|((gw, port), n)| {
+    let lines: Vec<String> = members
+        .iter()
+        .map(|&((gw, port), n)| {
             let hop = if gw == G::default() {
                 port.to_string()
             } else {
@@ -159,6 +146,51 @@ pub(crate) fn pick(hash: u32, n: usize) -> usize {
     ((u64::from(hash) * n as u64) >> 32) as usize
 }
 
+/// A group's members as workers read them: the members, and for unequal weights the
+/// running sums of their weights, so that a flow's hash picks member `i` for the hashes
+/// below `bounds[i]` (the kernel's hash-threshold choice) with a search over at most
+/// [`MAX_MEMBERS`] sums rather than a copy per unit of weight.
+pub(crate) struct Group<M> {
+    members: Vec<Weighted<M>>,
+    /// Empty when every weight is equal.
+    bounds: Vec<u32>,
+}
+
+impl<M: Copy> Group<M> {
+    pub(crate) fn new(members: Vec<Weighted<M>>) -> Group<M> {
+        let equal = members.iter().all(|m| m.1 == members[0].1);
+        let bounds = if equal {
+            Vec::new()
+        } else {
+            members
+                .iter()
+                .scan(0u32, |sum, m| {
+                    *sum += u32::from(m.1);
+                    Some(*sum)
+                })
+                .collect()
+        };
+        Group { members, bounds }
+    }
+
+    /// The members with their weights.
+    pub(crate) fn members(&self) -> &[Weighted<M>] {
+        &self.members
+    }
+
+    /// The member a flow of hash `hash` takes.
+    #[inline]
+    pub(crate) fn pick(&self, hash: u32) -> M {
+        match self.bounds.last() {
+            None => self.members[pick(hash, self.members.len())].0,
+            Some(&total) => {
+                let x = pick(hash, total as usize) as u32;
+                self.members[self.bounds.partition_point(|&b| b <= x)].0
+            }
+        }
+    }
+}
+
 /// The members of each group, by next-hop index, read by workers without locks.
 ///
 /// A group's members are written before any route names its index (the table's
@@ -168,7 +200,7 @@ pub(crate) fn pick(hash: u32, n: usize) -> usize {
 /// (`hopindex.rs`), so the members [`Groups::set`] replaces are no longer read, and it
 /// frees them.
 pub(crate) struct Groups<M> {
-    slots: Box<[AtomicPtr<Vec<M>>]>,
+    slots: Box<[AtomicPtr<Group<M>>]>,
 }
 
 impl<M> Groups<M> {
@@ -184,8 +216,8 @@ impl<M> Groups<M> {
     ///
     /// The caller has the index fresh from `HopIndex::acquire`: no worker can still be
     /// reading the members it replaces.
-    pub(crate) fn set(&self, h: u32, members: Option<Vec<M>>) {
-        let new = members.map_or(std::ptr::null_mut(), |m| Box::into_raw(Box::new(m)));
+    pub(crate) fn set(&self, h: u32, group: Option<Group<M>>) {
+        let new = group.map_or(std::ptr::null_mut(), |g| Box::into_raw(Box::new(g)));
         let old = self.slots[h as usize].swap(new, Ordering::Release);
         if !old.is_null() {
             // SAFETY: `old` came from `Box::into_raw` in this function and was taken out
@@ -195,21 +227,16 @@ impl<M> Groups<M> {
         }
     }
 
-    /// The members of the group index `h` names.
+    /// The group index `h` names.
     ///
-    /// The caller holds an `lpm` pin taken before it read `h` from the table, and `h`'s
-    /// pair said it names a group; the slice is used only while that pin is held.
-    pub(crate) fn get(&self, h: u32) -> &[M] {
-        let p = self
-            .slots
-            .get(h as usize)
-            .map_or(std::ptr::null_mut(), |s| s.load(Ordering::Acquire));
-        if p.is_null() {
-            return &[];
-        }
+    /// The caller holds an `lpm` pin taken before it read `h` from the table (or the
+    /// element's control mutex), and `h`'s pair said it names a group; the reference is
+    /// used only while that pin is held.
+    pub(crate) fn get(&self, h: u32) -> Option<&Group<M>> {
+        let p = self.slots.get(h as usize)?.load(Ordering::Acquire);
         // SAFETY: non-null slots hold a `Box` from `set`, which frees it only when the
         // index is reused, after the grace period of every pin held while `h` was read.
-        unsafe { &*p }
+        (!p.is_null()).then(|| unsafe { &*p })
     }
 }
 
@@ -259,13 +286,36 @@ mod tests {
     #[test]
     fn a_slot_holds_its_group_until_replaced() {
         let g = Groups::<(u32, i32)>::new(4);
-        assert!(g.get(2).is_empty());
-        g.set(2, Some(vec![(1, 0), (2, 1)]));
-        assert_eq!(g.get(2), &[(1, 0), (2, 1)]);
-        g.set(2, Some(vec![(3, 1)]));
-        assert_eq!(g.get(2), &[(3, 1)]);
+        assert!(g.get(2).is_none());
+        g.set(2, Some(Group::new(vec![((1, 0), 1), ((2, 1), 1)])));
+        assert_eq!(
+            g.get(2).map(Group::members),
+            Some(&[((1, 0), 1), ((2, 1), 1)][..])
+        );
+        g.set(2, Some(Group::new(vec![((3, 1), 1)])));
+        assert_eq!(g.get(2).map(Group::members), Some(&[((3, 1), 1)][..]));
         g.set(2, None);
-        assert!(g.get(2).is_empty());
-        assert!(g.get(9).is_empty());
+        assert!(g.get(2).is_none());
+        assert!(g.get(9).is_none());
+    }
+
+    #[test]
+    fn weights_give_shares_by_the_running_sums() {
+        // Weights 1, 3, 256: hashes spread evenly over 260 units of weight.
+        let g = Group::new(vec![(0u8, 1), (1, 3), (2, 256)]);
+        let mut counts = [0u32; 3];
+        for i in 0..260_000u32 {
+            counts[usize::from(g.pick(i.wrapping_mul(16_519)))] += 1;
+        }
+        assert!((700..1_300).contains(&counts[0]), "{counts:?}");
+        assert!((2_400..3_600).contains(&counts[1]), "{counts:?}");
+        assert!((252_000..258_000).contains(&counts[2]), "{counts:?}");
+        // The edges: hash 0 takes the first member, the largest the last.
+        assert_eq!(g.pick(0), 0);
+        assert_eq!(g.pick(u32::MAX), 2);
+        // Equal weights need no sums.
+        let g = Group::new(vec![(0u8, 5), (1, 5)]);
+        assert!(g.bounds.is_empty());
+        assert_eq!((g.pick(0), g.pick(u32::MAX)), (0, 1));
     }
 }

@@ -7,9 +7,10 @@
 //! for a prefix replaces the earlier one, a removal of a missing route is no error), and
 //! the `table` handler lists them in its slot order.
 //!
-//! brickroute's extension: a multipath route, `DADDR/MASK [GW] OUTPUT [GW] OUTPUT ...`,
-//! has several (gateway, output) members, and each packet takes the member that a hash
-//! of its IPv6 source and destination picks (`multipath.rs`).
+//! brickroute's extension: a multipath route, `DADDR/MASK [GW] OUTPUT [weight N] [GW]
+//! OUTPUT [weight N] ...`, has several (gateway, output) members, and each packet takes
+//! the member that a hash of its IPv6 source and destination picks, in the members'
+//! shares (`multipath.rs`).
 //!
 //! As in the IPv4 lookup elements (`iplookup.rs`), workers share one table and one
 //! lock-free next-hop table, indexed as `hopindex.rs` describes.
@@ -18,7 +19,7 @@ use super::{parse_route6, Ipv6Prefix};
 use crate::args::{split_words, uncomment, Args, FromArg};
 use crate::element::*;
 use crate::elements::hopindex::HopIndex;
-use crate::elements::multipath::{self, Groups, RouteError};
+use crate::elements::multipath::{self, Group, Groups, RouteError, Weighted};
 use crate::elements::slots::FreeSlots;
 use crate::error::ConfigError;
 use lpm::Ipv6Lpm;
@@ -58,19 +59,22 @@ impl ElementClass for LookupIP6RouteClass {
             for (i, arg) in args.rest().iter().enumerate() {
                 let syntax = || cx.error(format!("argument {} should be DADDR/MASK [GW] OUTPUT", i + 1));
                 let (addr, len, hops) = match parse_route6(arg) {
-                    Ok(r) if r.2.iter().all(|h| h.1 >= 0) => r,
+                    Ok(r) if r.2.iter().all(|h| h.0 .1 >= 0) => r,
                     Err(RouteError::Members(e)) => {
                         return Err(cx.error(format!("argument {}: {}", i + 1, e)))
                     }
                     _ => return Err(syntax()),
                 };
-                let most = hops.iter().map(|h| h.1).max().unwrap_or(0);
+                let most = hops.iter().map(|h| h.0 .1).max().unwrap_or(0);
                 maxout = maxout.max(most);
                 if most as usize >= cx.noutputs {
                     // Checked for every route before the error, as Click does after its loop.
                     continue;
                 }
-                let hops: Vec<Member> = hops.iter().map(|&(gw, port)| (gw, port as u32)).collect();
+                let hops = hops
+                    .iter()
+                    .map(|&((gw, port), w)| ((gw, port as u32), w))
+                    .collect();
                 spec.add(&mut ctl, addr, len, hops).map_err(|e| cx.error(e))?;
             }
         }
@@ -86,7 +90,7 @@ struct Route {
     addr: u128,
     len: u8,
     /// Its (gateway, output) member, or several for a multipath route.
-    hops: Vec<Member>,
+    hops: Vec<Weighted<Member>>,
     hop: u32,
 }
 
@@ -99,7 +103,7 @@ struct Control {
     index: HashMap<(u128, u8), usize>,
     /// Which (gateway, port) pair, or multipath group of them, holds which next-hop
     /// index.
-    hop_index: HopIndex<Vec<Member>>,
+    hop_index: HopIndex<Vec<Weighted<Member>>>,
 }
 
 /// A next hop with a gateway, read by workers without locks: the gateway's two halves
@@ -144,8 +148,8 @@ impl LookupIP6RouteSpec {
 
     /// The next-hop index of a route's members: the port itself for one member without
     /// a gateway, else an index past the ports.
-    fn acquire_hop(&self, ctl: &mut Control, hops: &[Member]) -> Result<u32, String> {
-        if let [(0, port)] = *hops {
+    fn acquire_hop(&self, ctl: &mut Control, hops: &[Weighted<Member>]) -> Result<u32, String> {
+        if let [((0, port), _)] = *hops {
             if (port as usize) < direct_ports(self.noutputs) {
                 return Ok(ctl.hop_index.port(port));
             }
@@ -158,10 +162,10 @@ impl LookupIP6RouteSpec {
         if fresh {
             // Published to workers by the release in `Ipv6Lpm::insert`, which comes after.
             let (gw, port) = match *hops {
-                [(gw, port)] => (gw, u64::from(port)),
+                [((gw, port), _)] => (gw, u64::from(port)),
                 _ => (0, GROUP),
             };
-            self.groups.set(h, (hops.len() > 1).then_some(key));
+            self.groups.set(h, (hops.len() > 1).then(|| Group::new(key)));
             let slot = &self.hops[h as usize];
             slot.gw_hi.store((gw >> 64) as u64, Ordering::Relaxed);
             slot.gw_lo.store(gw as u64, Ordering::Relaxed);
@@ -179,7 +183,7 @@ impl LookupIP6RouteSpec {
 
     /// Click's `IP6Table::add`: replaces a route for the same prefix, then takes the
     /// first free slot.
-    fn add(&self, ctl: &mut Control, addr: u128, len: u8, hops: Vec<Member>) -> Result<(), String> {
+    fn add(&self, ctl: &mut Control, addr: u128, len: u8, hops: Vec<Weighted<Member>>) -> Result<(), String> {
         let hop = self.acquire_hop(ctl, &hops)?;
         // One store replaces the old route for readers.
         self.lpm.insert(addr, len, hop);
@@ -212,11 +216,14 @@ impl LookupIP6RouteSpec {
         })?;
         if hops
             .iter()
-            .any(|&(_, port)| port < 0 || port as usize >= self.noutputs)
+            .any(|&((_, port), _)| port < 0 || port as usize >= self.noutputs)
         {
             return Err("output port out of range".to_string());
         }
-        let hops = hops.iter().map(|&(gw, port)| (gw, port as u32)).collect();
+        let hops = hops
+            .iter()
+            .map(|&((gw, port), w)| ((gw, port as u32), w))
+            .collect();
         let mut ctl = self.lock();
         self.add(&mut ctl, addr, len, hops)
     }
@@ -261,10 +268,9 @@ impl LookupIP6RouteSpec {
         }
         let hop = &self.hops[h as usize];
         let port = hop.port.load(Ordering::Relaxed);
-        let members = if port == GROUP {
-            self.groups.get(h).to_vec()
-        } else {
-            vec![(hop.gateway(), port as u32)]
+        let members = match self.groups.get(h) {
+            Some(g) if port == GROUP => g.members().to_vec(),
+            _ => vec![((hop.gateway(), port as u32), 1)],
         };
         Ok(multipath::lookup_lines(&members, |gw| {
             Ipv6Addr::from(gw).to_string()
@@ -402,16 +408,15 @@ impl Hop {
 /// The member of group `h` that packet `p`'s flow takes: picked by a hash of its IPv6
 /// source (from its network header; 0 without one) and its destination annotation.
 fn group_member(groups: &Groups<Member>, h: u32, p: &packet::Packet) -> Member {
-    let members = groups.get(h);
-    if members.is_empty() {
+    let Some(group) = groups.get(h) else {
         return (0, GROUP as u32);
-    }
+    };
     let src = match p.network_header() {
         Some(ip) if ip.len() >= 24 => u128::from_be_bytes(ip[8..24].try_into().unwrap_or([0; 16])),
         _ => 0,
     };
     let dst = u128::from_be_bytes(p.anno().dst_ip6());
-    members[multipath::pick(multipath::flow_hash6(src, dst), members.len())]
+    group.pick(multipath::flow_hash6(src, dst))
 }
 
 #[cfg(test)]

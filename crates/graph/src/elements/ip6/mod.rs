@@ -5,7 +5,7 @@
 //! `ICMP6PingResponder` (brickroute's own) answers echo requests.
 
 use crate::args::{split_words, FromArg};
-use crate::elements::multipath::{self, RouteError};
+use crate::elements::multipath::{self, RouteError, Weighted};
 use packet::checksum::{fold, pseudo_header_v6, sum};
 use std::net::Ipv6Addr;
 
@@ -82,9 +82,9 @@ impl FromArg for Ipv6Prefix {
     }
 }
 
-/// A parsed IPv6 route: network address, prefix length, (gateway, output) members (a
-/// member of weight N as N copies in a row, see `multipath.rs`).
-pub(crate) type ParsedRoute6 = (u128, u8, Vec<(u128, i64)>);
+/// A parsed IPv6 route: network address, prefix length, (gateway, output) members and
+/// their weights.
+pub(crate) type ParsedRoute6 = (u128, u8, Vec<Weighted<(u128, i64)>>);
 
 /// A route as Click's `LookupIP6Route` takes it: `DADDR/MASK [GW] OUTPUT`, a gateway of
 /// `::` meaning none; or a multipath route, brickroute's, `DADDR/MASK [GW] OUTPUT
@@ -114,7 +114,7 @@ pub(crate) fn parse_route6(s: &str) -> Result<ParsedRoute6, RouteError> {
     if members.is_empty() {
         return Err(RouteError::Syntax);
     }
-    Ok((p.network(), p.len, multipath::expand(members)?))
+    Ok((p.network(), p.len, multipath::checked(members)?))
 }
 
 #[cfg(test)]
@@ -145,11 +145,11 @@ mod tests {
     fn routes_with_and_without_gateway() {
         assert_eq!(
             parse_route6("2001:db8::/32 1").ok(),
-            Some((a("2001:db8::"), 32, vec![(0, 1)]))
+            Some((a("2001:db8::"), 32, vec![((0, 1), 1)]))
         );
         assert_eq!(
             parse_route6("::/0 2001:db8::2 0").ok(),
-            Some((0, 0, vec![(a("2001:db8::2"), 0)]))
+            Some((0, 0, vec![((a("2001:db8::2"), 0), 1)]))
         );
         assert_eq!(parse_route6("2001:db8::/32").ok(), None);
         assert_eq!(parse_route6("2001:db8::/32 x 1").ok(), None);
@@ -158,18 +158,22 @@ mod tests {
         // and too many).
         assert_eq!(
             parse_route6("2001:db8::/32 :: 1 2").ok(),
-            Some((a("2001:db8::"), 32, vec![(0, 1), (0, 2)]))
+            Some((a("2001:db8::"), 32, vec![((0, 1), 1), ((0, 2), 1)]))
         );
         assert_eq!(
             parse_route6("2001:db8::/32 fe80::1 1 fe80::2 1").ok(),
-            Some((a("2001:db8::"), 32, vec![(a("fe80::1"), 1), (a("fe80::2"), 1)]))
+            Some((
+                a("2001:db8::"),
+                32,
+                vec![((a("fe80::1"), 1), 1), ((a("fe80::2"), 1), 1)]
+            ))
         );
         assert_eq!(
             parse_route6("2001:db8::/32 fe80::1 1 weight 2 fe80::2 1").ok(),
             Some((
                 a("2001:db8::"),
                 32,
-                vec![(a("fe80::1"), 1), (a("fe80::1"), 1), (a("fe80::2"), 1)]
+                vec![((a("fe80::1"), 1), 2), ((a("fe80::2"), 1), 1)]
             ))
         );
         assert_eq!(parse_route6("2001:db8::/32 fe80::1 1 weight 300").ok(), None);

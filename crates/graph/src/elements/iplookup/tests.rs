@@ -358,37 +358,40 @@ fn route_syntax() {
         Some(Route {
             addr: 0x0a01_0000,
             len: 16,
-            hops: vec![(0x0102_0304, 2)],
+            hops: vec![((0x0102_0304, 2), 1)],
         })
     );
-    assert_eq!(r("10.1.2.3/16 - 2").map(|r| r.hops), Some(vec![(0, 2)]));
+    assert_eq!(r("10.1.2.3/16 - 2").map(|r| r.hops), Some(vec![((0, 2), 1)]));
     assert_eq!(
         r("1.2.3.4 0x3").map(|r| (r.len, r.hops)),
-        Some((32, vec![(0, 3)]))
+        Some((32, vec![((0, 3), 1)]))
     );
     assert_eq!(r("10/8"), None);
     assert_eq!(r("10/8 1.2.3.4"), None);
     assert_eq!(r(""), None);
     // brickroute's multipath routes: members with or without a gateway.
-    assert_eq!(r("10/8 1 2").map(|r| r.hops), Some(vec![(0, 1), (0, 2)]));
+    assert_eq!(
+        r("10/8 1 2").map(|r| r.hops),
+        Some(vec![((0, 1), 1), ((0, 2), 1)])
+    );
     assert_eq!(
         r("10/8 1.2.3.4 0 - 1 1.2.3.5 1").map(|r| r.hops),
-        Some(vec![(0x0102_0304, 0), (0, 1), (0x0102_0305, 1)])
+        Some(vec![((0x0102_0304, 0), 1), ((0, 1), 1), ((0x0102_0305, 1), 1)])
     );
     assert_eq!(r("10/8 1.2.3.4 0 1.2.3.5"), None);
     assert_eq!(r("10/8 0 x"), None);
-    // Weights: a member of weight N is N copies in a row; one member is one hop.
+    // Weights: one member is a plain route, whatever its weight.
     assert_eq!(
         r("10/8 1.2.3.4 0 weight 3 - 1").map(|r| r.hops),
-        Some(vec![(0x0102_0304, 0), (0x0102_0304, 0), (0x0102_0304, 0), (0, 1)])
+        Some(vec![((0x0102_0304, 0), 3), ((0, 1), 1)])
     );
     assert_eq!(
         r("10/8 1 weight 2 2 weight 1").map(|r| r.hops),
-        Some(vec![(0, 1), (0, 1), (0, 2)])
+        Some(vec![((0, 1), 2), ((0, 2), 1)])
     );
     assert_eq!(
         r("10/8 1.2.3.4 0 weight 9").map(|r| r.hops),
-        Some(vec![(0x0102_0304, 0)])
+        Some(vec![((0x0102_0304, 0), 1)])
     );
     for bad in [
         "10/8 weight 2 1",
@@ -425,7 +428,7 @@ fn route_syntax() {
     assert_eq!(parse_route("10/8 1.2.3.4", true).map(|r| r.hops), Ok(vec![]));
     assert_eq!(
         parse_route("10/8 1.2.3.4 1 2", true).map(|r| r.hops),
-        Ok(vec![(0x0102_0304, 1), (0, 2)])
+        Ok(vec![((0x0102_0304, 1), 1), ((0, 2), 1)])
     );
 }
 
