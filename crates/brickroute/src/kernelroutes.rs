@@ -271,13 +271,17 @@ struct KernelHop {
 }
 
 impl KernelHop {
-    /// The same route: everything but its liveness (its hops' places and weights, and
-    /// its nexthop object, tell two routes apart as they do to the kernel).
+    /// The same route: everything but its liveness (its hops' places and, for a route
+    /// of several, their weights, and its nexthop object, tell two routes apart as they
+    /// do to the kernel). A route of one hop says no weight: an IPv6 route's message
+    /// gives its weight only once it has siblings, and the later message replaces the
+    /// route, weight and all.
     fn same(&self, o: &KernelHop) -> bool {
         let places = |k: &KernelHop| {
+            let several = k.hops.len() > 1;
             k.hops
                 .iter()
-                .map(|h| (h.oif, h.gateway, h.weight))
+                .map(|h| (h.oif, h.gateway, several.then_some(h.weight)))
                 .collect::<Vec<_>>()
         };
         (self.kind, self.oif, self.gateway, self.nh_id, &self.identity)
@@ -653,28 +657,30 @@ fn gcd(a: u32, b: u32) -> u32 {
     }
 }
 
-/// Members' weights as the lookup element takes them: in lowest terms (equal ones are
-/// all 1, and so is one member's), then, if one is still above the element's 256,
-/// scaled so that the largest is 256 (rounded, at least 1).
+/// Members' weights as the lookup element takes them: if one is above the element's
+/// 256, scaled so that the largest is 256 (rounded, at least 1); then in lowest terms
+/// (equal ones are all 1, and so is one member's).
 fn in_lowest_terms(weighted: &[(Hop, u32)]) -> Hops {
     if let [(h, _)] = weighted {
         return vec![(*h, 1)];
     }
-    let common = weighted.iter().fold(0, |g, &(_, w)| gcd(g, w)).max(1);
-    let most = weighted.iter().map(|&(_, w)| w / common).max().unwrap_or(1);
+    let most = weighted.iter().map(|&(_, w)| w).max().unwrap_or(1);
     let max = u32::from(MAX_WEIGHT);
-    weighted
+    let scaled: Vec<(Hop, u32)> = weighted
         .iter()
         .map(|&(h, w)| {
-            let w = w / common;
-            let w = if most > max {
-                ((w * max + most / 2) / most).max(1)
-            } else {
-                w
-            };
-            (h, w as u16)
+            (
+                h,
+                if most > max {
+                    ((w * max + most / 2) / most).max(1)
+                } else {
+                    w
+                },
+            )
         })
-        .collect()
+        .collect();
+    let common = scaled.iter().fold(0, |g, &(_, w)| gcd(g, w)).max(1);
+    scaled.iter().map(|&(h, w)| (h, (w / common) as u16)).collect()
 }
 
 pub(crate) fn ifindex(name: &str) -> Option<u32> {
@@ -767,5 +773,27 @@ impl ElementSpec for KernelRoutesSpec {
             _ => return None,
         };
         Some(v.load(Ordering::Relaxed).to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_in_lowest_terms_within_256() {
+        let hop = |port| Hop { gateway: None, port };
+        let weights = |w: &[u32]| {
+            let v: Vec<(Hop, u32)> = w.iter().enumerate().map(|(i, &w)| (hop(i), w)).collect();
+            in_lowest_terms(&v).iter().map(|&(_, w)| w).collect::<Vec<_>>()
+        };
+        assert_eq!(weights(&[7]), vec![1]);
+        assert_eq!(weights(&[2, 2]), vec![1, 1]);
+        assert_eq!(weights(&[4, 6]), vec![2, 3]);
+        assert_eq!(weights(&[256, 255]), vec![256, 255]);
+        assert_eq!(weights(&[400, 200]), vec![2, 1]);
+        // Scaled down, rounded, at least 1; equal after rounding: 1:1.
+        assert_eq!(weights(&[512, 255, 1]), vec![256, 128, 1]);
+        assert_eq!(weights(&[1000, 999]), vec![1, 1]);
     }
 }

@@ -855,6 +855,44 @@ fn ipv6_multipath_weights_are_followed() {
         "2001:db8:800::1",
         "1 2001:db8::2 weight 5\n2 2001:db8:1::2",
     );
+    // A lone weighted route: its message says no weight (one hop); when a sibling
+    // comes, the kernel's message gives it: one route still, with its weight, and
+    // nothing else on the way (the weight had been counted twice, 4:1, for a second);
+    // and a removal leaves nothing.
+    let route = |verb: &str, gw: &str, dev: &str, weight: &str| {
+        ns.ip(&[
+            "-6",
+            "route",
+            verb,
+            "2001:db8:900::/48",
+            "nexthop",
+            "via",
+            gw,
+            "dev",
+            dev,
+            "weight",
+            weight,
+        ]);
+    };
+    route("add", "2001:db8::2", "d0", "3");
+    wait_lookup(&mut c, "2001:db8:900::1", "1 2001:db8::2");
+    route("append", "2001:db8:1::2", "d1", "1");
+    let want = "1 2001:db8::2 weight 3\n2 2001:db8:1::2";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = c.read("rt.lookup 2001:db8:900::1");
+        assert!(got == want || got == "1 2001:db8::2", "{got:?}");
+        if got == want {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{got:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // (A wrong count would show by now, as it had.)
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.read("rt.lookup 2001:db8:900::1"), want);
+    ns.ip(&["-6", "route", "del", "2001:db8:900::/48"]);
+    wait_lookup(&mut c, "2001:db8:900::1", "-1");
     c.send("WRITE stop\n");
     assert!(p.wait_exit(Duration::from_secs(20)).success());
 }
