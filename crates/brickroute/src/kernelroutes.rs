@@ -441,9 +441,9 @@ impl State {
     /// The hops for `key`: the kernel's first live route of lowest metric, if the
     /// router can take it (an interface it serves, or a dropping route with BLACKHOLE
     /// given); none when every route is dead (the kernel then takes a shorter prefix's).
-    /// A multipath route (an IPv4 route's live next hops, the live IPv6 siblings with a
-    /// gateway at the route's metric) gives each of its hops on an interface the router
-    /// serves. `Err` when the kernel's route cannot be taken, with what to install
+    /// A multipath route (an IPv4 route's live next hops, the live IPv6 siblings at the
+    /// route's metric) gives each of its hops on an interface the router serves, with
+    /// their weights ([`in_lowest_terms`]). `Err` when the kernel's route cannot be taken, with what to install
     /// instead: the BLACKHOLE output, if given.
     fn wanted(&self, key: &Prefix) -> Result<Option<Hops>, Option<Hops>> {
         let drop = self

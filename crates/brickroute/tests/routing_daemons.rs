@@ -671,6 +671,25 @@ fn lookup_config(f: Family) -> &'static str {
     }
 }
 
+/// The router in namespace `r` with the family's `KernelRoutes` configuration and a
+/// control socket (in the returned directory, where the daemons keep their files too),
+/// and a client of it.
+fn start_router(f: Family, r: &Netns) -> (tempfile::TempDir, RouterProcess, Client<UnixStream>) {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = format!("ControlSocket(unix, {}); {}", sock.display(), lookup_config(f));
+    let mut router = RouterProcess(
+        r.brickroute_run(&["-e", &config])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let c = connect_unix(&sock, &mut router);
+    (dir, router, c)
+}
+
 /// BGP routes from the router namespace's daemon (`bird` or `frr`), in a running router
 /// and in the daemon's RIB dump, through an announcement, a change of the peer's
 /// routes and the daemon's shutdown. The peer is always BIRD.
@@ -690,18 +709,7 @@ fn daemon_drives_the_router(daemon: &str, f: Family) {
         .collect();
 
     // The router runs first, so every BGP route reaches it as a notification.
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("s");
-    let config = format!("ControlSocket(unix, {}); {}", sock.display(), lookup_config(f));
-    let mut router = RouterProcess(
-        r.brickroute_run(&["-e", &config])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-    );
-    let mut c = connect_unix(&sock, &mut router);
+    let (dir, mut router, mut c) = start_router(f, &r);
     wait_both(f, &r, &mut c, &f.expected(&Routes::new(), &Routes::new()));
 
     let mut router_daemon = Daemon::start(daemon, f, &r, dir.path(), false);
@@ -902,18 +910,7 @@ fn daemon_multipath_reaches_the_router(daemon: &str, f: Family) {
     let all = f.prefixes(&mut rng, 250);
     let sa: Routes = all.iter().map(|&p| (p, f.gateway(&mut rng, 0))).collect();
     let sb: Routes = all[..200].iter().map(|&p| (p, f.gateway(&mut rng, 1))).collect();
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("s");
-    let config = format!("ControlSocket(unix, {}); {}", sock.display(), lookup_config(f));
-    let mut router = RouterProcess(
-        r.brickroute_run(&["-e", &config])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-    );
-    let mut c = connect_unix(&sock, &mut router);
+    let (dir, mut router, mut c) = start_router(f, &r);
     let router_daemon = Daemon::start(daemon, f, &r, dir.path(), true);
     let peer_bird = Bird::start(&p, dir.path(), "peer", &f.peer_conf(&sa, &sb, true));
     router_daemon.wait_established();

@@ -380,39 +380,18 @@ fn a_nexthop_object_and_a_gateway_of_the_other_family_are_noted() {
     // object's hop too), and `ip route add 192.0.3.0/24 via inet6 fe80::1 dev eth0`.
     let mut via = (libc::AF_INET6 as u16).to_ne_bytes().to_vec();
     via.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
-    let mut buf = msg(
-        RTM_NEWROUTE,
-        0,
-        &rtmsg(
-            INET,
-            24,
-            254,
-            RTN_UNICAST,
-            0,
-            &[
-                attr(RTA_DST, &[192, 0, 2, 0]),
-                attr(RTA_NH_ID, &7u32.to_ne_bytes()),
-                attr(RTA_GATEWAY, &[198, 18, 0, 2]),
-                attr(RTA_OIF, &3u32.to_ne_bytes()),
-            ],
-        ),
-    );
-    buf.extend(msg(
-        RTM_NEWROUTE,
-        0,
-        &rtmsg(
-            INET,
-            24,
-            254,
-            RTN_UNICAST,
-            0,
-            &[
-                attr(RTA_DST, &[192, 0, 3, 0]),
-                attr(RTA_VIA, &via),
-                attr(RTA_OIF, &3u32.to_ne_bytes()),
-            ],
-        ),
-    ));
+    let route = |attrs: &[Vec<u8>]| msg(RTM_NEWROUTE, 0, &rtmsg(INET, 24, 254, RTN_UNICAST, 0, attrs));
+    let mut buf = route(&[
+        attr(RTA_DST, &[192, 0, 2, 0]),
+        attr(RTA_NH_ID, &7u32.to_ne_bytes()),
+        attr(RTA_GATEWAY, &[198, 18, 0, 2]),
+        attr(RTA_OIF, &3u32.to_ne_bytes()),
+    ]);
+    buf.extend(route(&[
+        attr(RTA_DST, &[192, 0, 3, 0]),
+        attr(RTA_VIA, &via),
+        attr(RTA_OIF, &3u32.to_ne_bytes()),
+    ]));
     let got = parse(&buf).unwrap();
     let [Message::NewRoute(a), Message::NewRoute(b)] = &got[..] else {
         panic!("{got:?}")
