@@ -195,15 +195,28 @@ type Seen = HashMap<Vec<u8>, HashMap<[u8; 6], usize>>;
 
 /// Frames the hosts' sockets see for `for_how_long`, taken from each socket in turn.
 fn collect(f: Family, sockets: &[&RawSocket], for_how_long: Duration) -> Seen {
-    let mut seen = Seen::new();
+    collect_by(f, sockets, for_how_long, |fr| {
+        from_router(f, fr).map(|(ip, _)| ip)
+    })
+}
+
+/// [`collect`], the router's frames counted by destination MAC under the key `key`
+/// gives them (none: not counted).
+fn collect_by<K: std::hash::Hash + Eq>(
+    f: Family,
+    sockets: &[&RawSocket],
+    for_how_long: Duration,
+    key: impl Fn(&[u8]) -> Option<K>,
+) -> HashMap<K, HashMap<[u8; 6], usize>> {
+    let mut seen = HashMap::new();
     let deadline = Instant::now() + for_how_long;
     while Instant::now() < deadline {
         for s in sockets {
-            if let Some((ip, mac)) = s
-                .recv(Duration::from_millis(1))
-                .and_then(|fr| from_router(f, &fr))
-            {
-                *seen.entry(ip).or_default().entry(mac).or_default() += 1;
+            let Some(fr) = s.recv(Duration::from_millis(1)) else {
+                continue;
+            };
+            if let (Some((_, mac)), Some(k)) = (from_router(f, &fr), key(&fr)) {
+                *seen.entry(k).or_insert_with(HashMap::new).entry(mac).or_default() += 1;
             }
         }
     }
@@ -490,18 +503,11 @@ fn multipath_spreads(f: Family) {
     });
     // Each source's frames, by destination MAC.
     let src = if f.v6 { 37 } else { 29 };
-    let mut flows: HashMap<u8, HashMap<[u8; 6], usize>> = HashMap::new();
-    let deadline = Instant::now() + Duration::from_millis(2000);
-    while Instant::now() < deadline {
-        for s in [&s1, &s2] {
-            if let Some(fr) = s.recv(Duration::from_millis(1)) {
-                if from_router(f, &fr).is_some_and(|(to, _)| to == dst) {
-                    let to: [u8; 6] = fr[..6].try_into().unwrap();
-                    *flows.entry(fr[src]).or_default().entry(to).or_default() += 1;
-                }
-            }
-        }
-    }
+    let flows = collect_by(f, &[&s1, &s2], Duration::from_millis(2000), |fr| {
+        from_router(f, fr)
+            .is_some_and(|(to, _)| to == dst)
+            .then(|| fr[src])
+    });
     assert!(flows.len() >= 28, "{} of 32 flows seen: {flows:?}", flows.len());
     for (s, macs) in &flows {
         assert_eq!(

@@ -224,30 +224,22 @@ fn parse_route(s: &str, remove: bool) -> Result<Route, RouteError> {
         .ok_or(RouteError::Syntax)?;
     let len = p.len().ok_or(RouteError::Syntax)?;
     let addr = u32::from(p.addr) & mask_of(len);
-    let (mut members, mut weighted) = (Vec::new(), false);
-    while let Some(w) = it.next() {
-        if w == "weight" {
-            multipath::take_weight(&mut members, &mut weighted, &mut it).ok_or(RouteError::Syntax)?;
-            continue;
-        }
+    let mut hops = multipath::read_members(&mut it, |w, it, first| {
         // A gateway (or `-`) is followed by its output; an output stands alone.
         let (gw, port) = match (w, Ipv4Addr::from_arg(w)) {
             (_, None) if w != "-" => (0, w),
             (_, a) => match it.next() {
                 Some(port) => (a.map_or(0, u32::from), port),
                 // As in Click, a removal's lone gateway (no output) means "any".
-                None if remove && members.is_empty() => break,
+                None if remove && first => return Ok(None),
                 None => return Err(RouteError::Syntax),
             },
         };
-        let port = i32::from_arg(port).ok_or(RouteError::Syntax)?;
-        members.push(((gw, port), 1));
-        weighted = false;
-    }
-    if members.is_empty() && !remove {
+        Ok(Some((gw, i32::from_arg(port).ok_or(RouteError::Syntax)?)))
+    })?;
+    if hops.is_empty() && !remove {
         return Err(RouteError::Syntax);
     }
-    let mut hops = multipath::checked(members)?;
     // As in Click, a removal's negative output (`- -1`, as a not-found error writes
     // "any") means any route of the prefix.
     if remove && matches!(hops[..], [((_, port), _)] if port < 0) {

@@ -32,28 +32,44 @@ pub(crate) enum RouteError {
     Members(String),
 }
 
-/// Reads the `weight N` that may follow a member, from `words` (whose next word is
-/// `weight`), into the last of `members`. `None` for a weight that is not 1-256, or with
-/// no member before it or one weighted already.
-pub(crate) fn take_weight<'a, T>(
-    members: &mut [Weighted<T>],
-    weighted: &mut bool,
-    words: &mut impl Iterator<Item = &'a str>,
-) -> Option<()> {
-    let n: u16 = words.next()?.parse().ok()?;
-    let last = members.last_mut()?;
-    if *weighted || !(1..=MAX_WEIGHT).contains(&n) {
-        return None;
+/// Reads a route's members from `words` (the words after its prefix): each member's
+/// words, which `member` reads from the member's first word on (`first`: no member
+/// came before; `Ok(None)`: the route ends there), each optionally followed by
+/// `weight N` (1-256); then [`checked`].
+pub(crate) fn read_members<'a, T: PartialEq, I: Iterator<Item = &'a str>>(
+    words: &mut I,
+    mut member: impl FnMut(&'a str, &mut I, bool) -> Result<Option<T>, RouteError>,
+) -> Result<Vec<Weighted<T>>, RouteError> {
+    let mut members: Vec<Weighted<T>> = Vec::new();
+    // Whether the last member has its weight already.
+    let mut weighted = false;
+    while let Some(w) = words.next() {
+        if w == "weight" {
+            let n = words
+                .next()
+                .and_then(|n| n.parse::<u16>().ok())
+                .filter(|n| (1..=MAX_WEIGHT).contains(n))
+                .ok_or(RouteError::Syntax)?;
+            match members.last_mut() {
+                Some(last) if !weighted => last.1 = n,
+                _ => return Err(RouteError::Syntax),
+            }
+            weighted = true;
+            continue;
+        }
+        match member(w, words, members.is_empty())? {
+            Some(m) => members.push((m, 1)),
+            None => break,
+        }
+        weighted = false;
     }
-    *weighted = true;
-    last.1 = n;
-    Some(())
+    checked(members)
 }
 
 /// A route's members as it holds them, from those its text gave: refused with more
 /// than [`MAX_MEMBERS`], or one given twice; one member (whatever its weight) is a plain
 /// route, of weight 1.
-pub(crate) fn checked<T: PartialEq>(mut members: Vec<Weighted<T>>) -> Result<Vec<Weighted<T>>, RouteError> {
+fn checked<T: PartialEq>(mut members: Vec<Weighted<T>>) -> Result<Vec<Weighted<T>>, RouteError> {
     if members.len() > MAX_MEMBERS {
         return Err(RouteError::Members(format!(
             "a multipath route has at most {} members",

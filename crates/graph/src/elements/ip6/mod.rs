@@ -97,24 +97,18 @@ pub(crate) fn parse_route6(s: &str) -> Result<ParsedRoute6, RouteError> {
         .next()
         .and_then(Ipv6Prefix::from_arg)
         .ok_or(RouteError::Syntax)?;
-    let (mut members, mut weighted) = (Vec::new(), false);
-    while let Some(w) = words.next() {
-        if w == "weight" {
-            multipath::take_weight(&mut members, &mut weighted, &mut words).ok_or(RouteError::Syntax)?;
-            continue;
-        }
+    let hops = multipath::read_members(&mut words, |w, words, _| {
         // A gateway is followed by its output; an output stands alone.
         let (gw, port) = match Ipv6Addr::from_arg(w) {
             Some(gw) => (u128::from(gw), words.next().ok_or(RouteError::Syntax)?),
             None => (0, w),
         };
-        members.push(((gw, i64::from_arg(port).ok_or(RouteError::Syntax)?), 1));
-        weighted = false;
-    }
-    if members.is_empty() {
+        Ok(Some((gw, i64::from_arg(port).ok_or(RouteError::Syntax)?)))
+    })?;
+    if hops.is_empty() {
         return Err(RouteError::Syntax);
     }
-    Ok((p.network(), p.len, multipath::checked(members)?))
+    Ok((p.network(), p.len, hops))
 }
 
 #[cfg(test)]
