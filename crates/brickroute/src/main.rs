@@ -7,6 +7,7 @@ mod addresses;
 mod bench;
 mod control;
 mod cpu;
+mod ctl;
 mod demo;
 mod fib;
 mod gen;
@@ -49,6 +50,8 @@ enum Command {
     /// Longest-prefix-match tables: lookups from a table file, benchmarks, synthetic tables.
     #[command(subcommand)]
     Fib(fib::FibCommand),
+    /// Reads and writes a running router's handlers through its ControlSocket.
+    Ctl(ctl::CtlArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,7 +68,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::Bench(_) | Command::Fib(_) | Command::Gen(_) | Command::Sink(_)
+        Command::Bench(_) | Command::Fib(_) | Command::Gen(_) | Command::Sink(_) | Command::Ctl(_)
     ) {
         end_quietly_when_the_reader_goes();
     }
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Sink(args) => sink::main(args),
         Command::Demo(args) => demo::main(args),
         Command::Fib(cmd) => fib::main(cmd),
+        Command::Ctl(args) => ctl::main(args),
     }
 }
 
@@ -84,7 +88,8 @@ fn main() -> ExitCode {
 /// when their reader goes away (`brickroute fib gen | head`, `brickroute sink | true`):
 /// by SIGPIPE, where Rust's default (the signal ignored) turned the failed write into a
 /// panic in `println!` or an error message. `gen` and `sink` change nothing outside the
-/// process (their sockets close with it). Commands that undo what they set up on the
+/// process (their sockets close with it), and `ctl` prints only once the router has
+/// answered. Commands that undo what they set up on the
 /// way out (`run`: kernel flags, output files; `demo` and `testbed`: namespaces) keep
 /// the signal ignored, so a failed write cannot skip that.
 fn end_quietly_when_the_reader_goes() {

@@ -1,0 +1,233 @@
+//! `brickroute ctl` against a running router: handlers read and written through its
+//! ControlSocket (UNIX and TCP), values with lines and hyphens passed whole, the
+//! router's refusals and missing sockets reported with exit status 1, `stop` ending
+//! the run.
+
+mod common;
+#[path = "common/router_process.rs"]
+mod router_process;
+
+use common::{root, stderr, stdout};
+use router_process::RouterProcess;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A router with a UNIX control socket at `sock`, a counter `c` that has seen 3
+/// packets and a route table `rt`, running until stopped.
+fn start(sock: &Path, extra: &str) -> RouterProcess {
+    let config = format!(
+        "ControlSocket(unix, {}); {extra}
+         InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 c0000201>, LIMIT 3)
+           -> c :: Counter -> GetIPAddress(16) -> rt :: RadixIPLookup(10.0.0.0/8 0);
+         rt[0] -> Discard; rt[1] -> Discard;",
+        sock.display()
+    );
+    let mut p = RouterProcess(
+        Command::new(env!("CARGO_BIN_EXE_brickroute"))
+            .args(["run", "--no-summary", "-e", &config])
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(sock).is_err() {
+        if let Some(s) = p.exited() {
+            panic!("router exited ({s}): {:?}", p.output());
+        }
+        assert!(Instant::now() < deadline, "socket never served");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p
+}
+
+/// `brickroute ctl ARGS`, with `input` on its standard input.
+fn ctl(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .arg("ctl")
+        .args(["--timeout", "10"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run brickroute ctl");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Standard output of a `ctl` that succeeded.
+fn ok(args: &[&str]) -> String {
+    let o = ctl(args, "");
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    stdout(&o)
+}
+
+/// Standard error of a `ctl` that failed with status 1 and printed nothing else.
+fn refused(args: &[&str]) -> String {
+    let o = ctl(args, "");
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stdout(&o));
+    assert_eq!(stdout(&o), "");
+    stderr(&o)
+}
+
+#[test]
+fn handlers_are_read_and_written_and_stop_ends_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let s = sock.to_str().unwrap();
+    let mut router = start(&sock, "");
+
+    // The source's 3 packets are counted; a value gets the newline it lacks.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ok(&["--unix", s, "read", "c.count"]) != "3\n" {
+        assert!(Instant::now() < deadline, "the counter never reached 3");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        ok(&["--unix", s, "list"]),
+        "ControlSocket@1\nInfiniteSource@2\nc\nGetIPAddress@4\nrt\nDiscard@6\nDiscard@7\n"
+    );
+    assert!(ok(&["--unix", s, "handlers", "c"]).contains("\ncount\tr\n"));
+
+    // A write's words reach the handler, a read's parameter too.
+    assert_eq!(
+        ok(&["--unix", s, "write", "rt.add", "192.0.2.0/24", "198.18.0.2", "1"]),
+        ""
+    );
+    assert_eq!(
+        ok(&["--unix", s, "read", "rt.lookup", "192.0.2.77"]),
+        "1 198.18.0.2\n"
+    );
+
+    // Several lines at once from standard input, through the table's ctrl handler.
+    let o = ctl(
+        &["--unix", s, "write", "--file", "-", "rt.ctrl"],
+        "add 198.51.100.0/24 1\nremove 10.0.0.0/8\n",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = ok(&["--unix", s, "read", "rt.table"]);
+    let mut routes: Vec<String> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    routes.sort();
+    assert_eq!(routes, ["192.0.2.0/24 198.18.0.2 1", "198.51.100.0/24 - 1"]);
+
+    // Words that begin with a hyphen are values, not options: "-1" is any output.
+    assert_eq!(
+        ok(&["--unix", s, "write", "rt.remove", "198.51.100.0/24", "-", "-1"]),
+        ""
+    );
+    assert_eq!(ok(&["--unix", s, "read", "rt.lookup", "198.51.100.1"]), "-1\n");
+
+    assert_eq!(ok(&["--unix", s, "stop"]), "");
+    assert!(router.wait_exit(Duration::from_secs(10)).success());
+    assert!(!sock.exists(), "the router left its socket file");
+}
+
+#[test]
+fn refusals_say_why_with_the_routers_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let s = sock.to_str().unwrap();
+    let _router = start(&sock, "");
+
+    assert_eq!(
+        refused(&["--unix", s, "read", "c.nosuch"]),
+        "brickroute ctl: 511 No handler named 'c.nosuch'\n"
+    );
+    assert_eq!(
+        refused(&["--unix", s, "read", "nosuch.count"]),
+        "brickroute ctl: 510 No element named 'nosuch'\n"
+    );
+    assert_eq!(
+        refused(&["--unix", s, "write", "rt.add", "bogus"]),
+        "brickroute ctl: 520 Write handler 'rt.add' error:\n\
+         brickroute ctl: 520 expected 'ADDR/MASK [GATEWAY] OUTPUT'\n"
+    );
+    assert_eq!(
+        refused(&["--unix", s, "write", "c.count", "0"]),
+        "brickroute ctl: 530 Handler 'c.count' read-only\n"
+    );
+    let file = dir.path().join("routes.txt");
+    assert_eq!(
+        refused(&["--unix", s, "write", "--file", file.to_str().unwrap(), "rt.ctrl"]),
+        format!("brickroute ctl: {}: No such file or directory\n", file.display())
+    );
+    std::fs::write(&file, "add 10.1.0.0/16 1\n").unwrap();
+    assert_eq!(
+        refused(&[
+            "--unix",
+            s,
+            "write",
+            "--file",
+            file.to_str().unwrap(),
+            "rt.ctrl",
+            "x"
+        ]),
+        format!(
+            "brickroute ctl: write rt.ctrl: a value on the command line and --file {} both; \
+             give one\n",
+            file.display()
+        )
+    );
+    // Nothing refused was applied.
+    assert_eq!(ok(&["--unix", s, "read", "rt.lookup", "10.1.2.3"]), "0\n");
+}
+
+#[test]
+fn a_tcp_socket_is_reached_by_its_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let s = sock.to_str().unwrap();
+    let _router = start(&sock, "tcp :: ControlSocket(TCP, 41950+, READONLY true);");
+    let port = ok(&["--unix", s, "read", "tcp.port"]);
+    let port = port.trim();
+    assert_eq!(ok(&["--tcp", port, "read", "rt.lookup", "10.9.9.9"]), "0\n");
+    let local = format!("127.0.0.1:{port}");
+    assert_eq!(ok(&["--tcp", &local, "read", "c.count"]), "3\n");
+    assert_eq!(
+        refused(&["--tcp", port, "write", "rt.add", "192.0.2.0/24", "1"]),
+        "brickroute ctl: 530 Permission denied for 'rt.add'\n"
+    );
+}
+
+#[test]
+fn a_missing_router_is_named_with_what_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("none.sock");
+    assert_eq!(
+        refused(&["--unix", sock.to_str().unwrap(), "read", "c.count"]),
+        format!(
+            "brickroute ctl: {0}: No such file or directory (is a router running with \
+             ControlSocket(unix, {0})?)\n",
+            sock.display()
+        )
+    );
+    // A port nothing listens on: one just closed.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port().to_string()
+    };
+    assert_eq!(
+        refused(&["--tcp", &port, "stop"]),
+        format!(
+            "brickroute ctl: 127.0.0.1:{port}: Connection refused (is a router running with a \
+             ControlSocket(TCP, ...) on that port?)\n"
+        )
+    );
+    // Neither socket given: a usage error (status 2) naming both options.
+    let o = ctl(&["read", "c.count"], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--unix <PATH>|--tcp <[HOST:]PORT>"),
+        "{}",
+        stderr(&o)
+    );
+}
