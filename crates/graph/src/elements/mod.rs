@@ -8,6 +8,7 @@ pub(crate) mod averagecounter;
 pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
+pub(crate) mod esp;
 pub(crate) mod ether;
 pub(crate) mod hopindex;
 pub(crate) mod icmpping;
@@ -77,6 +78,8 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip6::icmp6ping::ICMP6_PING_RESPONDER));
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
     reg.add(Arc::new(icmpping::ICMP_PING_RESPONDER));
+    reg.add(Arc::new(esp::encap::ESPEncapClass));
+    reg.add(Arc::new(esp::decap::ESPDecapClass));
     arp::register(reg);
     nd::register(reg);
     ip::register_gateway(reg);

@@ -1,0 +1,304 @@
+//! `ESPDecap(SPI, KEY [, ESN, REPLAY])`: IPsec ESP tunnel-mode decapsulation with
+//! AES-GCM (RFC 4303, RFC 4106), the receiving end of an `ESPEncap` or of any
+//! `rfc4106(gcm(aes))` tunnel-mode association with a 16-byte ICV.
+//!
+//! Each packet is an IPv4 datagram carrying ESP (from its first byte). A packet of
+//! the association's SPI whose sequence number the anti-replay window allows is
+//! authenticated and decrypted, and leaves on output 0 as the inner IPv4 or IPv6
+//! packet, with its network header and destination annotation set. Packets refused
+//! before decryption (not ESP, a fragment, too short, another SPI, a replayed or
+//! too old sequence number) leave on output 1 unchanged if it is connected, else
+//! are dropped. Packets that fail authentication are dropped (their bytes are no
+//! longer the ones received) and leave the window as it was; authentic packets whose
+//! decrypted trailer is wrong, and dummy packets (next header 59), are dropped with
+//! their sequence numbers used up. Each kind is counted.
+
+use super::replay::{Replay, Stale, MAX_WINDOW};
+use super::*;
+use crate::args::Args;
+use crate::element::*;
+use crate::error::ConfigError;
+use packet::{Packet, PacketBatch};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub struct ESPDecapClass;
+
+/// The anti-replay window unless REPLAY says otherwise (Linux's and strongSwan's is
+/// 32; a router spreading one association over several cores reorders more).
+const DEFAULT_WINDOW: u64 = 128;
+
+impl ElementClass for ESPDecapClass {
+    fn name(&self) -> &'static str {
+        "ESPDecap"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/1-2")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let e = |m: String| cx.error(m);
+        let spi = args.required::<u32>("SPI").map_err(e)?;
+        let key = args.required::<KeyArg>("KEY").map_err(e)?;
+        let esn = args.keyword::<bool>("ESN").map_err(e)?.unwrap_or(false);
+        let window = args
+            .keyword::<u64>("REPLAY")
+            .map_err(e)?
+            .unwrap_or(DEFAULT_WINDOW);
+        args.finish().map_err(e)?;
+        if window > MAX_WINDOW {
+            return Err(cx.error(format!("REPLAY must be at most {MAX_WINDOW}")));
+        }
+        if esn && window == 0 {
+            return Err(cx.error(
+                "ESN needs a REPLAY window (the high half of each sequence number is found from it)",
+            ));
+        }
+        let sa = Sa::new(spi, &key, esn).map_err(e)?;
+        Ok(Arc::new(ESPDecapSpec {
+            shared: Arc::new(Shared::new(sa, Replay::new(window, esn))),
+        }))
+    }
+}
+
+/// What happened to packets, by kind.
+#[derive(Default)]
+struct Counts {
+    bad: AtomicU64,
+    auth_failures: AtomicU64,
+    replays: AtomicU64,
+    dummies: AtomicU64,
+}
+
+pub(super) struct Shared {
+    sa: Sa,
+    replay: Mutex<Replay>,
+    counts: Counts,
+}
+
+struct ESPDecapSpec {
+    shared: Arc<Shared>,
+}
+
+impl ElementSpec for ESPDecapSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(ESPDecap::new(self.shared.clone()))
+    }
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        ["spi", "seq", "bad", "auth_failures", "replays", "dummies"]
+            .into_iter()
+            .map(HandlerInfo::read)
+            .collect()
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let s = &self.shared;
+        let c = &s.counts;
+        let n = |a: &AtomicU64| Some(a.load(Ordering::Relaxed).to_string());
+        match name {
+            "spi" => Some(s.sa.spi.to_string()),
+            "seq" => Some(s.window().top().to_string()),
+            "bad" => n(&c.bad),
+            "auth_failures" => n(&c.auth_failures),
+            "replays" => n(&c.replays),
+            "dummies" => n(&c.dummies),
+            _ => None,
+        }
+    }
+}
+
+/// A packet's fate, decided in steps over the batch.
+#[derive(Clone, Copy)]
+enum Verdict {
+    /// Passed the checks so far; its whole sequence number.
+    Open(u64),
+    /// Refused before decryption: output 1, unchanged.
+    Refused,
+    /// Authentic, with this sequence number, but not to be passed on (a dummy, or a
+    /// wrong trailer): dropped, its number used up all the same (the window moves for
+    /// every packet that authenticates, RFC 4303 3.4.3).
+    Consumed(u64),
+    /// Failed authentication, or replayed: dropped.
+    Dropped,
+}
+
+/// Where an ESP packet's parts lie: the outer header's length and the ESP packet's
+/// end (the outer header's total length).
+struct Layout {
+    ihl: usize,
+    end: usize,
+}
+
+impl Shared {
+    pub(super) fn new(sa: Sa, replay: Replay) -> Shared {
+        Shared {
+            sa,
+            replay: Mutex::new(replay),
+            counts: Counts::default(),
+        }
+    }
+
+    pub(super) fn window(&self) -> std::sync::MutexGuard<'_, Replay> {
+        // A worker that panicked while holding the window left it consistent (every
+        // change is a plain store): go on with it.
+        self.replay.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The outer header's layout if `d` is a whole, unfragmented IPv4 ESP packet of
+    /// this association long enough to hold an ESP header, IV, trailer and ICV; its
+    /// sequence number's low half.
+    fn parse(&self, d: &[u8]) -> Option<(Layout, u32)> {
+        if d.len() < OUTER_LEN || d[0] >> 4 != 4 || d[9] != PROTO_ESP {
+            return None;
+        }
+        let ihl = usize::from(d[0] & 15) * 4;
+        let end = usize::from(u16::from_be_bytes([d[2], d[3]]));
+        // MF set or a fragment offset: only a reassembled packet can be opened.
+        let fragment = u16::from_be_bytes([d[6], d[7]]) & 0x3fff != 0;
+        if ihl < OUTER_LEN || end > d.len() || fragment {
+            return None;
+        }
+        if end < ihl + ESP_HEADER + IV_LEN + TRAILER + ICV_LEN {
+            return None;
+        }
+        let esp = &d[ihl..];
+        if u32::from_be_bytes(esp[..4].try_into().ok()?) != self.sa.spi {
+            return None;
+        }
+        Some((
+            Layout { ihl, end },
+            u32::from_be_bytes(esp[4..8].try_into().ok()?),
+        ))
+    }
+
+    /// Authenticates and decrypts one packet that passed [`Self::parse`], and leaves
+    /// the inner packet; the verdict.
+    fn open(&self, p: &mut Packet, seq: u64) -> Verdict {
+        let Some((Layout { ihl, end }, _)) = self.parse(p.data()) else {
+            return Verdict::Refused;
+        };
+        let d = &mut p.data_mut()[..end];
+        let (head, rest) = d.split_at_mut(ihl + ESP_HEADER + IV_LEN);
+        let iv: [u8; IV_LEN] = head[ihl + ESP_HEADER..].try_into().expect("8 bytes");
+        let (sealed, icv) = rest.split_at_mut(rest.len() - ICV_LEN);
+        let tag: [u8; ICV_LEN] = (&*icv).try_into().expect("16 bytes");
+        if !self.sa.open(seq, iv, tag, sealed) {
+            self.counts.auth_failures.fetch_add(1, Ordering::Relaxed);
+            return Verdict::Dropped;
+        }
+        let n = sealed.len();
+        let (pad, next) = (usize::from(sealed[n - 2]), sealed[n - 1]);
+        let inner = n.checked_sub(pad + TRAILER);
+        let version = sealed[0] >> 4;
+        let header = match (inner, next) {
+            (_, NEXT_NONE) => {
+                self.counts.dummies.fetch_add(1, Ordering::Relaxed);
+                return Verdict::Consumed(seq);
+            }
+            (Some(len), NEXT_IPV4) if len >= 20 && version == 4 => usize::from(sealed[0] & 15) * 4,
+            (Some(len), NEXT_IPV6) if len >= 40 && version == 6 => 40,
+            _ => {
+                self.counts.bad.fetch_add(1, Ordering::Relaxed);
+                return Verdict::Consumed(seq);
+            }
+        };
+        let inner = inner.expect("matched Some");
+        let len = p.len();
+        p.take(len - end + ICV_LEN + pad + TRAILER);
+        p.pull(ihl + ESP_HEADER + IV_LEN);
+        debug_assert_eq!(p.len(), inner);
+        p.set_network_header(0, header.min(inner));
+        let d = p.data();
+        if next == NEXT_IPV4 {
+            let dst: [u8; 4] = d[16..20].try_into().expect("inner >= 20");
+            p.set_dst_ip_anno(dst);
+        } else {
+            let dst: [u8; 16] = d[24..40].try_into().expect("inner >= 40");
+            p.set_dst_ip6_anno(dst);
+        }
+        Verdict::Open(seq)
+    }
+}
+
+pub(super) struct ESPDecap {
+    shared: Arc<Shared>,
+    /// The batch's verdicts, kept to reuse the allocation.
+    verdicts: Vec<Verdict>,
+}
+
+impl ESPDecap {
+    pub(super) fn new(shared: Arc<Shared>) -> ESPDecap {
+        ESPDecap {
+            shared,
+            verdicts: Vec::new(),
+        }
+    }
+}
+
+impl Element for ESPDecap {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        let s = &*self.shared;
+        let v = &mut self.verdicts;
+        v.clear();
+        // The window is consulted once for the batch before decryption and once after
+        // (a number may have been taken meanwhile by another worker, or twice in this
+        // batch), so decryption runs outside the lock.
+        let (mut bad, mut replays) = (0, 0);
+        {
+            let w = s.window();
+            for p in batch.iter() {
+                v.push(match s.parse(p.data()) {
+                    None => {
+                        bad += 1;
+                        Verdict::Refused
+                    }
+                    Some((_, low)) => match w.check(w.full(low)) {
+                        Ok(()) => Verdict::Open(w.full(low)),
+                        Err(Stale::Replayed | Stale::TooOld) => {
+                            replays += 1;
+                            Verdict::Refused
+                        }
+                    },
+                });
+            }
+        }
+        for (p, v) in batch.iter_mut().zip(v.iter_mut()) {
+            if let Verdict::Open(seq) = *v {
+                *v = s.open(p, seq);
+            }
+        }
+        {
+            let mut w = s.window();
+            for v in v.iter_mut() {
+                match *v {
+                    Verdict::Open(seq) => {
+                        if w.accept(seq).is_err() {
+                            replays += 1;
+                            *v = Verdict::Dropped;
+                        }
+                    }
+                    Verdict::Consumed(seq) => {
+                        // (Dropped either way; already counted as what it was.)
+                        let _ = w.accept(seq);
+                    }
+                    Verdict::Refused | Verdict::Dropped => {}
+                }
+            }
+        }
+        let c = &s.counts;
+        if bad > 0 {
+            c.bad.fetch_add(bad, Ordering::Relaxed);
+        }
+        if replays > 0 {
+            c.replays.fetch_add(replays, Ordering::Relaxed);
+        }
+        let mut i = 0;
+        out.route_each(batch, |_| {
+            let port = match v[i] {
+                Verdict::Open(_) => 0,
+                Verdict::Refused => 1,
+                Verdict::Consumed(_) | Verdict::Dropped => DROP,
+            };
+            i += 1;
+            port
+        });
+    }
+}
