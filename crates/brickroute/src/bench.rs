@@ -15,8 +15,9 @@ pub enum BenchCommand {
 
 #[derive(clap::Args)]
 pub struct PipelineArgs {
-    /// Application: `forward` (conf/forward.click), `route` (conf/router.click) or
-    /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes).
+    /// Application: `forward` (conf/forward.click), `route` (conf/router.click),
+    /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes) or `ipsec`
+    /// (conf/ipsec.click: every packet routed into an AES-128-GCM ESP tunnel).
     #[arg(long, default_value = "forward")]
     app: String,
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
@@ -25,7 +26,7 @@ pub struct PipelineArgs {
     /// Worker threads (1 to 1024).
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Random BGP-like routes added to the route table (apps route and route6).
+    /// Random BGP-like routes added to the route table (apps route, route6 and ipsec).
     #[arg(long, default_value_t = 0)]
     routes: usize,
     /// Process exactly N packets (default 10,000,000 unless --seconds is given).
@@ -60,8 +61,8 @@ pub struct PipelineArgs {
     profile: bool,
     /// Application run right after, with the same frame size, workers, flows, batches
     /// and packets (or seconds) and no added routes, to compare cycles a packet with in
-    /// the same run: `forward`, `route`, `route6` or `none`. Default: `forward` for the
-    /// route apps (RouteBricks' yardstick, minimal forwarding), `none` for forward.
+    /// the same run: `forward`, `route`, `route6`, `ipsec` or `none`. Default: `forward`
+    /// for the others (RouteBricks' yardstick, minimal forwarding), `none` for forward.
     #[arg(long)]
     baseline: Option<String>,
     /// Run the application and its baseline in turns, N times each, in this one
@@ -83,7 +84,11 @@ fn app_config(app: &str) -> Result<&'static str, String> {
         "forward" => Ok("forward"),
         "route" => Ok("router"),
         "route6" => Ok("router6"),
-        _ => Err(format!("unknown app '{}' (known: forward, route, route6)", app)),
+        "ipsec" => Ok("ipsec"),
+        _ => Err(format!(
+            "unknown app '{}' (known: forward, route, route6, ipsec)",
+            app
+        )),
     }
 }
 

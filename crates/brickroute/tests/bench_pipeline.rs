@@ -87,6 +87,40 @@ fn route6_routes_every_ipv6_frame_through_the_added_routes() {
     assert!(if1 > 0 && if2 > 0, "{}", out);
 }
 
+#[test]
+fn ipsec_encrypts_every_frame_into_the_tunnel() {
+    let out = pipeline_out(&[
+        "--app",
+        "ipsec",
+        "--packets",
+        "6400",
+        "--routes",
+        "1000",
+        "--size",
+        "128",
+        "--profile",
+    ]);
+    assert!(
+        out.starts_with("app ipsec  size 128 B  threads 1  routes 1000"),
+        "{}",
+        out
+    );
+    // conf/ipsec.click: every frame is for the remote site (the added routes lead into
+    // the tunnel), so each is encrypted and leaves as one frame (182 bytes with its
+    // FCS, under the tunnel's MTU, so not fragmented).
+    assert!(out.contains("transmitted 6400 packets"), "{}", out);
+    let calls = |name: &str| {
+        out.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|r| r.first() == Some(&name))
+            .map(|r| (r[1].to_string(), r[3].to_string()))
+            .unwrap_or_else(|| panic!("no row for {}:\n{}", name, out))
+    };
+    assert_eq!(calls("esp"), ("ESPEncap".to_string(), "6400".to_string()));
+    assert_eq!(calls("tunnel"), ("Counter".to_string(), "6400".to_string()));
+    assert!(out.contains("ipsec takes "), "{}", out);
+}
+
 /// The standard output of `bench pipeline --no-pin ARGS`, which must succeed.
 fn pipeline_out(args: &[&str]) -> String {
     let mut all = vec!["bench", "pipeline", "--no-pin"];
@@ -146,7 +180,7 @@ fn forwarding_and_none_have_no_baseline_and_an_unknown_one_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o).trim(),
-        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6) or none"
+        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6, ipsec) or none"
     );
     assert!(stdout(&o).is_empty());
 }
