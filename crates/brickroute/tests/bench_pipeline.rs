@@ -70,13 +70,7 @@ fn route6_routes_every_ipv6_frame_through_the_added_routes() {
         out
     );
     assert!(out.contains("transmitted 6400 packets"), "{}", out);
-    let calls = |name: &str| {
-        out.lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|r| r.first() == Some(&name))
-            .map(|r| (r[1].to_string(), r[3].to_string()))
-            .unwrap_or_else(|| panic!("no row for {}:\n{}", name, out))
-    };
+    let calls = |name: &str| profile_row(&out, name);
     // conf/router6.click: every frame is IPv6, passes the check and the lookup, and
     // leaves on one of the two interfaces (the added routes are on both).
     assert_eq!(calls("chk"), ("CheckIP6Header".to_string(), "6400".to_string()));
@@ -109,16 +103,19 @@ fn ipsec_encrypts_every_frame_into_the_tunnel() {
     // the tunnel), so each is encrypted and leaves as one frame (182 bytes with its
     // FCS, under the tunnel's MTU, so not fragmented).
     assert!(out.contains("transmitted 6400 packets"), "{}", out);
-    let calls = |name: &str| {
-        out.lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|r| r.first() == Some(&name))
-            .map(|r| (r[1].to_string(), r[3].to_string()))
-            .unwrap_or_else(|| panic!("no row for {}:\n{}", name, out))
-    };
+    let calls = |name: &str| profile_row(&out, name);
     assert_eq!(calls("esp"), ("ESPEncap".to_string(), "6400".to_string()));
     assert_eq!(calls("tunnel"), ("Counter".to_string(), "6400".to_string()));
     assert!(out.contains("ipsec takes "), "{}", out);
+}
+
+/// The class and the packets of element `name` in a `--profile` table.
+fn profile_row(out: &str, name: &str) -> (String, String) {
+    out.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|r| r.first() == Some(&name))
+        .map(|r| (r[1].to_string(), r[3].to_string()))
+        .unwrap_or_else(|| panic!("no row for {}:\n{}", name, out))
 }
 
 /// The standard output of `bench pipeline --no-pin ARGS`, which must succeed.
