@@ -69,11 +69,13 @@ fn the_gateway_encrypts_the_remote_sites_packets_and_the_peer_gets_them_back() {
         assert_eq!(h[8..10], [64, 50]);
         assert_eq!(h[12..20], [198, 51, 100, 1, 198, 51, 100, 2]);
         assert_eq!(inet_checksum(h), 0);
-        // SPI 0x1001, sequence number i + 1, IV the 64-bit sequence number.
+        // SPI 0x1001, sequence number i + 1, IV the 64-bit sequence number under the
+        // run's mask (the first frame's IV is sequence number 1 under it).
         let seq = i as u64 + 1;
         assert_eq!(d[34..38], 0x1001u32.to_be_bytes());
         assert_eq!(d[38..42], (seq as u32).to_be_bytes());
-        assert_eq!(d[42..50], seq.to_be_bytes());
+        let iv = |d: &[u8]| u64::from_be_bytes(d[42..50].try_into().unwrap());
+        assert_eq!(iv(d) ^ iv(&esp[0].data), seq ^ 1);
         // Encrypted: the inner header is nowhere in the clear.
         assert!(!d.windows(20).any(|w| w == &inner[..20]), "frame {f}");
     }

@@ -11,7 +11,8 @@
 //! are dropped. Packets that fail authentication are dropped (their bytes are no
 //! longer the ones received) and leave the window as it was; authentic packets whose
 //! decrypted trailer is wrong, and dummy packets (next header 59), are dropped with
-//! their sequence numbers used up. Each kind is counted.
+//! their sequence numbers used up. Each kind is counted. An outer Congestion
+//! Experienced mark is carried to an ECN-capable inner packet (RFC 6040).
 
 use super::replay::{Replay, Stale, MAX_WINDOW};
 use super::*;
@@ -24,8 +25,9 @@ use std::sync::{Arc, Mutex};
 
 pub struct ESPDecapClass;
 
-/// The anti-replay window unless REPLAY says otherwise (Linux's and strongSwan's is
-/// 32; a router spreading one association over several cores reorders more).
+/// The anti-replay window unless REPLAY says otherwise (strongSwan's is 32, `ip xfrm
+/// state`'s 0, no check; a router spreading one association over several cores
+/// reorders more).
 const DEFAULT_WINDOW: u64 = 128;
 
 impl ElementClass for ESPDecapClass {
@@ -114,10 +116,21 @@ enum Verdict {
     Refused,
     /// Authentic, with this sequence number, but not to be passed on (a dummy, or a
     /// wrong trailer): dropped, its number used up all the same (the window moves for
-    /// every packet that authenticates, RFC 4303 3.4.3).
-    Consumed(u64),
+    /// every packet that authenticates, RFC 4303 3.4.3), and counted as what it is
+    /// unless the window finds the number taken meanwhile (then as a replay).
+    Consumed(u64, Discarded),
     /// Failed authentication, or replayed: dropped.
     Dropped,
+}
+
+/// Why an authentic packet is not passed on.
+#[derive(Clone, Copy)]
+enum Discarded {
+    /// Next header 59 (RFC 4303 2.6).
+    Dummy,
+    /// A pad length beyond the payload, or a next header the element does not take or
+    /// that does not match the inner packet's version.
+    BadTrailer,
 }
 
 /// Where an ESP packet's parts lie: the outer header's length and the ESP packet's
@@ -176,6 +189,7 @@ impl Shared {
             return Verdict::Refused;
         };
         let d = &mut p.data_mut()[..end];
+        let outer_ecn = d[1] & ECN_MASK;
         let (head, rest) = d.split_at_mut(ihl + ESP_HEADER + IV_LEN);
         let iv: [u8; IV_LEN] = head[ihl + ESP_HEADER..].try_into().expect("8 bytes");
         let (sealed, icv) = rest.split_at_mut(rest.len() - ICV_LEN);
@@ -189,17 +203,14 @@ impl Shared {
         let inner = n.checked_sub(pad + TRAILER);
         let version = sealed[0] >> 4;
         let header = match (inner, next) {
-            (_, NEXT_NONE) => {
-                self.counts.dummies.fetch_add(1, Ordering::Relaxed);
-                return Verdict::Consumed(seq);
-            }
+            (_, NEXT_NONE) => return Verdict::Consumed(seq, Discarded::Dummy),
             (Some(len), NEXT_IPV4) if len >= 20 && version == 4 => usize::from(sealed[0] & 15) * 4,
             (Some(len), NEXT_IPV6) if len >= 40 && version == 6 => 40,
-            _ => {
-                self.counts.bad.fetch_add(1, Ordering::Relaxed);
-                return Verdict::Consumed(seq);
-            }
+            _ => return Verdict::Consumed(seq, Discarded::BadTrailer),
         };
+        if outer_ecn == ECN_CE {
+            mark_congestion(next, sealed);
+        }
         let inner = inner.expect("matched Some");
         let len = p.len();
         p.take(len - end + ICV_LEN + pad + TRAILER);
@@ -215,6 +226,37 @@ impl Shared {
             p.set_dst_ip6_anno(dst);
         }
         Verdict::Open(seq)
+    }
+}
+
+/// The ECN field's bits in the IPv4 TOS byte, and its Congestion Experienced value.
+const ECN_MASK: u8 = 3;
+const ECN_CE: u8 = 3;
+
+/// Carries an outer header's Congestion Experienced mark to the inner packet at the
+/// start of `inner` (an IPv4 header of at least 20 bytes, or an IPv6 one), where that
+/// packet is ECN-capable (RFC 6040 4.2, RFC 4301 5.1.2.1, as Linux's tunnel mode): its
+/// ECN field becomes CE, an IPv4 checksum updated incrementally (RFC 1624). A packet
+/// that is not ECN-capable is left as it is (as Linux leaves it).
+fn mark_congestion(next: u8, inner: &mut [u8]) {
+    if next == NEXT_IPV4 {
+        let ecn = inner[1] & ECN_MASK;
+        if ecn == 0 || ecn == ECN_CE {
+            return;
+        }
+        let old = u16::from_be_bytes([inner[0], inner[1]]);
+        inner[1] |= ECN_CE;
+        let new = u16::from_be_bytes([inner[0], inner[1]]);
+        // HC' = ~(~HC + ~m + m'), RFC 1624 equation 3.
+        let hc = u16::from_be_bytes([inner[10], inner[11]]);
+        let sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
+        let folded = packet::checksum::fold(sum);
+        inner[10..12].copy_from_slice(&(!folded).to_be_bytes());
+    } else {
+        // IPv6: the ECN field is bits 4-5 of the second byte.
+        if (inner[1] >> 4) & ECN_MASK != 0 {
+            inner[1] |= ECN_CE << 4;
+        }
     }
 }
 
@@ -241,7 +283,7 @@ impl Element for ESPDecap {
         // The window is consulted once for the batch before decryption and once after
         // (a number may have been taken meanwhile by another worker, or twice in this
         // batch), so decryption runs outside the lock.
-        let (mut bad, mut replays) = (0, 0);
+        let (mut bad, mut replays, mut dummies) = (0, 0, 0);
         {
             let w = s.window();
             for p in batch.iter() {
@@ -275,9 +317,13 @@ impl Element for ESPDecap {
                             *v = Verdict::Dropped;
                         }
                     }
-                    Verdict::Consumed(seq) => {
-                        // (Dropped either way; already counted as what it was.)
-                        let _ = w.accept(seq);
+                    Verdict::Consumed(seq, why) => {
+                        let count = match (w.accept(seq), why) {
+                            (Err(_), _) => &mut replays,
+                            (Ok(()), Discarded::Dummy) => &mut dummies,
+                            (Ok(()), Discarded::BadTrailer) => &mut bad,
+                        };
+                        *count += 1;
                     }
                     Verdict::Refused | Verdict::Dropped => {}
                 }
@@ -290,12 +336,15 @@ impl Element for ESPDecap {
         if replays > 0 {
             c.replays.fetch_add(replays, Ordering::Relaxed);
         }
+        if dummies > 0 {
+            c.dummies.fetch_add(dummies, Ordering::Relaxed);
+        }
         let mut i = 0;
         out.route_each(batch, |_| {
             let port = match v[i] {
                 Verdict::Open(_) => 0,
                 Verdict::Refused => 1,
-                Verdict::Consumed(_) | Verdict::Dropped => DROP,
+                Verdict::Consumed(..) | Verdict::Dropped => DROP,
             };
             i += 1;
             port

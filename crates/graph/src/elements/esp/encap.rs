@@ -3,11 +3,15 @@
 //!
 //! Each packet (an IPv4 or IPv6 datagram from its first byte) becomes the payload of an
 //! ESP packet in a new IPv4 header from SRC to DST: ESP header (SPI, sequence number),
-//! the 8-byte IV (the 64-bit sequence number), the inner packet, padding to a 4-byte
-//! boundary (bytes 1, 2, 3), pad length and next header (4 or 41) sealed by AES-GCM,
-//! then the 16-byte tag. Sequence numbers count from 1 across all workers. The outer
-//! header copies the inner packet's TOS (traffic class) and, for IPv4, its DF bit,
-//! as Linux's tunnel mode does; the destination annotation is set to DST.
+//! the 8-byte IV, the inner packet, padding to a 4-byte boundary (bytes 1, 2, 3), pad
+//! length and next header (4 or 41) sealed by AES-GCM, then the 16-byte tag. Sequence
+//! numbers count from 1 across all workers. The IV is the 64-bit sequence number XORed
+//! with a random value drawn when the element is built (as Linux's `seqiv`): unique
+//! within a run, and a restarted router with the same key does not repeat the nonces
+//! of its last run (GCM loses its integrity if a nonce is used twice with one key). The
+//! outer header copies the inner packet's TOS (traffic class, so the ECN field as RFC
+//! 6040's normal mode) and, for IPv4, its DF bit; the destination annotation is set to
+//! DST.
 
 use super::*;
 use crate::args::Args;
@@ -15,6 +19,7 @@ use crate::element::*;
 use crate::elements::ip::encap::{FixedFields, MAX_IP_LEN};
 use crate::error::ConfigError;
 use packet::{Packet, PacketBatch};
+use ring::rand::SecureRandom;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,6 +51,10 @@ impl ElementClass for ESPEncapClass {
             return Err(cx.error("TTL must be at least 1"));
         }
         let sa = Sa::new(spi, &key, esn).map_err(e)?;
+        let mut mask = [0u8; 8];
+        ring::rand::SystemRandom::new()
+            .fill(&mut mask)
+            .map_err(|_| cx.error("no random numbers from the system for the IVs"))?;
         Ok(Arc::new(ESPEncapSpec {
             shared: Arc::new(Shared {
                 sa,
@@ -53,6 +62,7 @@ impl ElementClass for ESPEncapClass {
                 dst: dst.octets(),
                 ttl,
                 next_seq: AtomicU64::new(1),
+                iv_mask: u64::from_ne_bytes(mask),
                 next_id: AtomicU32::new(0),
                 drops: AtomicU64::new(0),
             }),
@@ -68,6 +78,8 @@ pub(super) struct Shared {
     pub(super) ttl: u8,
     /// The next sequence number to give out.
     pub(super) next_seq: AtomicU64,
+    /// XORed into each sequence number to make its IV.
+    pub(super) iv_mask: u64,
     pub(super) next_id: AtomicU32,
     pub(super) drops: AtomicU64,
 }
@@ -93,8 +105,13 @@ impl ElementSpec for ESPEncapSpec {
         let s = &self.shared;
         match name {
             "spi" => Some(s.sa.spi.to_string()),
-            // The last sequence number given out (0 before the first packet).
-            "seq" => Some((s.next_seq.load(Ordering::Relaxed) - 1).to_string()),
+            // The last sequence number given out (0 before the first packet; without
+            // ESN at most 2^32 - 1, past which packets are dropped).
+            "seq" => {
+                let last = s.next_seq.load(Ordering::Relaxed) - 1;
+                let max = if s.sa.esn { u64::MAX } else { u64::from(u32::MAX) };
+                Some(last.min(max).to_string())
+            }
             "drops" => Some(s.drops.load(Ordering::Relaxed).to_string()),
             _ => None,
         }
@@ -131,7 +148,7 @@ impl Shared {
             p.take(pad + TRAILER + ICV_LEN);
             return false;
         }
-        let iv = seq.to_be_bytes();
+        let iv = (seq ^ self.iv_mask).to_be_bytes();
         let d = p.data_mut();
         let (front, rest) = d.split_at_mut(FRONT);
         let (plain, icv) = rest.split_at_mut(sealed);

@@ -64,12 +64,18 @@ impl FromArg for KeyArg {
             .map(KeyArg)
     }
     fn why_not(s: &str) -> Option<String> {
+        let t = s.trim();
+        let h = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
         Some(match Self::hex(s) {
-            None => "not an even number of hexadecimal digits".to_string(),
             Some(k) => format!(
                 "{} bytes, where an AES-128 key and salt are 20 and an AES-256 key and salt 36",
                 k.len()
             ),
+            None => match h.chars().find(|c| !c.is_ascii_hexdigit()) {
+                Some(c) => format!("'{c}' is not a hexadecimal digit"),
+                None if h.is_empty() => "no hexadecimal digits".to_string(),
+                None => "an odd number of hexadecimal digits".to_string(),
+            },
         })
     }
 }

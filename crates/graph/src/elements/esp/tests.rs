@@ -49,24 +49,42 @@ fn key(s: &str) -> KeyArg {
 
 #[test]
 fn encapsulates_as_the_independent_implementation_does() {
-    let mut h = encap4();
-    let out = h.push(0, vec![Packet::from_slice(&hex(INNER4))]);
-    let p = &out[0][0];
+    // (The vector's IV is the sequence number itself: no mask.)
+    let shared = encap_shared(Sa::new(0x1000, &key(KEY128), false).unwrap());
+    let mut p = Packet::from_slice(&hex(INNER4));
+    assert!(shared.encapsulate(&mut p, 1, 0));
     assert_eq!(p.data(), &hex(ESP4)[..]);
     assert_eq!(p.anno().dst_ip(), [192, 0, 2, 2]);
     assert_eq!(p.network_header_offset(), Some(0));
     assert_eq!(p.network_header_length(), 20);
-    assert_eq!(h.read("seq"), "1");
-    assert_eq!(h.read("spi"), "4096");
-    // The next packet takes the next sequence number (in the ESP header and the IV)
-    // and the next outer ID.
-    let out = h.push(0, vec![Packet::from_slice(&hex(INNER4))]);
-    let d = out[0][0].data();
-    assert_eq!(&d[4..6], &[0, 1]);
-    assert_eq!(&d[24..28], &[0, 0, 0, 2]);
-    assert_eq!(&d[28..36], &[0, 0, 0, 0, 0, 0, 0, 2]);
+}
+
+#[test]
+fn sequence_numbers_and_ids_count_on_and_ivs_differ_between_runs() {
+    let mut h = encap4();
+    let one = h.push(0, vec![Packet::from_slice(&hex(INNER4))]);
+    let two = h.push(0, vec![Packet::from_slice(&hex(INNER4))]);
+    let (a, b) = (one[0][0].data(), two[0][0].data());
+    // ESP header sequence numbers 1 and 2, outer IDs 0 and 1.
+    assert_eq!((&a[24..28], &b[24..28]), (&[0, 0, 0, 1][..], &[0, 0, 0, 2][..]));
+    assert_eq!((&a[4..6], &b[4..6]), (&[0, 0][..], &[0, 1][..]));
+    // IVs: the sequence numbers under one mask, so they differ as 1 and 2 do.
+    let iv = |d: &[u8]| u64::from_be_bytes(d[28..36].try_into().unwrap());
+    assert_eq!(iv(a) ^ iv(b), 1 ^ 2);
     assert_eq!(h.read("seq"), "2");
+    assert_eq!(h.read("spi"), "4096");
     assert_eq!(h.read("drops"), "0");
+    // The same configuration built again (a restarted router) starts again at
+    // sequence number 1, with other IVs, so no nonce repeats under the key. (Equal
+    // masks: a chance of 1 in 2^64.)
+    let again = encap4().push(0, vec![Packet::from_slice(&hex(INNER4))]);
+    let c = again[0][0].data();
+    assert_eq!(&c[24..28], &[0, 0, 0, 1]);
+    assert_ne!(iv(c), iv(a));
+    // Both open at the other end all the same (the IV travels in the packet).
+    let mut d = decap4(2);
+    assert_eq!(d.push(0, vec![Packet::from_slice(c)])[0].len(), 1);
+    assert_eq!(d.push(0, vec![Packet::from_slice(b)])[0].len(), 1);
 }
 
 /// ESPEncap's shared state from 192.0.2.1 to 192.0.2.2, TTL 64, for calls of
@@ -78,6 +96,7 @@ fn encap_shared(sa: Sa) -> EncapShared {
         dst: [192, 0, 2, 2],
         ttl: 64,
         next_seq: AtomicU64::new(1),
+        iv_mask: 0,
         next_id: AtomicU32::new(0),
         drops: AtomicU64::new(0),
     }
@@ -316,6 +335,50 @@ fn dummy_packets_are_discarded_and_bad_trailers_dropped() {
     assert_eq!(h.read("bad"), "3");
     // They were authentic: their sequence numbers are used up.
     assert_eq!(h.read("seq"), "4");
+    // A dummy twice in one batch is one dummy and one replay, as in two batches.
+    let mut dummy = inner.clone();
+    dummy.extend_from_slice(&[1, 59]);
+    let twice = sealed_raw(&dummy, 5);
+    h.push(0, vec![Packet::from_slice(&twice), Packet::from_slice(&twice)]);
+    assert_eq!((h.read("dummies"), h.read("replays")), ("2".into(), "1".into()));
+    h.push(0, vec![Packet::from_slice(&twice)]);
+    assert_eq!((h.read("dummies"), h.read("replays")), ("2".into(), "2".into()));
+}
+
+#[test]
+fn congestion_marked_on_the_tunnel_reaches_ecn_capable_inner_packets() {
+    use crate::elements::ip::testutil::cksum;
+    // INNER4 with ECN ECT(0) (TOS 0x2a) and its checksum; INNER6 with traffic class
+    // 0xb9 (ECT(1)); INNER4 as it is (TOS 0x28: not ECN-capable).
+    let mut ect4 = hex(INNER4);
+    ect4[1] = 0x2a;
+    ect4[10..12].copy_from_slice(&[0, 0]);
+    let c = cksum(&ect4[..20]);
+    ect4[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut ect6 = hex(INNER6);
+    ect6[1] |= 0x10;
+    let not_ect = hex(INNER4);
+    let mut h = decap4(2);
+    for (seq, (inner, next)) in [(&ect4, 4), (&ect6, 41), (&not_ect, 4)].into_iter().enumerate() {
+        let mut plain = inner.clone();
+        let pad = (4 - (plain.len() + 2) % 4) % 4;
+        plain.extend((1..=pad as u8).chain([pad as u8, next]));
+        let mut esp = sealed_raw(&plain, seq as u64 + 1);
+        // Outer ECN: Congestion Experienced (the ICV does not cover the outer header).
+        esp[1] = 0x03;
+        let out = h.push(0, vec![Packet::from_slice(&esp)]);
+        let got = out[0][0].data();
+        let mut want = inner.clone();
+        if next == 4 && inner[1] & 3 != 0 {
+            want[1] |= 3;
+            want[10..12].copy_from_slice(&[0, 0]);
+            let c = cksum(&want[..20]);
+            want[10..12].copy_from_slice(&c.to_be_bytes());
+        } else if next == 41 {
+            want[1] |= 0x30;
+        }
+        assert_eq!(got, &want[..], "packet {seq}");
+    }
 }
 
 #[test]
@@ -382,8 +445,16 @@ fn configuration_errors_say_what_is_wrong() {
     );
     assert_eq!(
         e(&ESPDecapClass, "0x1000, 0xabc"),
-        "KEY expects AES-GCM key and salt in hexadecimal (20 or 36 bytes): not an even number \
-         of hexadecimal digits"
+        "KEY expects AES-GCM key and salt in hexadecimal (20 or 36 bytes): an odd number of \
+         hexadecimal digits"
+    );
+    assert_eq!(
+        e(
+            &ESPDecapClass,
+            "0x1000, 0x000102030405060708090a0b0c0d0e0fdeadbeez"
+        ),
+        "KEY expects AES-GCM key and salt in hexadecimal (20 or 36 bytes): 'z' is not a \
+         hexadecimal digit"
     );
     assert_eq!(
         e(&ESPDecapClass, &format!("255, {KEY128}")),
