@@ -76,6 +76,15 @@ fn refused(args: &[&str]) -> String {
     stderr(&o)
 }
 
+/// Waits until the router at UNIX socket `s` has counted its source's 3 packets.
+fn wait_for_the_source(s: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ok(&["--unix", s, "read", "c.count"]) != "3\n" {
+        assert!(Instant::now() < deadline, "the counter never reached 3");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn handlers_are_read_and_written_and_stop_ends_the_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,11 +93,7 @@ fn handlers_are_read_and_written_and_stop_ends_the_run() {
     let mut router = start(&sock, "");
 
     // The source's 3 packets are counted; a value gets the newline it lacks.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ok(&["--unix", s, "read", "c.count"]) != "3\n" {
-        assert!(Instant::now() < deadline, "the counter never reached 3");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_the_source(s);
     assert_eq!(
         ok(&["--unix", s, "list"]),
         "ControlSocket@1\nInfiniteSource@2\nc\nGetIPAddress@4\nrt\nDiscard@6\nDiscard@7\n"
@@ -187,6 +192,7 @@ fn a_tcp_socket_is_reached_by_its_port() {
     let sock = dir.path().join("br.sock");
     let s = sock.to_str().unwrap();
     let _router = start(&sock, "tcp :: ControlSocket(TCP, 41950+, READONLY true);");
+    wait_for_the_source(s);
     let port = ok(&["--unix", s, "read", "tcp.port"]);
     let port = port.trim();
     assert_eq!(ok(&["--tcp", port, "read", "rt.lookup", "10.9.9.9"]), "0\n");
@@ -230,4 +236,55 @@ fn a_missing_router_is_named_with_what_to_check() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn a_filters_rules_change_while_traffic_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let s = sock.to_str().unwrap();
+    // Endless packets from 10.0.0.1 through a filter that lets them pass.
+    let config = format!(
+        "ControlSocket(unix, {s});
+         InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 c0000201>, LIMIT -1, BURST 32)
+           -> f :: IPFilter(allow src host 10.0.0.1, deny all) -> c :: Counter -> Discard;"
+    );
+    let _router = RouterProcess(
+        Command::new(env!("CARGO_BIN_EXE_brickroute"))
+            .args(["run", "--no-summary", "-e", &config])
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let count = || -> u64 {
+        let o = ctl(&["--unix", s, "read", "c.count"], "");
+        stdout(&o).trim().parse().unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count() == 0 {
+        assert!(Instant::now() < deadline, "no traffic");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(ok(&["--unix", s, "handlers", "f"]).contains("\nconfig\trw\n"));
+    assert_eq!(ok(&["--unix", s, "write", "f.config", "deny", "all"]), "");
+    assert_eq!(ok(&["--unix", s, "read", "f.config"]), "deny all\n");
+    // From the workers' next batch nothing passes: the count settles and stays.
+    std::thread::sleep(Duration::from_millis(100));
+    let settled = count();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(count(), settled);
+    // A refused change says why and leaves the rules alone.
+    let e = refused(&["--unix", s, "write", "f.config", "allow", "src", "host"]);
+    assert!(e.starts_with("brickroute ctl: 520 "), "{e}");
+    assert_eq!(ok(&["--unix", s, "read", "f.config"]), "deny all\n");
+    // And back: traffic passes again.
+    assert_eq!(ok(&["--unix", s, "write", "f.config", "allow all"]), "");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count() == settled {
+        assert!(Instant::now() < deadline, "traffic never passed again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

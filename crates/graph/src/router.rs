@@ -290,15 +290,15 @@ impl RouterSpec {
     /// element `element`, `(false, false)` when it has no such handler.
     pub fn handler_access(&self, element: &str, handler: &str) -> Option<(bool, bool)> {
         let e = self.find(element)?;
-        if STANDARD_HANDLERS.contains(&handler) {
-            return Some((true, false));
-        }
+        // A standard handler is readable; an element may make one writable too
+        // (`config`, for a live reconfiguration).
+        let standard = STANDARD_HANDLERS.contains(&handler);
         Some(
             e.spec
                 .handlers()
                 .iter()
                 .filter(|h| h.name == handler)
-                .fold((false, false), |(r, w), h| (r || h.read, w || h.write)),
+                .fold((standard, false), |(r, w), h| (r || h.read, w || h.write)),
         )
     }
 
@@ -393,6 +393,15 @@ impl RouterSpec {
                         .map(|h| (h.name.to_string(), h.read, h.write)),
                 );
                 all.sort();
+                // An element's own write handler of a standard one (`config`, written
+                // to reconfigure it live) is one handler, readable and writable.
+                all.dedup_by(|b, a| {
+                    let same = a.0 == b.0;
+                    if same {
+                        (a.1, a.2) = (a.1 || b.1, a.2 || b.2);
+                    }
+                    same
+                });
                 for (n, r, w) in all {
                     s.push_str(&format!(
                         "{}\t{}{}\n",
@@ -461,6 +470,11 @@ impl RouterSpec {
         // value the element took last.
         let mut config = lock(&e.config);
         match e.spec.write_handler(hname, value) {
+            Some(Ok(())) if hname == "config" => {
+                // The element took a whole new configuration.
+                *config = value.to_string();
+                Ok(())
+            }
             Some(Ok(())) => {
                 let reconfigures = e
                     .spec

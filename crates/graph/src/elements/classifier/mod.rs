@@ -19,10 +19,11 @@ mod tests;
 
 use crate::args::Args;
 use crate::element::*;
+use crate::elements::ip::encap::SharedSettings;
 use crate::error::ConfigError;
 use ipexpr::Action;
 use packet::{Packet, PacketBatch};
-use program::{Expr, Program, Target, View};
+use program::{Program, Target, View};
 use std::sync::Arc;
 
 /// The regions an IP pattern examines.
@@ -54,37 +55,113 @@ enum Mode {
     Ip,
 }
 
+/// Which of the three classes, for compiling its patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Classifier,
+    IPClassifier,
+    IPFilter,
+}
+
+impl Kind {
+    fn mode(self) -> Mode {
+        match self {
+            Kind::Classifier => Mode::Bytes,
+            Kind::IPClassifier | Kind::IPFilter => Mode::Ip,
+        }
+    }
+
+    /// The decision program of a configuration's patterns, for an element with
+    /// `noutputs` outputs; or why the patterns are refused.
+    fn compile(self, patterns: &[String], noutputs: usize) -> Result<Program, String> {
+        if self != Kind::IPFilter && patterns.len() != noutputs {
+            return Err(format!("need {} arguments, one per output port", noutputs));
+        }
+        let mut compiled = Vec::with_capacity(patterns.len());
+        for (slot, pat) in patterns.iter().enumerate() {
+            compiled.push(match self {
+                Kind::Classifier => (bytes::parse_pattern(slot, pat)?, Target::Out(slot as u32)),
+                Kind::IPClassifier => {
+                    let (action, e) =
+                        ipexpr::parse_filter_pattern(slot, &format!("{} {}", slot, pat), noutputs)?;
+                    (e, target(action))
+                }
+                Kind::IPFilter => {
+                    let (action, e) = ipexpr::parse_filter_pattern(slot, pat, noutputs)?;
+                    (e, target(action))
+                }
+            });
+        }
+        Ok(Program::compile(&compiled))
+    }
+}
+
+/// The program every worker runs, replaced as a whole by a write to `config` (a
+/// worker takes the new one at its next batch: each batch is classified by one
+/// program, the old or the new).
+type SharedProgram = SharedSettings<Arc<Program>>;
+
 struct ClassifierSpec {
-    program: Arc<Program>,
-    mode: Mode,
+    shared: Arc<SharedProgram>,
+    kind: Kind,
+    noutputs: usize,
 }
 
 impl ElementSpec for ClassifierSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
-        Box::new(ClassifierElement {
-            program: self.program.clone(),
-            single: self.program.single_test().map(|(test, yes, no)| SingleTest {
-                test: test.native(),
-                base: test.base,
-                yes: verdict_of(yes),
-                no: verdict_of(no),
-            }),
-            mode: self.mode,
-        })
+        let (generation, program) = self.shared.snapshot();
+        let mut e = ClassifierElement {
+            shared: self.shared.clone(),
+            generation,
+            single: None,
+            program,
+            mode: self.kind.mode(),
+        };
+        e.single = e.single_test();
+        Box::new(e)
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
-        vec![HandlerInfo::read("program")]
+        vec![HandlerInfo::read("program"), HandlerInfo::write("config")]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "program").then(|| self.program.unparse())
+        (name == "program").then(|| self.shared.read().unparse())
+    }
+    fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
+        (name == "config").then(|| {
+            let patterns = Args::new(value).rest();
+            let program = Arc::new(self.kind.compile(&patterns, self.noutputs)?);
+            self.shared.write(|p| *p = program);
+            Ok(())
+        })
     }
 }
 
 struct ClassifierElement {
+    shared: Arc<SharedProgram>,
+    /// The generation of the shared program `program` is.
+    generation: u64,
     program: Arc<Program>,
     /// The program as one test, when it is that simple.
     single: Option<SingleTest>,
     mode: Mode,
+}
+
+impl ClassifierElement {
+    fn single_test(&self) -> Option<SingleTest> {
+        self.program.single_test().map(|(test, yes, no)| SingleTest {
+            test: test.native(),
+            base: test.base,
+            yes: verdict_of(yes),
+            no: verdict_of(no),
+        })
+    }
+
+    /// Takes the program a write to `config` published.
+    #[cold]
+    fn reload(&mut self) {
+        (self.generation, self.program) = self.shared.snapshot();
+        self.single = self.single_test();
+    }
 }
 
 /// A program that is one test, prepared once per worker for the per-packet loop.
@@ -99,6 +176,9 @@ struct SingleTest {
 
 impl Element for ClassifierElement {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        if self.shared.generation() != self.generation {
+            self.reload();
+        }
         let prog = &*self.program;
         if out.len() >= crate::element::DROP as usize {
             for p in batch.drain() {
@@ -220,18 +300,13 @@ fn verdict(port: Option<u32>) -> u8 {
     }
 }
 
-fn one_per_output(patterns: &[String], cx: &BuildContext) -> Result<(), ConfigError> {
-    if patterns.len() != cx.noutputs {
-        return Err(cx.error(format!("need {} arguments, one per output port", cx.noutputs)));
-    }
-    Ok(())
-}
-
-fn spec(patterns: Vec<(Expr, Target)>, mode: Mode) -> Arc<dyn ElementSpec> {
-    Arc::new(ClassifierSpec {
-        program: Arc::new(Program::compile(&patterns)),
-        mode,
-    })
+fn spec(kind: Kind, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+    let program = kind.compile(&args.rest(), cx.noutputs).map_err(|e| cx.error(e))?;
+    Ok(Arc::new(ClassifierSpec {
+        shared: Arc::new(SharedSettings::new(Arc::new(program))),
+        kind,
+        noutputs: cx.noutputs,
+    }))
 }
 
 /// `Classifier(PATTERN_1, ..., PATTERN_N)`: byte patterns, one output per pattern.
@@ -245,14 +320,7 @@ impl ElementClass for ClassifierClass {
         PortCount::parse("1/-")
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
-        let patterns = args.rest();
-        one_per_output(&patterns, cx)?;
-        let mut compiled = Vec::with_capacity(patterns.len());
-        for (slot, pat) in patterns.iter().enumerate() {
-            let e = bytes::parse_pattern(slot, pat).map_err(|e| cx.error(e))?;
-            compiled.push((e, Target::Out(slot as u32)));
-        }
-        Ok(spec(compiled, Mode::Bytes))
+        spec(Kind::Classifier, args, cx)
     }
 }
 
@@ -267,15 +335,7 @@ impl ElementClass for IPClassifierClass {
         PortCount::parse("1/-")
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
-        let patterns = args.rest();
-        one_per_output(&patterns, cx)?;
-        let mut compiled = Vec::with_capacity(patterns.len());
-        for (slot, pat) in patterns.iter().enumerate() {
-            let (action, e) = ipexpr::parse_filter_pattern(slot, &format!("{} {}", slot, pat), cx.noutputs)
-                .map_err(|e| cx.error(e))?;
-            compiled.push((e, target(action)));
-        }
-        Ok(spec(compiled, Mode::Ip))
+        spec(Kind::IPClassifier, args, cx)
     }
 }
 
@@ -291,14 +351,7 @@ impl ElementClass for IPFilterClass {
         PortCount::parse("1/-")
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
-        let patterns = args.rest();
-        let mut compiled = Vec::with_capacity(patterns.len());
-        for (argno, pat) in patterns.iter().enumerate() {
-            let (action, e) =
-                ipexpr::parse_filter_pattern(argno, pat, cx.noutputs).map_err(|e| cx.error(e))?;
-            compiled.push((e, target(action)));
-        }
-        Ok(spec(compiled, Mode::Ip))
+        spec(Kind::IPFilter, args, cx)
     }
 }
 

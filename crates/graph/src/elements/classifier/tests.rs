@@ -972,3 +972,65 @@ fn classifier_with_more_than_255_outputs_routes_every_packet() {
     assert_eq!(out[299].len(), 1);
     assert_eq!(out.iter().map(|o| o.len()).sum::<usize>(), 1);
 }
+
+// ---- live rule changes through `config` ----
+
+/// A TCP packet from `src` (to 192.168.1.2).
+fn tcp_from(src: [u8; 4]) -> Packet {
+    let mut h = ip();
+    h.src = src;
+    ip_packet(&h.bytes(&tcp(1000, 80, 0x02, 512)))
+}
+
+#[test]
+fn a_config_write_replaces_the_rules_at_every_workers_next_batch() {
+    let mut a = Harness::new(&IPFilterClass, "allow src host 10.0.0.1, deny all", 1, 1);
+    let mut b = a.another_worker();
+    let (h1, h2) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+    assert_eq!(
+        classify(&mut a, vec![tcp_from(h1), tcp_from(h2)]),
+        [Some(0), None]
+    );
+    assert_eq!(
+        classify(&mut b, vec![tcp_from(h1), tcp_from(h2)]),
+        [Some(0), None]
+    );
+    a.write("config", "allow src host 10.0.0.2, deny all").unwrap();
+    // Both workers: the new rules from their next batch.
+    assert_eq!(
+        classify(&mut a, vec![tcp_from(h1), tcp_from(h2)]),
+        [None, Some(0)]
+    );
+    assert_eq!(
+        classify(&mut b, vec![tcp_from(h1), tcp_from(h2)]),
+        [None, Some(0)]
+    );
+    assert!(a.read("program").contains("10.0.0.2") || a.read("program").contains("0a000002"));
+    // A single test (the fast path of `12/0800, -`) is replaced as well.
+    let mut c = Harness::new(&ClassifierClass, "12/0800, -", 1, 2);
+    let arp_frame = || Packet::from_slice(&arp(1));
+    assert_eq!(one(&mut c, arp_frame()), Some(1));
+    c.write("config", "12/0806, -").unwrap();
+    assert_eq!(one(&mut c, arp_frame()), Some(0));
+}
+
+#[test]
+fn a_refused_config_write_leaves_the_rules_as_they_were() {
+    let mut f = Harness::new(&IPFilterClass, "allow tcp, deny all", 1, 1);
+    let e = f.write("config", "allow tcp port, deny all").unwrap_err();
+    assert!(e.contains("port"), "{e}");
+    assert_eq!(
+        f.write("config", "2 tcp, deny all").unwrap_err(),
+        build_error(&IPFilterClass, "2 tcp, deny all", 1, 1)
+            .trim_start_matches("e :: IPFilter: ")
+            .to_string()
+    );
+    assert_eq!(one(&mut f, tcp_pkt(1, 2, 0x02)), Some(0));
+    // Classifier and IPClassifier keep one pattern per output.
+    let mut c = Harness::new(&IPClassifierClass, "tcp, -", 1, 2);
+    assert_eq!(
+        c.write("config", "tcp, udp, -").unwrap_err(),
+        "need 2 arguments, one per output port"
+    );
+    assert_eq!(one(&mut c, udp_pkt(1, 2)), Some(1));
+}
