@@ -11,21 +11,64 @@ pub enum BenchCommand {
     /// Runs a shipped configuration over in-memory multi-queue ports (RSS-steered,
     /// one queue pair per worker) and reports packets/s and cycles/packet per worker.
     Pipeline(PipelineArgs),
+    /// RouteBricks' batching experiment: an application run with each pair of receive
+    /// batch k_p and transmit batch k_n, in turns over rounds, each pair's cycles a
+    /// packet against the unbatched k_p = k_n = 1 of the same rounds, with a bar chart.
+    Batching(crate::batching::BatchingArgs),
 }
 
+/// What both experiments run: the application, its frames and its workers, and how
+/// the result is printed.
 #[derive(clap::Args)]
-pub struct PipelineArgs {
+pub struct Shape {
     /// Application: `forward` (conf/forward.click), `route` (conf/router.click),
     /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes) or `ipsec`
     /// (conf/ipsec.click: every packet routed into an AES-128-GCM ESP tunnel).
     #[arg(long, default_value = "forward")]
-    app: String,
+    pub app: String,
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
     #[arg(long, default_value_t = 64)]
-    size: usize,
+    pub size: usize,
     /// Worker threads (1 to 1024).
     #[arg(long, default_value_t = 1)]
-    threads: usize,
+    pub threads: usize,
+    /// Flows in the traffic, 1 to 65536: one template frame each (kept by every
+    /// receiving port), with its own random source address and ports, so 5-tuples
+    /// are distinct but for chance repeats.
+    #[arg(long, default_value_t = 1024)]
+    pub flows: usize,
+    /// Directory of the shipped configurations.
+    #[arg(long, default_value = "conf")]
+    pub conf_dir: PathBuf,
+    /// Do not pin workers to cores.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Print one line of JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The shape's ranges, checked here so that an error names the option.
+pub fn check_shape(s: &Shape) -> Result<(), String> {
+    if !(64..=1518).contains(&s.size) {
+        return Err("--size must be between 64 and 1518 bytes".into());
+    }
+    if s.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if s.threads > runtime::MAX_WORKERS {
+        return Err(format!("--threads must be at most {}", runtime::MAX_WORKERS));
+    }
+    if !(1..=MAX_FLOWS).contains(&s.flows) {
+        return Err(format!("--flows must be from 1 to {}", MAX_FLOWS));
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct PipelineArgs {
+    #[command(flatten)]
+    shape: Shape,
     /// Random BGP-like routes added to the route table (apps route, route6 and ipsec).
     #[arg(long, default_value_t = 0)]
     routes: usize,
@@ -35,26 +78,12 @@ pub struct PipelineArgs {
     /// Run for S seconds with endless traffic (more than 0, at most 2^64 - 1).
     #[arg(long)]
     seconds: Option<f64>,
-    /// Flows in the traffic, 1 to 65536: one template frame each (kept by every
-    /// receiving port), with its own random source address and ports, so 5-tuples
-    /// are distinct but for chance repeats.
-    #[arg(long, default_value_t = 1024)]
-    flows: usize,
     /// Receive batch k_p (FromDevice BURST, 1 to 256).
     #[arg(long, default_value_t = 32)]
     kp: usize,
     /// Transmit batch k_n (ToDevice BURST, 1 to 256).
     #[arg(long, default_value_t = 16)]
     kn: usize,
-    /// Directory of the shipped configurations.
-    #[arg(long, default_value = "conf")]
-    conf_dir: PathBuf,
-    /// Do not pin workers to cores.
-    #[arg(long)]
-    no_pin: bool,
-    /// Print one line of JSON instead of the table.
-    #[arg(long)]
-    json: bool,
     /// Time every element call and print where the cycles went, element by element
     /// (the timing adds two TSC reads a call, so the run itself is slower).
     #[arg(long)]
@@ -76,6 +105,7 @@ pub struct PipelineArgs {
 pub fn main(cmd: BenchCommand) -> ExitCode {
     match cmd {
         BenchCommand::Pipeline(a) => run_pipeline(a),
+        BenchCommand::Batching(a) => crate::batching::main(a, app_config),
     }
 }
 
@@ -95,18 +125,7 @@ fn app_config(app: &str) -> Result<&'static str, String> {
 /// The numeric options' ranges, checked here so that the error names the option (the
 /// batches would otherwise fail in the rewritten configuration, blaming its lines).
 fn check_ranges(a: &PipelineArgs) -> Result<(), String> {
-    if !(64..=1518).contains(&a.size) {
-        return Err("--size must be between 64 and 1518 bytes".into());
-    }
-    if a.threads == 0 {
-        return Err("--threads must be at least 1".into());
-    }
-    if a.threads > runtime::MAX_WORKERS {
-        return Err(format!("--threads must be at most {}", runtime::MAX_WORKERS));
-    }
-    if !(1..=MAX_FLOWS).contains(&a.flows) {
-        return Err(format!("--flows must be from 1 to {}", MAX_FLOWS));
-    }
+    check_shape(&a.shape)?;
     for (name, burst) in [("--kp", a.kp), ("--kn", a.kn)] {
         if !(1..=MAX_BATCH).contains(&burst) {
             return Err(format!("{} must be from 1 to {}", name, MAX_BATCH));
@@ -119,7 +138,7 @@ fn check_ranges(a: &PipelineArgs) -> Result<(), String> {
 }
 
 fn run_pipeline(a: PipelineArgs) -> ExitCode {
-    let conf = match app_config(&a.app) {
+    let conf = match app_config(&a.shape.app) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("brickroute bench pipeline: {}", e);
@@ -132,7 +151,7 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
     }
     // The baseline app's name and configuration.
     let baseline = match a.baseline.as_deref() {
-        None if a.app == "forward" => None,
+        None if a.shape.app == "forward" => None,
         None => Some(("forward", "forward")),
         Some("none") => None,
         Some(b) => match app_config(b) {
@@ -145,16 +164,16 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
     };
     let opts = PipelineOptions {
         app: conf.to_string(),
-        conf_dir: a.conf_dir,
-        size: a.size,
+        conf_dir: a.shape.conf_dir,
+        size: a.shape.size,
         packets: a.packets,
         seconds: a.seconds,
-        threads: a.threads,
+        threads: a.shape.threads,
         routes: a.routes,
-        flows: a.flows,
+        flows: a.shape.flows,
         rx_burst: a.kp,
         tx_burst: a.kn,
-        pin: !a.no_pin,
+        pin: !a.shape.no_pin,
         profile: a.profile,
         baseline: baseline.map(|(_, conf)| conf.to_string()),
         rounds: a.rounds as usize,
@@ -163,12 +182,12 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
     let run = pipeline(&opts);
     match run {
         Ok(mut r) => {
-            r.app = a.app.clone();
+            r.app = a.shape.app.clone();
             // (Reported under the application's name, not its configuration's.)
             if let (Some(b), Some((app, _))) = (r.baseline.as_mut(), baseline) {
                 b.app = app.to_string();
             }
-            if a.json {
+            if a.shape.json {
                 println!("{}", r.to_json_line());
             } else {
                 print!("{}", r);

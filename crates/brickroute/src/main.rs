@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod addresses;
+mod batching;
 mod bench;
 mod control;
 mod cpu;

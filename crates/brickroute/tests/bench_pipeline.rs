@@ -285,3 +285,101 @@ fn a_missing_baseline_configuration_is_named_as_the_baselines() {
         assert!(stdout(&o).is_empty());
     }
 }
+
+#[test]
+fn batching_runs_every_pair_against_the_unbatched_one() {
+    let o = brickroute(&[
+        "bench",
+        "batching",
+        "--no-pin",
+        "--kp",
+        "32,1",
+        "--kn",
+        "1,16",
+        "--packets",
+        "20000",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (j["app"].as_str(), j["packets"].as_u64(), j["rounds"].as_u64()),
+        (Some("forward"), Some(20000), Some(2))
+    );
+    let cells = j["cells"].as_array().unwrap();
+    let pairs: Vec<(u64, u64)> = cells
+        .iter()
+        .map(|c| (c["kp"].as_u64().unwrap(), c["kn"].as_u64().unwrap()))
+        .collect();
+    // The unbatched pair first, then the asked ones in the order given.
+    assert_eq!(pairs, [(1, 1), (32, 1), (32, 16), (1, 16)]);
+    assert_eq!(cells[0]["speedup"].as_f64(), Some(1.0));
+    for c in cells {
+        assert!(c["cycles_per_packet"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["mpps"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    // The table: a heading, a row per pair with its ratio and a bar.
+    let o = brickroute(&[
+        "bench",
+        "batching",
+        "--no-pin",
+        "--kp",
+        "4",
+        "--kn",
+        "2",
+        "--packets",
+        "2000",
+        "--rounds",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "app forward  size 64 B  threads 1  flows 1024  2000 packets a run, 1 round (medians)"
+    );
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(
+        lines[2].trim_start().starts_with("1     1 ") && lines[2].contains("   1.00x  "),
+        "{out}"
+    );
+    assert!(lines[3].trim_start().starts_with("4     2 "), "{out}");
+    // Bars in eighths of a character, the largest ratio's 40 characters long.
+    let bars: Vec<&str> = lines[2..]
+        .iter()
+        .map(|l| l.rsplit("x  ").next().unwrap())
+        .collect();
+    assert!(
+        bars.iter()
+            .all(|b| !b.is_empty() && b.chars().all(|c| "█▏▎▍▌▋▊▉".contains(c))),
+        "{out}"
+    );
+    assert!(bars.iter().any(|b| *b == "█".repeat(40)), "{out}");
+}
+
+#[test]
+fn batching_refuses_batches_out_of_range_and_unknown_apps() {
+    for (args, err) in [
+        (
+            &["--kp", "0"][..],
+            "brickroute bench batching: --kp 0: each batch must be from 1 to 256\n",
+        ),
+        (
+            &["--kn", "1,300"][..],
+            "brickroute bench batching: --kn 300: each batch must be from 1 to 256\n",
+        ),
+        (
+            &["--app", "bridge"][..],
+            "brickroute bench batching: unknown app 'bridge' (known: forward, route, route6, ipsec)\n",
+        ),
+    ] {
+        let mut all = vec!["bench", "batching"];
+        all.extend_from_slice(args);
+        let o = brickroute(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&o), err);
+    }
+}
