@@ -22,8 +22,9 @@ pub enum BenchCommand {
 #[derive(clap::Args)]
 pub struct Shape {
     /// Application: `forward` (conf/forward.click), `route` (conf/router.click),
-    /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes) or `ipsec`
-    /// (conf/ipsec.click: every packet routed into an AES-128-GCM ESP tunnel).
+    /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes), `ipsec`
+    /// (conf/ipsec.click: every packet routed into an AES-128-GCM ESP tunnel) or
+    /// `filter` (conf/filter.click: every packet through an IPFilter).
     #[arg(long, default_value = "forward")]
     pub app: String,
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
@@ -72,6 +73,15 @@ pub struct PipelineArgs {
     /// Random BGP-like routes added to the route table (apps route, route6 and ipsec).
     #[arg(long, default_value_t = 0)]
     routes: usize,
+    /// Deny rules added in front of the IPFilter's own (app filter), none matching the
+    /// traffic, so each packet is tested against them all (0 to 65536).
+    #[arg(long, default_value_t = 0)]
+    rules: usize,
+    /// Rewrite the IPFilter's rules this many times a second while the app runs
+    /// (app filter; the rules with the last added one changed, then back). With
+    /// `--baseline filter` the same filter runs without rewrites beside it.
+    #[arg(long, default_value_t = 0.0)]
+    rule_updates: f64,
     /// Process exactly N packets (default 10,000,000 unless --seconds is given).
     #[arg(long, conflicts_with = "seconds")]
     packets: Option<u64>,
@@ -90,7 +100,7 @@ pub struct PipelineArgs {
     profile: bool,
     /// Application run right after, with the same frame size, workers, flows, batches
     /// and packets (or seconds) and no added routes, to compare cycles a packet with in
-    /// the same run: `forward`, `route`, `route6`, `ipsec` or `none`. Default: `forward`
+    /// the same run: `forward`, `route`, `route6`, `ipsec`, `filter` or `none`. Default: `forward`
     /// for the others (RouteBricks' yardstick, minimal forwarding), `none` for forward.
     #[arg(long)]
     baseline: Option<String>,
@@ -115,8 +125,9 @@ fn app_config(app: &str) -> Result<&'static str, String> {
         "route" => Ok("router"),
         "route6" => Ok("router6"),
         "ipsec" => Ok("ipsec"),
+        "filter" => Ok("filter"),
         _ => Err(format!(
-            "unknown app '{}' (known: forward, route, route6, ipsec)",
+            "unknown app '{}' (known: forward, route, route6, ipsec, filter)",
             app
         )),
     }
@@ -130,6 +141,12 @@ fn check_ranges(a: &PipelineArgs) -> Result<(), String> {
         if !(1..=MAX_BATCH).contains(&burst) {
             return Err(format!("{} must be from 1 to {}", name, MAX_BATCH));
         }
+    }
+    if a.rules > 65536 {
+        return Err("--rules must be at most 65536".into());
+    }
+    if !(0.0..=100_000.0).contains(&a.rule_updates) {
+        return Err("--rule-updates must be from 0 to 100000 a second".into());
     }
     if let Some(s) = a.seconds {
         seconds_option("--seconds", s)?;
@@ -170,6 +187,8 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         seconds: a.seconds,
         threads: a.shape.threads,
         routes: a.routes,
+        rules: a.rules,
+        rule_updates: a.rule_updates,
         flows: a.shape.flows,
         rx_burst: a.kp,
         tx_burst: a.kn,

@@ -177,7 +177,7 @@ fn forwarding_and_none_have_no_baseline_and_an_unknown_one_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o).trim(),
-        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6, ipsec) or none"
+        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6, ipsec, filter) or none"
     );
     assert!(stdout(&o).is_empty());
 }
@@ -373,7 +373,7 @@ fn batching_refuses_batches_out_of_range_and_unknown_apps() {
         ),
         (
             &["--app", "bridge"][..],
-            "brickroute bench batching: unknown app 'bridge' (known: forward, route, route6, ipsec)\n",
+            "brickroute bench batching: unknown app 'bridge' (known: forward, route, route6, ipsec, filter)\n",
         ),
     ] {
         let mut all = vec!["bench", "batching"];
@@ -382,4 +382,58 @@ fn batching_refuses_batches_out_of_range_and_unknown_apps() {
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert_eq!(stderr(&o), err);
     }
+}
+
+#[test]
+fn filter_rules_are_rewritten_while_the_app_runs() {
+    // 50 deny rules none of the traffic matches: every packet passes the filter, also
+    // while its rules are rewritten 200 times a second.
+    let j = pipeline_json(&[
+        "--app",
+        "filter",
+        "--rules",
+        "50",
+        "--rule-updates",
+        "200",
+        "--seconds",
+        "0.3",
+    ]);
+    assert_eq!(j["rules"].as_u64(), Some(50), "{j}");
+    let packets = j["packets"].as_u64().unwrap();
+    assert!(packets > 0, "{j}");
+    assert_eq!(j["tx_packets"].as_u64(), Some(packets), "{j}");
+    assert!(j["rule_writes"].as_u64().unwrap() >= 1, "{j}");
+    assert!(j["rule_write_median_us"].as_f64().unwrap() > 0.0, "{j}");
+    // Without updates: the rules, no writes; the table says so.
+    let out = pipeline_out(&[
+        "--app",
+        "filter",
+        "--rules",
+        "10",
+        "--packets",
+        "5000",
+        "--baseline",
+        "none",
+    ]);
+    assert!(
+        out.contains("filter: 10 rules added; 0 rule writes while it ran"),
+        "{out}"
+    );
+    assert!(out.contains("transmitted 5000 packets"), "{out}");
+    // Rules need a filter.
+    let o = brickroute(&[
+        "bench",
+        "pipeline",
+        "--app",
+        "forward",
+        "--rules",
+        "5",
+        "--packets",
+        "100",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "brickroute bench pipeline: rules need an IPFilter in the configuration (app filter)\n"
+    );
 }

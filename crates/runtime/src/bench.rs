@@ -77,6 +77,13 @@ pub struct PipelineOptions {
     pub threads: usize,
     /// Random routes to add to the route lookup element.
     pub routes: usize,
+    /// Deny rules put in front of the configuration's `IPFilter` rules, none of which
+    /// the traffic matches (so every packet is tested against all of them).
+    pub rules: usize,
+    /// Writes a second of the `IPFilter`'s `config` while the run goes (0: none), each
+    /// the `rules` rules with the last one changed, then back: the classifier rule
+    /// update experiment.
+    pub rule_updates: f64,
     /// Flows in the traffic template, 1 to [`MAX_FLOWS`]: one frame each, with its
     /// own random addresses and ports.
     pub flows: usize,
@@ -114,6 +121,8 @@ impl Default for PipelineOptions {
             seconds: None,
             threads: 1,
             routes: 0,
+            rules: 0,
+            rule_updates: 0.0,
             flows: 1024,
             rx_burst: packet::DEFAULT_BATCH,
             tx_burst: crate::device::DEFAULT_TX_BURST,
@@ -460,6 +469,48 @@ struct Bench {
     /// The exact packet budget (none with `seconds`; for rounds, each round's).
     packets: Option<u64>,
     route_install_seconds: f64,
+    /// The `IPFilter` the rules go into and its two rule sets, when there are rules.
+    filter: Option<Filter>,
+    /// Each rule write's time while the runs went, microseconds.
+    rule_writes: std::sync::Mutex<Vec<f64>>,
+}
+
+/// The filter of the rule update experiment: its `config` handler and the two rule
+/// sets written in turn.
+struct Filter {
+    handler: String,
+    configs: [String; 2],
+}
+
+impl Filter {
+    /// `n` deny rules for sources in 11.0.0.0/8 (the traffic comes from 100.64.0.0/10),
+    /// then the configuration's own rules `own`; the second set's last deny rule is for
+    /// 12.0.0.0/24 instead. Installs the first.
+    fn install(spec: &RouterSpec, flat: &FlatConfig, n: usize) -> Result<Filter, String> {
+        let f = flat
+            .elements
+            .iter()
+            .find(|e| e.class == "IPFilter")
+            .ok_or("rules need an IPFilter in the configuration (app filter)")?;
+        let rule = |k: usize| format!("deny src net 11.{}.{}.0/24", k >> 8 & 255, k & 255);
+        let mut rules: Vec<String> = (0..n).map(rule).collect();
+        let with_own = |rules: &[String]| {
+            let mut all = rules.to_vec();
+            all.push(f.config.trim().to_string());
+            all.join(", ")
+        };
+        let first = with_own(&rules);
+        if let Some(last) = rules.last_mut() {
+            *last = "deny src net 12.0.0.0/24".to_string();
+        }
+        let filter = Filter {
+            handler: format!("{}.config", f.name),
+            configs: [first, with_own(&rules)],
+        };
+        spec.write_handler(&filter.handler, &filter.configs[0])
+            .map_err(|e| format!("{}: {}", filter.handler, e))?;
+        Ok(filter)
+    }
 }
 
 impl Bench {
@@ -536,6 +587,11 @@ impl Bench {
             }
             None => 0.0,
         };
+        let filter = if opts.rules > 0 || opts.rule_updates > 0.0 {
+            Some(Filter::install(&spec, &flat, opts.rules)?)
+        } else {
+            None
+        };
         Ok(Bench {
             opts,
             spec,
@@ -543,6 +599,8 @@ impl Bench {
             nrx,
             packets,
             route_install_seconds,
+            filter,
+            rule_writes: Default::default(),
         })
     }
 
@@ -566,8 +624,48 @@ impl Bench {
                 None
             }
         };
-        runtime.run_until(&self.spec, limit, || {
-            budgeted && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
+        let run = || {
+            runtime.run_until(&self.spec, limit, || {
+                budgeted && rx_ports.iter().all(|p| (0..threads).all(|q| p.rx_finished(q)))
+            })
+        };
+        match &self.filter {
+            Some(f) if self.opts.rule_updates > 0.0 => self.run_with_rule_writes(f, run),
+            _ => run(),
+        }
+    }
+
+    /// `run` with a thread beside it that writes the filter's two rule sets in turn,
+    /// `rule_updates` times a second, until `run` returns; each write's time is kept.
+    fn run_with_rule_writes(&self, f: &Filter, run: impl FnOnce() -> RunStats) -> RunStats {
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let period = Duration::from_secs_f64(1.0 / self.opts.rule_updates);
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let mut times = Vec::new();
+                let mut next = Instant::now();
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    next += period;
+                    if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    let t = Instant::now();
+                    let r = self
+                        .spec
+                        .write_handler(&f.handler, &f.configs[(times.len() + 1) % 2]);
+                    debug_assert!(r.is_ok(), "{:?}", r);
+                    times.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                times
+            });
+            let stats = run();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            let times = writer.join().expect("rule writer");
+            self.rule_writes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(times);
+            stats
         })
     }
 
@@ -581,6 +679,10 @@ impl Bench {
             &self.ports,
             self.route_install_seconds,
         );
+        let writes = self.rule_writes.lock().unwrap_or_else(|e| e.into_inner());
+        r.rules = self.opts.rules;
+        r.rule_writes = writes.len() as u64;
+        r.rule_write_median_us = if writes.is_empty() { 0.0 } else { median(&writes) };
         if self.opts.profile {
             if let [stats] = runs {
                 r.elements = element_reports(&self.spec, stats, r.packets);
@@ -598,6 +700,9 @@ impl Bench {
             app: app.to_string(),
             config: None,
             routes: 0,
+            // The same filter without updates, when the baseline is the app itself.
+            rules: if app == self.opts.app { self.opts.rules } else { 0 },
+            rule_updates: 0.0,
             profile: false,
             baseline: None,
             ..self.opts.clone()
@@ -747,6 +852,9 @@ fn report(
         empty_poll_share: all.empty_poll_share(),
         tsc_ghz: all.tsc_hz / 1e9,
         route_install_seconds,
+        rules: 0,
+        rule_writes: 0,
+        rule_write_median_us: 0.0,
         workers: all
             .workers
             .iter()

@@ -40,6 +40,12 @@ pub struct PipelineReport {
     pub tsc_ghz: f64,
     /// Time to install the `routes` random routes, seconds.
     pub route_install_seconds: f64,
+    /// Deny rules added in front of the IPFilter's own.
+    pub rules: usize,
+    /// Writes of the IPFilter's rules during the runs, and their median time in
+    /// microseconds (compiling and publishing the rules).
+    pub rule_writes: u64,
+    pub rule_write_median_us: f64,
     pub workers: Vec<WorkerReport>,
     /// With `profile`: every element that was called, summed over the workers, the
     /// dearest first; empty otherwise.
@@ -215,7 +221,7 @@ impl PipelineReport {
             )
         };
         format!(
-            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{}{}{},\"workers\":[{}]{}}}",
+            "{{\"app\":{},\"size\":{},\"threads\":{},\"routes\":{},\"flows\":{},\"packets\":{},\"tx_packets\":{},\"seconds\":{},\"mpps\":{},\"gbps\":{},\"cycles_per_packet\":{},\"empty_poll_share\":{},\"tsc_ghz\":{},\"route_install_seconds\":{},\"rules\":{},\"rule_writes\":{},\"rule_write_median_us\":{}{}{},\"workers\":[{}]{}}}",
             json_string(&self.app),
             self.size,
             self.threads,
@@ -230,6 +236,9 @@ impl PipelineReport {
             num(self.empty_poll_share, 4),
             num(self.tsc_ghz, 3),
             num(self.route_install_seconds, 6),
+            self.rules,
+            self.rule_writes,
+            num(self.rule_write_median_us, 1),
             rounds,
             baseline,
             workers.join(","),
@@ -249,6 +258,13 @@ impl fmt::Display for PipelineReport {
         )?;
         if self.routes > 0 {
             writeln!(f, "route install: {:.3} s", self.route_install_seconds)?;
+        }
+        if self.rules > 0 || self.rule_writes > 0 {
+            writeln!(
+                f,
+                "filter: {} rules added; {} rule writes while it ran, median {:.1} us a write (compile and publish)",
+                self.rules, self.rule_writes, self.rule_write_median_us
+            )?;
         }
         writeln!(
             f,
