@@ -4,10 +4,12 @@
 //! `socat`.
 //!
 //! Values and parameters travel in the protocol's data blocks (`READDATA`,
-//! `WRITEDATA`), never on the command line, so any bytes arrive as given: several lines
-//! of routes for a `ctrl` handler, or a value that begins with a space.
+//! `WRITEDATA`, protocol version 1.3), not on the command's line, so text of any shape
+//! arrives as given: several lines of routes for a `ctrl` handler, or a value that
+//! begins with a space. (The router takes UTF-8 text, and trims a read's parameter.)
 
 use crate::run::strerror;
+use graph::control::MAX_DATA;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
@@ -15,7 +17,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The greeting's prefix: any 1.x version of the protocol speaks these commands.
+/// The greeting's prefix. The data-block commands came with version 1.3; an older
+/// server answers them `501`, which is reported as its refusal.
 const GREETING: &str = "Click::ControlSocket/1.";
 
 /// The longest answer line taken from the router: well past any status line the
@@ -43,7 +46,8 @@ pub struct CtlArgs {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Prints a read handler's value (`c.count`, `rt.table`, `rt.lookup 10.0.0.1`).
-    #[command(allow_hyphen_values = true)]
+    /// (`-h` and `--help` are part of the parameter here: `brickroute ctl help read`.)
+    #[command(allow_hyphen_values = true, disable_help_flag = true)]
     Read {
         /// `ELEMENT.HANDLER`, or a global handler (`list`, `version`).
         handler: String,
@@ -52,7 +56,8 @@ enum Action {
         parameter: Vec<String>,
     },
     /// Calls a write handler (`rt.add 192.0.2.0/24 198.18.0.2 1`, `c.reset`).
-    #[command(allow_hyphen_values = true)]
+    /// (`-h` and `--help` are part of the value here: `brickroute ctl help write`.)
+    #[command(allow_hyphen_values = true, disable_help_flag = true)]
     Write {
         /// The value from this file instead (`-`: standard input), whole, lines
         /// included: many routes through a lookup element's `ctrl` handler at once.
@@ -79,69 +84,143 @@ enum Action {
 pub fn main(args: CtlArgs) -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+        Err(Failure(message, code)) => {
             for line in message.lines() {
                 eprintln!("brickroute ctl: {line}");
             }
-            ExitCode::FAILURE
+            ExitCode::from(code)
         }
     }
 }
 
-fn run(args: CtlArgs) -> Result<(), String> {
-    if !(args.timeout >= 0.0 && args.timeout <= 1e9) {
-        return Err(format!(
-            "--timeout {}: expected seconds from 0 to 1e9",
-            args.timeout
-        ));
-    }
-    let timeout = (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout));
-    let (stream, name) = match (&args.unix, &args.tcp) {
-        (Some(path), _) => (connect_unix(path, timeout)?, path.display().to_string()),
-        (None, Some(tcp)) => (connect_tcp(tcp, timeout)?, tcp.clone()),
-        (None, None) => unreachable!("clap requires --unix or --tcp"),
-    };
-    let mut router = Router::new(stream).map_err(|e| format!("{name}: {e}"))?;
-    let lost = |e: io::Error| format!("{name}: {e}");
-    match args.action {
-        Action::Read { handler, parameter } => {
-            let value = router
-                .read(&handler, parameter.join(" ").as_bytes())
-                .map_err(lost)??;
-            print(&value)
-        }
+/// Why `ctl` failed, and its exit status: 2 for a request refused before connecting
+/// (the command line, the value), 1 for the router's refusal or a failed connection.
+struct Failure(String, u8);
+
+fn usage(message: String) -> Failure {
+    Failure(message, 2)
+}
+
+fn failed(message: String) -> Failure {
+    Failure(message, 1)
+}
+
+/// One handler call.
+enum Request {
+    Read { handler: String, parameter: Vec<u8> },
+    Write { handler: String, value: Vec<u8> },
+}
+
+/// What the action asks of the router, checked before connecting; and how the value
+/// read is printed (`list` drops the count line).
+fn request(action: Action) -> Result<(Request, bool), Failure> {
+    let (request, names_only) = match action {
+        Action::Read { handler, parameter } => (
+            Request::Read {
+                handler,
+                parameter: parameter.join(" ").into_bytes(),
+            },
+            false,
+        ),
         Action::Write { file, handler, value } => {
             let value = match file {
-                Some(path) => {
-                    if !value.is_empty() {
-                        return Err(format!(
-                            "write {handler}: a value on the command line and --file {} \
-                             both; give one",
-                            path.display()
-                        ));
-                    }
-                    read_file(&path)?
+                Some(path) if !value.is_empty() => {
+                    return Err(usage(format!(
+                        "write {handler}: a value on the command line and --file {} both; \
+                         give one",
+                        path.display()
+                    )))
                 }
+                Some(path) => read_file(&path).map_err(failed)?,
                 None => value.join(" ").into_bytes(),
             };
-            router.write(&handler, &value).map_err(lost)?
+            (Request::Write { handler, value }, false)
         }
-        Action::List => {
-            let list = router.read("list", b"").map_err(lost)??;
-            // The handler's first line is the number of elements; the names follow.
-            let names: Vec<u8> = list
-                .split_inclusive(|&b| b == b'\n')
-                .skip(1)
-                .flatten()
-                .copied()
-                .collect();
-            print(&names)
+        Action::List => (
+            Request::Read {
+                handler: "list".into(),
+                parameter: Vec::new(),
+            },
+            true,
+        ),
+        Action::Handlers { element } => (
+            Request::Read {
+                handler: format!("{element}.handlers"),
+                parameter: Vec::new(),
+            },
+            false,
+        ),
+        Action::Stop => (
+            Request::Write {
+                handler: "stop".into(),
+                value: Vec::new(),
+            },
+            false,
+        ),
+    };
+    let (Request::Read {
+        handler,
+        parameter: data,
+    }
+    | Request::Write { handler, value: data }) = &request;
+    if handler.is_empty() || handler.contains(|c: char| c.is_whitespace()) {
+        return Err(usage(format!("{handler:?}: a handler's name is one word")));
+    }
+    if data.len() > MAX_DATA {
+        return Err(usage(format!(
+            "{handler}: {} bytes, where a control socket takes at most {MAX_DATA} (64 MiB) a call",
+            data.len()
+        )));
+    }
+    Ok((request, names_only))
+}
+
+fn run(args: CtlArgs) -> Result<(), Failure> {
+    if !(args.timeout >= 0.0 && args.timeout <= 1e9) {
+        return Err(usage(format!(
+            "--timeout {}: expected seconds from 0 to 1e9",
+            args.timeout
+        )));
+    }
+    // (At least a microsecond: a timeout of zero means none to the socket calls.)
+    let timeout =
+        (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout).max(Duration::from_micros(1)));
+    let (request, names_only) = request(args.action)?;
+    let (stream, name) = match (&args.unix, &args.tcp) {
+        (Some(path), _) => (connect_unix(path, timeout), path.display().to_string()),
+        (None, Some(tcp)) => (connect_tcp(tcp, timeout), tcp.clone()),
+        (None, None) => unreachable!("clap requires --unix or --tcp"),
+    };
+    let lost = |e: io::Error| {
+        failed(match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+                "{name}: no answer from the router within {} s (--timeout)",
+                args.timeout
+            ),
+            _ => format!("{name}: {}", strerror(&e)),
+        })
+    };
+    let mut router = Router::new(stream.map_err(failed)?).map_err(|e| match e {
+        Greeting::Refused(answer) => failed(answer),
+        Greeting::Lost(e) => lost(e),
+    })?;
+    match request {
+        Request::Read { handler, parameter } => {
+            let value = router.read(&handler, &parameter).map_err(lost)?.map_err(failed)?;
+            if names_only {
+                // The `list` handler's first line is the number of elements.
+                let names: Vec<u8> = value
+                    .split_inclusive(|&b| b == b'\n')
+                    .skip(1)
+                    .flatten()
+                    .copied()
+                    .collect();
+                print(&names).map_err(failed)
+            } else {
+                print(&value).map_err(failed)
+            }
         }
-        Action::Handlers { element } => {
-            let value = router.read(&format!("{element}.handlers"), b"").map_err(lost)??;
-            print(&value)
-        }
-        Action::Stop => router.write("stop", b"").map_err(lost)?,
+        Request::Write { handler, value } => router.write(&handler, &value).map_err(lost)?.map_err(failed),
     }
 }
 
@@ -201,8 +280,26 @@ impl Write for Stream {
     }
 }
 
-fn connect_unix(path: &PathBuf, timeout: Option<Duration>) -> Result<Stream, String> {
-    let s = UnixStream::connect(path).map_err(|e| {
+fn connect_unix(path: &std::path::Path, timeout: Option<Duration>) -> Result<Stream, String> {
+    // A router that accepts nothing (stopped, or its queue of connections full)
+    // leaves a UNIX connect blocked for good: the connect runs on a thread of its own,
+    // given up after the timeout (the process ends soon after, and the thread with it).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let to = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(UnixStream::connect(&to));
+    });
+    let connected = match timeout {
+        Some(t) => rx.recv_timeout(t).map_err(|_| {
+            format!(
+                "{}: the router took no connection within {} s (--timeout)",
+                path.display(),
+                t.as_secs_f64()
+            )
+        })?,
+        None => rx.recv().expect("the connecting thread sends"),
+    };
+    let s = connected.map_err(|e| {
         let hint = match e.kind() {
             io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
                 format!(
@@ -267,6 +364,14 @@ fn connect_tcp(spec: &str, timeout: Option<Duration>) -> Result<Stream, String> 
 /// A handler call the router refused: its answer's lines, each with its code.
 type Refusal = String;
 
+/// Why a connection did not start: the router refused it with an answer, or what
+/// came was no greeting (or nothing came).
+#[derive(Debug)]
+enum Greeting {
+    Refused(String),
+    Lost(io::Error),
+}
+
 /// One connection to a router's control socket.
 struct Router<S: Read + Write> {
     conn: BufReader<S>,
@@ -274,21 +379,29 @@ struct Router<S: Read + Write> {
 
 impl<S: Read + Write> Router<S> {
     /// Takes the router's greeting.
-    fn new(stream: S) -> io::Result<Self> {
+    fn new(stream: S) -> Result<Self, Greeting> {
         let mut r = Router {
             conn: BufReader::new(stream),
         };
-        let greeting = r.line()?;
-        if !greeting.starts_with(GREETING) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "not a Click control socket (it said {:?}, expected {GREETING}x)",
-                    shorten(&greeting)
-                ),
-            ));
+        let greeting = r.line().map_err(Greeting::Lost)?;
+        if greeting.starts_with(GREETING) {
+            return Ok(r);
         }
-        Ok(r)
+        // A router that serves no more connections says why instead (`590 Too many
+        // connections`).
+        let code = greeting
+            .get(..3)
+            .filter(|c| c.bytes().all(|b| b.is_ascii_digit()));
+        if code.is_some() && greeting.as_bytes().get(3).is_none_or(|&b| b == b' ') {
+            return Err(Greeting::Refused(greeting));
+        }
+        Err(Greeting::Lost(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "not a Click control socket (it said {:?}, expected {GREETING}x)",
+                shorten(&greeting)
+            ),
+        )))
     }
 
     /// Calls a read handler with a parameter (empty: none); its value, or the
@@ -296,7 +409,7 @@ impl<S: Read + Write> Router<S> {
     fn read(&mut self, handler: &str, parameter: &[u8]) -> io::Result<Result<Vec<u8>, Refusal>> {
         self.send("READDATA", handler, parameter)?;
         let (code, lines) = self.answer()?;
-        if code != 200 {
+        if !(200..300).contains(&code) {
             return Ok(Err(refusal(code, &lines)));
         }
         let data = self.line()?;
@@ -322,7 +435,7 @@ impl<S: Read + Write> Router<S> {
     fn write(&mut self, handler: &str, value: &[u8]) -> io::Result<Result<(), Refusal>> {
         self.send("WRITEDATA", handler, value)?;
         let (code, lines) = self.answer()?;
-        Ok(if code == 200 {
+        Ok(if (200..300).contains(&code) {
             Ok(())
         } else {
             Err(refusal(code, &lines))
@@ -330,12 +443,6 @@ impl<S: Read + Write> Router<S> {
     }
 
     fn send(&mut self, command: &str, handler: &str, data: &[u8]) -> io::Result<()> {
-        if handler.is_empty() || handler.contains(|c: char| c.is_whitespace()) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{handler:?}: a handler's name is one word"),
-            ));
-        }
         let conn = self.conn.get_mut();
         conn.write_all(format!("{command} {handler} {}\r\n", data.len()).as_bytes())?;
         conn.write_all(data)?;

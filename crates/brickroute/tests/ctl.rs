@@ -166,21 +166,33 @@ fn refusals_say_why_with_the_routers_codes() {
         format!("brickroute ctl: {}: No such file or directory\n", file.display())
     );
     std::fs::write(&file, "add 10.1.0.0/16 1\n").unwrap();
-    assert_eq!(
-        refused(&[
+    // A request refused before connecting: exit status 2.
+    let o = ctl(
+        &[
             "--unix",
             s,
             "write",
             "--file",
             file.to_str().unwrap(),
             "rt.ctrl",
-            "x"
-        ]),
+            "x",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
         format!(
             "brickroute ctl: write rt.ctrl: a value on the command line and --file {} both; \
              give one\n",
             file.display()
         )
+    );
+    // `-h` in a value is the value (the handler refuses it), not a request for help.
+    assert_eq!(
+        refused(&["--unix", s, "write", "rt.add", "-h"]),
+        "brickroute ctl: 520 Write handler 'rt.add' error:\n\
+         brickroute ctl: 520 expected 'ADDR/MASK [GATEWAY] OUTPUT'\n"
     );
     // Nothing refused was applied.
     assert_eq!(ok(&["--unix", s, "read", "rt.lookup", "10.1.2.3"]), "0\n");
@@ -202,6 +214,36 @@ fn a_tcp_socket_is_reached_by_its_port() {
         refused(&["--tcp", port, "write", "rt.add", "192.0.2.0/24", "1"]),
         "brickroute ctl: 530 Permission denied for 'rt.add'\n"
     );
+}
+
+#[test]
+fn a_silent_peer_is_given_up_after_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("silent.sock");
+    // Takes connections and says nothing: no greeting comes.
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let keep = std::thread::spawn(move || listener.accept().map(|(c, _)| c));
+    let o = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args([
+            "ctl",
+            "--timeout",
+            "0.5",
+            "--unix",
+            sock.to_str().unwrap(),
+            "read",
+            "c.count",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "brickroute ctl: {}: no answer from the router within 0.5 s (--timeout)\n",
+            sock.display()
+        )
+    );
+    drop(keep.join());
 }
 
 #[test]

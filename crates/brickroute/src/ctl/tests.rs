@@ -81,12 +81,22 @@ fn a_refused_read_reads_no_data_block() {
 
 #[test]
 fn a_peer_that_is_not_a_router_is_named_as_such() {
-    let e = Router::new(Scripted {
-        answers: Cursor::new(b"SSH-2.0-OpenSSH_9.2\r\n".to_vec()),
-        sent: Vec::new(),
-    })
-    .err()
-    .unwrap();
+    let greet = |bytes: &[u8]| {
+        Router::new(Scripted {
+            answers: Cursor::new(bytes.to_vec()),
+            sent: Vec::new(),
+        })
+        .err()
+        .unwrap()
+    };
+    let Greeting::Lost(e) = greet(b"SSH-2.0-OpenSSH_9.2\r\n") else {
+        panic!("taken for a refusal")
+    };
+    // A router that takes no more connections says so instead of greeting.
+    let Greeting::Refused(busy) = greet(b"590 Too many connections (64 open)\r\n") else {
+        panic!("not taken for a refusal")
+    };
+    assert_eq!(busy, "590 Too many connections (64 open)");
     assert_eq!(
         e.to_string(),
         "not a Click control socket (it said \"SSH-2.0-OpenSSH_9.2\", expected \
@@ -127,11 +137,33 @@ fn answers_out_of_protocol_are_errors() {
 }
 
 #[test]
-fn a_handler_name_is_one_word() {
-    let mut r = router(HELLO);
-    let e = r.write("rt add", b"").unwrap_err();
-    assert_eq!(e.to_string(), "\"rt add\": a handler's name is one word");
-    assert_eq!(sent(&r), "");
+fn requests_are_checked_before_connecting() {
+    let refused = |action| match request(action) {
+        Err(Failure(m, code)) => (m, code),
+        Ok(_) => panic!("accepted"),
+    };
+    let write = |handler: &str, value: Vec<String>| Action::Write {
+        file: None,
+        handler: handler.into(),
+        value,
+    };
+    assert_eq!(
+        refused(write("rt add", vec![])),
+        ("\"rt add\": a handler's name is one word".to_string(), 2)
+    );
+    // Over the control socket's data limit: the router would close the connection.
+    let big = "x".repeat(MAX_DATA);
+    assert_eq!(
+        refused(write("rt.ctrl", vec![big, "y".into()])),
+        (
+            format!(
+                "rt.ctrl: {} bytes, where a control socket takes at most {MAX_DATA} (64 MiB) a call",
+                MAX_DATA + 2
+            ),
+            2
+        )
+    );
+    assert!(request(write("rt.add", vec!["-h".into()])).is_ok());
 }
 
 #[test]
