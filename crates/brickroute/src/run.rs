@@ -122,31 +122,42 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
     }
 }
 
-/// Loads and checks the configuration, or prints why not. `devices` opens the network
-/// interfaces `FromDevice` and `ToDevice` name.
-/// `services` takes the configuration's control sockets (bound) and kernel route
-/// syncs.
-/// The classes that answer and send ARP themselves, and those that do IPv6 neighbour
-/// discovery. With one in the configuration, the AF_XDP interfaces hand the router the
-/// ARP (or neighbour discovery) for addresses other than their own, which their XDP
-/// program otherwise leaves to the kernel with the rest.
-const ARP_CLASSES: [&str; 2] = ["ARPResponder", "ARPQuerier"];
-const ND_CLASSES: [&str; 2] = ["IP6NDAdvertiser", "IP6NDSolicitor"];
+/// The inputs that take ARP frames from an interface (ARPResponder's requests,
+/// ARPQuerier's replies on input 1), and Neighbour Discovery frames (IP6NDAdvertiser's
+/// solicitations, IP6NDSolicitor's advertisements on input 1). An AF_XDP interface
+/// whose received frames can reach one of them hands the router the ARP (or neighbour
+/// discovery) for addresses other than its own, which its XDP program otherwise leaves
+/// to the kernel with the rest; the other interfaces leave it to the kernel.
+fn takes_arp(class: &str, input: usize) -> bool {
+    class == "ARPResponder" || class == "ARPQuerier" && input == 1
+}
+
+fn takes_nd(class: &str, input: usize) -> bool {
+    class == "IP6NDAdvertiser" || class == "IP6NDSolicitor" && input == 1
+}
 
 fn deliver_neighbor_frames(router: &RouterSpec, devices: &DeviceTable) -> Result<(), String> {
-    let has = |classes: &[&str]| router.element_classes().any(|c| classes.contains(&c));
-    let (arp, nd) = (has(&ARP_CLASSES), has(&ND_CLASSES));
     for d in devices.devices() {
-        if arp {
+        // A FromDevice of this interface.
+        let from_here = |class: &str, config: &str| {
+            class == "FromDevice"
+                && graph::args::Args::new(config)
+                    .required::<String>("DEVNAME")
+                    .is_ok_and(|dev| dev == d.name)
+        };
+        if router.reaches(from_here, takes_arp) {
             d.port.deliver_router_arp().map_err(|e| e.to_string())?;
         }
-        if nd {
+        if router.reaches(from_here, takes_nd) {
             d.port.deliver_router_nd().map_err(|e| e.to_string())?;
         }
     }
     Ok(())
 }
 
+/// Loads and checks the configuration, or prints why not. `devices` opens the network
+/// interfaces `FromDevice` and `ToDevice` name. `services` takes the configuration's
+/// control sockets (bound) and kernel route syncs.
 fn load(
     args: &RunArgs,
     threads: usize,

@@ -257,6 +257,28 @@ impl RouterSpec {
         &self.requirements
     }
 
+    /// Whether packets leaving an element for which `start(class, config)` holds can
+    /// reach, through the connections, an input for which `target(class, input)` holds
+    /// (an `ARPResponder`'s, say, from a `FromDevice` of one interface).
+    pub fn reaches(&self, start: impl Fn(&str, &str) -> bool, target: impl Fn(&str, usize) -> bool) -> bool {
+        let mut seen = vec![false; self.elements.len()];
+        let mut todo: Vec<usize> = (0..self.elements.len())
+            .filter(|&i| start(self.elements[i].class, &lock(&self.elements[i].config)))
+            .collect();
+        while let Some(i) = todo.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            for &(to, port) in &self.elements[i].dest {
+                if target(self.elements[to].class, port) {
+                    return true;
+                }
+                todo.push(to);
+            }
+        }
+        false
+    }
+
     fn find(&self, name: &str) -> Option<&ElementEntry> {
         self.find_index(name).map(|i| &self.elements[i])
     }
