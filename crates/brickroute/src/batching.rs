@@ -42,11 +42,11 @@ struct Cell {
 
 pub fn main(a: BatchingArgs, app_config: fn(&str) -> Result<&'static str, String>) -> ExitCode {
     match run(&a, app_config) {
-        Ok(cells) => {
+        Ok((cells, size)) => {
             if a.shape.json {
-                println!("{}", json(&a, &cells));
+                println!("{}", json(&a, size, &cells));
             } else {
-                print!("{}", table(&a, &cells));
+                print!("{}", table(&a, size, &cells));
             }
             ExitCode::SUCCESS
         }
@@ -90,13 +90,15 @@ fn pairs(a: &BatchingArgs) -> Vec<(usize, usize)> {
 fn run(
     a: &BatchingArgs,
     app_config: fn(&str) -> Result<&'static str, String>,
-) -> Result<Vec<Cell>, (String, u8)> {
+) -> Result<(Vec<Cell>, usize), (String, u8)> {
     let conf = app_config(&a.shape.app).map_err(|e| (e, 2))?;
     check(a).map_err(|e| (e, 2))?;
     let pairs = pairs(a);
     // cycles[pair][round], mpps[pair][round]
     let mut cycles = vec![Vec::new(); pairs.len()];
     let mut mpps = vec![Vec::new(); pairs.len()];
+    // The frame size the runs took (a route6 run raises 64 to its least, 66).
+    let mut size = a.shape.size;
     for _ in 0..a.rounds {
         for (i, &(kp, kn)) in pairs.iter().enumerate() {
             let opts = PipelineOptions {
@@ -112,11 +114,12 @@ fn run(
                 ..PipelineOptions::default()
             };
             let r = pipeline(&opts).map_err(|e| (format!("k_p {kp}, k_n {kn}: {e}"), 1))?;
+            size = r.size;
             cycles[i].push(r.cycles_per_packet);
             mpps[i].push(r.mpps);
         }
     }
-    Ok(pairs
+    let cells = pairs
         .iter()
         .enumerate()
         .map(|(i, &(kp, kn))| {
@@ -129,14 +132,15 @@ fn run(
                 speedup: median(&ratios),
             }
         })
-        .collect())
+        .collect();
+    Ok((cells, size))
 }
 
-fn table(a: &BatchingArgs, cells: &[Cell]) -> String {
+fn table(a: &BatchingArgs, size: usize, cells: &[Cell]) -> String {
     let mut s = format!(
         "app {}  size {} B  threads {}  flows {}  {} packets a run, {} round{} (medians)\n",
         a.shape.app,
-        a.shape.size,
+        size,
         a.shape.threads,
         a.shape.flows,
         a.packets,
@@ -167,7 +171,7 @@ fn bar(len: f64) -> String {
     b
 }
 
-fn json(a: &BatchingArgs, cells: &[Cell]) -> String {
+fn json(a: &BatchingArgs, size: usize, cells: &[Cell]) -> String {
     let cells: Vec<String> = cells
         .iter()
         .map(|c| {
@@ -180,7 +184,7 @@ fn json(a: &BatchingArgs, cells: &[Cell]) -> String {
     format!(
         "{{\"app\":\"{}\",\"size\":{},\"threads\":{},\"flows\":{},\"packets\":{},\"rounds\":{},\"cells\":[{}]}}",
         a.shape.app,
-        a.shape.size,
+        size,
         a.shape.threads,
         a.shape.flows,
         a.packets,

@@ -2,7 +2,7 @@
 
 use ::bench::units::seconds_option;
 use packet::MAX_BATCH;
-use runtime::bench::{pipeline, PipelineOptions, MAX_FLOWS};
+use runtime::bench::{pipeline, PipelineOptions, MAX_FLOWS, MAX_RULE_UPDATES, MIN_RULE_UPDATES};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -78,8 +78,10 @@ pub struct PipelineArgs {
     #[arg(long, default_value_t = 0)]
     rules: usize,
     /// Rewrite the IPFilter's rules this many times a second while the app runs
-    /// (app filter; the rules with the last added one changed, then back). With
-    /// `--baseline filter` the same filter runs without rewrites beside it.
+    /// (app filter, with --rules; 0.01 to 100000): the rules with the last added one
+    /// changed, then back, from the moment packets flow until the run ends, by a thread
+    /// of its own (unpinned: give it a spare core). With `--baseline filter` the same
+    /// filter runs without rewrites beside it.
     #[arg(long, default_value_t = 0.0)]
     rule_updates: f64,
     /// Process exactly N packets (default 10,000,000 unless --seconds is given).
@@ -145,8 +147,13 @@ fn check_ranges(a: &PipelineArgs) -> Result<(), String> {
     if a.rules > 65536 {
         return Err("--rules must be at most 65536".into());
     }
-    if !(0.0..=100_000.0).contains(&a.rule_updates) {
-        return Err("--rule-updates must be from 0 to 100000 a second".into());
+    if a.rule_updates != 0.0 && !(MIN_RULE_UPDATES..=MAX_RULE_UPDATES).contains(&a.rule_updates) {
+        return Err(format!(
+            "--rule-updates must be 0, or from {MIN_RULE_UPDATES} to {MAX_RULE_UPDATES} a second"
+        ));
+    }
+    if a.rule_updates > 0.0 && a.rules == 0 {
+        return Err("--rule-updates needs --rules: the rules it rewrites".into());
     }
     if let Some(s) = a.seconds {
         seconds_option("--seconds", s)?;

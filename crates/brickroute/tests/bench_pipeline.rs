@@ -437,3 +437,57 @@ fn filter_rules_are_rewritten_while_the_app_runs() {
         "brickroute bench pipeline: rules need an IPFilter in the configuration (app filter)\n"
     );
 }
+
+#[test]
+fn rule_updates_are_checked_and_stop_with_the_run() {
+    for (args, err) in [
+        (
+            &["--rules", "10", "--rule-updates", "1e-30"][..],
+            "brickroute bench pipeline: --rule-updates must be 0, or from 0.01 to 100000 a second\n",
+        ),
+        (
+            &["--rule-updates", "10"][..],
+            "brickroute bench pipeline: --rule-updates needs --rules: the rules it rewrites\n",
+        ),
+    ] {
+        let mut all = vec!["bench", "pipeline", "--app", "filter", "--packets", "1000"];
+        all.extend_from_slice(args);
+        let o = brickroute(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&o), err);
+    }
+    // One write every 5 s, a run far shorter: it ends without waiting for the writer's
+    // next turn, and no write is counted for it.
+    let j = pipeline_json(&[
+        "--app",
+        "filter",
+        "--rules",
+        "10",
+        "--rule-updates",
+        "0.2",
+        "--packets",
+        "1000",
+        "--baseline",
+        "none",
+    ]);
+    assert_eq!(j["rule_writes"].as_u64(), Some(0), "{j}");
+    // bench batching reports the frame size the runs took (route6's least is 66).
+    let o = brickroute(&[
+        "bench",
+        "batching",
+        "--no-pin",
+        "--app",
+        "route6",
+        "--kp",
+        "4",
+        "--kn",
+        "1",
+        "--packets",
+        "2000",
+        "--rounds",
+        "1",
+        "--json",
+    ]);
+    let j: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(j["size"].as_u64(), Some(66), "{j}");
+}

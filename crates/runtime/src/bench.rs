@@ -135,6 +135,10 @@ impl Default for PipelineOptions {
     }
 }
 
+/// The slowest and fastest rewrites of the filter's rules a second.
+pub const MIN_RULE_UPDATES: f64 = 0.01;
+pub const MAX_RULE_UPDATES: f64 = 100_000.0;
+
 /// Packets run when neither `packets` nor `seconds` is given.
 pub const DEFAULT_PACKETS: u64 = 10_000_000;
 
@@ -423,6 +427,14 @@ fn check_options(opts: &PipelineOptions) -> Result<(), String> {
     if opts.routes > 4_000_000 {
         return Err("at most 4000000 random routes".into());
     }
+    if opts.rule_updates != 0.0 && !(MIN_RULE_UPDATES..=MAX_RULE_UPDATES).contains(&opts.rule_updates) {
+        return Err(format!(
+            "rule updates: 0, or from {MIN_RULE_UPDATES} to {MAX_RULE_UPDATES} a second"
+        ));
+    }
+    if opts.rule_updates > 0.0 && opts.rules == 0 {
+        return Err("rule updates need rules to rewrite (rules above 0)".into());
+    }
     if opts.rounds > 1 && opts.profile {
         return Err("a profile times one run: give rounds or a profile, not both".into());
     }
@@ -636,30 +648,51 @@ impl Bench {
     }
 
     /// `run` with a thread beside it that writes the filter's two rule sets in turn,
-    /// `rule_updates` times a second, until `run` returns; each write's time is kept.
+    /// `rule_updates` times a second, from the moment packets flow until `run` returns
+    /// (so not while the workers start); each write that ended while it ran is timed.
     fn run_with_rule_writes(&self, f: &Filter, run: impl FnOnce() -> RunStats) -> RunStats {
-        let done = std::sync::atomic::AtomicBool::new(false);
         let period = Duration::from_secs_f64(1.0 / self.opts.rule_updates);
+        let received = || -> u64 { self.ports[..self.nrx].iter().map(|p| p.totals().rx_packets).sum() };
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
-            let writer = s.spawn(|| {
+            let done = &done;
+            let received = &received;
+            let writer = s.spawn(move || {
                 let mut times = Vec::new();
+                // Waits `d`; false once the run has ended (its sender dropped, also
+                // when it unwinds).
+                let wait = |d: Duration| {
+                    matches!(
+                        stopped.recv_timeout(d),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    )
+                };
+                let before = received();
+                while received() == before {
+                    if !wait(Duration::from_micros(100)) {
+                        return times;
+                    }
+                }
                 let mut next = Instant::now();
-                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                loop {
                     next += period;
-                    if let Some(wait) = next.checked_duration_since(Instant::now()) {
-                        std::thread::sleep(wait);
+                    if !wait(next.saturating_duration_since(Instant::now())) {
+                        return times;
                     }
                     let t = Instant::now();
                     let r = self
                         .spec
                         .write_handler(&f.handler, &f.configs[(times.len() + 1) % 2]);
                     debug_assert!(r.is_ok(), "{:?}", r);
-                    times.push(t.elapsed().as_secs_f64() * 1e6);
+                    if r.is_ok() && !done.load(std::sync::atomic::Ordering::Acquire) {
+                        times.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
                 }
-                times
             });
             let stats = run();
-            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            done.store(true, std::sync::atomic::Ordering::Release);
+            drop(stop);
             let times = writer.join().expect("rule writer");
             self.rule_writes
                 .lock()
