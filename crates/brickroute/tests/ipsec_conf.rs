@@ -17,34 +17,40 @@ const KEY: &str = "0x000102030405060708090a0b0c0d0e0fdeadbeef";
 /// IP options, 1024 bytes, 1024 bytes with DF, a broadcast source).
 const TUNNELLED: [usize; 7] = [0, 1, 2, 9, 10, 11, 13];
 
+/// `brickroute run --no-summary ARGS -h HANDLER...`, which must succeed: what it
+/// printed (the handlers).
+fn run_ok(args: &[&str], handlers: &[&str]) -> String {
+    let mut all = vec!["run", "--no-summary"];
+    all.extend_from_slice(args);
+    for h in handlers {
+        all.extend_from_slice(&["-h", h]);
+    }
+    let o = brickroute(&all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
 #[test]
 fn the_gateway_encrypts_the_remote_sites_packets_and_the_peer_gets_them_back() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tunnel.pcap");
-    let o = brickroute(&[
-        "run",
-        "--no-summary",
-        "conf/ipsec.click",
-        &format!("OUT={}", out.display()),
-        "-h",
-        "esp.seq",
-        "-h",
-        "tunnel.count",
-        "-h",
-        "clear.count",
-        "-h",
-        "tohost.count",
-        "-h",
-        "chk.drops",
-        "-h",
-        "nonip.count",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let out_def = format!("OUT={}", out.display());
+    let printed = run_ok(
+        &["conf/ipsec.click", &out_def],
+        &[
+            "esp.seq",
+            "tunnel.count",
+            "clear.count",
+            "tohost.count",
+            "chk.drops",
+            "nonip.count",
+        ],
+    );
     // Clear: TTL 1 and TTL 0 (their time-exceeded errors to 10.0.0.2), no route, the
     // reply to the LAN host; to the gateway: the ping of 10.0.0.1; bad checksum,
     // version and length dropped by the check; ARP not IP.
     assert_eq!(
-        stdout(&o),
+        printed,
         "esp.seq:\n7\n\ntunnel.count:\n7\n\nclear.count:\n4\n\ntohost.count:\n1\n\n\
          chk.drops:\n3\n\nnonip.count:\n1\n\n"
     );
@@ -91,21 +97,9 @@ fn the_gateway_encrypts_the_remote_sites_packets_and_the_peer_gets_them_back() {
         out.display(),
         back.display()
     );
-    let o = brickroute(&[
-        "run",
-        "--no-summary",
-        "-e",
-        &config,
-        "-h",
-        "d.seq",
-        "-h",
-        "refused.count",
-        "-h",
-        "d.auth_failures",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = run_ok(&["-e", &config], &["d.seq", "refused.count", "d.auth_failures"]);
     assert_eq!(
-        stdout(&o),
+        printed,
         "d.seq:\n7\n\nrefused.count:\n0\n\nd.auth_failures:\n0\n\n"
     );
     let (_, inner) = read_pcap(&back);
@@ -125,16 +119,6 @@ fn the_gateway_encrypts_the_remote_sites_packets_and_the_peer_gets_them_back() {
 
     // A peer with another key refuses every packet (and says so in its counters).
     let config = config.replace(KEY, "0x100102030405060708090a0b0c0d0e0fdeadbeef");
-    let o = brickroute(&[
-        "run",
-        "--no-summary",
-        "-e",
-        &config,
-        "-h",
-        "d.auth_failures",
-        "-h",
-        "d.seq",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "d.auth_failures:\n7\n\nd.seq:\n0\n\n");
+    let printed = run_ok(&["-e", &config], &["d.auth_failures", "d.seq"]);
+    assert_eq!(printed, "d.auth_failures:\n7\n\nd.seq:\n0\n\n");
 }

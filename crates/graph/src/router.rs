@@ -311,17 +311,7 @@ impl RouterSpec {
     /// Whether `element.handler` can be read and written: `None` when there is no
     /// element `element`, `(false, false)` when it has no such handler.
     pub fn handler_access(&self, element: &str, handler: &str) -> Option<(bool, bool)> {
-        let e = self.find(element)?;
-        // A standard handler is readable; an element may make one writable too
-        // (`config`, for a live reconfiguration).
-        let standard = STANDARD_HANDLERS.contains(&handler);
-        Some(
-            e.spec
-                .handlers()
-                .iter()
-                .filter(|h| h.name == handler)
-                .fold((standard, false), |(r, w), h| (r || h.read, w || h.write)),
-        )
+        self.find(element).map(|e| access(e, handler))
     }
 
     /// How many outputs element `element` has in the configuration.
@@ -403,28 +393,15 @@ impl RouterSpec {
             ),
             "ports" => Some(self.ports_string(index)),
             "handlers" => {
+                let mut names: Vec<String> = STANDARD_HANDLERS.iter().map(|h| h.to_string()).collect();
+                names.extend(e.spec.handlers().into_iter().map(|h| h.name.to_string()));
+                names.sort();
+                // (An element's own write handler of a standard one, `config` written to
+                // reconfigure it live, is one handler, readable and writable.)
+                names.dedup();
                 let mut s = String::new();
-                let mut all: Vec<(String, bool, bool)> = STANDARD_HANDLERS
-                    .iter()
-                    .map(|h| (h.to_string(), true, false))
-                    .collect();
-                all.extend(
-                    e.spec
-                        .handlers()
-                        .into_iter()
-                        .map(|h| (h.name.to_string(), h.read, h.write)),
-                );
-                all.sort();
-                // An element's own write handler of a standard one (`config`, written
-                // to reconfigure it live) is one handler, readable and writable.
-                all.dedup_by(|b, a| {
-                    let same = a.0 == b.0;
-                    if same {
-                        (a.1, a.2) = (a.1 || b.1, a.2 || b.2);
-                    }
-                    same
-                });
-                for (n, r, w) in all {
+                for n in names {
+                    let (r, w) = access(e, &n);
                     s.push_str(&format!(
                         "{}\t{}{}\n",
                         n,
@@ -528,6 +505,18 @@ impl RouterSpec {
 }
 
 const STANDARD_HANDLERS: [&str; 5] = ["class", "config", "handlers", "name", "ports"];
+
+/// Whether `e`'s handler `handler` can be read and written: a standard handler is
+/// readable, and an element may make one writable too (`config`, for a live
+/// reconfiguration).
+fn access(e: &ElementEntry, handler: &str) -> (bool, bool) {
+    let standard = STANDARD_HANDLERS.contains(&handler);
+    e.spec
+        .handlers()
+        .iter()
+        .filter(|h| h.name == handler)
+        .fold((standard, false), |(r, w), h| (r || h.read, w || h.write))
+}
 
 /// The error for reading `path` (handler `hname` of `e`), which is not a read handler.
 fn not_readable(e: &ElementEntry, hname: &str, path: &str) -> String {

@@ -19,7 +19,7 @@ mod tests;
 
 use crate::args::Args;
 use crate::element::*;
-use crate::elements::ip::encap::SharedSettings;
+use crate::elements::shared::SharedSettings;
 use crate::error::ConfigError;
 use ipexpr::Action;
 use packet::{Packet, PacketBatch};

@@ -110,7 +110,11 @@ impl ElementSpec for ESPDecapSpec {
 /// A packet's fate, decided in steps over the batch.
 #[derive(Clone, Copy)]
 enum Verdict {
-    /// Passed the checks so far; its whole sequence number.
+    /// Passed the checks before decryption: its whole sequence number, and where its
+    /// parts lie.
+    Checked(u64, Layout),
+    /// Authentic and unwrapped, with this sequence number: output 0 once the window
+    /// takes the number.
     Open(u64),
     /// Refused before decryption: output 1, unchanged.
     Refused,
@@ -135,6 +139,7 @@ enum Discarded {
 
 /// Where an ESP packet's parts lie: the outer header's length and the ESP packet's
 /// end (the outer header's total length).
+#[derive(Clone, Copy)]
 struct Layout {
     ihl: usize,
     end: usize,
@@ -182,12 +187,9 @@ impl Shared {
         ))
     }
 
-    /// Authenticates and decrypts one packet that passed [`Self::parse`], and leaves
-    /// the inner packet; the verdict.
-    fn open(&self, p: &mut Packet, seq: u64) -> Verdict {
-        let Some((Layout { ihl, end }, _)) = self.parse(p.data()) else {
-            return Verdict::Refused;
-        };
+    /// Authenticates and decrypts one packet laid out as [`Self::parse`] found it, and
+    /// leaves the inner packet; the verdict.
+    fn open(&self, p: &mut Packet, seq: u64, Layout { ihl, end }: Layout) -> Verdict {
         let d = &mut p.data_mut()[..end];
         let outer_ecn = d[1] & ECN_MASK;
         let (head, rest) = d.split_at_mut(ihl + ESP_HEADER + IV_LEN);
@@ -247,11 +249,9 @@ fn mark_congestion(next: u8, inner: &mut [u8]) {
         let old = u16::from_be_bytes([inner[0], inner[1]]);
         inner[1] |= ECN_CE;
         let new = u16::from_be_bytes([inner[0], inner[1]]);
-        // HC' = ~(~HC + ~m + m'), RFC 1624 equation 3.
         let hc = u16::from_be_bytes([inner[10], inner[11]]);
-        let sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
-        let folded = packet::checksum::fold(sum);
-        inner[10..12].copy_from_slice(&(!folded).to_be_bytes());
+        let hc = packet::checksum::update16(hc, old, new);
+        inner[10..12].copy_from_slice(&hc.to_be_bytes());
     } else {
         // IPv6: the ECN field is bits 4-5 of the second byte.
         if (inner[1] >> 4) & ECN_MASK != 0 {
@@ -292,19 +292,22 @@ impl Element for ESPDecap {
                         bad += 1;
                         Verdict::Refused
                     }
-                    Some((_, low)) => match w.check(w.full(low)) {
-                        Ok(()) => Verdict::Open(w.full(low)),
-                        Err(Stale::Replayed | Stale::TooOld) => {
-                            replays += 1;
-                            Verdict::Refused
+                    Some((layout, low)) => {
+                        let seq = w.full(low);
+                        match w.check(seq) {
+                            Ok(()) => Verdict::Checked(seq, layout),
+                            Err(Stale::Replayed | Stale::TooOld) => {
+                                replays += 1;
+                                Verdict::Refused
+                            }
                         }
-                    },
+                    }
                 });
             }
         }
         for (p, v) in batch.iter_mut().zip(v.iter_mut()) {
-            if let Verdict::Open(seq) = *v {
-                *v = s.open(p, seq);
+            if let Verdict::Checked(seq, layout) = *v {
+                *v = s.open(p, seq, layout);
             }
         }
         {
@@ -325,7 +328,7 @@ impl Element for ESPDecap {
                         };
                         *count += 1;
                     }
-                    Verdict::Refused | Verdict::Dropped => {}
+                    Verdict::Checked(..) | Verdict::Refused | Verdict::Dropped => {}
                 }
             }
         }
@@ -344,7 +347,8 @@ impl Element for ESPDecap {
             let port = match v[i] {
                 Verdict::Open(_) => 0,
                 Verdict::Refused => 1,
-                Verdict::Consumed(..) | Verdict::Dropped => DROP,
+                // (No packet is still only checked: each was opened above.)
+                Verdict::Checked(..) | Verdict::Consumed(..) | Verdict::Dropped => DROP,
             };
             i += 1;
             port

@@ -16,12 +16,12 @@
 use super::*;
 use crate::args::Args;
 use crate::element::*;
-use crate::elements::ip::encap::{FixedFields, MAX_IP_LEN};
+use crate::elements::ip::encap::{FixedFields, IpIds, MAX_IP_LEN};
 use crate::error::ConfigError;
 use packet::{Packet, PacketBatch};
 use ring::rand::SecureRandom;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub struct ESPEncapClass;
@@ -63,7 +63,7 @@ impl ElementClass for ESPEncapClass {
                 ttl,
                 next_seq: AtomicU64::new(1),
                 iv_mask: u64::from_ne_bytes(mask),
-                next_id: AtomicU32::new(0),
+                next_id: IpIds::default(),
                 drops: AtomicU64::new(0),
             }),
         }))
@@ -80,7 +80,7 @@ pub(super) struct Shared {
     pub(super) next_seq: AtomicU64,
     /// XORed into each sequence number to make its IV.
     pub(super) iv_mask: u64,
-    pub(super) next_id: AtomicU32,
+    pub(super) next_id: IpIds,
     pub(super) drops: AtomicU64,
 }
 
@@ -185,7 +185,7 @@ impl Element for ESPEncap {
         // A batch's sequence numbers and IDs are reserved together: one atomic add each.
         let n = batch.len();
         let mut seq = s.next_seq.fetch_add(n as u64, Ordering::Relaxed);
-        let mut id = s.next_id.fetch_add(n as u32, Ordering::Relaxed) as u16;
+        let mut id = s.next_id.take(n);
         let mut drops = 0;
         out.route_each(batch, |p| {
             let ok = s.encapsulate(p, seq, id);

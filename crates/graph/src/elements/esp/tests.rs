@@ -2,9 +2,10 @@ use super::decap::{ESPDecap, ESPDecapClass};
 use super::encap::{ESPEncapClass, Shared as EncapShared};
 use super::replay::{Replay, Stale};
 use super::*;
+use crate::elements::ip::encap::IpIds;
 use crate::testing::{build_error, Harness};
 use packet::Packet;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 // Packets from `scripts/esp-vectors.py`: sealed by Python's `cryptography` (not the
@@ -97,7 +98,7 @@ fn encap_shared(sa: Sa) -> EncapShared {
         ttl: 64,
         next_seq: AtomicU64::new(1),
         iv_mask: 0,
-        next_id: AtomicU32::new(0),
+        next_id: IpIds::default(),
         drops: AtomicU64::new(0),
     }
 }

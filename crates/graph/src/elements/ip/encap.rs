@@ -3,9 +3,9 @@
 //! a batch at a time, and settings that handler writes change under every worker.
 
 use crate::args::FromArg;
+use crate::elements::shared::SharedSettings;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The longest IPv4 packet (its total length is 16 bits).
 pub(crate) const MAX_IP_LEN: usize = 0xffff;
@@ -78,49 +78,45 @@ impl FixedFields {
     }
 }
 
-/// Settings shared by the spec and every worker: handler writes replace them under the
-/// lock and bump the generation, and a worker copies them again only when the generation
-/// it holds is stale (one load per batch).
-pub(crate) struct SharedSettings<S: Clone> {
-    settings: Mutex<S>,
-    generation: AtomicU64,
-    /// The next IP ID; a batch reserves as many as it has packets.
-    next_id: AtomicU32,
+/// IP IDs given out a batch at a time (a batch takes as many consecutive ones as it
+/// has packets), consecutive over all workers, 16-bit and wrapping.
+#[derive(Default)]
+pub(crate) struct IpIds(AtomicU32);
+
+impl IpIds {
+    /// The first of `n` consecutive IDs.
+    #[inline]
+    pub(crate) fn take(&self, n: usize) -> u16 {
+        self.0.fetch_add(n as u32, Ordering::Relaxed) as u16
+    }
 }
 
-impl<S: Clone> SharedSettings<S> {
-    pub(crate) fn new(settings: S) -> SharedSettings<S> {
-        SharedSettings {
-            settings: Mutex::new(settings),
-            generation: AtomicU64::new(0),
-            next_id: AtomicU32::new(0),
+/// An encapsulation's settings, shared by the spec and every worker (see
+/// [`SharedSettings`]), and its IP IDs.
+pub(crate) struct EncapState<S: Clone> {
+    settings: SharedSettings<S>,
+    ids: IpIds,
+}
+
+impl<S: Clone> EncapState<S> {
+    pub(crate) fn new(settings: S) -> EncapState<S> {
+        EncapState {
+            settings: SharedSettings::new(settings),
+            ids: IpIds::default(),
         }
-    }
-
-    /// The settings and the generation they are at least as new as.
-    pub(crate) fn snapshot(&self) -> (u64, S) {
-        let g = self.generation.load(Ordering::Acquire);
-        (g, self.read())
-    }
-
-    pub(crate) fn read(&self) -> S {
-        self.settings.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    pub(crate) fn write(&self, f: impl FnOnce(&mut S)) {
-        f(&mut self.settings.lock().unwrap_or_else(|e| e.into_inner()));
-        self.generation.fetch_add(1, Ordering::Release);
-    }
-
-    #[inline]
-    pub(crate) fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
     }
 
     /// The first of `n` consecutive IDs (16-bit, wrapping).
     #[inline]
     pub(crate) fn take_ids(&self, n: usize) -> u16 {
-        self.next_id.fetch_add(n as u32, Ordering::Relaxed) as u16
+        self.ids.take(n)
+    }
+}
+
+impl<S: Clone> std::ops::Deref for EncapState<S> {
+    type Target = SharedSettings<S>;
+    fn deref(&self) -> &SharedSettings<S> {
+        &self.settings
     }
 }
 
@@ -157,10 +153,10 @@ mod tests {
 
     #[test]
     fn ids_are_reserved_a_batch_at_a_time_and_wrap() {
-        let s = SharedSettings::new(());
+        let s = EncapState::new(());
         assert_eq!(s.take_ids(3), 0);
         assert_eq!(s.take_ids(1), 3);
-        s.next_id.store(0xffff, Ordering::Relaxed);
+        s.ids.0.store(0xffff, Ordering::Relaxed);
         assert_eq!(s.take_ids(2), 0xffff);
         assert_eq!(s.take_ids(1), 1);
     }

@@ -8,7 +8,7 @@
 //! header to the new header. A packet that would exceed 65535 bytes is dropped and
 //! counted in `drops`. Handlers `src` and `dst` read and write SRC and DST.
 
-use super::encap::{parse_value, Dst, FixedFields, SharedSettings, MAX_IP_LEN};
+use super::encap::{parse_value, Dst, EncapState, FixedFields, MAX_IP_LEN};
 use crate::args::{Args, FromArg};
 use crate::element::*;
 use crate::error::ConfigError;
@@ -106,14 +106,14 @@ impl ElementClass for IPEncapClass {
             src: src.octets(),
         };
         Ok(Arc::new(IPEncapSpec {
-            shared: Arc::new(SharedSettings::new(Settings { fixed, dst })),
+            shared: Arc::new(EncapState::new(Settings { fixed, dst })),
             drops: Arc::new(AtomicU64::new(0)),
         }))
     }
 }
 
 struct IPEncapSpec {
-    shared: Arc<SharedSettings<Settings>>,
+    shared: Arc<EncapState<Settings>>,
     drops: Arc<AtomicU64>,
 }
 
@@ -155,7 +155,7 @@ impl ElementSpec for IPEncapSpec {
 }
 
 struct IPEncap {
-    shared: Arc<SharedSettings<Settings>>,
+    shared: Arc<EncapState<Settings>>,
     drops: Arc<AtomicU64>,
     /// This worker's copy of the settings, as of `generation`.
     generation: u64,

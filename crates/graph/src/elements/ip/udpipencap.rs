@@ -12,7 +12,7 @@
 //! and counted in `drops`. Handlers `src`, `sport`, `dst` and `dport` read and write
 //! the addresses and ports.
 
-use super::encap::{parse_value, Dst, FixedFields, SharedSettings, MAX_IP_LEN};
+use super::encap::{parse_value, Dst, EncapState, FixedFields, MAX_IP_LEN};
 use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
@@ -58,7 +58,7 @@ impl ElementClass for UDPIPEncapClass {
             src: src.octets(),
         };
         Ok(Arc::new(UDPIPEncapSpec {
-            shared: Arc::new(SharedSettings::new(Settings {
+            shared: Arc::new(EncapState::new(Settings {
                 fixed,
                 dst,
                 sport,
@@ -71,7 +71,7 @@ impl ElementClass for UDPIPEncapClass {
 }
 
 struct UDPIPEncapSpec {
-    shared: Arc<SharedSettings<Settings>>,
+    shared: Arc<EncapState<Settings>>,
     checksum: bool,
     drops: Arc<AtomicU64>,
 }
@@ -122,7 +122,7 @@ impl ElementSpec for UDPIPEncapSpec {
 }
 
 struct UDPIPEncap {
-    shared: Arc<SharedSettings<Settings>>,
+    shared: Arc<EncapState<Settings>>,
     drops: Arc<AtomicU64>,
     checksum: bool,
     /// This worker's copy of the settings, as of `generation`.
