@@ -208,6 +208,7 @@ fn load(
     control::register(&mut reg, &services.sockets);
     kernelroutes::register(&mut reg, &services.syncs);
     neighbors::register(&mut reg, &services.resolvers);
+    cluster::register(&mut reg);
     let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())

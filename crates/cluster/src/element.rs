@@ -1,0 +1,225 @@
+//! `VLBSwitch(NODE [, keywords SCHEME, RATE, BURST, FLOWLET, FLOWLETS, SEED])`: the
+//! input server's side of a Valiant-load-balanced mesh (see [`crate::vlb`]).
+//!
+//! It has one input and one output for each server of the mesh, so the mesh's size is
+//! its port count. A packet pushed into input `j` leaves for output server `j`; it goes
+//! out on output `k`, the internal link to server `k`: `k = j` when it goes straight
+//! there (or stays, when `j` is this server, NODE), another server when it is balanced
+//! through that server. The configuration writes the output server into the packet
+//! before this element (an `EtherEncap` whose destination address names server `j`),
+//! so the intermediate and output servers switch it by that address without looking up
+//! its IP destination again, as RouteBricks did.
+//!
+//! Each worker balances on its own, without locks: its Direct VLB share is RATE / N /
+//! workers for each output server (RSS gives each worker a like share of the flows),
+//! and its flowlet table holds the flows it sees.
+
+use crate::flow::flow_hash;
+use crate::vlb::{Balancer, Config, Counts, Scheme, MAX_FLOWLET_SLOTS};
+use graph::args::{Args, Bandwidth, Interval};
+use graph::element::*;
+use graph::error::ConfigError;
+use graph::registry::Registry;
+use packet::PacketBatch;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// RouteBricks' flowlet gap (δ = 100 ms).
+const DEFAULT_FLOWLET_NS: u64 = 100_000_000;
+const DEFAULT_FLOWLET_SLOTS: u32 = 16_384;
+/// The direct share's burst: this long at the share's rate...
+const DEFAULT_BURST_NS: u64 = 1_000_000;
+/// ...and at least a full-size Ethernet frame, or no such frame could go direct.
+const MIN_BURST_BYTES: f64 = 1518.0;
+
+/// Adds the cluster crate's element classes to a router's registry.
+pub fn register(r: &mut Registry) {
+    r.add(Arc::new(VlbSwitchClass));
+}
+
+pub struct VlbSwitchClass;
+
+impl ElementClass for VlbSwitchClass {
+    fn name(&self) -> &'static str {
+        "VLBSwitch"
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1-/=")
+    }
+
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let e = |m: String| cx.error(m);
+        let node = args.required::<u32>("NODE").map_err(e)?;
+        let scheme = args.keyword::<String>("SCHEME").map_err(e)?;
+        let rate = args.keyword::<Bandwidth>("RATE").map_err(e)?;
+        let burst = args.keyword::<Interval>("BURST").map_err(e)?;
+        let flowlet = args.keyword::<Interval>("FLOWLET").map_err(e)?;
+        let slots = args.keyword::<u32>("FLOWLETS").map_err(e)?;
+        let seed = args.keyword::<u64>("SEED").map_err(e)?;
+        args.finish().map_err(e)?;
+
+        let nodes = cx.ninputs;
+        if nodes < 2 {
+            return Err(cx.error(format!(
+                "a mesh has at least 2 servers: connect an input and an output for each (this has {})",
+                nodes
+            )));
+        }
+        let scheme = match scheme {
+            None => Scheme::Direct,
+            Some(s) => Scheme::parse(&s)
+                .ok_or_else(|| cx.error(format!("SCHEME is 'direct' or 'vlb', not '{}'", s)))?,
+        };
+        let rate = match (scheme, rate) {
+            (Scheme::Direct, None) => {
+                return Err(cx.error(
+                    "SCHEME direct needs RATE, the rate of this server's external ports (such as 10Gbps)",
+                ))
+            }
+            (Scheme::Direct, Some(Bandwidth(r))) if !(r.is_finite() && r > 0.0) => {
+                return Err(cx.error("RATE must be above 0"));
+            }
+            (Scheme::Vlb, Some(_)) => {
+                return Err(cx.error("RATE is for SCHEME direct; vlb balances everything"))
+            }
+            (_, r) => r.map_or(0.0, |b| b.0),
+        };
+        let slots = slots.unwrap_or(DEFAULT_FLOWLET_SLOTS);
+        if !slots.is_power_of_two() || slots as usize > MAX_FLOWLET_SLOTS {
+            return Err(cx.error(format!(
+                "FLOWLETS is a power of two up to {}, not {}",
+                MAX_FLOWLET_SLOTS, slots
+            )));
+        }
+        let flowlet_gap = match flowlet.map_or(DEFAULT_FLOWLET_NS, |i| i.0) {
+            0 => None,
+            ns => Some(ns),
+        };
+        let config = Config {
+            node: node as usize,
+            nodes,
+            scheme,
+            direct_rate: rate / nodes as f64,
+            direct_burst: 0.0,
+            flowlet_gap,
+            flowlet_slots: slots as usize,
+            seed: seed.unwrap_or(u64::from(node) + 1),
+        };
+        let spec = VlbSwitchSpec {
+            config,
+            burst_ns: burst.map_or(DEFAULT_BURST_NS, |i| i.0),
+            ns_per_tick: 1e9 / graph::tsc::tsc_hz(),
+            totals: Arc::new(Totals::default()),
+        };
+        // Refuses what the balancer would (a NODE outside the mesh) while the
+        // configuration's position is at hand.
+        spec.worker_config(WorkerInfo { index: 0, count: 1 })
+            .check()
+            .map_err(|m| cx.error(m))?;
+        Ok(Arc::new(spec))
+    }
+}
+
+#[derive(Default)]
+struct Totals {
+    local: AtomicU64,
+    direct: AtomicU64,
+    balanced: AtomicU64,
+    flowlet_hits: AtomicU64,
+}
+
+impl Totals {
+    fn add(&self, c: &Counts) {
+        for (total, n) in [
+            (&self.local, c.local),
+            (&self.direct, c.direct),
+            (&self.balanced, c.balanced),
+            (&self.flowlet_hits, c.flowlet_hits),
+        ] {
+            if n != 0 {
+                total.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+struct VlbSwitchSpec {
+    /// The whole server's configuration: `direct_rate` is its share for each output
+    /// server before it is split between workers.
+    config: Config,
+    burst_ns: u64,
+    ns_per_tick: f64,
+    totals: Arc<Totals>,
+}
+
+impl VlbSwitchSpec {
+    fn worker_config(&self, w: WorkerInfo) -> Config {
+        let direct_rate = self.config.direct_rate / w.count.max(1) as f64;
+        Config {
+            direct_rate,
+            direct_burst: (direct_rate * self.burst_ns as f64 * 1e-9).max(MIN_BURST_BYTES),
+            // Workers draw different intermediates.
+            seed: self.config.seed ^ (w.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ..self.config.clone()
+        }
+    }
+}
+
+impl ElementSpec for VlbSwitchSpec {
+    fn instantiate(&self, w: WorkerInfo) -> Box<dyn Element> {
+        let balancer = Balancer::new(self.worker_config(w)).expect("checked when the element was built");
+        Box::new(VlbSwitch {
+            balancer,
+            ns_per_tick: self.ns_per_tick,
+            totals: self.totals.clone(),
+            ports: Vec::new(),
+        })
+    }
+
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        ["local", "direct", "balanced", "flowlet_hits"]
+            .into_iter()
+            .map(HandlerInfo::read)
+            .collect()
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let t = &self.totals;
+        let n = match name {
+            "local" => &t.local,
+            "direct" => &t.direct,
+            "balanced" => &t.balanced,
+            "flowlet_hits" => &t.flowlet_hits,
+            _ => return None,
+        };
+        Some(n.load(Ordering::Relaxed).to_string())
+    }
+}
+
+struct VlbSwitch {
+    balancer: Balancer,
+    ns_per_tick: f64,
+    totals: Arc<Totals>,
+    /// Each packet's output, reused batch to batch.
+    ports: Vec<u32>,
+}
+
+impl Element for VlbSwitch {
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
+        let now = (cx.now_tsc() as f64 * self.ns_per_tick) as u64;
+        self.ports.clear();
+        for p in batch.iter() {
+            let network = p.network_header_offset().and_then(|o| usize::try_from(o).ok());
+            let flow = flow_hash(p.data(), network);
+            let bytes = u32::try_from(p.len()).unwrap_or(u32::MAX);
+            self.ports
+                .push(self.balancer.choose(now, port, flow, bytes) as u32);
+        }
+        out.push_each(batch, &self.ports);
+        self.totals.add(&self.balancer.take_counts());
+    }
+}
+
+#[cfg(test)]
+mod tests;

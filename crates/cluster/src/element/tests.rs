@@ -1,0 +1,139 @@
+use super::*;
+use graph::testing::{build_error, Harness};
+use packet::Packet;
+
+/// An Ethernet frame carrying a UDP/IPv4 packet from 10.0.0.1 port `sport` to
+/// 10.9.9.9 port 53, `len` bytes in all.
+fn frame(sport: u16, len: usize) -> Packet {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    let ip_len = (len - 14) as u16;
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (ip_len >> 8) as u8,
+        ip_len as u8,
+        0,
+        0,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ]);
+    f.extend_from_slice(&[10, 0, 0, 1, 10, 9, 9, 9]);
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&[0, 53, ((ip_len - 20) >> 8) as u8, (ip_len - 20) as u8, 0, 0]);
+    f.resize(len, 0);
+    Packet::from_slice(&f)
+}
+
+fn flows(n: u16) -> Vec<Packet> {
+    (0..n).map(|i| frame(1000 + i, 100)).collect()
+}
+
+fn counts(outs: &[Vec<Packet>]) -> Vec<usize> {
+    outs.iter().map(Vec::len).collect()
+}
+
+#[test]
+fn vlb_spreads_a_destination_over_the_mesh() {
+    let mut h = Harness::new(&VlbSwitchClass, "0, SCHEME vlb, FLOWLET 0", 4, 4);
+    let mut out = vec![0; 4];
+    for _ in 0..10 {
+        for (k, n) in counts(&h.push(2, flows(400))).into_iter().enumerate() {
+            out[k] += n;
+        }
+    }
+    // Server 0 never relays to itself; drawing 0 or 2 sends straight to 2.
+    assert_eq!(out[0], 0, "{:?}", out);
+    assert!((1800..2200).contains(&out[2]), "{:?}", out);
+    assert!(
+        (850..1150).contains(&out[1]) && (850..1150).contains(&out[3]),
+        "{:?}",
+        out
+    );
+    assert_eq!(h.read("direct"), out[2].to_string());
+    assert_eq!(h.read("balanced"), (out[1] + out[3]).to_string());
+    assert_eq!(h.read("local"), "0");
+}
+
+#[test]
+fn traffic_for_this_server_leaves_on_its_own_output() {
+    let mut h = Harness::new(&VlbSwitchClass, "1, SCHEME vlb", 3, 3);
+    assert_eq!(counts(&h.push(1, flows(50))), vec![0, 50, 0]);
+    assert_eq!(h.read("local"), "50");
+}
+
+#[test]
+fn direct_vlb_within_its_share_sends_straight() {
+    // 1 Tbps: a test cannot push past a 333 Gbps share.
+    let mut h = Harness::new(&VlbSwitchClass, "2, RATE 1000Gbps, FLOWLET 0", 3, 3);
+    assert_eq!(counts(&h.push(0, flows(200))), vec![200, 0, 0]);
+    assert_eq!(h.read("direct"), "200");
+}
+
+#[test]
+fn direct_vlb_balances_what_exceeds_the_share() {
+    // A 1 bps share and a burst floored at one 1,518-byte frame: of 100-byte packets
+    // pushed at once, 15 fit the burst, the rest go through server 1.
+    let mut h = Harness::new(&VlbSwitchClass, "0, RATE 3bps, FLOWLET 0", 3, 3);
+    assert_eq!(counts(&h.push(2, flows(100))), vec![0, 85, 15]);
+    assert_eq!((h.read("direct"), h.read("balanced")), ("15".into(), "85".into()));
+}
+
+#[test]
+fn a_flow_stays_on_one_path_within_its_flowlet() {
+    let mut h = Harness::new(&VlbSwitchClass, "0, SCHEME vlb", 8, 8);
+    let same_flow: Vec<Packet> = (0..64).map(|_| frame(4242, 200)).collect();
+    let c = counts(&h.push(5, same_flow));
+    assert_eq!(c.iter().filter(|&&n| n > 0).count(), 1, "{:?}", c);
+    assert_eq!(c.iter().sum::<usize>(), 64);
+    assert_eq!(h.read("flowlet_hits"), "63");
+}
+
+#[test]
+fn workers_share_the_counts() {
+    let mut a = Harness::new(&VlbSwitchClass, "0, SCHEME vlb, FLOWLET 0", 2, 2);
+    let mut b = a.another_worker();
+    a.push(1, flows(10));
+    b.push(1, flows(7));
+    // Two servers: nothing to balance over.
+    assert_eq!(a.read("direct"), "17");
+    assert_eq!(b.read("balanced"), "0");
+}
+
+#[test]
+fn configurations_that_cannot_run_are_refused() {
+    let c = &VlbSwitchClass;
+    let build_error = |c: &VlbSwitchClass, config: &str, i: usize, o: usize| {
+        let m = build_error(c, config, i, o);
+        m.strip_prefix("e :: VLBSwitch: ").map(String::from).unwrap_or(m)
+    };
+    assert_eq!(
+        build_error(c, "0", 3, 3),
+        "SCHEME direct needs RATE, the rate of this server's external ports (such as 10Gbps)"
+    );
+    assert_eq!(
+        build_error(c, "0, SCHEME ecmp", 3, 3),
+        "SCHEME is 'direct' or 'vlb', not 'ecmp'"
+    );
+    assert_eq!(
+        build_error(c, "0, SCHEME vlb, RATE 10Gbps", 3, 3),
+        "RATE is for SCHEME direct; vlb balances everything"
+    );
+    assert_eq!(build_error(c, "0, RATE 0Gbps", 3, 3), "RATE must be above 0");
+    assert_eq!(
+        build_error(c, "3, SCHEME vlb", 3, 3),
+        "server 3 is not in a mesh of 3 (servers are numbered from 0)"
+    );
+    assert_eq!(
+        build_error(c, "0, SCHEME vlb", 1, 1),
+        "a mesh has at least 2 servers: connect an input and an output for each (this has 1)"
+    );
+    assert_eq!(
+        build_error(c, "0, SCHEME vlb, FLOWLETS 1000", 3, 3),
+        "FLOWLETS is a power of two up to 16777216, not 1000"
+    );
+    assert!(build_error(c, "SCHEME vlb", 3, 3).contains("NODE"));
+}

@@ -1,0 +1,184 @@
+//! The Click configuration of one server of a full mesh, RouteBricks' RB4 layout: every
+//! server has one external interface and one internal link to each other server.
+//!
+//! - From the external interface: IPv4 frames are checked, their TTL decremented, and
+//!   looked up once (RadixIPLookup, output `j` for routes that leave by server `j`).
+//!   Each gets an Ethernet header whose destination address names its output server
+//!   ([`server_mac`]), or the external next hop when it leaves by this server, and
+//!   `VLBSwitch` sends it straight to its output server or through another.
+//! - From an internal link: a frame addressed to this server leaves by the external
+//!   interface with the next hop's address; one addressed to another server is
+//!   relayed to it unchanged. Neither is looked up again.
+//!
+//! Counters worth reading: `vlb.local`, `vlb.direct`, `vlb.balanced`,
+//! `vlb.flowlet_hits`, `relayed.count` (frames this server passed on as intermediate),
+//! `delivered.count` (frames from the mesh sent out of the external interface),
+//! `dropped.count` (non-IPv4 frames, or internal frames for no server).
+
+use crate::vlb::MAX_NODES;
+use std::fmt::Write;
+
+/// The Ethernet address that names server `k` on the internal links.
+pub fn server_mac(k: usize) -> [u8; 6] {
+    assert!(k < MAX_NODES, "server {} of at most {}", k, MAX_NODES);
+    [0x02, 0xb5, 0x00, 0x00, 0x00, k as u8]
+}
+
+fn mac_text(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{:02x}", b))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// What [`ServerConfig::click`] needs to know about one server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerConfig {
+    /// This server's index.
+    pub node: usize,
+    /// The external interface.
+    pub external: String,
+    /// The external interface's own address (the source of frames it sends).
+    pub external_mac: [u8; 6],
+    /// The external next hop's address (where frames leaving by this server go).
+    pub next_hop_mac: [u8; 6],
+    /// The internal link to each server, `None` at this server's own index; its length
+    /// is the mesh's size.
+    pub links: Vec<Option<String>>,
+    /// `PREFIX SERVER`: the routes, each to the server whose external interface it
+    /// leaves by.
+    pub routes: Vec<(String, usize)>,
+    /// VLBSwitch's keyword arguments after NODE, such as `RATE 10Gbps` or
+    /// `SCHEME vlb, FLOWLET 0`.
+    pub balancing: String,
+    /// FromDevice's and ToDevice's keyword arguments after the interface, such as
+    /// `METHOD PACKET`.
+    pub device: String,
+    /// Appended verbatim (a ControlSocket, say).
+    pub extra: String,
+}
+
+impl ServerConfig {
+    /// Checks the layout: the server in the mesh, a link to every other server and
+    /// none to itself, routes to servers in the mesh.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.links.len();
+        if !(2..=MAX_NODES).contains(&n) {
+            return Err(format!("a mesh has 2 to {} servers, not {}", MAX_NODES, n));
+        }
+        if self.node >= n {
+            return Err(format!("server {} is not in a mesh of {}", self.node, n));
+        }
+        for (k, link) in self.links.iter().enumerate() {
+            match (k == self.node, link) {
+                (true, Some(l)) => return Err(format!("server {} has a link to itself ({})", k, l)),
+                (false, None) => return Err(format!("no link from server {} to server {}", self.node, k)),
+                _ => {}
+            }
+        }
+        if let Some((p, k)) = self.routes.iter().find(|(_, k)| *k >= n) {
+            return Err(format!(
+                "route {} leaves by server {}, not in a mesh of {}",
+                p, k, n
+            ));
+        }
+        Ok(())
+    }
+
+    /// The Click configuration.
+    pub fn click(&self) -> Result<String, String> {
+        self.check()?;
+        let (me, n) = (self.node, self.links.len());
+        let mut c = String::new();
+        let w = &mut c;
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            w,
+            "// Server {} of a {}-server mesh (Valiant load balancing).",
+            me, n
+        );
+        let dev = |name: &str| match self.device.trim() {
+            "" => name.to_string(),
+            args => format!("{}, {}", name, args),
+        };
+        let _ = writeln!(w, "ext :: ToDevice({});", dev(&self.external));
+        let _ = writeln!(w, "dropped :: Counter -> Discard;");
+        for (k, link) in self.links.iter().enumerate() {
+            if let Some(l) = link {
+                let _ = writeln!(w, "link{} :: ToDevice({});", k, dev(l));
+            }
+        }
+        let balancing = match self.balancing.trim() {
+            "" => String::new(),
+            b => format!(", {}", b),
+        };
+        let _ = writeln!(w, "vlb :: VLBSwitch({}{});", me, balancing);
+        let routes: Vec<String> = self.routes.iter().map(|(p, k)| format!("{} {}", p, k)).collect();
+        let _ = writeln!(w, "rt :: RadixIPLookup({});", routes.join(", "));
+        let _ = writeln!(
+            w,
+            "FromDevice({}) -> ec :: Classifier(12/0800, -) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> rt;",
+            dev(&self.external)
+        );
+        let _ = writeln!(w, "ec[1] -> dropped;");
+        let here = mac_text(server_mac(me));
+        for k in 0..n {
+            let (src, dst) = if k == me {
+                (mac_text(self.external_mac), mac_text(self.next_hop_mac))
+            } else {
+                (here.clone(), mac_text(server_mac(k)))
+            };
+            let _ = writeln!(w, "rt[{k}] -> EtherEncap(0x0800, {src}, {dst}) -> [{k}]vlb;");
+        }
+        for k in 0..n {
+            let to = if k == me {
+                "ext".to_string()
+            } else {
+                format!("link{}", k)
+            };
+            let _ = writeln!(w, "vlb[{}] -> {};", k, to);
+        }
+        // Frames from the mesh: for this server, or to relay to another.
+        let _ = writeln!(
+            w,
+            "delivered :: Counter -> Strip(14) -> EtherEncap(0x0800, {}, {}) -> ext;",
+            mac_text(self.external_mac),
+            mac_text(self.next_hop_mac)
+        );
+        let _ = writeln!(w, "relayed :: Counter -> relay :: PaintSwitch;");
+        let others: Vec<usize> = (0..n).filter(|&k| k != me).collect();
+        for &k in &others {
+            let _ = writeln!(w, "relay[{}] -> link{};", k, k);
+        }
+        // (No frame is painted with this server's number: the classifiers below send
+        // those to `delivered`.)
+        let _ = writeln!(w, "relay[{}] -> dropped;", me);
+        let mut patterns = vec![format!("0/{}", here.replace(':', ""))];
+        patterns.extend(
+            others
+                .iter()
+                .map(|&k| format!("0/{}", mac_text(server_mac(k)).replace(':', ""))),
+        );
+        patterns.push("-".into());
+        for (j, link) in self.links.iter().enumerate() {
+            let Some(l) = link else { continue };
+            let _ = writeln!(
+                w,
+                "FromDevice({}) -> mc{} :: Classifier({});",
+                dev(l),
+                j,
+                patterns.join(", ")
+            );
+            let _ = writeln!(w, "mc{}[0] -> delivered;", j);
+            for (i, &k) in others.iter().enumerate() {
+                let _ = writeln!(w, "mc{}[{}] -> Paint({}) -> relayed;", j, i + 1, k);
+            }
+            let _ = writeln!(w, "mc{}[{}] -> dropped;", j, others.len() + 1);
+        }
+        c.push_str(&self.extra);
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests;
