@@ -111,6 +111,7 @@ fn run(
                 rx_burst: kp,
                 tx_burst: kn,
                 pin: !a.shape.no_pin,
+                extra_classes: Some(cluster::register),
                 ..PipelineOptions::default()
             };
             let r = pipeline(&opts).map_err(|e| (format!("k_p {kp}, k_n {kn}: {e}"), 1))?;
@@ -161,7 +162,7 @@ fn table(a: &BatchingArgs, size: usize, cells: &[Cell]) -> String {
 }
 
 /// `len` character cells of bar, in eighths.
-fn bar(len: f64) -> String {
+pub(crate) fn bar(len: f64) -> String {
     const EIGHTHS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
     let eighths = (len.max(0.0) * 8.0).round() as usize;
     let mut b = "█".repeat(eighths / 8);

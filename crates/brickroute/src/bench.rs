@@ -24,7 +24,8 @@ pub struct Shape {
     /// Application: `forward` (conf/forward.click), `route` (conf/router.click),
     /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes), `ipsec`
     /// (conf/ipsec.click: every packet routed into an AES-128-GCM ESP tunnel) or
-    /// `filter` (conf/filter.click: every packet through an IPFilter).
+    /// `filter` (conf/filter.click: every packet through an IPFilter) or `vlb`
+    /// (conf/vlb.click: a cluster server's input side, route lookup then Direct VLB).
     #[arg(long, default_value = "forward")]
     pub app: String,
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
@@ -102,7 +103,7 @@ pub struct PipelineArgs {
     profile: bool,
     /// Application run right after, with the same frame size, workers, flows, batches
     /// and packets (or seconds) and no added routes, to compare cycles a packet with in
-    /// the same run: `forward`, `route`, `route6`, `ipsec`, `filter` or `none`. Default: `forward`
+    /// the same run: `forward`, `route`, `route6`, `ipsec`, `filter`, `vlb` or `none`. Default: `forward`
     /// for the others (RouteBricks' yardstick, minimal forwarding), `none` for forward.
     #[arg(long)]
     baseline: Option<String>,
@@ -128,8 +129,9 @@ fn app_config(app: &str) -> Result<&'static str, String> {
         "route6" => Ok("router6"),
         "ipsec" => Ok("ipsec"),
         "filter" => Ok("filter"),
+        "vlb" => Ok("vlb"),
         _ => Err(format!(
-            "unknown app '{}' (known: forward, route, route6, ipsec, filter)",
+            "unknown app '{}' (known: forward, route, route6, ipsec, filter, vlb)",
             app
         )),
     }
@@ -203,6 +205,7 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         profile: a.profile,
         baseline: baseline.map(|(_, conf)| conf.to_string()),
         rounds: a.rounds as usize,
+        extra_classes: Some(cluster::register),
         ..PipelineOptions::default()
     };
     let run = pipeline(&opts);

@@ -232,7 +232,7 @@ fn interrupted() -> ExitCode {
     ExitCode::from(130)
 }
 
-fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+pub(crate) fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut s = String::new();
         let _ = r.read_to_string(&mut s);
@@ -241,7 +241,7 @@ fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String
 }
 
 /// The value of handler `name` in Click's `-h` output (`name:` then the value).
-fn handler_value(out: &str, name: &str) -> Option<u64> {
+pub(crate) fn handler_value(out: &str, name: &str) -> Option<u64> {
     let mut lines = out.lines();
     while let Some(l) = lines.next() {
         if l.trim_end() == format!("{}:", name) {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod addresses;
 mod batching;
 mod bench;
+mod cluster;
 mod control;
 mod cpu;
 mod ctl;
@@ -53,6 +54,9 @@ enum Command {
     Fib(fib::FibCommand),
     /// Reads and writes a running router's handlers through its ControlSocket.
     Ctl(ctl::CtlArgs),
+    /// A mesh of servers acting as one router (Valiant load balancing): plans and simulations.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 fn main() -> ExitCode {
@@ -69,7 +73,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::Bench(_) | Command::Fib(_) | Command::Gen(_) | Command::Sink(_) | Command::Ctl(_)
+        Command::Bench(_)
+            | Command::Fib(_)
+            | Command::Gen(_)
+            | Command::Sink(_)
+            | Command::Ctl(_)
+            | Command::Cluster(_)
     ) {
         end_quietly_when_the_reader_goes();
     }
@@ -82,6 +91,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::main(args),
         Command::Fib(cmd) => fib::main(cmd),
         Command::Ctl(args) => ctl::main(args),
+        Command::Cluster(cmd) => cluster::main(cmd),
     }
 }
 

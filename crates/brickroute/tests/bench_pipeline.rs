@@ -109,6 +109,41 @@ fn ipsec_encrypts_every_frame_into_the_tunnel() {
     assert!(out.contains("ipsec takes "), "{}", out);
 }
 
+#[test]
+fn vlb_sends_every_frame_across_the_mesh_or_out_of_its_own_port() {
+    let out = pipeline_out(&[
+        "--app",
+        "vlb",
+        "--packets",
+        "6400",
+        "--routes",
+        "1000",
+        "--profile",
+    ]);
+    assert!(
+        out.starts_with("app vlb  size 64 B  threads 1  routes 1000"),
+        "{}",
+        out
+    );
+    // conf/vlb.click: the added routes spread the frames over the four servers; every
+    // frame leaves by one of the four ports, after VLBSwitch.
+    assert!(out.contains("transmitted 6400 packets"), "{}", out);
+    assert_eq!(
+        profile_row(&out, "vlb"),
+        ("VLBSwitch".to_string(), "6400".to_string())
+    );
+    let sent: u64 = (0..4)
+        .map(|k| {
+            profile_row(&out, &format!("out{}/cnt", k))
+                .1
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(sent, 6400, "{}", out);
+    assert!(out.contains("vlb takes "), "{}", out);
+}
+
 /// The class and the packets of element `name` in a `--profile` table.
 fn profile_row(out: &str, name: &str) -> (String, String) {
     out.lines()
@@ -177,7 +212,7 @@ fn forwarding_and_none_have_no_baseline_and_an_unknown_one_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o).trim(),
-        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6, ipsec, filter) or none"
+        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6, ipsec, filter, vlb) or none"
     );
     assert!(stdout(&o).is_empty());
 }
@@ -373,7 +408,7 @@ fn batching_refuses_batches_out_of_range_and_unknown_apps() {
         ),
         (
             &["--app", "bridge"][..],
-            "brickroute bench batching: unknown app 'bridge' (known: forward, route, route6, ipsec, filter)\n",
+            "brickroute bench batching: unknown app 'bridge' (known: forward, route, route6, ipsec, filter, vlb)\n",
         ),
     ] {
         let mut all = vec!["bench", "batching"];

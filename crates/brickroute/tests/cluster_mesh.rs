@@ -153,7 +153,7 @@ fn a_mesh_of_four_servers_delivers_every_packet_once_and_in_order() {
     let routes: Vec<(String, usize)> = (0..SERVERS).map(|j| (format!("198.19.{j}.0/24"), j)).collect();
     let mut routers = Vec::new();
     let mut sockets = Vec::new();
-    for i in 0..SERVERS {
+    for (i, server) in servers.iter().enumerate() {
         let socket = dir.path().join(format!("s{i}.sock"));
         let config = ServerConfig {
             node: i,
@@ -174,7 +174,7 @@ fn a_mesh_of_four_servers_delivers_every_packet_once_and_in_order() {
         }
         .click()
         .unwrap();
-        let child = servers[i]
+        let child = server
             .brickroute_run(&["--threads", "1", "-e", &config])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

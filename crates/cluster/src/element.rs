@@ -15,22 +15,21 @@
 //! and its flowlet table holds the flows it sees.
 
 use crate::flow::flow_hash;
-use crate::vlb::{Balancer, Config, Counts, Scheme, MAX_FLOWLET_SLOTS};
+use crate::vlb::{Balancer, Config, Counts, Scheme, MAX_FLOWLET_SLOTS, MIN_DIRECT_BURST};
 use graph::args::{Args, Bandwidth, Interval};
 use graph::element::*;
 use graph::error::ConfigError;
 use graph::registry::Registry;
 use packet::PacketBatch;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// RouteBricks' flowlet gap (δ = 100 ms).
 const DEFAULT_FLOWLET_NS: u64 = 100_000_000;
 const DEFAULT_FLOWLET_SLOTS: u32 = 16_384;
-/// The direct share's burst: this long at the share's rate...
+/// The direct share's burst: this long at the share's rate, and at least
+/// [`MIN_DIRECT_BURST`].
 const DEFAULT_BURST_NS: u64 = 1_000_000;
-/// ...and at least a full-size Ethernet frame, or no such frame could go direct.
-const MIN_BURST_BYTES: f64 = 1518.0;
 
 /// Adds the cluster crate's element classes to a router's registry.
 pub fn register(r: &mut Registry) {
@@ -121,26 +120,40 @@ impl ElementClass for VlbSwitchClass {
     }
 }
 
+/// One worker's counts, on a line of its own (128 bytes: adjacent-line prefetch pairs
+/// lines): only that worker writes it, with a plain load and store, no locked
+/// instruction.
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot([AtomicU64; 4]);
+
+impl Slot {
+    fn add_own(&self, c: &Counts) {
+        for (n, add) in self.0.iter().zip([c.local, c.direct, c.balanced, c.flowlet_hits]) {
+            n.store(n.load(Ordering::Relaxed).wrapping_add(add), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Every worker's counts, for the read handlers.
 #[derive(Default)]
 struct Totals {
-    local: AtomicU64,
-    direct: AtomicU64,
-    balanced: AtomicU64,
-    flowlet_hits: AtomicU64,
+    slots: Mutex<Vec<Arc<Slot>>>,
 }
 
 impl Totals {
-    fn add(&self, c: &Counts) {
-        for (total, n) in [
-            (&self.local, c.local),
-            (&self.direct, c.direct),
-            (&self.balanced, c.balanced),
-            (&self.flowlet_hits, c.flowlet_hits),
-        ] {
-            if n != 0 {
-                total.fetch_add(n, Ordering::Relaxed);
-            }
-        }
+    fn new_slot(&self) -> Arc<Slot> {
+        let slot = Arc::new(Slot::default());
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(slot.clone());
+        slot
+    }
+
+    fn sum(&self, which: usize) -> u64 {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.iter().map(|s| s.0[which].load(Ordering::Relaxed)).sum()
     }
 }
 
@@ -158,7 +171,7 @@ impl VlbSwitchSpec {
         let direct_rate = self.config.direct_rate / w.count.max(1) as f64;
         Config {
             direct_rate,
-            direct_burst: (direct_rate * self.burst_ns as f64 * 1e-9).max(MIN_BURST_BYTES),
+            direct_burst: (direct_rate * self.burst_ns as f64 * 1e-9).max(MIN_DIRECT_BURST),
             // Workers draw different intermediates.
             seed: self.config.seed ^ (w.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
             ..self.config.clone()
@@ -172,7 +185,7 @@ impl ElementSpec for VlbSwitchSpec {
         Box::new(VlbSwitch {
             balancer,
             ns_per_tick: self.ns_per_tick,
-            totals: self.totals.clone(),
+            counts: self.totals.new_slot(),
             ports: Vec::new(),
         })
     }
@@ -185,22 +198,21 @@ impl ElementSpec for VlbSwitchSpec {
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        let t = &self.totals;
-        let n = match name {
-            "local" => &t.local,
-            "direct" => &t.direct,
-            "balanced" => &t.balanced,
-            "flowlet_hits" => &t.flowlet_hits,
+        let which = match name {
+            "local" => 0,
+            "direct" => 1,
+            "balanced" => 2,
+            "flowlet_hits" => 3,
             _ => return None,
         };
-        Some(n.load(Ordering::Relaxed).to_string())
+        Some(self.totals.sum(which).to_string())
     }
 }
 
 struct VlbSwitch {
     balancer: Balancer,
     ns_per_tick: f64,
-    totals: Arc<Totals>,
+    counts: Arc<Slot>,
     /// Each packet's output, reused batch to batch.
     ports: Vec<u32>,
 }
@@ -209,15 +221,21 @@ impl Element for VlbSwitch {
     fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
         let now = (cx.now_tsc() as f64 * self.ns_per_tick) as u64;
         self.ports.clear();
+        // Only flowlets need to know a packet's flow.
+        let flowlets = self.balancer.config().flowlet_gap.is_some();
         for p in batch.iter() {
-            let network = p.network_header_offset().and_then(|o| usize::try_from(o).ok());
-            let flow = flow_hash(p.data(), network);
+            let flow = if flowlets {
+                let network = p.network_header_offset().and_then(|o| usize::try_from(o).ok());
+                flow_hash(p.data(), network)
+            } else {
+                0
+            };
             let bytes = u32::try_from(p.len()).unwrap_or(u32::MAX);
             self.ports
                 .push(self.balancer.choose(now, port, flow, bytes) as u32);
         }
         out.push_each(batch, &self.ports);
-        self.totals.add(&self.balancer.take_counts());
+        self.counts.add_own(&self.balancer.take_counts());
     }
 }
 

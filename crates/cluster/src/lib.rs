@@ -8,10 +8,16 @@
 //! - [`element`]: `VLBSwitch`, the Click element that applies it in a router, and
 //!   [`flow`], the flow hash its flowlets follow.
 //! - [`mesh`]: the configuration of one server of a full mesh.
+//! - [`plan`]: the topology planner: servers and links for N external ports, full
+//!   mesh or k-ary n-fly.
+//! - [`sim`]: a discrete-event simulator of the mesh that makes every decision with
+//!   [`vlb::Balancer`], for meshes of up to hundreds of servers.
 
 pub mod element;
 pub mod flow;
 pub mod mesh;
+pub mod plan;
+pub mod sim;
 pub mod vlb;
 
 pub use element::register;

@@ -26,6 +26,10 @@ pub const MAX_NODES: usize = 256;
 /// The largest flowlet table, in slots.
 pub const MAX_FLOWLET_SLOTS: usize = 1 << 24;
 
+/// The least direct burst [`Config::direct`] gives: a full-size Ethernet frame, or no
+/// such frame could ever go direct.
+pub const MIN_DIRECT_BURST: f64 = 1518.0;
+
 /// How an input server spreads what it sends across the mesh.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheme {
@@ -93,13 +97,14 @@ impl Config {
     }
 
     /// Direct VLB for server `node` of `nodes` with external rate `rate` bytes a
-    /// second: R/N a second for each output server, 1 ms of it as burst.
+    /// second: R/N a second for each output server, 1 ms of it as burst (at least
+    /// [`MIN_DIRECT_BURST`]).
     pub fn direct(node: usize, nodes: usize, rate: f64) -> Config {
         let share = rate / nodes as f64;
         Config {
             scheme: Scheme::Direct,
             direct_rate: share,
-            direct_burst: share / 1000.0,
+            direct_burst: (share / 1000.0).max(MIN_DIRECT_BURST),
             ..Config::vlb(node, nodes)
         }
     }

@@ -108,6 +108,9 @@ pub struct PipelineOptions {
     /// baseline the median of each round's ratio. One (the default): each runs once,
     /// the baseline right after.
     pub rounds: usize,
+    /// Adds element classes from outside the graph library (the cluster's VLBSwitch)
+    /// to the registry the configuration is built with.
+    pub extra_classes: Option<fn(&mut Registry)>,
 }
 
 impl Default for PipelineOptions {
@@ -131,6 +134,7 @@ impl Default for PipelineOptions {
             profile: false,
             baseline: None,
             rounds: 1,
+            extra_classes: None,
         }
     }
 }
@@ -338,7 +342,10 @@ fn load(opts: &PipelineOptions) -> Result<FlatConfig, String> {
             (t, path.display().to_string())
         }
     };
-    let lib = Registry::with_library();
+    let mut lib = Registry::with_library();
+    if let Some(add) = opts.extra_classes {
+        add(&mut lib);
+    }
     let is_class = |c: &str| lib.get(c).is_some() || c == "FromDevice" || c == "ToDevice";
     graph::lang::parse_with_classes(&text, &name, &HashMap::new(), &is_class).map_err(|e| e.to_string())
 }
@@ -584,6 +591,9 @@ impl Bench {
         let devices = Arc::new(devices);
         let mut reg = Registry::with_library();
         register(&mut reg, &devices);
+        if let Some(add) = opts.extra_classes {
+            add(&mut reg);
+        }
         let spec = RouterSpec::build(&flat, &reg, &opts.conf_dir, threads).map_err(|e| e.to_string())?;
 
         let t0 = Instant::now();

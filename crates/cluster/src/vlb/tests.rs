@@ -71,6 +71,16 @@ fn direct_vlb_within_the_share_sends_everything_direct() {
 }
 
 #[test]
+fn a_share_smaller_than_a_frame_still_sends_frames_direct() {
+    // 1 Gbit/s ports and 256 servers: a share of 488 kB/s, so 1 ms of it is 488 bytes.
+    let mut b = Balancer::new(Config::direct(0, 256, 1.25e8)).unwrap();
+    for i in 0..10u64 {
+        // 1,000-byte frames, one a second: well within the share.
+        assert_eq!(b.choose(i * 1_000_000_000, 1, i as u32, 1000), 1, "frame {}", i);
+    }
+}
+
+#[test]
 fn two_servers_have_no_intermediate() {
     let cfg = Config {
         direct_rate: 1.0,

@@ -1,0 +1,436 @@
+//! `brickroute cluster demo`: builds a full mesh of brickroute servers in network
+//! namespaces, sends traffic into one server's external port for all of them, and
+//! shows where it went: per host delivered, lost and reordered frames, per server the
+//! balancing counts (RouteBricks' RB4 on veth pairs, one worker a server).
+//!
+//! Layout, for N servers (2, 4 or 8): host namespace `h_j` (interface `e_j`) is the
+//! external neighbour of server `s_j` (interface `x_j`), and owns 198.19.j.0/24;
+//! servers `s_i` and `s_k` are joined by `m_i_k` -- `m_k_i`. The generator in `h_0`
+//! sends to 198.19.0.0/(24 - log2 N), flows spread over every host of every server.
+//! Everything made is removed at the end, on failure, and on SIGINT or SIGTERM.
+
+use crate::demo::{handler_value, read_all};
+use ::bench::net::stop_on_signals;
+use ::bench::testbed;
+use cluster::mesh::ServerConfig;
+use std::io::{BufRead, BufReader};
+use std::process::ChildStderr;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+const COUNTERS: [&str; 6] = [
+    "vlb.local",
+    "vlb.direct",
+    "vlb.balanced",
+    "vlb.flowlet_hits",
+    "relayed.count",
+    "delivered.count",
+];
+
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    /// Servers in the mesh: 2, 4 or 8.
+    #[arg(long, default_value_t = 4)]
+    servers: usize,
+    /// VLBSwitch's SCHEME: direct (Direct VLB) or vlb (classic).
+    #[arg(long, default_value = "direct")]
+    scheme: String,
+    /// Direct VLB's RATE, each server's external rate R: R/N a second may go straight
+    /// to each output server. The default is below the offered load, so some traffic is
+    /// balanced.
+    #[arg(long, default_value = "4Mbps")]
+    rate: String,
+    /// VLBSwitch's FLOWLET gap (`0`: every packet balanced on its own).
+    #[arg(long, default_value = "100ms")]
+    flowlet: String,
+    /// Frames a second from the generator.
+    #[arg(long, default_value_t = 20_000)]
+    pps: u64,
+    /// Flows (1 to 65536), spread over the hosts of every server.
+    #[arg(long, default_value_t = 1020)]
+    flows: u64,
+    /// Seconds of traffic.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// One JSON object instead of the tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The namespaces and processes the demo made; dropping it removes them.
+struct Mesh {
+    namespaces: Vec<String>,
+    children: Vec<Child>,
+}
+
+impl Drop for Mesh {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in &self.namespaces {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    testbed::ip(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>()).map(|_| ())
+}
+
+fn mac(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{:02x}", b))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn server_mac(j: usize) -> [u8; 6] {
+    [2, 0, 0, 0, j as u8, 1]
+}
+
+fn host_mac(j: usize) -> [u8; 6] {
+    [2, 0, 0, 0, j as u8, 2]
+}
+
+/// Makes `a_dev` in `a` -- `b_dev` in `b`, both up.
+fn veth(a: &str, a_dev: &str, a_mac: &str, b: &str, b_dev: &str, b_mac: &str) -> Result<(), String> {
+    ip(&[
+        "link", "add", a_dev, "netns", a, "address", a_mac, "type", "veth", "peer", "name", b_dev, "netns",
+        b, "address", b_mac,
+    ])?;
+    ip(&["-n", a, "link", "set", a_dev, "up"])?;
+    ip(&["-n", b, "link", "set", b_dev, "up"])
+}
+
+/// A new namespace without IPv6 (its kernel would send router solicitations into the
+/// traffic).
+fn namespace(mesh: &mut Mesh, name: String) -> Result<(), String> {
+    ip(&["netns", "add", &name])?;
+    mesh.namespaces.push(name.clone());
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &name,
+            "sysctl",
+            "-q",
+            "-w",
+            "net.ipv6.conf.all.disable_ipv6=1",
+        ])
+        .output()
+        .map_err(|e| format!("sysctl: {}", e))?;
+    if !o.status.success() {
+        return Err(format!(
+            "sysctl in {}: {}",
+            name,
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Frames the generator sent to host `j`'s network, when it sent `sent` frames over
+/// `flows` flows to 198.19.0.0/`len`: frames take the flows in turn, and flow `f`
+/// goes to host `1 + f mod (size - 2)` of the network (its first usable address on).
+fn expected(j: usize, sent: u64, flows: u64, len: u32) -> u64 {
+    let size = 1u64 << (32 - len);
+    (0..flows.min(sent))
+        .filter(|f| ((1 + f % (size - 2)) / 256) as usize == j)
+        .map(|f| (sent - f).div_ceil(flows))
+        .sum()
+}
+
+pub fn main(a: DemoArgs) -> ExitCode {
+    match run(a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => crate::report::fail("cluster demo", e),
+    }
+}
+
+fn run(a: DemoArgs) -> Result<(), String> {
+    if ![2, 4, 8].contains(&a.servers) {
+        return Err(format!("--servers is 2, 4 or 8, not {}", a.servers));
+    }
+    if !(1..=65536).contains(&a.flows) {
+        return Err(format!("--flows is 1 to 65536, not {}", a.flows));
+    }
+    if a.pps == 0 {
+        return Err("--pps must be above 0".into());
+    }
+    let duration = ::bench::units::seconds_option("--seconds", a.seconds)?;
+    let balancing = match a.scheme.as_str() {
+        "direct" => format!("RATE {}, FLOWLET {}", a.rate, a.flowlet),
+        "vlb" => format!("SCHEME vlb, FLOWLET {}", a.flowlet),
+        s => return Err(format!("--scheme is direct or vlb, not '{}'", s)),
+    };
+    testbed::require_root()?;
+    let stop = stop_on_signals();
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {}", e))?;
+    let n = a.servers;
+    let len = 24 - n.trailing_zeros();
+    let prefix = format!("brc{}-", std::process::id());
+    let hosts: Vec<String> = (0..n).map(|j| format!("{}h{}", prefix, j)).collect();
+    let servers: Vec<String> = (0..n).map(|j| format!("{}s{}", prefix, j)).collect();
+    let mut mesh = Mesh {
+        namespaces: Vec::new(),
+        children: Vec::new(),
+    };
+    for ns in hosts.iter().chain(&servers) {
+        namespace(&mut mesh, ns.clone())?;
+    }
+    for j in 0..n {
+        let (e, x) = (format!("e{}", j), format!("x{}", j));
+        veth(
+            &hosts[j],
+            &e,
+            &mac(host_mac(j)),
+            &servers[j],
+            &x,
+            &mac(server_mac(j)),
+        )?;
+    }
+    for i in 0..n {
+        for k in i + 1..n {
+            let (a_dev, b_dev) = (format!("m{}{}", i, k), format!("m{}{}", k, i));
+            let (a_mac, b_mac) = (
+                format!("02:c0:00:00:{:02x}:{:02x}", i, k),
+                format!("02:c0:00:00:{:02x}:{:02x}", k, i),
+            );
+            veth(&servers[i], &a_dev, &a_mac, &servers[k], &b_dev, &b_mac)?;
+        }
+    }
+
+    let routes: Vec<(String, usize)> = (0..n).map(|j| (format!("198.19.{}.0/24", j), j)).collect();
+    let mut routers = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        let config = ServerConfig {
+            node: i,
+            external: format!("x{}", i),
+            external_mac: server_mac(i),
+            next_hop_mac: host_mac(i),
+            links: (0..n).map(|k| (k != i).then(|| format!("m{}{}", i, k))).collect(),
+            routes: routes.clone(),
+            balancing: balancing.clone(),
+            device: "METHOD PACKET".into(),
+            extra: String::new(),
+        }
+        .click()?;
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", server]).arg(&exe).args([
+            "run",
+            "--threads",
+            "1",
+            "--no-summary",
+            "-e",
+            &config,
+        ]);
+        for h in COUNTERS {
+            cmd.args(["-h", h]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start server {}: {}", i, e))?;
+        let out = read_all(child.stdout.take().expect("piped"));
+        let err = read_all(child.stderr.take().expect("piped"));
+        mesh.children.push(child);
+        routers.push((out, err));
+    }
+    wait_for_routers(&mut mesh, &servers)?;
+
+    let mut sinks = Vec::new();
+    // The sinks' standard error stays open to the end, so they never write into a
+    // closed pipe.
+    let mut sink_errs: Vec<BufReader<ChildStderr>> = Vec::new();
+    for (j, h) in hosts.iter().enumerate() {
+        let mut child = Command::new(&exe)
+            .args([
+                "sink",
+                "--netns",
+                h,
+                "-i",
+                &format!("e{}", j),
+                "--idle",
+                "2",
+                "-q",
+            ])
+            .args(["--duration", &format!("{}", a.seconds + 30.0)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start a sink: {}", e))?;
+        let mut err = BufReader::new(child.stderr.take().expect("piped"));
+        let mut line = String::new();
+        let _ = err.read_line(&mut line);
+        if !line.contains("listening") {
+            return Err(format!("the sink in {} did not start: {}", h, line.trim()));
+        }
+        sinks.push(child.stdout.take().map(read_all).expect("piped"));
+        mesh.children.push(child);
+        sink_errs.push(err);
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Err("interrupted".into());
+    }
+
+    let gen = Command::new(&exe)
+        .args(["gen", "--netns", &hosts[0], "-i", "e0", "-q"])
+        .args(["--dst-mac", &mac(server_mac(0)), "--src", "198.18.0.1"])
+        .args(["--dst", &format!("198.19.0.0/{}", len)])
+        .args(["--flows", &a.flows.to_string(), "--rate", &a.pps.to_string()])
+        .args(["--duration", &format!("{}", duration.as_secs_f64())])
+        .output()
+        .map_err(|e| format!("cannot run the generator: {}", e))?;
+    if !gen.status.success() {
+        return Err(format!(
+            "the generator failed: {}",
+            String::from_utf8_lossy(&gen.stderr).trim()
+        ));
+    }
+    let gen: serde_json::Value =
+        serde_json::from_slice(&gen.stdout).map_err(|e| format!("gen's report: {}", e))?;
+    let sent = gen["packets"]
+        .as_u64()
+        .ok_or("gen's report has no packet count")?;
+
+    // The sinks end 2 s after their last frame; then the servers, whose counters the
+    // run prints as it stops.
+    let sink_reports: Vec<serde_json::Value> = sinks
+        .into_iter()
+        .map(|s| serde_json::from_str(s.join().unwrap_or_default().trim()).unwrap_or(serde_json::Value::Null))
+        .collect();
+    let n_sinks = sink_reports.len();
+    for c in &mut mesh.children[..n] {
+        // SAFETY: kill(2) on our own child's process id, which we have not reaped yet.
+        unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    }
+    for c in &mut mesh.children[..n] {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let counters: Vec<Vec<u64>> = routers
+        .into_iter()
+        .map(|(out, _)| {
+            let out = out.join().unwrap_or_default();
+            COUNTERS
+                .iter()
+                .map(|h| handler_value(&out, h).unwrap_or(0))
+                .collect()
+        })
+        .collect();
+
+    let rows: Vec<(u64, u64, u64)> = (0..n_sinks)
+        .map(|j| {
+            let r = &sink_reports[j];
+            (
+                expected(j, sent, a.flows, len),
+                r["delivered"].as_u64().unwrap_or(0),
+                r["reordered"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    if a.json {
+        let hosts: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|&(e, d, r)| serde_json::json!({"expected": e, "delivered": d, "reordered": r}))
+            .collect();
+        let servers: Vec<serde_json::Value> = counters
+            .iter()
+            .map(|c| {
+                serde_json::json!({"local": c[0], "direct": c[1], "balanced": c[2], "flowlet_hits": c[3],
+                    "relayed": c[4], "delivered": c[5]})
+            })
+            .collect();
+        let report = serde_json::json!({"servers": n, "scheme": a.scheme, "flowlet": a.flowlet,
+            "sent": sent, "hosts": hosts, "server_counts": servers});
+        println!("{}", report);
+        return Ok(());
+    }
+    println!(
+        "cluster demo: {} servers in a full mesh, {} ({}), one worker each",
+        n,
+        if a.scheme == "direct" {
+            "Direct VLB"
+        } else {
+            "classic VLB"
+        },
+        balancing
+    );
+    println!(
+        "traffic: {} frames over {} flows from h0 into s0, to 198.19.0.0/{} (host j owns 198.19.j.0/24)",
+        sent, a.flows, len
+    );
+    println!();
+    println!(
+        "{:<6}{:>10}{:>11}{:>8}{:>11}{:>12}",
+        "host", "expected", "delivered", "lost", "reordered", "reordering"
+    );
+    for (j, &(e, d, r)) in rows.iter().enumerate() {
+        let pct = if d > 0 { 100.0 * r as f64 / d as f64 } else { 0.0 };
+        println!(
+            "{:<6}{:>10}{:>11}{:>8}{:>11}{:>11.3}%",
+            format!("h{}", j),
+            e,
+            d,
+            e.saturating_sub(d),
+            r,
+            pct
+        );
+    }
+    println!();
+    println!(
+        "{:<8}{:>8}{:>9}{:>10}{:>14}{:>9}{:>11}",
+        "server", "local", "direct", "balanced", "flowlet hits", "relayed", "delivered"
+    );
+    for (i, c) in counters.iter().enumerate() {
+        println!(
+            "{:<8}{:>8}{:>9}{:>10}{:>14}{:>9}{:>11}",
+            format!("s{}", i),
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            c[4],
+            c[5]
+        );
+    }
+    println!();
+    println!("local/direct/balanced: s0's VLBSwitch, by the path each frame took; relayed: frames a server");
+    println!("passed on as intermediate; delivered: frames from the mesh a server sent to its host.");
+    Ok(())
+}
+
+/// Waits until every server holds a packet socket (its devices are open), or one exits.
+fn wait_for_routers(mesh: &mut Mesh, servers: &[String]) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (i, ns) in servers.iter().enumerate() {
+        loop {
+            if let Ok(Some(st)) = mesh.children[i].try_wait() {
+                return Err(format!("server {} exited at start ({})", i, st));
+            }
+            if packet_sockets(ns)? >= servers.len() {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("server {} did not open its interfaces within 20 s", i));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Ok(())
+}
+
+fn packet_sockets(ns: &str) -> Result<usize, String> {
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "cat", "/proc/net/packet"])
+        .output()
+        .map_err(|e| format!("reading {}'s packet sockets: {}", ns, e))?;
+    Ok(String::from_utf8_lossy(&o.stdout).lines().skip(1).count())
+}

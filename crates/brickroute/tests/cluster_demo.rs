@@ -1,0 +1,95 @@
+//! `brickroute cluster demo` (root needed): the mesh it builds delivers every frame to
+//! the host its route names, the servers' counts agree with each other, and nothing
+//! it made is left behind.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_brickroute");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn namespaces() -> String {
+    String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned()
+}
+
+#[test]
+fn the_demo_mesh_delivers_everything_and_cleans_up() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let child = Command::new(BIN)
+        .args([
+            "cluster",
+            "demo",
+            "--servers",
+            "4",
+            "--seconds",
+            "1",
+            "--pps",
+            "8000",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sent = r["sent"].as_u64().unwrap();
+    assert!(sent >= 7000, "{r}");
+    let hosts = r["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 4);
+    let mut expected = 0;
+    for h in hosts {
+        // 1,020 flows over 198.19.0.0/22: every host gets about a quarter.
+        assert!(h["expected"].as_u64().unwrap() > sent / 5, "{r}");
+        assert_eq!(h["delivered"], h["expected"], "{r}");
+        expected += h["expected"].as_u64().unwrap();
+    }
+    assert_eq!(expected, sent);
+    let s = r["server_counts"].as_array().unwrap();
+    let n = |i: usize, k: &str| s[i][k].as_u64().unwrap();
+    assert_eq!(n(0, "local"), hosts[0]["expected"].as_u64().unwrap());
+    assert_eq!(n(0, "direct") + n(0, "balanced") + n(0, "local"), sent);
+    assert!(
+        n(0, "balanced") > 0,
+        "the default rate leaves traffic to balance: {r}"
+    );
+    assert_eq!((1..4).map(|i| n(i, "relayed")).sum::<u64>(), n(0, "balanced"));
+    assert_eq!(
+        (1..4).map(|i| n(i, "delivered")).sum::<u64>(),
+        sent - n(0, "local")
+    );
+    assert!(!namespaces().contains(&format!("brc{pid}-")), "{}", namespaces());
+}
+
+#[test]
+fn bad_arguments_are_refused_before_anything_is_built() {
+    for (args, message) in [
+        (&["--servers", "3"][..], "--servers is 2, 4 or 8, not 3"),
+        (&["--scheme", "ecmp"][..], "--scheme is direct or vlb, not 'ecmp'"),
+        (&["--flows", "0"][..], "--flows is 1 to 65536, not 0"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["cluster", "demo"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,366 @@
+//! The mesh: FIFO queues for processors, links and ports, the event heap, and the
+//! measurements taken as packets leave (see the model in the parent module).
+
+use super::report::{Latencies, Results};
+use super::traffic::Traffic;
+use super::SimConfig;
+use crate::vlb::Balancer;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// What a resource is, for drops and delays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Server,
+    Link,
+    Port,
+}
+
+/// A FIFO queue in front of one work-conserving server, with a drop-tail buffer.
+struct Queue {
+    ps_per_byte: f64,
+    /// When the last packet accepted leaves.
+    free_at: u64,
+    /// Bytes accepted that have not left yet, and when each packet leaves, in order.
+    held: u64,
+    leaving: VecDeque<(u64, u32)>,
+    served_bytes: u64,
+    dropped: u64,
+}
+
+impl Queue {
+    fn new(gbps: f64) -> Queue {
+        Queue {
+            ps_per_byte: 8000.0 / gbps,
+            free_at: 0,
+            held: 0,
+            leaving: VecDeque::new(),
+            served_bytes: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Takes a packet of `bytes` arriving at `now`: when its last bit leaves, or `None`
+    /// when it does not fit in the buffer (and is dropped).
+    fn offer(&mut self, now: u64, bytes: u32, buffer: u64) -> Option<u64> {
+        while let Some(&(at, b)) = self.leaving.front() {
+            if at > now {
+                break;
+            }
+            self.held -= u64::from(b);
+            self.leaving.pop_front();
+        }
+        if self.held + u64::from(bytes) > buffer {
+            self.dropped += 1;
+            return None;
+        }
+        let service = (f64::from(bytes) * self.ps_per_byte).round() as u64;
+        let leaves = now.max(self.free_at) + service;
+        self.free_at = leaves;
+        self.held += u64::from(bytes);
+        self.leaving.push_back((leaves, bytes));
+        self.served_bytes += u64::from(bytes);
+        Some(leaves)
+    }
+}
+
+/// A packet in the mesh.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Packet {
+    /// When its input server received it.
+    born: u64,
+    flow: u64,
+    seq: u32,
+    bytes: u32,
+    input: u16,
+    /// The server its input server sent it to: the output server when it goes direct
+    /// (or is local), else the intermediate.
+    next: u16,
+    dest: u16,
+    /// How many resources of its path it has left.
+    hop: u8,
+}
+
+enum What {
+    /// Server `input` starts a flow.
+    Start { input: usize },
+    /// The flow in this slot sends a packet.
+    Send { slot: u32 },
+    /// A packet arrives at the resource its `hop` names.
+    Arrive(Packet),
+}
+
+struct Event {
+    at: u64,
+    /// Breaks ties between events at the same time: first scheduled, first handled.
+    order: u64,
+    what: What,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Event) -> bool {
+        (self.at, self.order) == (o.at, o.order)
+    }
+}
+
+impl Eq for Event {}
+
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Event) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Event {
+    /// Reversed: the heap's greatest is the earliest event.
+    fn cmp(&self, o: &Event) -> Ordering {
+        (o.at, o.order).cmp(&(self.at, self.order))
+    }
+}
+
+pub(crate) struct Simulation {
+    cfg: SimConfig,
+    /// Processors (0..N), then ports (N..2N), then links i→j (2N + iN + j).
+    queues: Vec<Queue>,
+    balancers: Vec<Balancer>,
+    traffic: Traffic,
+    heap: BinaryHeap<Event>,
+    scheduled: u64,
+    propagation_ps: u64,
+    offered_packets: u64,
+    offered_bytes: u64,
+    delivered_packets: u64,
+    delivered_bytes: u64,
+    reordered: u64,
+    /// For each flow, 1 + the highest sequence number delivered (0: none yet).
+    delivered_above: Vec<u32>,
+    latencies: Latencies,
+}
+
+impl Simulation {
+    /// An empty mesh (no traffic yet); `cfg` must have passed its check.
+    pub(crate) fn new(cfg: &SimConfig) -> Result<Simulation, String> {
+        let n = cfg.servers;
+        let mut queues = Vec::with_capacity(2 * n + n * n);
+        queues.extend((0..n).map(|_| Queue::new(cfg.server_gbps)));
+        queues.extend((0..n).map(|_| Queue::new(cfg.port_gbps)));
+        queues.extend((0..n * n).map(|_| Queue::new(cfg.link_gbps)));
+        let balancers = (0..n)
+            .map(|node| Balancer::new(cfg.balancer(node)))
+            .collect::<Result<_, _>>()?;
+        Ok(Simulation {
+            cfg: cfg.clone(),
+            queues,
+            balancers,
+            traffic: Traffic::new(cfg),
+            heap: BinaryHeap::new(),
+            scheduled: 0,
+            propagation_ps: cfg.propagation_ns * 1000,
+            offered_packets: 0,
+            offered_bytes: 0,
+            delivered_packets: 0,
+            delivered_bytes: 0,
+            reordered: 0,
+            delivered_above: Vec::new(),
+            latencies: Latencies::default(),
+        })
+    }
+
+    fn schedule(&mut self, at: u64, what: What) {
+        self.scheduled += 1;
+        self.heap.push(Event {
+            at,
+            order: self.scheduled,
+            what,
+        });
+    }
+
+    /// Schedules the flows in progress at time 0 and each server's first new flow.
+    pub(crate) fn start_traffic(&mut self) {
+        for input in 0..self.cfg.servers {
+            for (at, slot) in self.traffic.in_progress(input) {
+                self.schedule(at, What::Send { slot });
+            }
+            if let Some(at) = self.traffic.next_start(input, 0) {
+                self.schedule(at, What::Start { input });
+            }
+        }
+    }
+
+    /// Offers one packet at `at_ps` to server `input`'s processor, sent on to `next`
+    /// (bypassing the balancer), for output server `dest`.
+    #[cfg(test)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn inject(
+        &mut self,
+        at_ps: u64,
+        input: usize,
+        next: usize,
+        dest: usize,
+        bytes: u32,
+        flow: u64,
+        seq: u32,
+    ) {
+        self.offered_packets += 1;
+        self.offered_bytes += u64::from(bytes);
+        let p = Packet {
+            born: at_ps,
+            flow,
+            seq,
+            bytes,
+            input: input as u16,
+            next: next as u16,
+            dest: dest as u16,
+            hop: 0,
+        };
+        self.schedule(at_ps, What::Arrive(p));
+    }
+
+    /// Handles every event: the traffic until the end of the duration, then the drain.
+    pub(crate) fn run(&mut self) {
+        while let Some(e) = self.heap.pop() {
+            match e.what {
+                What::Start { input } => {
+                    let slot = self.traffic.start(input);
+                    self.send(slot, e.at);
+                    if let Some(at) = self.traffic.next_start(input, e.at) {
+                        self.schedule(at, What::Start { input });
+                    }
+                }
+                What::Send { slot } => self.send(slot, e.at),
+                What::Arrive(p) => self.arrive(p, e.at),
+            }
+        }
+    }
+
+    fn send(&mut self, slot: u32, now: u64) {
+        let (sent, next_send) = self.traffic.send(slot, now);
+        if let Some(at) = next_send {
+            self.schedule(at, What::Send { slot });
+        }
+        let next = self.balancers[sent.input].choose(now / 1000, sent.dest, sent.hash, sent.bytes);
+        self.offered_packets += 1;
+        self.offered_bytes += u64::from(sent.bytes);
+        let p = Packet {
+            born: now,
+            flow: sent.flow,
+            seq: sent.seq,
+            bytes: sent.bytes,
+            input: sent.input as u16,
+            next: next as u16,
+            dest: sent.dest as u16,
+            hop: 0,
+        };
+        self.arrive(p, now);
+    }
+
+    /// The queue a packet is at: processors and links in turn, then the port.
+    fn queue_of(&self, p: &Packet) -> usize {
+        let n = self.cfg.servers;
+        let (i, k, d) = (usize::from(p.input), usize::from(p.next), usize::from(p.dest));
+        let processor = |s: usize| s;
+        let port = |s: usize| n + s;
+        let link = |from: usize, to: usize| 2 * n + from * n + to;
+        match (p.hop, i == d, k == d) {
+            (0, _, _) => processor(i),
+            // Local: processed once.
+            (_, true, _) => port(d),
+            (1, _, _) => link(i, k),
+            (2, _, _) => processor(k),
+            // Direct: the next server is the output server.
+            (_, _, true) => port(d),
+            (3, _, _) => link(k, d),
+            (4, _, _) => processor(d),
+            _ => port(d),
+        }
+    }
+
+    fn kind(&self, queue: usize) -> Kind {
+        let n = self.cfg.servers;
+        if queue < n {
+            Kind::Server
+        } else if queue < 2 * n {
+            Kind::Port
+        } else {
+            Kind::Link
+        }
+    }
+
+    fn arrive(&mut self, mut p: Packet, now: u64) {
+        let q = self.queue_of(&p);
+        let Some(leaves) = self.queues[q].offer(now, p.bytes, self.cfg.buffer_bytes) else {
+            return;
+        };
+        match self.kind(q) {
+            Kind::Port => self.deliver(&p, leaves),
+            Kind::Link => {
+                p.hop += 1;
+                self.schedule(leaves + self.propagation_ps, What::Arrive(p));
+            }
+            Kind::Server => {
+                p.hop += 1;
+                self.schedule(leaves, What::Arrive(p));
+            }
+        }
+    }
+
+    /// Counts a packet out of its output port at `at`. Its flow's packets all leave by
+    /// that port, in the order they reached it, which is the order of these calls.
+    fn deliver(&mut self, p: &Packet, at: u64) {
+        self.delivered_packets += 1;
+        self.delivered_bytes += u64::from(p.bytes);
+        self.latencies.add((at - p.born) / 1000);
+        let flow = p.flow as usize;
+        if flow >= self.delivered_above.len() {
+            self.delivered_above.resize(flow + 1, 0);
+        }
+        let above = &mut self.delivered_above[flow];
+        if p.seq + 1 < *above {
+            self.reordered += 1;
+        } else {
+            *above = p.seq + 1;
+        }
+    }
+
+    pub(crate) fn results(&self) -> Results {
+        let n = self.cfg.servers;
+        let dropped = |kind: Kind| -> u64 {
+            (0..self.queues.len())
+                .filter(|&q| self.kind(q) == kind)
+                .map(|q| self.queues[q].dropped)
+                .sum()
+        };
+        let duration_ns = self.cfg.duration_ns as f64;
+        // Bits served over bits the rate could serve in the duration (Gbps = bits/ns).
+        let server_load = (0..n)
+            .map(|s| self.queues[s].served_bytes as f64 * 8.0 / (self.cfg.port_gbps * duration_ns))
+            .collect();
+        let link_utilisation = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                self.queues[2 * n + i * n + j].served_bytes as f64 * 8.0 / (self.cfg.link_gbps * duration_ns)
+            })
+            .collect();
+        let mut counts = crate::vlb::Counts::default();
+        for b in &self.balancers {
+            counts.add(&b.counts());
+        }
+        Results {
+            scheme: self.cfg.scheme,
+            offered_packets: self.offered_packets,
+            offered_bytes: self.offered_bytes,
+            delivered_packets: self.delivered_packets,
+            delivered_bytes: self.delivered_bytes,
+            dropped_server: dropped(Kind::Server),
+            dropped_link: dropped(Kind::Link),
+            dropped_port: dropped(Kind::Port),
+            reordered: self.reordered,
+            latency_mean_us: self.latencies.mean_ns() / 1000.0,
+            latency_p99_us: self.latencies.quantile_ns(0.99) / 1000.0,
+            server_load,
+            link_utilisation,
+            counts,
+            flows: self.traffic.started,
+        }
+    }
+}
