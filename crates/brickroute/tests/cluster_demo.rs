@@ -6,6 +6,14 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_brickroute");
 
+/// The meshes run one at a time: each is several routers, sinks and a generator on a
+/// machine that may have two cores, and a frame late past the sinks' idle time is lost.
+static ONE_MESH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_mesh() -> std::sync::MutexGuard<'static, ()> {
+    ONE_MESH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -28,6 +36,7 @@ fn the_demo_mesh_delivers_everything_and_cleans_up() {
         eprintln!("skipped: needs root");
         return;
     }
+    let _mesh = one_mesh();
     let child = Command::new(BIN)
         .args([
             "cluster",
@@ -92,4 +101,78 @@ fn bad_arguments_are_refused_before_anything_is_built() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(message), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn a_server_that_cannot_start_is_reported_with_its_error() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _mesh = one_mesh();
+    let o = Command::new(BIN)
+        .args([
+            "cluster",
+            "demo",
+            "--servers",
+            "2",
+            "--seconds",
+            "1",
+            "--rate",
+            "fast",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(" exited at start (exit status: 1): "), "{err}");
+    assert!(err.contains("VLBSwitch: RATE expects bandwidth"), "{err}");
+}
+
+#[test]
+fn a_stop_signal_ends_the_demo_and_removes_the_mesh() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _mesh = one_mesh();
+    let mut child = Command::new(BIN)
+        .args(["cluster", "demo", "--servers", "2", "--seconds", "60"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("brc{}-", child.id());
+    // Signalled once the servers run (their namespaces exist and hold packet sockets).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let sockets = |ns: &str| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", ns, "cat", "/proc/net/packet"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .count()
+            .saturating_sub(1)
+    };
+    while !(namespaces().contains(&format!("{prefix}s1")) && sockets(&format!("{prefix}s1")) >= 2) {
+        assert!(std::time::Instant::now() < deadline, "the mesh never came up");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SAFETY: kill(2) on our own child's process id, which we have not reaped yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the demo did not end within 20 s of SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(!namespaces().contains(&prefix), "{}", namespaces());
 }

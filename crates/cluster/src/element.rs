@@ -76,8 +76,10 @@ impl ElementClass for VlbSwitchClass {
                     "SCHEME direct needs RATE, the rate of this server's external ports (such as 10Gbps)",
                 ))
             }
-            (Scheme::Direct, Some(Bandwidth(r))) if !(r.is_finite() && r > 0.0) => {
-                return Err(cx.error("RATE must be above 0"));
+            // At least a byte a second: the share of each worker and output server
+            // (down to a 1024 x 256th of it) stays a positive number.
+            (Scheme::Direct, Some(Bandwidth(r))) if !(r.is_finite() && r >= 1.0) => {
+                return Err(cx.error("RATE must be at least 8bps"));
             }
             (Scheme::Vlb, Some(_)) => {
                 return Err(cx.error("RATE is for SCHEME direct; vlb balances everything"))

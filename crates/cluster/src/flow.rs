@@ -2,14 +2,18 @@
 
 /// The hash of the flow `packet` belongs to: its IP source and destination, protocol
 /// and (for an unfragmented TCP, UDP, SCTP or DCCP packet) ports. The IP header is at
-/// `network` (the packet's network header annotation) when given, else at the start of
-/// the packet when it starts with one, else after an Ethernet header. A packet in which
-/// no IP header is found hashes to 0: all such packets are one flow.
+/// `network` (the packet's network header annotation) when given, else after an
+/// Ethernet header whose type (0x0800, 0x86DD) the next byte's IP version confirms,
+/// else at the start of the packet when it starts with one. A packet in which no IP
+/// header is found hashes to 0: all such packets are one flow.
 pub fn flow_hash(packet: &[u8], network: Option<usize>) -> u32 {
-    let at = network.or_else(|| match packet.first().map(|b| b >> 4) {
-        Some(4) | Some(6) => Some(0),
-        _ => match packet.get(12..14) {
-            Some([0x08, 0x00]) | Some([0x86, 0xdd]) => Some(14),
+    // Ethernet first: a frame's first byte is its destination address's, which may
+    // look like an IP version; an IP packet's bytes 12-14 (its source address) rarely
+    // spell an Ethernet type followed by a matching version.
+    let at = network.or_else(|| match (packet.get(12..14), packet.get(14).map(|b| b >> 4)) {
+        (Some([0x08, 0x00]), Some(4)) | (Some([0x86, 0xdd]), Some(6)) => Some(14),
+        _ => match packet.first().map(|b| b >> 4) {
+            Some(4) | Some(6) => Some(0),
             _ => None,
         },
     });
@@ -151,6 +155,18 @@ mod tests {
         assert_eq!(flow_hash(&v6(1, 1000), None), flow_hash(&v6(1, 1000), None));
         assert_ne!(flow_hash(&v6(1, 1000), None), flow_hash(&v6(2, 1000), None));
         assert_ne!(flow_hash(&v6(1, 1000), None), flow_hash(&v6(1, 1001), None));
+    }
+
+    #[test]
+    fn a_frame_whose_address_looks_like_an_ip_version_is_still_a_frame() {
+        let ip = ipv4([10, 0, 0, 1], [10, 0, 1, 1], 17, 0, &udp(1000, 53));
+        let mut frame = vec![0x42, 0, 0, 0, 0, 1, 0x66, 0, 0, 0, 0, 2, 0x08, 0x00];
+        frame.extend_from_slice(&ip);
+        assert_eq!(flow_hash(&frame, None), flow_hash(&ip, None));
+        // Another frame of the flow (another IP ID) is the same flow.
+        let mut again = frame.clone();
+        again[14 + 4] = 0x12;
+        assert_eq!(flow_hash(&again, None), flow_hash(&frame, None));
     }
 
     #[test]

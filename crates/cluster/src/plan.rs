@@ -259,8 +259,9 @@ fn mesh(r: &Request, e_max: u64) -> Result<Mesh, String> {
             closest = candidate;
         }
         // A mesh of s servers needs at least s NIC ports (e ≥ 1 and s - 1 neighbours):
-        // beyond P servers none fits, and none needs fewer than this one.
-        if s > p {
+        // none fits beyond P servers, and none beyond the closest's NIC ports needs
+        // fewer than it, which the reason reports.
+        if s > p && s >= closest.nic_ports {
             break;
         }
     }

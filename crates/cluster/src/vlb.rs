@@ -12,7 +12,9 @@
 //! Sending a flow's packets over different paths reorders them. A flowlet is a run of
 //! a flow's packets each within `flowlet_gap` of the one before: it keeps the path its
 //! first packet was given, and the next flowlet may take another (RouteBricks used a
-//! gap of 100 ms). Flows are told apart by a 32-bit hash; the table has one slot a
+//! gap of 100 ms). Under Direct VLB a flowlet keeps the direct path only while the
+//! output server's share lasts; then it is balanced, as a new flowlet, so the direct
+//! path never carries more than the share and its burst. Flows are told apart by a 32-bit hash; the table has one slot a
 //! hash bucket, and a flow that finds its slot held by another flow starts a new
 //! flowlet and takes the slot.
 //!
@@ -257,22 +259,27 @@ impl Balancer {
             let mask = self.slots.len() - 1;
             let s = self.slots[flow as usize & mask];
             if s.used && s.flow == flow && usize::from(s.dest) == dest && now.saturating_sub(s.last) < gap {
-                self.slots[flow as usize & mask].last = now;
-                self.counts.flowlet_hits += 1;
                 let next = usize::from(s.next);
-                if next == dest {
-                    self.counts.direct += 1;
-                    // The flowlet keeps the direct path past its share; the debt (up
-                    // to one burst) delays the next new decision for this server.
-                    if self.cfg.scheme == Scheme::Direct {
-                        let floor = -self.cfg.direct_burst;
-                        let b = self.refilled(dest, now);
-                        b.tokens = (b.tokens - bytes).max(floor);
+                // Direct VLB's share bounds the direct path, flowlets or not: a flowlet
+                // on it whose share has run out is balanced from here on, as a new
+                // flowlet (else one elephant flow could take a link past R/N).
+                let keep = next != dest || self.cfg.scheme != Scheme::Direct || {
+                    let b = self.refilled(dest, now);
+                    b.tokens >= bytes && {
+                        b.tokens -= bytes;
+                        true
                     }
-                } else {
-                    self.counts.balanced += 1;
+                };
+                if keep {
+                    self.slots[flow as usize & mask].last = now;
+                    self.counts.flowlet_hits += 1;
+                    if next == dest {
+                        self.counts.direct += 1;
+                    } else {
+                        self.counts.balanced += 1;
+                    }
+                    return next;
                 }
-                return next;
             }
         }
         let next = self.decide(now, dest, bytes);

@@ -14,9 +14,11 @@ use ::bench::net::stop_on_signals;
 use ::bench::testbed;
 use cluster::mesh::ServerConfig;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::process::ChildStderr;
-use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::Ordering;
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const COUNTERS: [&str; 6] = [
@@ -143,19 +145,80 @@ fn expected(j: usize, sent: u64, flows: u64, len: u32) -> u64 {
         .sum()
 }
 
-pub fn main(a: DemoArgs) -> ExitCode {
-    match run(a) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => crate::report::fail("cluster demo", e),
+/// Why the demo ended early.
+enum Stop {
+    Failed(String),
+    /// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
+    Interrupted,
+}
+
+impl From<String> for Stop {
+    fn from(e: String) -> Stop {
+        Stop::Failed(e)
     }
 }
 
-fn run(a: DemoArgs) -> Result<(), String> {
+impl From<&str> for Stop {
+    fn from(e: &str) -> Stop {
+        Stop::Failed(e.to_string())
+    }
+}
+
+pub fn main(a: DemoArgs) -> ExitCode {
+    match run(a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Stop::Failed(e)) => crate::report::fail("cluster demo", e),
+        Err(Stop::Interrupted) => {
+            graph::warn!("brickroute cluster demo: interrupted");
+            ExitCode::from(130)
+        }
+    }
+}
+
+/// Interrupted, if a stop signal has come.
+fn check(stop: &AtomicBool) -> Result<(), Stop> {
+    if stop.load(Ordering::Relaxed) {
+        Err(Stop::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Waits for `child` to exit, up to `limit`; on a stop signal or at the limit it is
+/// killed (and the wait fails).
+fn wait_child(child: &mut Child, limit: Duration, stop: &AtomicBool, what: &str) -> Result<ExitStatus, Stop> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child
+            .try_wait()
+            .map_err(|e| format!("waiting for {}: {}", what, e))?
+        {
+            return Ok(st);
+        }
+        let interrupted = stop.load(Ordering::Relaxed);
+        if interrupted || Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(if interrupted {
+                Stop::Interrupted
+            } else {
+                Stop::Failed(format!(
+                    "{} did not finish within {} s; killed",
+                    what,
+                    limit.as_secs()
+                ))
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run(a: DemoArgs) -> Result<(), Stop> {
     if ![2, 4, 8].contains(&a.servers) {
-        return Err(format!("--servers is 2, 4 or 8, not {}", a.servers));
+        return Err(format!("--servers is 2, 4 or 8, not {}", a.servers).into());
     }
     if !(1..=65536).contains(&a.flows) {
-        return Err(format!("--flows is 1 to 65536, not {}", a.flows));
+        return Err(format!("--flows is 1 to 65536, not {}", a.flows).into());
     }
     if a.pps == 0 {
         return Err("--pps must be above 0".into());
@@ -164,7 +227,7 @@ fn run(a: DemoArgs) -> Result<(), String> {
     let balancing = match a.scheme.as_str() {
         "direct" => format!("RATE {}, FLOWLET {}", a.rate, a.flowlet),
         "vlb" => format!("SCHEME vlb, FLOWLET {}", a.flowlet),
-        s => return Err(format!("--scheme is direct or vlb, not '{}'", s)),
+        s => return Err(format!("--scheme is direct or vlb, not '{}'", s).into()),
     };
     testbed::require_root()?;
     let stop = stop_on_signals();
@@ -230,18 +293,21 @@ fn run(a: DemoArgs) -> Result<(), String> {
         for h in COUNTERS {
             cmd.args(["-h", h]);
         }
+        // Each child in a process group of its own: a Ctrl-C at the terminal reaches
+        // the demo alone, which stops them in order.
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot start server {}: {}", i, e))?;
         let out = read_all(child.stdout.take().expect("piped"));
         let err = read_all(child.stderr.take().expect("piped"));
         mesh.children.push(child);
-        routers.push((out, err));
+        routers.push((out, Some(err)));
     }
-    wait_for_routers(&mut mesh, &servers)?;
+    wait_for_routers(&mut mesh, &servers, &mut routers, stop)?;
 
     let mut sinks = Vec::new();
     // The sinks' standard error stays open to the end, so they never write into a
@@ -262,69 +328,80 @@ fn run(a: DemoArgs) -> Result<(), String> {
             .args(["--duration", &format!("{}", a.seconds + 30.0)])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot start a sink: {}", e))?;
         let mut err = BufReader::new(child.stderr.take().expect("piped"));
         let mut line = String::new();
         let _ = err.read_line(&mut line);
         if !line.contains("listening") {
-            return Err(format!("the sink in {} did not start: {}", h, line.trim()));
+            check(stop)?;
+            return Err(format!("the sink in {} did not start: {}", h, line.trim()).into());
         }
         sinks.push(child.stdout.take().map(read_all).expect("piped"));
         mesh.children.push(child);
         sink_errs.push(err);
     }
-    if stop.load(Ordering::Relaxed) {
-        return Err("interrupted".into());
-    }
+    check(stop)?;
 
-    let gen = Command::new(&exe)
+    let mut gen = Command::new(&exe)
         .args(["gen", "--netns", &hosts[0], "-i", "e0", "-q"])
         .args(["--dst-mac", &mac(server_mac(0)), "--src", "198.18.0.1"])
         .args(["--dst", &format!("198.19.0.0/{}", len)])
         .args(["--flows", &a.flows.to_string(), "--rate", &a.pps.to_string()])
         .args(["--duration", &format!("{}", duration.as_secs_f64())])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
         .map_err(|e| format!("cannot run the generator: {}", e))?;
-    if !gen.status.success() {
-        return Err(format!(
-            "the generator failed: {}",
-            String::from_utf8_lossy(&gen.stderr).trim()
-        ));
+    let (gen_out, gen_err) = (
+        read_all(gen.stdout.take().expect("piped")),
+        read_all(gen.stderr.take().expect("piped")),
+    );
+    let status = wait_child(
+        &mut gen,
+        duration + Duration::from_secs(30),
+        stop,
+        "the generator",
+    )?;
+    let (gen_out, gen_err) = (
+        gen_out.join().unwrap_or_default(),
+        gen_err.join().unwrap_or_default(),
+    );
+    if !status.success() {
+        return Err(format!("the generator failed: {}", gen_err.trim()).into());
     }
     let gen: serde_json::Value =
-        serde_json::from_slice(&gen.stdout).map_err(|e| format!("gen's report: {}", e))?;
+        serde_json::from_str(&gen_out).map_err(|e| format!("gen's report: {}", e))?;
     let sent = gen["packets"]
         .as_u64()
         .ok_or("gen's report has no packet count")?;
 
     // The sinks end 2 s after their last frame; then the servers, whose counters the
     // run prints as it stops.
-    let sink_reports: Vec<serde_json::Value> = sinks
-        .into_iter()
-        .map(|s| serde_json::from_str(s.join().unwrap_or_default().trim()).unwrap_or(serde_json::Value::Null))
-        .collect();
+    let mut sink_reports = Vec::new();
+    for (j, out) in sinks.into_iter().enumerate() {
+        let what = format!("the sink in {}", hosts[j]);
+        wait_child(&mut mesh.children[n + j], Duration::from_secs(40), stop, &what)?;
+        let text = out.join().unwrap_or_default();
+        let report: serde_json::Value =
+            serde_json::from_str(text.trim()).map_err(|e| format!("{}'s report: {}", what, e))?;
+        sink_reports.push(report);
+    }
     let n_sinks = sink_reports.len();
     for c in &mut mesh.children[..n] {
         // SAFETY: kill(2) on our own child's process id, which we have not reaped yet.
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     }
-    for c in &mut mesh.children[..n] {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    let mut counters: Vec<Vec<u64>> = Vec::new();
+    for (i, (out, _)) in routers.into_iter().enumerate() {
+        let what = format!("server {}", i);
+        wait_child(&mut mesh.children[i], Duration::from_secs(5), stop, &what)?;
+        let out = out.join().unwrap_or_default();
+        let values: Option<Vec<u64>> = COUNTERS.iter().map(|h| handler_value(&out, h)).collect();
+        counters.push(values.ok_or_else(|| format!("{} printed no counters: {}", what, out.trim()))?);
     }
-    let counters: Vec<Vec<u64>> = routers
-        .into_iter()
-        .map(|(out, _)| {
-            let out = out.join().unwrap_or_default();
-            COUNTERS
-                .iter()
-                .map(|h| handler_value(&out, h).unwrap_or(0))
-                .collect()
-        })
-        .collect();
 
     let rows: Vec<(u64, u64, u64)> = (0..n_sinks)
         .map(|j| {
@@ -407,19 +484,31 @@ fn run(a: DemoArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Waits until every server holds a packet socket (its devices are open), or one exits.
-fn wait_for_routers(mesh: &mut Mesh, servers: &[String]) -> Result<(), String> {
+/// Waits until every server holds a packet socket for each of its interfaces (its
+/// devices are open). A server that exits has its error output reported.
+fn wait_for_routers(
+    mesh: &mut Mesh,
+    servers: &[String],
+    routers: &mut [(JoinHandle<String>, Option<JoinHandle<String>>)],
+    stop: &AtomicBool,
+) -> Result<(), Stop> {
     let deadline = Instant::now() + Duration::from_secs(20);
     for (i, ns) in servers.iter().enumerate() {
         loop {
+            check(stop)?;
             if let Ok(Some(st)) = mesh.children[i].try_wait() {
-                return Err(format!("server {} exited at start ({})", i, st));
+                let err = routers[i]
+                    .1
+                    .take()
+                    .map(|e| e.join().unwrap_or_default())
+                    .unwrap_or_default();
+                return Err(format!("server {} exited at start ({}): {}", i, st, err.trim()).into());
             }
             if packet_sockets(ns)? >= servers.len() {
                 break;
             }
             if Instant::now() > deadline {
-                return Err(format!("server {} did not open its interfaces within 20 s", i));
+                return Err(format!("server {} did not open its interfaces within 20 s", i).into());
             }
             std::thread::sleep(Duration::from_millis(50));
         }

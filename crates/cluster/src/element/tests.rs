@@ -75,9 +75,9 @@ fn direct_vlb_within_its_share_sends_straight() {
 
 #[test]
 fn direct_vlb_balances_what_exceeds_the_share() {
-    // A 1 bps share and a burst floored at one 1,518-byte frame: of 100-byte packets
+    // A share of a byte a second and a burst floored at one 1,518-byte frame: of 100-byte packets
     // pushed at once, 15 fit the burst, the rest go through server 1.
-    let mut h = Harness::new(&VlbSwitchClass, "0, RATE 3bps, FLOWLET 0", 3, 3);
+    let mut h = Harness::new(&VlbSwitchClass, "0, RATE 24bps, FLOWLET 0", 3, 3);
     assert_eq!(counts(&h.push(2, flows(100))), vec![0, 85, 15]);
     assert_eq!((h.read("direct"), h.read("balanced")), ("15".into(), "85".into()));
 }
@@ -90,6 +90,17 @@ fn a_flow_stays_on_one_path_within_its_flowlet() {
     assert_eq!(c.iter().filter(|&&n| n > 0).count(), 1, "{:?}", c);
     assert_eq!(c.iter().sum::<usize>(), 64);
     assert_eq!(h.read("flowlet_hits"), "63");
+}
+
+#[test]
+fn the_least_rate_gives_every_worker_a_share() {
+    let h = Harness::new(&VlbSwitchClass, "0, RATE 8bps", 256, 256);
+    for i in 0..1024 {
+        h.spec.instantiate(WorkerInfo {
+            index: i,
+            count: 1024,
+        });
+    }
 }
 
 #[test]
@@ -122,7 +133,11 @@ fn configurations_that_cannot_run_are_refused() {
         build_error(c, "0, SCHEME vlb, RATE 10Gbps", 3, 3),
         "RATE is for SCHEME direct; vlb balances everything"
     );
-    assert_eq!(build_error(c, "0, RATE 0Gbps", 3, 3), "RATE must be above 0");
+    assert_eq!(
+        build_error(c, "0, RATE 0Gbps", 3, 3),
+        "RATE must be at least 8bps"
+    );
+    assert_eq!(build_error(c, "0, RATE 7bps", 3, 3), "RATE must be at least 8bps");
     assert_eq!(
         build_error(c, "3, SCHEME vlb", 3, 3),
         "server 3 is not in a mesh of 3 (servers are numbered from 0)"

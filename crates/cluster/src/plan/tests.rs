@@ -373,3 +373,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_reason_no_mesh_fits_names_the_mesh_that_comes_closest() {
+    // 100 ports, servers that process anything but hold 4 NIC ports. 5 servers of 20
+    // ports need 20 + 4 x ceil(400 / 50) = 52; 15 servers of 7 ports need
+    // 7 + 14 x ceil(140 / 150) = 21, the fewest of any mesh.
+    let r = Request {
+        ports: 100,
+        rate_gbps: 10.0,
+        server: Server {
+            capacity_gbps: 100_000.0,
+            nic_ports: 4,
+            link_gbps: 10.0,
+        },
+        scheme: Scheme::Vlb,
+    };
+    let p = plan(&r).unwrap();
+    let reason = p.mesh.unwrap_err();
+    assert!(
+        reason
+            .starts_with("a full mesh needs at least 21 NIC ports a server (15 servers of 7 external ports)"),
+        "{}",
+        reason
+    );
+}

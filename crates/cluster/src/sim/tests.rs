@@ -380,3 +380,20 @@ fn schemes_by_name() {
     assert_eq!(Scheme::parse("Direct+Flowlets"), Some(Scheme::DirectFlowlets));
     assert_eq!(Scheme::parse("ecmp"), None);
 }
+
+#[test]
+fn flows_that_send_nothing_in_the_run_are_not_counted() {
+    // 1 ns of traffic: the flows in progress at time 0 send their next packet later.
+    let r = run_ok(&SimConfig {
+        duration_ns: 1,
+        ..small(8, Scheme::Vlb)
+    });
+    assert_eq!((r.offered_packets, r.flows), (0, 0));
+    let r = run_ok(&small(8, Scheme::Vlb));
+    assert!(
+        r.flows > 0 && r.flows <= r.offered_packets,
+        "{} flows, {} packets",
+        r.flows,
+        r.offered_packets
+    );
+}

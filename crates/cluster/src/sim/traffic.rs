@@ -201,7 +201,10 @@ impl Traffic {
             if at < self.end_ps {
                 out.push((at, slot));
             } else {
+                // It sends nothing in the run: not one of its flows (its number, never
+                // seen, goes to the next flow).
                 self.free.push(slot);
+                self.started -= 1;
             }
         }
         out

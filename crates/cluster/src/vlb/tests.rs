@@ -152,24 +152,50 @@ fn a_new_output_server_for_a_flow_starts_a_new_flowlet() {
 }
 
 #[test]
-fn direct_flowlets_run_into_debt_that_delays_new_direct_decisions() {
-    // Share 1 MB/s with a 1,000-byte burst; one flow of 1,000-byte packets every
-    // 0.1 ms (10 MB/s) stays direct as one flowlet.
+fn a_direct_flowlet_is_balanced_once_its_share_runs_out() {
+    // Share 1 MB/s with a 2,000-byte burst; one flow of 1,000-byte packets every
+    // 0.1 ms (10 MB/s, ten times the share) for 1 s.
     let cfg = Config {
         direct_rate: 1e6,
-        direct_burst: 1000.0,
+        direct_burst: 2000.0,
         flowlet_gap: Some(100 * MS),
         ..Config::direct(0, 4, 4e6)
     };
     let mut b = Balancer::new(cfg).unwrap();
-    let mut t = 0;
-    for _ in 0..100 {
-        assert_eq!(b.choose(t, 2, 7, 1000), 2);
-        t += MS / 10;
+    let mut direct_bytes = 0u64;
+    let mut paths = Vec::new();
+    for i in 0..10_000u64 {
+        let next = b.choose(i * MS / 10, 2, 7, 1000);
+        if next == 2 {
+            direct_bytes += 1000;
+        }
+        paths.push(next);
     }
-    // Another flow now finds the share spent (a debt of one burst: 2 ms to repay).
-    assert_ne!(b.choose(t, 2, 8, 1000), 2);
-    assert_eq!(b.choose(t + 3 * MS, 2, 9, 1000), 2);
+    // The burst, then the flow leaves the direct path and keeps its new one.
+    assert_eq!(&paths[..2], &[2, 2]);
+    assert_ne!(paths[2], 2);
+    assert!(
+        paths[2..].iter().all(|&p| p == paths[2]),
+        "one flowlet on the intermediate"
+    );
+    // Never more than the share over the second, plus the burst.
+    assert!(direct_bytes <= 1_000_000 + 2000, "{}", direct_bytes);
+    let c = b.counts();
+    assert_eq!((c.direct, c.balanced), (2, 9998));
+}
+
+#[test]
+fn direct_flowlets_within_their_share_stay_direct() {
+    let cfg = Config {
+        flowlet_gap: Some(100 * MS),
+        ..Config::direct(0, 4, 4e6)
+    };
+    let mut b = Balancer::new(cfg).unwrap();
+    // 1,000-byte packets every 2 ms: 500 kB/s of a 1 MB/s share.
+    for i in 0..1000u64 {
+        assert_eq!(b.choose(i * 2 * MS, 3, 9, 1000), 3);
+    }
+    assert_eq!(b.counts().flowlet_hits, 999);
 }
 
 #[test]
