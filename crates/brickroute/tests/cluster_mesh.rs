@@ -1,7 +1,7 @@
 //! Four brickroute servers in a full mesh acting as one router (root needed): traffic
 //! from one external port to all four is looked up once at its input server, sent by
 //! Direct VLB straight to its output server or through an intermediate, and every
-//! packet reaches its host, each flow in order (flowlets).
+//! packet reaches its host, each flow in order (flowlets); IPv6 frames too.
 //!
 //!   h_j: e_j -- x_j :s_j     s_i: m_i_k -- m_k_i :s_k (every pair)
 //!   h_j owns 198.19.j.0/24; the generator in h0 sends to 198.19.0.0/22.
@@ -51,6 +51,26 @@ fn host_mac(j: usize) -> [u8; 6] {
 fn packets_to(j: usize) -> u64 {
     let flows = (0..FLOWS).filter(|f| ((1 + f) / 256) as usize == j).count() as u64;
     flows * PER_FLOW
+}
+
+/// A UDP/IPv6 frame from 2001:db8:0::2 port `sport` to 2001:db8:2::1 port 9 with hop
+/// limit `hops`, from `src` to `dst` on Ethernet.
+fn udp6(dst: [u8; 6], src: [u8; 6], hops: u8, sport: u16) -> Vec<u8> {
+    let payload = b"brickroute mesh";
+    let udp_len = (8 + payload.len()) as u16;
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+    f.extend_from_slice(&udp_len.to_be_bytes());
+    f.extend_from_slice(&[17, hops]);
+    f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&9u16.to_be_bytes());
+    f.extend_from_slice(&udp_len.to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(payload);
+    f
 }
 
 /// A child process killed on drop, whose output can be collected with a deadline.
@@ -150,7 +170,10 @@ fn a_mesh_of_four_servers_delivers_every_packet_once_and_in_order() {
         }
     }
     let dir = tempfile::tempdir().unwrap();
-    let routes: Vec<(String, usize)> = (0..SERVERS).map(|j| (format!("198.19.{j}.0/24"), j)).collect();
+    let routes: Vec<(String, usize)> = (0..SERVERS)
+        .map(|j| (format!("198.19.{j}.0/24"), j))
+        .chain((0..SERVERS).map(|j| (format!("2001:db8:{j}::/48"), j)))
+        .collect();
     let mut routers = Vec::new();
     let mut sockets = Vec::new();
     for (i, server) in servers.iter().enumerate() {
@@ -223,12 +246,37 @@ fn a_mesh_of_four_servers_delivers_every_packet_once_and_in_order() {
         );
     }
 
+    // IPv6, once the IPv4 run is over: frames of 16 flows from h0 to h2's network,
+    // each looked up at s0 and delivered by s2 with its hop limit one less.
     let n = |c: &mut Client<UnixStream>, h: &str| -> u64 { c.read(h).trim().parse().unwrap() };
+    let before = n(&mut clients[0], "vlb.direct") + n(&mut clients[0], "vlb.balanced");
+    let out = hosts[0].run(|| netns::RawSocket::open("e0"));
+    let inbox = hosts[2].run(|| netns::RawSocket::open("e2"));
+    for flow in 0..16u16 {
+        out.send(&udp6(server_mac(0), host_mac(0), 64, 5000 + flow));
+    }
+    let mut arrived = Vec::new();
+    while let Some(f) = inbox.recv(Duration::from_secs(3)) {
+        if f.get(12..14) == Some(&[0x86, 0xdd][..]) {
+            arrived.push(f);
+        }
+        if arrived.len() == 16 {
+            break;
+        }
+    }
+    arrived.sort();
+    let mut expected: Vec<Vec<u8>> = (0..16u16)
+        .map(|flow| udp6(host_mac(2), server_mac(2), 63, 5000 + flow))
+        .collect();
+    expected.sort();
+    assert_eq!(arrived, expected);
+    let after = n(&mut clients[0], "vlb.direct") + n(&mut clients[0], "vlb.balanced");
+    assert_eq!(after - before, 16);
     let local = n(&mut clients[0], "vlb.local");
     let direct = n(&mut clients[0], "vlb.direct");
     let balanced = n(&mut clients[0], "vlb.balanced");
     assert_eq!(local, packets_to(0));
-    assert_eq!(direct + balanced, FLOWS * PER_FLOW - packets_to(0));
+    assert_eq!(direct + balanced, FLOWS * PER_FLOW - packets_to(0) + 16);
     assert!(direct > 0 && balanced > 0, "direct {direct}, balanced {balanced}");
     // Every balanced packet was relayed once, by a server other than the input server,
     // and every packet that crossed the mesh was delivered by its output server.

@@ -1,8 +1,9 @@
 //! The Click configuration of one server of a full mesh, RouteBricks' RB4 layout: every
 //! server has one external interface and one internal link to each other server.
 //!
-//! - From the external interface: IPv4 frames are checked, their TTL decremented, and
-//!   looked up once (RadixIPLookup, output `j` for routes that leave by server `j`).
+//! - From the external interface: IPv4 and IPv6 frames are checked, their TTL or hop
+//!   limit decremented, and looked up once (RadixIPLookup, LookupIP6Route: output `j`
+//!   for routes that leave by server `j`).
 //!   Each gets an Ethernet header whose destination address names its output server
 //!   ([`server_mac`]), or the external next hop when it leaves by this server, and
 //!   `VLBSwitch` sends it straight to its output server or through another.
@@ -13,7 +14,8 @@
 //! Counters worth reading: `vlb.local`, `vlb.direct`, `vlb.balanced`,
 //! `vlb.flowlet_hits`, `relayed.count` (frames this server passed on as intermediate),
 //! `delivered.count` (frames from the mesh sent out of the external interface),
-//! `dropped.count` (non-IPv4 frames, or internal frames for no server).
+//! `dropped.count` (frames of neither IP family or of a family without routes, or
+//! internal frames for no server).
 
 use crate::vlb::MAX_NODES;
 use std::fmt::Write;
@@ -45,8 +47,8 @@ pub struct ServerConfig {
     /// The internal link to each server, `None` at this server's own index; its length
     /// is the mesh's size.
     pub links: Vec<Option<String>>,
-    /// `PREFIX SERVER`: the routes, each to the server whose external interface it
-    /// leaves by.
+    /// `PREFIX SERVER`: the routes, IPv4 and IPv6, each to the server whose external
+    /// interface it leaves by.
     pub routes: Vec<(String, usize)>,
     /// VLBSwitch's keyword arguments after NODE, such as `RATE 10Gbps` or
     /// `SCHEME vlb, FLOWLET 0`.
@@ -113,23 +115,45 @@ impl ServerConfig {
             b => format!(", {}", b),
         };
         let _ = writeln!(w, "vlb :: VLBSwitch({}{});", me, balancing);
-        let routes: Vec<String> = self.routes.iter().map(|(p, k)| format!("{} {}", p, k)).collect();
-        let _ = writeln!(w, "rt :: RadixIPLookup({});", routes.join(", "));
+        // IPv4 and IPv6 each have their own lookup, fed by the Ethernet type.
+        let (v6, v4): (Vec<_>, Vec<_>) = self.routes.iter().partition(|(p, _)| p.contains(':'));
         let _ = writeln!(
             w,
-            "FromDevice({}) -> ec :: Classifier(12/0800, -) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> rt;",
+            "FromDevice({}) -> ec :: Classifier(12/0800, 12/86dd, -);",
             dev(&self.external)
         );
-        let _ = writeln!(w, "ec[1] -> dropped;");
         let here = mac_text(server_mac(me));
-        for k in 0..n {
-            let (src, dst) = if k == me {
-                (mac_text(self.external_mac), mac_text(self.next_hop_mac))
-            } else {
-                (here.clone(), mac_text(server_mac(k)))
-            };
-            let _ = writeln!(w, "rt[{k}] -> EtherEncap(0x0800, {src}, {dst}) -> [{k}]vlb;");
+        let families = [
+            ("rt", "RadixIPLookup", v4, "CheckIPHeader -> DecIPTTL", "0x0800"),
+            (
+                "rt6",
+                "LookupIP6Route",
+                v6,
+                "CheckIP6Header -> GetIP6Address(24) -> DecIP6HLIM",
+                "0x86dd",
+            ),
+        ];
+        for (i, (name, class, routes, checks, ethertype)) in families.into_iter().enumerate() {
+            if routes.is_empty() {
+                let _ = writeln!(w, "ec[{}] -> dropped;", i);
+                continue;
+            }
+            let routes: Vec<String> = routes.iter().map(|(p, k)| format!("{} {}", p, k)).collect();
+            let _ = writeln!(w, "{} :: {}({});", name, class, routes.join(", "));
+            let _ = writeln!(w, "ec[{}] -> Strip(14) -> {} -> {};", i, checks, name);
+            for k in 0..n {
+                let (src, dst) = if k == me {
+                    (mac_text(self.external_mac), mac_text(self.next_hop_mac))
+                } else {
+                    (here.clone(), mac_text(server_mac(k)))
+                };
+                let _ = writeln!(
+                    w,
+                    "{name}[{k}] -> EtherEncap({ethertype}, {src}, {dst}) -> [{k}]vlb;"
+                );
+            }
         }
+        let _ = writeln!(w, "ec[2] -> dropped;");
         for k in 0..n {
             let to = if k == me {
                 "ext".to_string()
@@ -141,7 +165,7 @@ impl ServerConfig {
         // Frames from the mesh: for this server, or to relay to another.
         let _ = writeln!(
             w,
-            "delivered :: Counter -> Strip(14) -> EtherEncap(0x0800, {}, {}) -> ext;",
+            "delivered :: Counter -> EtherRewrite({}, {}) -> ext;",
             mac_text(self.external_mac),
             mac_text(self.next_hop_mac)
         );

@@ -24,7 +24,11 @@ fn a_server_looks_up_once_and_balances_by_output_server() {
     for line in [
         "vlb :: VLBSwitch(1, RATE 10Gbps);",
         "rt :: RadixIPLookup(10.0.0.0/24 0, 10.0.1.0/24 1, 10.0.2.0/24 2);",
-        "FromDevice(x1) -> ec :: Classifier(12/0800, -) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> rt;",
+        "FromDevice(x1) -> ec :: Classifier(12/0800, 12/86dd, -);",
+        "ec[0] -> Strip(14) -> CheckIPHeader -> DecIPTTL -> rt;",
+        // No IPv6 routes: IPv6 frames are dropped and counted.
+        "ec[1] -> dropped;",
+        "ec[2] -> dropped;",
         // Output server 0 is named in the destination address; its own external
         // traffic goes to the next hop.
         "rt[0] -> EtherEncap(0x0800, 02:b5:00:00:00:01, 02:b5:00:00:00:00) -> [0]vlb;",
@@ -41,6 +45,23 @@ fn a_server_looks_up_once_and_balances_by_output_server() {
 }
 
 #[test]
+fn ipv6_routes_get_a_lookup_of_their_own() {
+    let mut s = server1_of_3();
+    s.routes.push(("2001:db8:2::/48".into(), 2));
+    let c = s.click().unwrap();
+    for line in [
+        "rt6 :: LookupIP6Route(2001:db8:2::/48 2);",
+        "ec[1] -> Strip(14) -> CheckIP6Header -> GetIP6Address(24) -> DecIP6HLIM -> rt6;",
+        "rt6[2] -> EtherEncap(0x86dd, 02:b5:00:00:00:01, 02:b5:00:00:00:02) -> [2]vlb;",
+        "rt6[1] -> EtherEncap(0x86dd, 02:00:00:00:01:01, 02:00:00:00:01:02) -> [1]vlb;",
+        "rt :: RadixIPLookup(10.0.0.0/24 0, 10.0.1.0/24 1, 10.0.2.0/24 2);",
+    ] {
+        assert!(c.lines().any(|l| l == line), "no line {:?} in\n{}", line, c);
+    }
+    assert!(!c.contains("ec[1] -> dropped;"), "{}", c);
+}
+
+#[test]
 fn frames_from_the_mesh_are_delivered_or_relayed_by_address() {
     let c = server1_of_3().click().unwrap();
     for line in [
@@ -52,7 +73,7 @@ fn frames_from_the_mesh_are_delivered_or_relayed_by_address() {
         "FromDevice(m12) -> mc2 :: Classifier(0/02b500000001, 0/02b500000000, 0/02b500000002, -);",
         "relay[0] -> link0;",
         "relay[2] -> link2;",
-        "delivered :: Counter -> Strip(14) -> EtherEncap(0x0800, 02:00:00:00:01:01, 02:00:00:00:01:02) -> ext;",
+        "delivered :: Counter -> EtherRewrite(02:00:00:00:01:01, 02:00:00:00:01:02) -> ext;",
     ] {
         assert!(c.lines().any(|l| l == line), "no line {:?} in\n{}", line, c);
     }
