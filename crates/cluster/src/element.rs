@@ -222,10 +222,11 @@ struct VlbSwitch {
 impl Element for VlbSwitch {
     fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
         let now = (cx.now_tsc() as f64 * self.ns_per_tick) as u64;
-        self.ports.clear();
         // Only flowlets need to know a packet's flow.
         let flowlets = self.balancer.config().flowlet_gap.is_some();
-        for p in batch.iter() {
+        let balancer = &mut self.balancer;
+        self.ports.clear();
+        self.ports.extend(batch.iter().map(|p| {
             let flow = if flowlets {
                 let network = p.network_header_offset().and_then(|o| usize::try_from(o).ok());
                 flow_hash(p.data(), network)
@@ -233,9 +234,8 @@ impl Element for VlbSwitch {
                 0
             };
             let bytes = u32::try_from(p.len()).unwrap_or(u32::MAX);
-            self.ports
-                .push(self.balancer.choose(now, port, flow, bytes) as u32);
-        }
+            balancer.choose(now, port, flow, bytes) as u32
+        }));
         out.push_each(batch, &self.ports);
         self.counts.add_own(&self.balancer.take_counts());
     }

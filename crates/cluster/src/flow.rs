@@ -21,18 +21,21 @@ pub fn flow_hash(packet: &[u8], network: Option<usize>) -> u32 {
         return 0;
     };
     match ip.first().map(|b| b >> 4) {
-        Some(4) if ip.len() >= 20 => {
-            let ihl = usize::from(ip[0] & 0x0f) * 4;
-            let proto = ip[9];
+        Some(4) => {
+            let Some(h) = ip.first_chunk::<20>() else {
+                return 0;
+            };
+            let ihl = usize::from(h[0] & 0x0f) * 4;
+            let proto = h[9];
             // Fragments after the first carry no ports; hashing ports only when the
             // packet is unfragmented keeps a fragmented flow's pieces together.
-            let fragmented = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+            let fragmented = u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0;
             let ports = if fragmented {
                 0
             } else {
                 ports(ip.get(ihl..), proto)
             };
-            let addrs = u64::from_be_bytes(ip[12..20].try_into().expect("8 bytes"));
+            let addrs = u64::from_be_bytes([h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19]]);
             mix(addrs ^ (u64::from(ports) << 8 | u64::from(proto)).rotate_left(29))
         }
         Some(6) if ip.len() >= 40 => {
@@ -56,10 +59,8 @@ fn ports(l4: Option<&[u8]>, proto: u8) -> u32 {
     const UDP: u8 = 17;
     const DCCP: u8 = 33;
     const SCTP: u8 = 132;
-    match (l4, proto) {
-        (Some(l4), TCP | UDP | DCCP | SCTP) if l4.len() >= 4 => {
-            u32::from_be_bytes(l4[..4].try_into().expect("4 bytes"))
-        }
+    match (l4.and_then(|l4| l4.first_chunk::<4>()), proto) {
+        (Some(p), TCP | UDP | DCCP | SCTP) => u32::from_be_bytes(*p),
         _ => 0,
     }
 }
