@@ -1,7 +1,8 @@
 //! Four brickroute servers in a full mesh acting as one router (root needed): traffic
 //! from one external port to all four is looked up once at its input server, sent by
 //! Direct VLB straight to its output server or through an intermediate, and every
-//! packet reaches its host, each flow in order (flowlets); IPv6 frames too.
+//! packet reaches its host, each flow in order (flowlets), and a server marked down
+//! relays nothing; IPv6 frames too.
 //!
 //!   h_j: e_j -- x_j :s_j     s_i: m_i_k -- m_k_i :s_k (every pair)
 //!   h_j owns 198.19.j.0/24; the generator in h0 sends to 198.19.0.0/22.
@@ -212,6 +213,11 @@ fn a_mesh_of_four_servers_delivers_every_packet_once_and_in_order() {
         .map(|(s, r)| connect_unix(s, r))
         .collect();
 
+    // Server 3 is marked down at server 0: it relays nothing (traffic for its own
+    // host still goes to it).
+    let status = clients[0].status("WRITE vlb.down 3\n");
+    assert!(status.starts_with("200"), "{status}");
+
     let sinks: Vec<_> = (0..SERVERS)
         .map(|j| sink(&hosts[j], &format!("e{j}"), packets_to(j)))
         .collect();
@@ -281,7 +287,8 @@ fn a_mesh_of_four_servers_delivers_every_packet_once_and_in_order() {
     // Every balanced packet was relayed once, by a server other than the input server,
     // and every packet that crossed the mesh was delivered by its output server.
     let relayed: Vec<u64> = clients.iter_mut().map(|c| n(c, "relayed.count")).collect();
-    assert_eq!(relayed[0], 0);
+    assert_eq!((relayed[0], relayed[3]), (0, 0), "{relayed:?}");
+    assert!(relayed[1] > 0 && relayed[2] > 0, "{relayed:?}");
     assert_eq!(relayed.iter().sum::<u64>(), balanced, "{relayed:?}");
     let delivered: u64 = clients.iter_mut().map(|c| n(c, "delivered.count")).sum();
     assert_eq!(delivered, direct + balanced);

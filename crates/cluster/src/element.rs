@@ -18,6 +18,7 @@ use crate::flow::flow_hash;
 use crate::vlb::{Balancer, Config, Counts, Scheme, MAX_FLOWLET_SLOTS, MIN_DIRECT_BURST};
 use graph::args::{Args, Bandwidth, Interval};
 use graph::element::*;
+use graph::elements::shared::SharedSettings;
 use graph::error::ConfigError;
 use graph::registry::Registry;
 use packet::PacketBatch;
@@ -112,6 +113,7 @@ impl ElementClass for VlbSwitchClass {
             burst_ns: burst.map_or(DEFAULT_BURST_NS, |i| i.0),
             ns_per_tick: 1e9 / graph::tsc::tsc_hz(),
             totals: Arc::new(Totals::default()),
+            down: Arc::new(SharedSettings::new(Vec::new())),
         };
         // Refuses what the balancer would (a NODE outside the mesh) while the
         // configuration's position is at hand.
@@ -166,6 +168,8 @@ struct VlbSwitchSpec {
     burst_ns: u64,
     ns_per_tick: f64,
     totals: Arc<Totals>,
+    /// The servers marked down through the `down` handler.
+    down: Arc<SharedSettings<Vec<usize>>>,
 }
 
 impl VlbSwitchSpec {
@@ -183,9 +187,13 @@ impl VlbSwitchSpec {
 
 impl ElementSpec for VlbSwitchSpec {
     fn instantiate(&self, w: WorkerInfo) -> Box<dyn Element> {
-        let balancer = Balancer::new(self.worker_config(w)).expect("checked when the element was built");
+        let mut balancer = Balancer::new(self.worker_config(w)).expect("checked when the element was built");
+        let (down_generation, down) = self.down.snapshot();
+        balancer.set_down(&down);
         Box::new(VlbSwitch {
             balancer,
+            down: self.down.clone(),
+            down_generation,
             ns_per_tick: self.ns_per_tick,
             counts: self.totals.new_slot(),
             ports: Vec::new(),
@@ -193,13 +201,27 @@ impl ElementSpec for VlbSwitchSpec {
     }
 
     fn handlers(&self) -> Vec<HandlerInfo> {
-        ["local", "direct", "balanced", "flowlet_hits"]
+        let mut h: Vec<HandlerInfo> = ["local", "direct", "balanced", "flowlet_hits"]
             .into_iter()
             .map(HandlerInfo::read)
-            .collect()
+            .collect();
+        h.push(HandlerInfo::read_write("down"));
+        h
+    }
+
+    fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
+        (name == "down").then(|| {
+            let down = parse_servers(value, &self.config)?;
+            self.down.write(|d| *d = down);
+            Ok(())
+        })
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
+        if name == "down" {
+            let down: Vec<String> = self.down.read().iter().map(|k| k.to_string()).collect();
+            return Some(down.join(" "));
+        }
         let which = match name {
             "local" => 0,
             "direct" => 1,
@@ -211,8 +233,40 @@ impl ElementSpec for VlbSwitchSpec {
     }
 }
 
+/// The servers a `down` write names: numbers of other servers of the mesh, separated
+/// by spaces or commas; nothing for none.
+fn parse_servers(value: &str, config: &Config) -> Result<Vec<usize>, String> {
+    let mut down = Vec::new();
+    for word in value
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+    {
+        let k: usize = word.parse().map_err(|_| {
+            format!(
+                "'{}' is not a server number (down takes server numbers, 0 to {})",
+                word,
+                config.nodes - 1
+            )
+        })?;
+        if k >= config.nodes {
+            return Err(format!("server {} is not in a mesh of {}", k, config.nodes));
+        }
+        if k == config.node {
+            return Err(format!("server {} is this server", k));
+        }
+        if !down.contains(&k) {
+            down.push(k);
+        }
+    }
+    down.sort_unstable();
+    Ok(down)
+}
+
 struct VlbSwitch {
     balancer: Balancer,
+    /// The spec's down servers, and the generation of them the balancer has.
+    down: Arc<SharedSettings<Vec<usize>>>,
+    down_generation: u64,
     ns_per_tick: f64,
     counts: Arc<Slot>,
     /// Each packet's output, reused batch to batch.
@@ -222,6 +276,12 @@ struct VlbSwitch {
 impl Element for VlbSwitch {
     fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
         let now = (cx.now_tsc() as f64 * self.ns_per_tick) as u64;
+        // A `down` write reaches each worker at its next batch: one load a batch.
+        if self.down.generation() != self.down_generation {
+            let (generation, down) = self.down.snapshot();
+            self.balancer.set_down(&down);
+            self.down_generation = generation;
+        }
         // Only flowlets need to know a packet's flow.
         let flowlets = self.balancer.config().flowlet_gap.is_some();
         let balancer = &mut self.balancer;

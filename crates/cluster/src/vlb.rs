@@ -200,6 +200,9 @@ pub struct Balancer {
     slots: Vec<Slot>,
     rng: u64,
     counts: Counts,
+    /// When some servers are down: the others, but this one, in order (the servers
+    /// that may relay), and which are down. `None` while every server is up.
+    relays: Option<(Vec<u16>, Vec<bool>)>,
 }
 
 impl Balancer {
@@ -223,8 +226,39 @@ impl Balancer {
             // xorshift needs a state other than 0.
             rng: cfg.seed ^ 0x9e37_79b9_7f4a_7c15 | 1,
             counts: Counts::default(),
+            relays: None,
             cfg,
         })
+    }
+
+    /// Marks the servers in `down` as down and every other as up. A down server relays
+    /// nothing: no new decision sends through it, and a flowlet through it is balanced
+    /// anew. Traffic whose output server is down still goes there (its routes are the
+    /// control plane's to withdraw). This server and servers outside the mesh are
+    /// ignored.
+    pub fn set_down(&mut self, down: &[usize]) {
+        let n = self.cfg.nodes;
+        let mut is_down = vec![false; n];
+        for &k in down {
+            if k < n && k != self.cfg.node {
+                is_down[k] = true;
+            }
+        }
+        self.relays = is_down.contains(&true).then(|| {
+            let up = (0..n)
+                .filter(|&k| k != self.cfg.node && !is_down[k])
+                .map(|k| k as u16)
+                .collect();
+            (up, is_down)
+        });
+    }
+
+    /// The servers marked down, in order.
+    pub fn down(&self) -> Vec<usize> {
+        match &self.relays {
+            None => Vec::new(),
+            Some((_, down)) => (0..down.len()).filter(|&k| down[k]).collect(),
+        }
     }
 
     pub fn config(&self) -> &Config {
@@ -262,14 +296,17 @@ impl Balancer {
                 let next = usize::from(s.next);
                 // Direct VLB's share bounds the direct path, flowlets or not: a flowlet
                 // on it whose share has run out is balanced from here on, as a new
-                // flowlet (else one elephant flow could take a link past R/N).
-                let keep = next != dest || self.cfg.scheme != Scheme::Direct || {
-                    let b = self.refilled(dest, now);
-                    b.tokens >= bytes && {
-                        b.tokens -= bytes;
-                        true
-                    }
-                };
+                // flowlet (else one elephant flow could take a link past R/N). A
+                // flowlet through a server now down is balanced anew too.
+                let relay_down = matches!(&self.relays, Some((_, down)) if next != dest && down[next]);
+                let keep = !relay_down
+                    && (next != dest || self.cfg.scheme != Scheme::Direct || {
+                        let b = self.refilled(dest, now);
+                        b.tokens >= bytes && {
+                            b.tokens -= bytes;
+                            true
+                        }
+                    });
                 if keep {
                     self.slots[flow as usize & mask].last = now;
                     self.counts.flowlet_hits += 1;
@@ -302,6 +339,9 @@ impl Balancer {
     }
 
     fn decide(&mut self, now: u64, dest: usize, bytes: f64) -> usize {
+        if self.relays.is_some() {
+            return self.decide_around_down(now, dest, bytes);
+        }
         let n = self.cfg.nodes;
         match self.cfg.scheme {
             Scheme::Vlb => {
@@ -334,6 +374,42 @@ impl Balancer {
                 k
             }
         }
+    }
+
+    /// [`Balancer::decide`] when some servers are down: as if they were not in the
+    /// mesh, the intermediate is drawn from the servers up.
+    fn decide_around_down(&mut self, now: u64, dest: usize, bytes: f64) -> usize {
+        if self.cfg.scheme == Scheme::Direct {
+            let b = self.refilled(dest, now);
+            if b.tokens >= bytes {
+                b.tokens -= bytes;
+                return dest;
+            }
+        }
+        let Some((up, _)) = &self.relays else {
+            return dest;
+        };
+        // The relays but the output server.
+        let skip = up.binary_search(&(dest as u16)).ok();
+        let count = up.len() - usize::from(skip.is_some());
+        let draw = match self.cfg.scheme {
+            // Classic VLB: the direct path for two of the count + 2 draws (this server
+            // and the output server).
+            Scheme::Vlb => self.draw(count + 2),
+            Scheme::Direct if count == 0 => return dest,
+            Scheme::Direct => self.draw(count),
+        };
+        if draw >= count {
+            return dest;
+        }
+        let Some((up, _)) = &self.relays else {
+            return dest;
+        };
+        let at = match skip {
+            Some(p) if draw >= p => draw + 1,
+            _ => draw,
+        };
+        usize::from(up[at])
     }
 
     fn refilled(&mut self, dest: usize, now: u64) -> &mut Bucket {

@@ -104,6 +104,38 @@ fn the_least_rate_gives_every_worker_a_share() {
 }
 
 #[test]
+fn servers_marked_down_relay_nothing_from_the_next_batch() {
+    let mut a = Harness::new(&VlbSwitchClass, "0, SCHEME vlb, FLOWLET 0", 4, 4);
+    let mut b = a.another_worker();
+    assert!(counts(&a.push(2, flows(400)))[1] > 0);
+    assert_eq!(a.read("down"), "");
+    a.write("down", "3, 1").unwrap();
+    assert_eq!(a.read("down"), "1 3");
+    // Both workers take it: only the direct path is left.
+    assert_eq!(counts(&a.push(2, flows(400))), vec![0, 0, 400, 0]);
+    assert_eq!(counts(&b.push(2, flows(400))), vec![0, 0, 400, 0]);
+    a.write("down", "").unwrap();
+    assert!(counts(&b.push(2, flows(400)))[1] > 0);
+}
+
+#[test]
+fn bad_down_servers_are_refused_and_change_nothing() {
+    let h = Harness::new(&VlbSwitchClass, "1, SCHEME vlb", 4, 4);
+    h.write("down", "2").unwrap();
+    for (value, message) in [
+        ("4", "server 4 is not in a mesh of 4"),
+        ("1", "server 1 is this server"),
+        (
+            "two",
+            "'two' is not a server number (down takes server numbers, 0 to 3)",
+        ),
+    ] {
+        assert_eq!(h.write("down", value).unwrap_err(), message);
+        assert_eq!(h.read("down"), "2");
+    }
+}
+
+#[test]
 fn workers_share_the_counts() {
     let mut a = Harness::new(&VlbSwitchClass, "0, SCHEME vlb, FLOWLET 0", 2, 2);
     let mut b = a.another_worker();

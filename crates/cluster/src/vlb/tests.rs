@@ -199,6 +199,67 @@ fn direct_flowlets_within_their_share_stay_direct() {
 }
 
 #[test]
+fn a_down_server_relays_nothing() {
+    let mut b = Balancer::new(Config::vlb(0, 4)).unwrap();
+    b.set_down(&[1]);
+    assert_eq!(b.down(), vec![1]);
+    let h = histogram(&mut b, 2, 30_000, 1, 64);
+    // As in a mesh of 0, 2 and 3: server 3 for a third, the direct path for the rest.
+    assert_eq!((h[0], h[1]), (0, 0), "{:?}", h);
+    assert!((9_400..10_600).contains(&h[3]), "{:?}", h);
+    b.set_down(&[]);
+    assert_eq!(b.down(), Vec::<usize>::new());
+    assert!(histogram(&mut b, 2, 1000, 1, 64)[1] > 0, "up again");
+}
+
+#[test]
+fn direct_vlb_balances_over_the_servers_up_only() {
+    let cfg = Config {
+        direct_rate: 1.0,
+        direct_burst: 0.0,
+        ..Config::direct(0, 6, 6.0)
+    };
+    let mut b = Balancer::new(cfg).unwrap();
+    // This server and a server outside the mesh are ignored.
+    b.set_down(&[0, 2, 4, 9]);
+    assert_eq!(b.down(), vec![2, 4]);
+    let h = histogram(&mut b, 3, 6000, 1, 100);
+    assert_eq!((h[0], h[2], h[3], h[4]), (0, 0, 0, 0), "{:?}", h);
+    assert!(
+        (2700..3300).contains(&h[1]) && (2700..3300).contains(&h[5]),
+        "{:?}",
+        h
+    );
+    // With every other server down there is only the direct path.
+    b.set_down(&[1, 2, 4, 5]);
+    assert_eq!(histogram(&mut b, 3, 100, 1, 100)[3], 100);
+}
+
+#[test]
+fn a_flowlet_through_a_server_that_goes_down_is_balanced_anew() {
+    let cfg = Config {
+        flowlet_gap: Some(100 * MS),
+        ..Config::vlb(0, 8)
+    };
+    let mut b = Balancer::new(cfg).unwrap();
+    // A flow whose flowlet goes through an intermediate.
+    let flow = (0..1000u32).find(|&f| b.choose(0, 5, f, 64) != 5).unwrap();
+    let relay = b.choose(1, 5, flow, 64);
+    assert_ne!(relay, 5);
+    b.set_down(&[relay]);
+    let hits = b.counts().flowlet_hits;
+    let next = b.choose(2, 5, flow, 64);
+    assert_ne!(next, relay);
+    assert_eq!(
+        b.counts().flowlet_hits,
+        hits,
+        "a new decision, not the flowlet's path"
+    );
+    // The new path holds for the rest of the flowlet.
+    assert_eq!(b.choose(3, 5, flow, 64), next);
+}
+
+#[test]
 fn configurations_that_cannot_run_are_refused() {
     let err = |c: Config| Balancer::new(c).err().unwrap();
     assert_eq!(err(Config::vlb(0, 1)), "a mesh has 2 to 256 servers, not 1");
@@ -252,6 +313,30 @@ proptest! {
             let next = b.choose(t, dest, flow, bytes);
             prop_assert!(next < nodes);
             prop_assert!(next != node || dest == node);
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn no_packet_goes_through_a_down_server(
+        nodes in 3usize..20,
+        direct in any::<bool>(),
+        down_seed in any::<u64>(),
+        packets in prop::collection::vec((any::<usize>(), 0u32..8, 0u64..10_000), 1..200),
+    ) {
+        let base = if direct { Config::direct(0, nodes, 1e6) } else { Config::vlb(0, nodes) };
+        let mut b = Balancer::new(Config { flowlet_gap: Some(5_000), flowlet_slots: 8, ..base }).unwrap();
+        let down: Vec<usize> = (1..nodes).filter(|k| down_seed >> (k % 64) & 1 == 1).collect();
+        let mut t = 0;
+        for (i, (d, flow, dt)) in packets.into_iter().enumerate() {
+            if i == 50 {
+                b.set_down(&down);
+            }
+            t += dt;
+            let dest = d % nodes;
+            let next = b.choose(t, dest, flow, 1000);
+            prop_assert!(i < 50 || next == dest || !down.contains(&next));
         }
     }
 }

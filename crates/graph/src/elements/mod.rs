@@ -25,7 +25,7 @@ pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
 pub(crate) mod ratedsplitter;
-pub(crate) mod shared;
+pub mod shared;
 pub(crate) mod slots;
 pub mod sources;
 pub(crate) mod strip;

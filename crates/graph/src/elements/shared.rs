@@ -6,13 +6,13 @@ use std::sync::Mutex;
 /// Settings shared by the spec and every worker: handler writes replace them under the
 /// lock and bump the generation, and a worker copies them again only when the generation
 /// it holds is stale (one load per batch).
-pub(crate) struct SharedSettings<S: Clone> {
+pub struct SharedSettings<S: Clone> {
     settings: Mutex<S>,
     generation: AtomicU64,
 }
 
 impl<S: Clone> SharedSettings<S> {
-    pub(crate) fn new(settings: S) -> SharedSettings<S> {
+    pub fn new(settings: S) -> SharedSettings<S> {
         SharedSettings {
             settings: Mutex::new(settings),
             generation: AtomicU64::new(0),
@@ -20,22 +20,22 @@ impl<S: Clone> SharedSettings<S> {
     }
 
     /// The settings and the generation they are at least as new as.
-    pub(crate) fn snapshot(&self) -> (u64, S) {
+    pub fn snapshot(&self) -> (u64, S) {
         let g = self.generation.load(Ordering::Acquire);
         (g, self.read())
     }
 
-    pub(crate) fn read(&self) -> S {
+    pub fn read(&self) -> S {
         self.settings.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub(crate) fn write(&self, f: impl FnOnce(&mut S)) {
+    pub fn write(&self, f: impl FnOnce(&mut S)) {
         f(&mut self.settings.lock().unwrap_or_else(|e| e.into_inner()));
         self.generation.fetch_add(1, Ordering::Release);
     }
 
     #[inline]
-    pub(crate) fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 }
