@@ -15,9 +15,13 @@ pub enum BenchCommand {
     /// batch k_p and transmit batch k_n, in turns over rounds, each pair's cycles a
     /// packet against the unbatched k_p = k_n = 1 of the same rounds, with a bar chart.
     Batching(crate::batching::BatchingArgs),
+    /// RouteBricks' cores-and-queues experiment: an application run with each number of
+    /// workers, each owning a queue of every port, in turns over rounds, each count's
+    /// packets a second against one worker's of the same rounds.
+    Scaling(crate::scaling::ScalingArgs),
 }
 
-/// What both experiments run: the application, its frames and its workers, and how
+/// What the experiments run: the application, its frames and its workers, and how
 /// the result is printed.
 #[derive(clap::Args)]
 pub struct Shape {
@@ -119,6 +123,7 @@ pub fn main(cmd: BenchCommand) -> ExitCode {
     match cmd {
         BenchCommand::Pipeline(a) => run_pipeline(a),
         BenchCommand::Batching(a) => crate::batching::main(a, app_config),
+        BenchCommand::Scaling(a) => crate::scaling::main(a, app_config),
     }
 }
 

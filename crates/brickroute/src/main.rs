@@ -18,6 +18,7 @@ mod kernelroutes;
 mod neighbors;
 mod report;
 mod run;
+mod scaling;
 mod services;
 mod sink;
 mod testbed;

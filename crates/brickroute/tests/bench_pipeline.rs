@@ -526,3 +526,66 @@ fn rule_updates_are_checked_and_stop_with_the_run() {
     let j: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(j["size"].as_u64(), Some(66), "{j}");
 }
+
+#[test]
+fn scaling_runs_each_worker_count_against_one_worker() {
+    let o = brickroute(&[
+        "bench",
+        "scaling",
+        "--no-pin",
+        "--app",
+        "forward",
+        "--workers",
+        "2,1,2",
+        "--packets",
+        "20000",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (r["app"].as_str(), r["rounds"].as_u64()),
+        (Some("forward"), Some(2))
+    );
+    let cells = r["cells"].as_array().unwrap();
+    // One worker first, as the baseline; each count once.
+    let workers: Vec<u64> = cells.iter().map(|c| c["workers"].as_u64().unwrap()).collect();
+    assert_eq!(workers, vec![1, 2]);
+    assert_eq!(cells[0]["speedup"].as_f64(), Some(1.0));
+    assert_eq!(cells[0]["efficiency"].as_f64(), Some(1.0));
+    for c in cells {
+        assert_eq!(c["queues_per_port"], c["workers"]);
+        assert!(
+            c["mpps"].as_f64().unwrap() > 0.0 && c["cycles_per_packet"].as_f64().unwrap() > 0.0,
+            "{c}"
+        );
+        let (s, e, w) = (
+            c["speedup"].as_f64().unwrap(),
+            c["efficiency"].as_f64().unwrap(),
+            c["workers"].as_f64().unwrap(),
+        );
+        assert!((s / w - e).abs() < 1e-9, "{c}");
+    }
+}
+
+#[test]
+fn scaling_refuses_bad_counts() {
+    for (args, message) in [
+        (
+            &["--workers", "0"][..],
+            "--workers 0: each count must be from 1 to 1024",
+        ),
+        (
+            &["--threads", "2"][..],
+            "bench scaling takes its worker counts from --workers, not --threads",
+        ),
+        (&["--packets", "0"][..], "--packets must be at least 1"),
+        (&["--app", "bridge"][..], "unknown app 'bridge'"),
+    ] {
+        let o = brickroute(&[&["bench", "scaling"][..], args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(message), "{args:?}: {}", stderr(&o));
+    }
+}
