@@ -5,9 +5,9 @@
 //! each cell's cycles a packet is compared with the unbatched k_p = k_n = 1 measured in
 //! the same rounds.
 
-use crate::bench::{check_shape, Shape};
+use crate::bench::{check_shape, finish, in_turns, Shape, Turns};
 use packet::MAX_BATCH;
-use runtime::bench::{median, pipeline, PipelineOptions};
+use runtime::bench::{median, PipelineOptions};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -41,20 +41,14 @@ struct Cell {
 }
 
 pub fn main(a: BatchingArgs, app_config: fn(&str) -> Result<&'static str, String>) -> ExitCode {
-    match run(&a, app_config) {
-        Ok((cells, size)) => {
-            if a.shape.json {
-                println!("{}", json(&a, size, &cells));
-            } else {
-                print!("{}", table(&a, size, &cells));
-            }
-            ExitCode::SUCCESS
+    let report = run(&a, app_config).map(|(cells, size)| {
+        if a.shape.json {
+            format!("{}\n", json(&a, size, &cells))
+        } else {
+            table(&a, size, &cells)
         }
-        Err((e, code)) => {
-            eprintln!("brickroute bench batching: {}", e);
-            ExitCode::from(code)
-        }
-    }
+    });
+    finish("batching", report)
 }
 
 fn check(a: &BatchingArgs) -> Result<(), String> {
@@ -94,32 +88,25 @@ fn run(
     let conf = app_config(&a.shape.app).map_err(|e| (e, 2))?;
     check(a).map_err(|e| (e, 2))?;
     let pairs = pairs(a);
-    // cycles[pair][round], mpps[pair][round]
-    let mut cycles = vec![Vec::new(); pairs.len()];
-    let mut mpps = vec![Vec::new(); pairs.len()];
-    // The frame size the runs took (a route6 run raises 64 to its least, 66).
-    let mut size = a.shape.size;
-    for _ in 0..a.rounds {
-        for (i, &(kp, kn)) in pairs.iter().enumerate() {
-            let opts = PipelineOptions {
-                app: conf.to_string(),
-                conf_dir: a.shape.conf_dir.clone(),
-                size: a.shape.size,
-                packets: Some(a.packets),
-                threads: a.shape.threads,
-                flows: a.shape.flows,
-                rx_burst: kp,
-                tx_burst: kn,
-                pin: !a.shape.no_pin,
-                extra_classes: Some(cluster::register),
-                ..PipelineOptions::default()
-            };
-            let r = pipeline(&opts).map_err(|e| (format!("k_p {kp}, k_n {kn}: {e}"), 1))?;
-            size = r.size;
-            cycles[i].push(r.cycles_per_packet);
-            mpps[i].push(r.mpps);
-        }
-    }
+    let runs: Vec<PipelineOptions> = pairs
+        .iter()
+        .map(|&(kp, kn)| PipelineOptions {
+            app: conf.to_string(),
+            conf_dir: a.shape.conf_dir.clone(),
+            size: a.shape.size,
+            packets: Some(a.packets),
+            threads: a.shape.threads,
+            flows: a.shape.flows,
+            rx_burst: kp,
+            tx_burst: kn,
+            pin: !a.shape.no_pin,
+            extra_classes: Some(cluster::register),
+            ..PipelineOptions::default()
+        })
+        .collect();
+    let Turns { mpps, cycles, size } = in_turns(&runs, a.rounds, |i| {
+        format!("k_p {}, k_n {}", pairs[i].0, pairs[i].1)
+    })?;
     let cells = pairs
         .iter()
         .enumerate()

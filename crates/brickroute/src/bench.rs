@@ -234,3 +234,51 @@ fn run_pipeline(a: PipelineArgs) -> ExitCode {
         }
     }
 }
+
+/// Each run's figures over the rounds of [`in_turns`].
+pub struct Turns {
+    /// Packets a second (millions), `[run][round]`.
+    pub mpps: Vec<Vec<f64>>,
+    /// Cycles a packet, `[run][round]`.
+    pub cycles: Vec<Vec<f64>>,
+    /// The frame size the runs took (a route6 run raises 64 bytes to its least, 66).
+    pub size: usize,
+}
+
+/// Runs each of `runs` once a round, in turns, for `rounds` rounds, so every run of a
+/// round sees the same minutes of a shared host. `name` names a run in an error.
+pub fn in_turns(
+    runs: &[PipelineOptions],
+    rounds: u64,
+    name: impl Fn(usize) -> String,
+) -> Result<Turns, (String, u8)> {
+    let mut t = Turns {
+        mpps: vec![Vec::new(); runs.len()],
+        cycles: vec![Vec::new(); runs.len()],
+        size: runs.first().map_or(0, |r| r.size),
+    };
+    for _ in 0..rounds {
+        for (i, opts) in runs.iter().enumerate() {
+            let r = pipeline(opts).map_err(|e| (format!("{}: {}", name(i), e), 1))?;
+            t.size = r.size;
+            t.mpps[i].push(r.mpps);
+            t.cycles[i].push(r.cycles_per_packet);
+        }
+    }
+    Ok(t)
+}
+
+/// How an experiment ends: its report (JSON or table) on standard output, or its
+/// error, with the exit status the error carries.
+pub fn finish(experiment: &str, report: Result<String, (String, u8)>) -> ExitCode {
+    match report {
+        Ok(text) => {
+            print!("{}", text);
+            ExitCode::SUCCESS
+        }
+        Err((e, code)) => {
+            eprintln!("brickroute bench {}: {}", experiment, e);
+            ExitCode::from(code)
+        }
+    }
+}

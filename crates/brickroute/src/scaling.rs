@@ -5,8 +5,8 @@
 //! host. Each count's packets a second are compared with one worker's in the same
 //! rounds: the speedup, and the efficiency (speedup over workers).
 
-use crate::bench::{check_shape, Shape};
-use runtime::bench::{median, pipeline, PipelineOptions};
+use crate::bench::{check_shape, finish, in_turns, Shape, Turns};
+use runtime::bench::{median, PipelineOptions};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -36,20 +36,14 @@ struct Cell {
 }
 
 pub fn main(a: ScalingArgs, app_config: fn(&str) -> Result<&'static str, String>) -> ExitCode {
-    match run(&a, app_config) {
-        Ok((cells, size)) => {
-            if a.shape.json {
-                println!("{}", json(&a, size, &cells));
-            } else {
-                print!("{}", table(&a, size, &cells));
-            }
-            ExitCode::SUCCESS
+    let report = run(&a, app_config).map(|(cells, size)| {
+        if a.shape.json {
+            format!("{}\n", json(&a, size, &cells))
+        } else {
+            table(&a, size, &cells)
         }
-        Err((e, code)) => {
-            eprintln!("brickroute bench scaling: {}", e);
-            ExitCode::from(code)
-        }
-    }
+    });
+    finish("scaling", report)
 }
 
 fn check(a: &ScalingArgs) -> Result<(), String> {
@@ -93,28 +87,21 @@ fn run(
     let conf = app_config(&a.shape.app).map_err(|e| (e, 2))?;
     check(a).map_err(|e| (e, 2))?;
     let counts = counts(a);
-    let mut mpps = vec![Vec::new(); counts.len()];
-    let mut cycles = vec![Vec::new(); counts.len()];
-    let mut size = a.shape.size;
-    for _ in 0..a.rounds {
-        for (i, &workers) in counts.iter().enumerate() {
-            let opts = PipelineOptions {
-                app: conf.to_string(),
-                conf_dir: a.shape.conf_dir.clone(),
-                size: a.shape.size,
-                packets: Some(a.packets),
-                threads: workers,
-                flows: a.shape.flows,
-                pin: !a.shape.no_pin,
-                extra_classes: Some(cluster::register),
-                ..PipelineOptions::default()
-            };
-            let r = pipeline(&opts).map_err(|e| (format!("{} workers: {}", workers, e), 1))?;
-            size = r.size;
-            mpps[i].push(r.mpps);
-            cycles[i].push(r.cycles_per_packet);
-        }
-    }
+    let runs: Vec<PipelineOptions> = counts
+        .iter()
+        .map(|&workers| PipelineOptions {
+            app: conf.to_string(),
+            conf_dir: a.shape.conf_dir.clone(),
+            size: a.shape.size,
+            packets: Some(a.packets),
+            threads: workers,
+            flows: a.shape.flows,
+            pin: !a.shape.no_pin,
+            extra_classes: Some(cluster::register),
+            ..PipelineOptions::default()
+        })
+        .collect();
+    let Turns { mpps, cycles, size } = in_turns(&runs, a.rounds, |i| format!("{} workers", counts[i]))?;
     let cells = counts
         .iter()
         .enumerate()

@@ -1,5 +1,7 @@
 //! A packet's flow, as a 32-bit hash: what keeps a flow's packets on one flowlet path.
 
+use graph::elements::multipath::fmix64 as mix;
+
 /// The hash of the flow `packet` belongs to: its IP source and destination, protocol
 /// and (for an unfragmented TCP, UDP, SCTP or DCCP packet) ports. The IP header is at
 /// `network` (the packet's network header annotation) when given, else after an
@@ -63,16 +65,6 @@ fn ports(l4: Option<&[u8]>, proto: u8) -> u32 {
         (Some(p), TCP | UDP | DCCP | SCTP) => u32::from_be_bytes(*p),
         _ => 0,
     }
-}
-
-/// murmur3's 64-bit finaliser, high half.
-fn mix(mut x: u64) -> u32 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^= x >> 33;
-    (x >> 32) as u32
 }
 
 #[cfg(test)]

@@ -146,7 +146,8 @@ pub(crate) fn flow_hash6(src: u128, dst: u128) -> u32 {
     fmix64(u64::from(s) ^ ((dst >> 64) as u64).rotate_left(17) ^ dst as u64)
 }
 
-fn fmix64(mut x: u64) -> u32 {
+/// murmur3's 64-bit finaliser, high half: every input bit moves every output bit.
+pub fn fmix64(mut x: u64) -> u32 {
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
