@@ -134,7 +134,7 @@ fn table(a: &ScalingArgs, size: usize, cells: &[Cell]) -> String {
     let widest = cells.iter().map(|c| c.speedup).fold(1.0, f64::max);
     for c in cells {
         s.push_str(&format!(
-            "{:7} {:12} {:10.3} {:14.1} {:13.2}x {:10.0}%  {}\n",
+            "{:7} {:12} {:10.3} {:14.1} {:17.2}x {:10.0}%  {}\n",
             c.workers,
             c.workers,
             c.mpps,

@@ -5,19 +5,23 @@ use graph::elements::multipath::fmix64 as mix;
 /// The hash of the flow `packet` belongs to: its IP source and destination, protocol
 /// and (for an unfragmented TCP, UDP, SCTP or DCCP packet) ports. The IP header is at
 /// `network` (the packet's network header annotation) when given, else after an
-/// Ethernet header whose type (0x0800, 0x86DD) the next byte's IP version confirms,
-/// else at the start of the packet when it starts with one. A packet in which no IP
-/// header is found hashes to 0: all such packets are one flow.
+/// Ethernet header of type 0x0800 or 0x86DD when an IP header of that version and a
+/// length that fits is there, else at the start of the packet when one is there. A
+/// packet in which no IP header is found hashes to 0: all such packets are one flow.
 pub fn flow_hash(packet: &[u8], network: Option<usize>) -> u32 {
-    // Ethernet first: a frame's first byte is its destination address's, which may
-    // look like an IP version; an IP packet's bytes 12-14 (its source address) rarely
-    // spell an Ethernet type followed by a matching version.
-    let at = network.or_else(|| match (packet.get(12..14), packet.get(14).map(|b| b >> 4)) {
-        (Some([0x08, 0x00]), Some(4)) | (Some([0x86, 0xdd]), Some(6)) => Some(14),
-        _ => match packet.first().map(|b| b >> 4) {
-            Some(4) | Some(6) => Some(0),
+    // A frame's first byte is its destination address's, which may look like an IP
+    // version, and an IP packet's bytes 12-14 may spell an Ethernet type: the header's
+    // own lengths tell them apart.
+    let at = network.or_else(|| {
+        let ethernet = match packet.get(12..14) {
+            Some([0x08, 0x00]) => Some(4),
+            Some([0x86, 0xdd]) => Some(6),
             _ => None,
-        },
+        };
+        match ethernet {
+            Some(v) if packet.get(14..).is_some_and(|ip| plausible_ip(ip, v)) => Some(14),
+            _ => [4, 6].into_iter().any(|v| plausible_ip(packet, v)).then_some(0),
+        }
     });
     let Some(ip) = at.and_then(|at| packet.get(at..)) else {
         return 0;
@@ -52,6 +56,19 @@ pub fn flow_hash(packet: &[u8], network: Option<usize>) -> u32 {
                 ^ (u64::from(ports) << 8 | u64::from(proto)))
         }
         _ => 0,
+    }
+}
+
+/// Whether `ip` starts with an IP header of version `version` whose lengths fit in it.
+fn plausible_ip(ip: &[u8], version: u8) -> bool {
+    match (version, ip.first().map(|b| b >> 4)) {
+        (4, Some(4)) if ip.len() >= 20 => {
+            let header = usize::from(ip[0] & 0x0f) * 4;
+            let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+            header >= 20 && header <= total && total <= ip.len()
+        }
+        (6, Some(6)) if ip.len() >= 40 => 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]])) <= ip.len(),
+        _ => false,
     }
 }
 
@@ -90,6 +107,8 @@ mod tests {
         p.extend_from_slice(&src);
         p.extend_from_slice(&dst);
         p.extend_from_slice(l4);
+        let total = p.len() as u16;
+        p[2..4].copy_from_slice(&total.to_be_bytes());
         p
     }
 
@@ -160,6 +179,16 @@ mod tests {
         let mut again = frame.clone();
         again[14 + 4] = 0x12;
         assert_eq!(flow_hash(&again, None), flow_hash(&frame, None));
+    }
+
+    #[test]
+    fn a_packet_whose_source_spells_an_ethernet_type_is_still_a_packet() {
+        // From 8.0.64.1: bytes 12-14 read 08 00 40, an Ethernet type and an IPv4 version.
+        let a = ipv4([8, 0, 64, 1], [10, 0, 1, 1], 17, 0, &udp(1000, 53));
+        let mut b = a.clone();
+        b[4] = 0x77; // another IP ID: the same flow
+        assert_eq!(flow_hash(&a, None), flow_hash(&b, None));
+        assert_eq!(flow_hash(&a, None), flow_hash(&a, Some(0)));
     }
 
     #[test]

@@ -122,6 +122,7 @@ fn namespace(mesh: &mut Mesh, name: String) -> Result<(), String> {
             "-w",
             "net.ipv6.conf.all.disable_ipv6=1",
         ])
+        .process_group(0)
         .output()
         .map_err(|e| format!("sysctl: {}", e))?;
     if !o.status.success() {
@@ -130,6 +131,36 @@ fn namespace(mesh: &mut Mesh, name: String) -> Result<(), String> {
             name,
             String::from_utf8_lossy(&o.stderr).trim()
         ));
+    }
+    Ok(())
+}
+
+/// The namespaces and veth pairs of the mesh, recorded in `mesh` as they are made.
+fn build_mesh(mesh: &mut Mesh, hosts: &[String], servers: &[String]) -> Result<(), String> {
+    let n = servers.len();
+    for ns in hosts.iter().chain(servers) {
+        namespace(mesh, ns.clone())?;
+    }
+    for j in 0..n {
+        let (e, x) = (format!("e{}", j), format!("x{}", j));
+        veth(
+            &hosts[j],
+            &e,
+            &mac(host_mac(j)),
+            &servers[j],
+            &x,
+            &mac(server_mac(j)),
+        )?;
+    }
+    for i in 0..n {
+        for k in i + 1..n {
+            let (a_dev, b_dev) = (format!("m{}{}", i, k), format!("m{}{}", k, i));
+            let (a_mac, b_mac) = (
+                format!("02:c0:00:00:{:02x}:{:02x}", i, k),
+                format!("02:c0:00:00:{:02x}:{:02x}", k, i),
+            );
+            veth(&servers[i], &a_dev, &a_mac, &servers[k], &b_dev, &b_mac)?;
+        }
     }
     Ok(())
 }
@@ -241,30 +272,11 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         namespaces: Vec::new(),
         children: Vec::new(),
     };
-    for ns in hosts.iter().chain(&servers) {
-        namespace(&mut mesh, ns.clone())?;
-    }
-    for j in 0..n {
-        let (e, x) = (format!("e{}", j), format!("x{}", j));
-        veth(
-            &hosts[j],
-            &e,
-            &mac(host_mac(j)),
-            &servers[j],
-            &x,
-            &mac(server_mac(j)),
-        )?;
-    }
-    for i in 0..n {
-        for k in i + 1..n {
-            let (a_dev, b_dev) = (format!("m{}{}", i, k), format!("m{}{}", k, i));
-            let (a_mac, b_mac) = (
-                format!("02:c0:00:00:{:02x}:{:02x}", i, k),
-                format!("02:c0:00:00:{:02x}:{:02x}", k, i),
-            );
-            veth(&servers[i], &a_dev, &a_mac, &servers[k], &b_dev, &b_mac)?;
-        }
-    }
+    // A stop signal during setup may kill an `ip` it runs: then the failure is the
+    // signal's.
+    let built = build_mesh(&mut mesh, &hosts, &servers);
+    check(stop)?;
+    built?;
 
     let routes: Vec<(String, usize)> = (0..n).map(|j| (format!("198.19.{}.0/24", j), j)).collect();
     let mut routers = Vec::new();
@@ -395,12 +407,16 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     }
     let mut counters: Vec<Vec<u64>> = Vec::new();
-    for (i, (out, _)) in routers.into_iter().enumerate() {
+    for (i, (out, err)) in routers.into_iter().enumerate() {
         let what = format!("server {}", i);
-        wait_child(&mut mesh.children[i], Duration::from_secs(5), stop, &what)?;
+        let status = wait_child(&mut mesh.children[i], Duration::from_secs(5), stop, &what)?;
         let out = out.join().unwrap_or_default();
         let values: Option<Vec<u64>> = COUNTERS.iter().map(|h| handler_value(&out, h)).collect();
-        counters.push(values.ok_or_else(|| format!("{} printed no counters: {}", what, out.trim()))?);
+        let Some(values) = values else {
+            let err = err.map(|e| e.join().unwrap_or_default()).unwrap_or_default();
+            return Err(format!("{} ended without its counters ({}): {}", what, status, err.trim()).into());
+        };
+        counters.push(values);
     }
 
     let rows: Vec<(u64, u64, u64)> = (0..n_sinks)
