@@ -15,6 +15,7 @@ mod fib;
 mod gen;
 mod handlers;
 mod kernelroutes;
+mod metrics;
 mod neighbors;
 mod report;
 mod run;

@@ -48,6 +48,12 @@ pub struct RunArgs {
     /// every frame to the kernel, which would forward it too) and restores it on exit.
     #[arg(long = "keep-kernel-forwarding")]
     keep_kernel_forwarding: bool,
+    /// Serve the elements' numeric handlers to Prometheus at http://[HOST:]PORT/metrics
+    /// while the router runs (`9100`, `:9100` and `0.0.0.0:9100` listen on every IPv4
+    /// address; `127.0.0.1:9100` on loopback only; port 0 takes a free one). The router
+    /// then runs until it is stopped, as with a ControlSocket.
+    #[arg(long = "metrics", value_name = "[HOST:]PORT")]
+    metrics: Option<String>,
     /// The configuration file, and NAME=value definitions for $NAME.
     #[arg(value_name = "FILE | NAME=value")]
     rest: Vec<String>,
@@ -296,6 +302,14 @@ pub fn main(args: RunArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let threads = args.threads;
+    // Bound first: a busy or bad address fails before anything is opened.
+    let metrics = match args.metrics.as_deref().map(crate::metrics::bind).transpose() {
+        Ok(m) => m,
+        Err(e) => {
+            graph::warn!("brickroute run: {}", e);
+            return ExitCode::from(2);
+        }
+    };
     let kernel = if args.keep_kernel_forwarding {
         KernelForwarding::Keep
     } else {
@@ -326,6 +340,12 @@ pub fn main(args: RunArgs) -> ExitCode {
     };
     if !args.quit {
         let server = services.sockets.serve(&router);
+        let scraped = metrics.map(|listener| {
+            if let Ok(addr) = listener.local_addr() {
+                graph::warn!("brickroute: metrics at http://{}/metrics", addr);
+            }
+            crate::metrics::serve(listener, &router)
+        });
         let following = kernelroutes::follow(followers, &router);
         // (Following the neighbour tables does not keep the router running: it serves
         // the workers' packets only.)
@@ -337,7 +357,7 @@ pub fn main(args: RunArgs) -> ExitCode {
         // is stopped (a signal, a source's STOP, or a write to the `stop` handler), as
         // Click's driver does while it has sockets to watch, also once its sources are
         // done.
-        if server.is_running() || following.is_running() {
+        if server.is_running() || following.is_running() || scraped.is_some() {
             while !SIGNALLED.load(Ordering::Relaxed) && !router.stop_flag().is_requested() {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -345,6 +365,7 @@ pub fn main(args: RunArgs) -> ExitCode {
         drop(addressing);
         drop(resolving);
         drop(following);
+        drop(scraped);
         drop(server);
         if !args.no_summary {
             graph::warn!(
