@@ -2,7 +2,8 @@
 //! element's own read handler whose value is a number (a Counter's `count`, a
 //! CheckIPHeader's `drops`, a VLBSwitch's `balanced`...) is one sample of the family
 //! `brickroute_handler`, labelled with the element's name and class and the handler's
-//! name, read as the ControlSocket reads it, at each scrape. `GET /metrics` answers in
+//! name, read as the ControlSocket reads it, at each scrape (but for the handlers that
+//! print whole tables, which are never numbers). `GET /metrics` answers in
 //! Prometheus' text format (0.0.4); other paths are 404, other methods 405.
 
 use crate::services::ServiceThreads;
@@ -22,6 +23,10 @@ const MAX_REQUEST: usize = 8192;
 
 /// Click's handlers every element has: not metrics.
 const STANDARD: [&str; 5] = ["name", "class", "config", "ports", "handlers"];
+
+/// Handlers that print a whole table or program, never a number: not read at a scrape
+/// (a route table's `table` is a million lines on a full table).
+const DUMPS: [&str; 4] = ["table", "program", "data", "drop_details"];
 
 /// Listens on `spec` (`PORT`, `:PORT` or `HOST:PORT`; `HOST` alone is refused), so a bad
 /// address fails before the router starts.
@@ -131,7 +136,7 @@ pub fn exposition(router: &RouterSpec) -> String {
             let (Some(handler), Some(access)) = (fields.next(), fields.next()) else {
                 continue;
             };
-            if STANDARD.contains(&handler) || !access.contains('r') {
+            if STANDARD.contains(&handler) || DUMPS.contains(&handler) || !access.contains('r') {
                 continue;
             }
             // Handlers that need a parameter refuse a read without one: skipped.
