@@ -15,7 +15,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The greeting's prefix. The data-block commands came with version 1.3; an older
 /// server answers them `501`, which is reported as its refusal.
@@ -36,7 +36,8 @@ pub struct CtlArgs {
     /// a host is given (`HOST:PORT`, `[IPV6]:PORT`).
     #[arg(long, value_name = "[HOST:]PORT")]
     tcp: Option<String>,
-    /// Seconds to wait for the connection and for each answer; 0 waits for ever.
+    /// Seconds to wait for the connection, the greeting and the answer, each; 0 waits
+    /// for ever.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     timeout: f64,
     #[command(subcommand)]
@@ -200,10 +201,13 @@ fn run(args: CtlArgs) -> Result<(), Failure> {
             _ => format!("{name}: {}", strerror(&e)),
         })
     };
-    let mut router = Router::new(stream.map_err(failed)?).map_err(|e| match e {
+    let mut stream = stream.map_err(failed)?;
+    stream.start();
+    let mut router = Router::new(stream).map_err(|e| match e {
         Greeting::Refused(answer) => failed(answer),
         Greeting::Lost(e) => lost(e),
     })?;
+    router.conn.get_mut().start();
     match request {
         Request::Read { handler, parameter } => {
             let value = router.read(&handler, &parameter).map_err(lost)?.map_err(failed)?;
@@ -250,32 +254,85 @@ fn read_file(path: &PathBuf) -> Result<Vec<u8>, String> {
 }
 
 /// Either kind of control socket.
-enum Stream {
+enum Socket {
     Unix(UnixStream),
     Tcp(TcpStream),
 }
 
+/// A control socket whose exchanges each have a deadline: `--timeout` bounds a whole
+/// answer, however its bytes trickle in, not each read.
+struct Stream {
+    socket: Socket,
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+}
+
+impl Stream {
+    fn new(socket: Socket, timeout: Option<Duration>) -> Stream {
+        Stream {
+            socket,
+            timeout,
+            deadline: None,
+        }
+    }
+
+    /// Starts an exchange (the greeting, or a request and its answer): it has the
+    /// timeout from now.
+    fn start(&mut self) {
+        self.deadline = self.timeout.map(|t| Instant::now() + t);
+    }
+
+    /// The time left of the exchange; an error once it is over.
+    fn left(&self) -> io::Result<Option<Duration>> {
+        let Some(deadline) = self.deadline else {
+            return Ok(None);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the exchange's time is up",
+            ));
+        }
+        Ok(Some(left))
+    }
+}
+
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
+        let left = self.left()?;
+        match &mut self.socket {
+            Socket::Unix(s) => {
+                s.set_read_timeout(left)?;
+                s.read(buf)
+            }
+            Socket::Tcp(s) => {
+                s.set_read_timeout(left)?;
+                s.read(buf)
+            }
         }
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
+        let left = self.left()?;
+        match &mut self.socket {
+            Socket::Unix(s) => {
+                s.set_write_timeout(left)?;
+                s.write(buf)
+            }
+            Socket::Tcp(s) => {
+                s.set_write_timeout(left)?;
+                s.write(buf)
+            }
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.flush(),
-            Stream::Tcp(s) => s.flush(),
+        match &mut self.socket {
+            Socket::Unix(s) => s.flush(),
+            Socket::Tcp(s) => s.flush(),
         }
     }
 }
@@ -311,10 +368,7 @@ fn connect_unix(path: &std::path::Path, timeout: Option<Duration>) -> Result<Str
         };
         format!("{}: {}{hint}", path.display(), strerror(&e))
     })?;
-    s.set_read_timeout(timeout)
-        .and_then(|()| s.set_write_timeout(timeout))
-        .map_err(|e| format!("{}: {}", path.display(), strerror(&e)))?;
-    Ok(Stream::Unix(s))
+    Ok(Stream::new(Socket::Unix(s), timeout))
 }
 
 /// `PORT` (on 127.0.0.1, where a ControlSocket listens by default), `HOST:PORT` or
@@ -336,19 +390,30 @@ fn tcp_addresses(spec: &str) -> Result<Vec<SocketAddr>, String> {
 }
 
 fn connect_tcp(spec: &str, timeout: Option<Duration>) -> Result<Stream, String> {
+    // A host name's lookup may hang on an unreachable resolver: it runs on a thread of
+    // its own, given up after the timeout.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = spec.to_string();
+    std::thread::spawn(move || {
+        let _ = tx.send(tcp_addresses(&owned));
+    });
+    let addrs = match timeout {
+        Some(t) => rx.recv_timeout(t).map_err(|_| {
+            format!(
+                "--tcp {spec}: no address for the host within {} s (--timeout)",
+                t.as_secs_f64()
+            )
+        })?,
+        None => rx.recv().expect("the resolving thread sends"),
+    }?;
     let mut last = None;
-    for addr in tcp_addresses(spec)? {
+    for addr in addrs {
         let attempt = match timeout {
             Some(t) => TcpStream::connect_timeout(&addr, t),
             None => TcpStream::connect(addr),
         };
         match attempt {
-            Ok(s) => {
-                s.set_read_timeout(timeout)
-                    .and_then(|()| s.set_write_timeout(timeout))
-                    .map_err(|e| format!("{addr}: {}", strerror(&e)))?;
-                return Ok(Stream::Tcp(s));
-            }
+            Ok(s) => return Ok(Stream::new(Socket::Tcp(s), timeout)),
             Err(e) => last = Some((addr, e)),
         }
     }

@@ -330,3 +330,51 @@ fn a_filters_rules_change_while_traffic_flows() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn the_timeout_bounds_a_whole_answer_that_trickles_in() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("slow.sock");
+    // Greets, takes the request, then sends its 40-byte value a byte every 100 ms:
+    // each read comes well within the timeout, the whole answer does not.
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let peer = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        c.write_all(b"Click::ControlSocket/1.3\r\n").unwrap();
+        let mut request = [0u8; 64];
+        let _ = c.read(&mut request);
+        let _ = c.write_all(b"200 Read handler 'c.count' OK\r\nDATA 40\r\n");
+        for _ in 0..40 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if c.write_all(b"1").is_err() {
+                break;
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args([
+            "ctl",
+            "--timeout",
+            "1",
+            "--unix",
+            sock.to_str().unwrap(),
+            "read",
+            "c.count",
+        ])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "brickroute ctl: {}: no answer from the router within 1 s (--timeout)\n",
+            sock.display()
+        )
+    );
+    // The value would have taken 4 s.
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    let _ = peer.join();
+}
