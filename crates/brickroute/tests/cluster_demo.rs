@@ -47,6 +47,8 @@ fn the_demo_mesh_delivers_everything_and_cleans_up() {
             "1",
             "--pps",
             "8000",
+            "--down",
+            "3",
             "--json",
         ])
         .stdout(std::process::Stdio::piped())
@@ -78,6 +80,9 @@ fn the_demo_mesh_delivers_everything_and_cleans_up() {
         "the default rate leaves traffic to balance: {r}"
     );
     assert_eq!((1..4).map(|i| n(i, "relayed")).sum::<u64>(), n(0, "balanced"));
+    // Server 3, marked down, relays nothing and still delivers its host's traffic.
+    assert_eq!(n(3, "relayed"), 0, "{r}");
+    assert!(n(1, "relayed") > 0 && n(2, "relayed") > 0, "{r}");
     assert_eq!(
         (1..4).map(|i| n(i, "delivered")).sum::<u64>(),
         sent - n(0, "local")
@@ -91,6 +96,7 @@ fn bad_arguments_are_refused_before_anything_is_built() {
         (&["--servers", "3"][..], "--servers is 2, 4 or 8, not 3"),
         (&["--scheme", "ecmp"][..], "--scheme is direct or vlb, not 'ecmp'"),
         (&["--flows", "0"][..], "--flows is 1 to 65536, not 0"),
+        (&["--down", "1,4"][..], "--down 4: servers are 0 to 3"),
     ] {
         let o = Command::new(BIN)
             .args(["cluster", "demo"])

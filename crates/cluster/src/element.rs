@@ -1,4 +1,4 @@
-//! `VLBSwitch(NODE [, keywords SCHEME, RATE, BURST, FLOWLET, FLOWLETS, SEED])`: the
+//! `VLBSwitch(NODE [, keywords SCHEME, RATE, BURST, FLOWLET, FLOWLETS, SEED, DOWN])`: the
 //! input server's side of a Valiant-load-balanced mesh (see [`crate::vlb`]).
 //!
 //! It has one input and one output for each server of the mesh, so the mesh's size is
@@ -57,6 +57,7 @@ impl ElementClass for VlbSwitchClass {
         let flowlet = args.keyword::<Interval>("FLOWLET").map_err(e)?;
         let slots = args.keyword::<u32>("FLOWLETS").map_err(e)?;
         let seed = args.keyword::<u64>("SEED").map_err(e)?;
+        let down = args.keyword::<String>("DOWN").map_err(e)?;
         args.finish().map_err(e)?;
 
         let nodes = cx.ninputs;
@@ -115,6 +116,10 @@ impl ElementClass for VlbSwitchClass {
             totals: Arc::new(Totals::default()),
             down: Arc::new(SharedSettings::new(Vec::new())),
         };
+        if let Some(down) = down {
+            let down = parse_servers(&down, &spec.config).map_err(|m| cx.error(format!("DOWN: {}", m)))?;
+            spec.down.write(|d| *d = down);
+        }
         // Refuses what the balancer would (a NODE outside the mesh) while the
         // configuration's position is at hand.
         spec.worker_config(WorkerInfo { index: 0, count: 1 })

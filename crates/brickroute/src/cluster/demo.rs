@@ -55,6 +55,10 @@ pub struct DemoArgs {
     /// Seconds of traffic.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// Servers marked down at every other server (VLBSwitch's DOWN), comma-separated:
+    /// they relay nothing, and still deliver their own hosts' traffic.
+    #[arg(long, value_delimiter = ',')]
+    down: Vec<usize>,
     /// One JSON object instead of the tables.
     #[arg(long)]
     json: bool,
@@ -260,6 +264,9 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         "vlb" => format!("SCHEME vlb, FLOWLET {}", a.flowlet),
         s => return Err(format!("--scheme is direct or vlb, not '{}'", s).into()),
     };
+    if let Some(k) = a.down.iter().find(|&&k| k >= a.servers) {
+        return Err(format!("--down {}: servers are 0 to {}", k, a.servers - 1).into());
+    }
     testbed::require_root()?;
     let stop = stop_on_signals();
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {}", e))?;
@@ -288,7 +295,19 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
             next_hop_mac: host_mac(i),
             links: (0..n).map(|k| (k != i).then(|| format!("m{}{}", i, k))).collect(),
             routes: routes.clone(),
-            balancing: balancing.clone(),
+            balancing: {
+                let down: Vec<String> = a
+                    .down
+                    .iter()
+                    .filter(|&&k| k != i)
+                    .map(|k| k.to_string())
+                    .collect();
+                if down.is_empty() {
+                    balancing.clone()
+                } else {
+                    format!("{}, DOWN {}", balancing, down.join(" "))
+                }
+            },
             device: "METHOD PACKET".into(),
             extra: String::new(),
         }

@@ -120,6 +120,17 @@ fn servers_marked_down_relay_nothing_from_the_next_batch() {
 }
 
 #[test]
+fn servers_can_start_down() {
+    let mut h = Harness::new(&VlbSwitchClass, "0, SCHEME vlb, FLOWLET 0, DOWN 1 3", 4, 4);
+    assert_eq!(h.read("down"), "1 3");
+    assert_eq!(counts(&h.push(2, flows(100))), vec![0, 0, 100, 0]);
+    assert_eq!(
+        build_error(&VlbSwitchClass, "0, SCHEME vlb, DOWN 0", 4, 4),
+        "e :: VLBSwitch: DOWN: server 0 is this server"
+    );
+}
+
+#[test]
 fn bad_down_servers_are_refused_and_change_nothing() {
     let h = Harness::new(&VlbSwitchClass, "1, SCHEME vlb", 4, 4);
     h.write("down", "2").unwrap();
