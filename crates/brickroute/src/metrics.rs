@@ -3,8 +3,10 @@
 //! CheckIPHeader's `drops`, a VLBSwitch's `balanced`...) is one sample of the family
 //! `brickroute_handler`, labelled with the element's name and class and the handler's
 //! name, read as the ControlSocket reads it, at each scrape (but for the handlers that
-//! print whole tables, which are never numbers). `GET /metrics` answers in
-//! Prometheus' text format (0.0.4); other paths are 404, other methods 405.
+//! print whole tables, lists or addresses). `GET /metrics` (or `HEAD`) answers in
+//! Prometheus' text format (0.0.4); other paths are 404, other methods 405. Each scrape
+//! runs on a thread of its own, at most 8 at once, and has 2 s for its request and
+//! answer.
 
 use crate::services::ServiceThreads;
 use graph::router::RouterSpec;
@@ -12,21 +14,38 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-/// How long a scrape may take to send its request, and how often the listener looks
+/// How long a scrape may take, request and answer, and how often the listener looks
 /// for the router's stop.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
 const POLL: Duration = Duration::from_millis(50);
 /// The longest request head read.
 const MAX_REQUEST: usize = 8192;
+/// Scrapes served at once; more are answered 503 at once.
+const MAX_SCRAPES: usize = 8;
 
 /// Click's handlers every element has: not metrics.
 const STANDARD: [&str; 5] = ["name", "class", "config", "ports", "handlers"];
 
-/// Handlers that print a whole table or program, never a number: not read at a scrape
-/// (a route table's `table` is a million lines on a full table).
-const DUMPS: [&str; 4] = ["table", "program", "data", "drop_details"];
+/// Handlers that are not measurements, though their text may look like a number: whole
+/// tables and programs (a route table's `table` is a million lines on a full table,
+/// never read at a scrape), lists of servers, addresses, file names, triggers.
+const NOT_METRICS: [&str; 12] = [
+    "table",
+    "program",
+    "data",
+    "drop_details",
+    "down",
+    "count_call",
+    "byte_count_call",
+    "filename",
+    "ipaddr",
+    "addr",
+    "src",
+    "dst",
+];
 
 /// Listens on `spec` (`PORT`, `:PORT` or `HOST:PORT`; `HOST` alone is refused), so a bad
 /// address fails before the router starts.
@@ -54,46 +73,125 @@ pub fn serve(listener: TcpListener, router: &Arc<RouterSpec>) -> ServiceThreads 
 }
 
 fn accept_loop(listener: TcpListener, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
+    let mut scrapes: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            // One scrape at a time: each is short, and a slow client waits its turn.
-            Ok((stream, _)) => answer(stream, &router),
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
-                std::thread::sleep(POLL)
+        scrapes.retain(|s| !s.is_finished());
+        let mut stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                std::thread::sleep(POLL);
+                continue;
             }
-            Err(_) => std::thread::sleep(POLL),
+        };
+        let deadline = Instant::now() + SCRAPE_TIMEOUT;
+        if scrapes.len() >= MAX_SCRAPES {
+            let _ = stream.set_nonblocking(false);
+            let _ = respond(
+                &mut stream,
+                deadline,
+                "503 Service Unavailable",
+                "",
+                "too many scrapes at once\n",
+                true,
+            );
+            continue;
         }
+        // Each scrape on a thread of its own, bounded by its deadline: a slow client
+        // holds up neither the others nor the router's stop for longer than that.
+        let router = router.clone();
+        let spawned = std::thread::Builder::new()
+            .name("metrics-scrape".into())
+            .spawn(move || answer(stream, deadline, &router));
+        if let Ok(t) = spawned {
+            scrapes.push(t);
+        }
+    }
+    for s in scrapes {
+        let _ = s.join();
     }
 }
 
-fn answer(mut stream: TcpStream, router: &RouterSpec) {
-    if stream.set_nonblocking(false).is_err() || stream.set_read_timeout(Some(REQUEST_TIMEOUT)).is_err() {
+fn answer(mut stream: TcpStream, deadline: Instant, router: &RouterSpec) {
+    if stream.set_nonblocking(false).is_err() {
         return;
     }
-    let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
-    let Some(head) = request_head(&mut stream) else {
-        let _ = respond(
-            &mut stream,
-            "400 Bad Request",
-            "a request head of at most 8 KiB\n",
-        );
+    let _ = stream.set_nodelay(true);
+    let Some(head) = request_head(&mut stream, deadline) else {
+        // Too long, not text, or too slow: closed without an answer.
         return;
     };
     let mut words = head.lines().next().unwrap_or("").split_whitespace();
-    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let (method, path, version) = (words.next(), words.next(), words.next());
+    let (Some(method), Some(path), Some(version)) = (method, path, version) else {
+        let _ = respond(
+            &mut stream,
+            deadline,
+            "400 Bad Request",
+            "",
+            "not an HTTP request\n",
+            true,
+        );
+        return;
+    };
+    if !version.starts_with("HTTP/") {
+        let _ = respond(
+            &mut stream,
+            deadline,
+            "400 Bad Request",
+            "",
+            "not an HTTP request\n",
+            true,
+        );
+        return;
+    }
+    let with_body = method != "HEAD";
     let _ = match (method, path.split('?').next().unwrap_or("")) {
-        ("GET", "/metrics") => respond(&mut stream, "200 OK", &exposition(router)),
-        ("GET", _) => respond(&mut stream, "404 Not Found", "the metrics are at /metrics\n"),
-        _ => respond(&mut stream, "405 Method Not Allowed", "only GET\n"),
+        ("GET" | "HEAD", "/metrics") => respond(
+            &mut stream,
+            deadline,
+            "200 OK",
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n",
+            &exposition(router),
+            with_body,
+        ),
+        ("GET" | "HEAD", _) => respond(
+            &mut stream,
+            deadline,
+            "404 Not Found",
+            "",
+            "the metrics are at /metrics\n",
+            with_body,
+        ),
+        _ => respond(
+            &mut stream,
+            deadline,
+            "405 Method Not Allowed",
+            "Allow: GET, HEAD\r\n",
+            "only GET and HEAD\n",
+            true,
+        ),
     };
 }
 
+/// The time left before `deadline`, or a timed-out error.
+fn left(deadline: Instant) -> std::io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(std::io::Error::new(
+            ErrorKind::TimedOut,
+            "the scrape's time is up",
+        ));
+    }
+    Ok(left)
+}
+
 /// The request's head (up to the blank line), or None if it is too long, not text, or
-/// does not come within the timeout.
-fn request_head(stream: &mut TcpStream) -> Option<String> {
+/// not all there by the deadline.
+fn request_head(stream: &mut TcpStream, deadline: Instant) -> Option<String> {
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        stream.set_read_timeout(Some(left(deadline).ok()?)).ok()?;
         let n = stream.read(&mut buf).ok().filter(|&n| n > 0)?;
         head.extend_from_slice(&buf[..n]);
         if head.len() > MAX_REQUEST {
@@ -103,20 +201,32 @@ fn request_head(stream: &mut TcpStream) -> Option<String> {
     String::from_utf8(head).ok()
 }
 
-fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
-    let content_type = if status.starts_with("200") {
-        "text/plain; version=0.0.4; charset=utf-8"
+/// One answer, written at once (a response in pieces waits on TCP's small-packet delay).
+fn respond(
+    stream: &mut TcpStream,
+    deadline: Instant,
+    status: &str,
+    headers: &str,
+    body: &str,
+    with_body: bool,
+) -> std::io::Result<()> {
+    let content_type = if headers.contains("Content-Type") {
+        ""
     } else {
-        "text/plain; charset=utf-8"
+        "Content-Type: text/plain; charset=utf-8\r\n"
     };
-    write!(
-        stream,
-        "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+    let mut answer = format!(
+        "HTTP/1.1 {}\r\n{}{}Content-Length: {}\r\nConnection: close\r\n\r\n",
         status,
+        headers,
         content_type,
-        body.len(),
-        body
-    )
+        body.len()
+    );
+    if with_body {
+        answer.push_str(body);
+    }
+    stream.set_write_timeout(Some(left(deadline)?))?;
+    stream.write_all(answer.as_bytes())
 }
 
 /// Every numeric own read handler of every element, in configuration order.
@@ -136,7 +246,7 @@ pub fn exposition(router: &RouterSpec) -> String {
             let (Some(handler), Some(access)) = (fields.next(), fields.next()) else {
                 continue;
             };
-            if STANDARD.contains(&handler) || DUMPS.contains(&handler) || !access.contains('r') {
+            if STANDARD.contains(&handler) || NOT_METRICS.contains(&handler) || !access.contains('r') {
                 continue;
             }
             // Handlers that need a parameter refuse a read without one: skipped.

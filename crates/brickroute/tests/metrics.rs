@@ -38,7 +38,10 @@ fn sample(body: &str, sample: &str) -> Option<f64> {
 fn a_scrape_reports_every_numeric_handler() {
     let mut child = Command::new(BIN)
         .args(["run", "--metrics", "127.0.0.1:0", "-e"])
-        .arg("RatedSource(RATE 2000) -> c :: Counter -> chk :: CheckIPHeader -> Discard;")
+        .arg(
+            "RatedSource(RATE 2000) -> c :: Counter -> chk :: CheckIPHeader -> Discard;
+             Idle -> [0]v :: VLBSwitch(0, SCHEME vlb, DOWN 1); Idle -> [1]v; v[0] -> Discard; v[1] -> Discard;",
+        )
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -101,8 +104,42 @@ fn a_scrape_reports_every_numeric_handler() {
 
     assert!(http(&addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404 Not Found\r\n"));
     assert!(http(&addr, "POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405 Method Not Allowed\r\n"));
-    assert!(http(&addr, "junk\r\n\r\n").starts_with("HTTP/1.1 405"));
-    drop(router);
+    assert!(http(&addr, "junk\r\n\r\n").starts_with("HTTP/1.1 400 Bad Request\r\n"));
+    let post = http(&addr, "POST /metrics HTTP/1.1\r\n\r\n");
+    assert!(post.contains("\r\nAllow: GET, HEAD\r\n"), "{post}");
+    // HEAD: the headers alone.
+    let head = http(&addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert!(
+        head.starts_with("HTTP/1.1 200 OK\r\n") && head.ends_with("\r\n\r\n"),
+        "{head}"
+    );
+    // A list of servers that happens to read as a number is no metric.
+    assert!(answer.contains("handler=\"flowlet_hits\""), "{answer}");
+    assert!(!answer.contains("handler=\"down\""), "{answer}");
+
+    // A client that trickles its request holds up neither other scrapes nor the
+    // router's stop for longer than a scrape's 2 s.
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"GET /met").unwrap();
+    let started = Instant::now();
+    assert!(http(&addr, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200 OK"));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut router = router;
+    // SAFETY: kill(2) on our own child's process id, which we have not reaped yet.
+    unsafe { libc::kill(router.0.id() as i32, libc::SIGINT) };
+    let stopping = Instant::now();
+    while router.0.try_wait().unwrap().is_none() {
+        assert!(
+            stopping.elapsed() < Duration::from_secs(5),
+            "the router did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(slow);
 }
 
 #[test]
