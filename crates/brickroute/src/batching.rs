@@ -5,7 +5,7 @@
 //! each cell's cycles a packet is compared with the unbatched k_p = k_n = 1 measured in
 //! the same rounds.
 
-use crate::bench::{check_shape, finish, in_turns, Shape, Turns};
+use crate::bench::{bar, check_shape, finish, in_turns, Shape, Turns};
 use packet::MAX_BATCH;
 use runtime::bench::{median, PipelineOptions};
 use std::process::ExitCode;
@@ -146,17 +146,6 @@ fn table(a: &BatchingArgs, size: usize, cells: &[Cell]) -> String {
         ));
     }
     s
-}
-
-/// `len` character cells of bar, in eighths.
-pub(crate) fn bar(len: f64) -> String {
-    const EIGHTHS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
-    let eighths = (len.max(0.0) * 8.0).round() as usize;
-    let mut b = "█".repeat(eighths / 8);
-    if !eighths.is_multiple_of(8) {
-        b.push(EIGHTHS[eighths % 8]);
-    }
-    b
 }
 
 fn json(a: &BatchingArgs, size: usize, cells: &[Cell]) -> String {

@@ -282,3 +282,14 @@ pub fn finish(experiment: &str, report: Result<String, (String, u8)>) -> ExitCod
         }
     }
 }
+
+/// `len` character cells of bar, in eighths.
+pub fn bar(len: f64) -> String {
+    const EIGHTHS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = (len.max(0.0) * 8.0).round() as usize;
+    let mut b = "█".repeat(eighths / 8);
+    if !eighths.is_multiple_of(8) {
+        b.push(EIGHTHS[eighths % 8]);
+    }
+    b
+}

@@ -122,7 +122,8 @@ fn answer(mut stream: TcpStream, deadline: Instant, router: &RouterSpec) {
     };
     let mut words = head.lines().next().unwrap_or("").split_whitespace();
     let (method, path, version) = (words.next(), words.next(), words.next());
-    let (Some(method), Some(path), Some(version)) = (method, path, version) else {
+    let (Some(method), Some(path), Some(true)) = (method, path, version.map(|v| v.starts_with("HTTP/")))
+    else {
         let _ = respond(
             &mut stream,
             deadline,
@@ -133,17 +134,6 @@ fn answer(mut stream: TcpStream, deadline: Instant, router: &RouterSpec) {
         );
         return;
     };
-    if !version.starts_with("HTTP/") {
-        let _ = respond(
-            &mut stream,
-            deadline,
-            "400 Bad Request",
-            "",
-            "not an HTTP request\n",
-            true,
-        );
-        return;
-    }
     let with_body = method != "HEAD";
     let _ = match (method, path.split('?').next().unwrap_or("")) {
         ("GET" | "HEAD", "/metrics") => respond(

@@ -141,7 +141,7 @@ fn table(a: &ScalingArgs, size: usize, cells: &[Cell]) -> String {
             c.cycles,
             c.speedup,
             100.0 * c.speedup / c.workers as f64,
-            crate::batching::bar(c.speedup / widest * 40.0)
+            crate::bench::bar(c.speedup / widest * 40.0)
         ));
     }
     if cells.iter().any(|c| c.workers > cores) {

@@ -15,15 +15,15 @@
 //! and its flowlet table holds the flows it sees.
 
 use crate::flow::flow_hash;
-use crate::vlb::{Balancer, Config, Counts, Scheme, MAX_FLOWLET_SLOTS, MIN_DIRECT_BURST};
+use crate::vlb::{Balancer, Config, Scheme, MAX_FLOWLET_SLOTS, MIN_DIRECT_BURST};
 use graph::args::{Args, Bandwidth, Interval};
 use graph::element::*;
 use graph::elements::shared::SharedSettings;
 use graph::error::ConfigError;
 use graph::registry::Registry;
+use graph::stats::WorkerCounters;
 use packet::PacketBatch;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// RouteBricks' flowlet gap (δ = 100 ms).
 const DEFAULT_FLOWLET_NS: u64 = 100_000_000;
@@ -113,7 +113,7 @@ impl ElementClass for VlbSwitchClass {
             config,
             burst_ns: burst.map_or(DEFAULT_BURST_NS, |i| i.0),
             ns_per_tick: 1e9 / graph::tsc::tsc_hz(),
-            totals: Arc::new(Totals::default()),
+            totals: Arc::new(std::array::from_fn(|_| WorkerCounters::new(cx.workers))),
             down: Arc::new(SharedSettings::new(Vec::new())),
         };
         if let Some(down) = down {
@@ -129,42 +129,11 @@ impl ElementClass for VlbSwitchClass {
     }
 }
 
-/// One worker's counts, on a line of its own (128 bytes: adjacent-line prefetch pairs
-/// lines): only that worker writes it, with a plain load and store, no locked
-/// instruction.
-#[repr(align(128))]
-#[derive(Default)]
-struct Slot([AtomicU64; 4]);
+/// The handlers' counts in the order of [`COUNT_HANDLERS`], each a line a worker
+/// (graph's [`WorkerCounters`]): a worker adds its batch's with plain stores.
+type Totals = [WorkerCounters; 4];
 
-impl Slot {
-    fn add_own(&self, c: &Counts) {
-        for (n, add) in self.0.iter().zip([c.local, c.direct, c.balanced, c.flowlet_hits]) {
-            n.store(n.load(Ordering::Relaxed).wrapping_add(add), Ordering::Relaxed);
-        }
-    }
-}
-
-/// Every worker's counts, for the read handlers.
-#[derive(Default)]
-struct Totals {
-    slots: Mutex<Vec<Arc<Slot>>>,
-}
-
-impl Totals {
-    fn new_slot(&self) -> Arc<Slot> {
-        let slot = Arc::new(Slot::default());
-        self.slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(slot.clone());
-        slot
-    }
-
-    fn sum(&self, which: usize) -> u64 {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.iter().map(|s| s.0[which].load(Ordering::Relaxed)).sum()
-    }
-}
+const COUNT_HANDLERS: [&str; 4] = ["local", "direct", "balanced", "flowlet_hits"];
 
 struct VlbSwitchSpec {
     /// The whole server's configuration: `direct_rate` is its share for each output
@@ -200,16 +169,14 @@ impl ElementSpec for VlbSwitchSpec {
             down: self.down.clone(),
             down_generation,
             ns_per_tick: self.ns_per_tick,
-            counts: self.totals.new_slot(),
+            totals: self.totals.clone(),
+            worker: w.index,
             ports: Vec::new(),
         })
     }
 
     fn handlers(&self) -> Vec<HandlerInfo> {
-        let mut h: Vec<HandlerInfo> = ["local", "direct", "balanced", "flowlet_hits"]
-            .into_iter()
-            .map(HandlerInfo::read)
-            .collect();
+        let mut h: Vec<HandlerInfo> = COUNT_HANDLERS.into_iter().map(HandlerInfo::read).collect();
         h.push(HandlerInfo::read_write("down"));
         h
     }
@@ -227,14 +194,8 @@ impl ElementSpec for VlbSwitchSpec {
             let down: Vec<String> = self.down.read().iter().map(|k| k.to_string()).collect();
             return Some(down.join(" "));
         }
-        let which = match name {
-            "local" => 0,
-            "direct" => 1,
-            "balanced" => 2,
-            "flowlet_hits" => 3,
-            _ => return None,
-        };
-        Some(self.totals.sum(which).to_string())
+        let which = COUNT_HANDLERS.iter().position(|&h| h == name)?;
+        Some(self.totals[which].sum().to_string())
     }
 }
 
@@ -273,7 +234,8 @@ struct VlbSwitch {
     down: Arc<SharedSettings<Vec<usize>>>,
     down_generation: u64,
     ns_per_tick: f64,
-    counts: Arc<Slot>,
+    totals: Arc<Totals>,
+    worker: usize,
     /// Each packet's output, reused batch to batch.
     ports: Vec<u32>,
 }
@@ -302,7 +264,14 @@ impl Element for VlbSwitch {
             balancer.choose(now, port, flow, bytes) as u32
         }));
         out.push_each(batch, &self.ports);
-        self.counts.add_own(&self.balancer.take_counts());
+        let c = self.balancer.take_counts();
+        for (total, n) in self
+            .totals
+            .iter()
+            .zip([c.local, c.direct, c.balanced, c.flowlet_hits])
+        {
+            total.add(self.worker, n);
+        }
     }
 }
 

@@ -345,7 +345,7 @@ impl Balancer {
         let n = self.cfg.nodes;
         match self.cfg.scheme {
             Scheme::Vlb => {
-                let k = self.draw(n);
+                let k = draw(&mut self.rng, n);
                 if k == self.cfg.node {
                     dest
                 } else {
@@ -363,7 +363,7 @@ impl Balancer {
                     return dest;
                 }
                 // The k-th server that is neither this one nor the output server.
-                let mut k = self.draw(n - 2);
+                let mut k = draw(&mut self.rng, n - 2);
                 let (lo, hi) = (self.cfg.node.min(dest), self.cfg.node.max(dest));
                 if k >= lo {
                     k += 1;
@@ -392,24 +392,18 @@ impl Balancer {
         // The relays but the output server.
         let skip = up.binary_search(&(dest as u16)).ok();
         let count = up.len() - usize::from(skip.is_some());
-        let draw = match self.cfg.scheme {
+        let pick = match self.cfg.scheme {
             // Classic VLB: the direct path for two of the count + 2 draws (this server
             // and the output server).
-            Scheme::Vlb => self.draw(count + 2),
+            Scheme::Vlb => draw(&mut self.rng, count + 2),
             Scheme::Direct if count == 0 => return dest,
-            Scheme::Direct => self.draw(count),
+            Scheme::Direct => draw(&mut self.rng, count),
         };
-        if draw >= count {
-            return dest;
+        match skip {
+            _ if pick >= count => dest,
+            Some(p) if pick >= p => usize::from(up[pick + 1]),
+            _ => usize::from(up[pick]),
         }
-        let Some((up, _)) = &self.relays else {
-            return dest;
-        };
-        let at = match skip {
-            Some(p) if draw >= p => draw + 1,
-            _ => draw,
-        };
-        usize::from(up[at])
     }
 
     fn refilled(&mut self, dest: usize, now: u64) -> &mut Bucket {
@@ -421,17 +415,18 @@ impl Balancer {
         }
         b
     }
+}
 
-    /// Uniform in `0..n` (xorshift64*, then a multiply instead of a division).
-    fn draw(&mut self, n: usize) -> usize {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
-        ((r * n as u64) >> 32) as usize
-    }
+/// Uniform in `0..n` from the xorshift64* state `rng` (then a multiply instead of a
+/// division).
+fn draw(rng: &mut u64, n: usize) -> usize {
+    let mut x = *rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *rng = x;
+    let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
+    ((r * n as u64) >> 32) as usize
 }
 
 #[cfg(test)]

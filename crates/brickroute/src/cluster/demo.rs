@@ -12,6 +12,7 @@
 use crate::demo::{handler_value, read_all};
 use ::bench::net::stop_on_signals;
 use ::bench::testbed;
+use ::bench::traffic::Ipv4Net;
 use cluster::mesh::ServerConfig;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -170,12 +171,15 @@ fn build_mesh(mesh: &mut Mesh, hosts: &[String], servers: &[String]) -> Result<(
 }
 
 /// Frames the generator sent to host `j`'s network, when it sent `sent` frames over
-/// `flows` flows to 198.19.0.0/`len`: frames take the flows in turn, and flow `f`
-/// goes to host `1 + f mod (size - 2)` of the network (its first usable address on).
+/// `flows` flows to 198.19.0.0/`len`: frames take the flows in turn, and flow `f` goes
+/// to the network's host `f`, as the generator picks it ([`Ipv4Net::host`]).
 fn expected(j: usize, sent: u64, flows: u64, len: u32) -> u64 {
-    let size = 1u64 << (32 - len);
+    let net = Ipv4Net {
+        addr: std::net::Ipv4Addr::new(198, 19, 0, 0),
+        len: len as u8,
+    };
     (0..flows.min(sent))
-        .filter(|f| ((1 + f % (size - 2)) / 256) as usize == j)
+        .filter(|&f| usize::from(net.host(f).octets()[2]) == j)
         .map(|f| (sent - f).div_ceil(flows))
         .sum()
 }

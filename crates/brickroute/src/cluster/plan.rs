@@ -213,7 +213,7 @@ fn chart(plans: &[Plan]) -> String {
             Ok(t) => s.push_str(&format!(
                 "{:>7} │{} {}\n",
                 n,
-                crate::batching::bar(length(t.servers()) / widest * 40.0),
+                crate::bench::bar(length(t.servers()) / widest * 40.0),
                 t.servers()
             )),
             Err(_) => s.push_str(&format!("{:>7} │ no plan\n", n)),
