@@ -6,4 +6,4 @@
 
 pub mod rss;
 
-pub use rss::{rss_queue_for_frame, Reta, Toeplitz, MS_RSS_KEY, RETA_SIZE};
+pub use rss::{rss_queue_for_frame, Reta, RssSettings, Toeplitz, MS_RSS_KEY, RETA_SIZE};

@@ -12,6 +12,10 @@
 //! hash costs one lookup and one XOR per input byte (12 for an IPv4 4-tuple) instead of
 //! eight conditional XORs per byte (one per input bit).
 
+mod settings;
+
+pub use settings::{format_key, parse_key, RssSettings, KEY_LEN};
+
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
@@ -87,6 +91,13 @@ impl Toeplitz {
 
     pub fn key(&self) -> &[u8] {
         &self.key
+    }
+
+    /// The per-byte tables: `tables()[i][v]` is the hash contribution of byte value `v`
+    /// at input offset `i` (a hash is the XOR of its bytes' contributions). For
+    /// implementations of the same hash elsewhere, such as a BPF program.
+    pub fn tables(&self) -> &[[u32; 256]] {
+        &self.tables
     }
 
     /// The Toeplitz hash of `input`; bytes past [`MAX_INPUT`] are ignored.

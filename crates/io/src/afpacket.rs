@@ -7,9 +7,13 @@
 //!   handed-over blocks without a system call, copies up to the burst into frames of the
 //!   calling thread's pool (annotated with the kernel's packet type, receive time and
 //!   the queue) and gives each block back once it has been read through;
-//! - with N queues, the N sockets join one `PACKET_FANOUT` group in hash mode, so the
-//!   kernel spreads the interface's traffic over them by flow hash (a flow stays on one
-//!   queue) as a multi-queue NIC's RSS would; the group's id is allocated by the kernel
+//! - with N queues, the N sockets join one `PACKET_FANOUT` group whose BPF program
+//!   spreads the interface's traffic over them as a multi-queue NIC's RSS does: the
+//!   Toeplitz hash of a frame's addresses and ports picks an entry of a 128-entry
+//!   indirection table, which names the queue (a flow stays on one queue). The key and
+//!   the table change while the port runs ([`Port::set_rss`], see [`rss`]). Where the
+//!   kernel refuses the program, the group runs in hash mode instead: the kernel's own
+//!   flow hash, with no settings. The group's id is allocated by the kernel
 //!   (`PACKET_FANOUT_FLAG_UNIQUEID`), so two ports never share a group;
 //! - transmit with one `sendmmsg` per burst on a socket with `PACKET_QDISC_BYPASS` (the
 //!   frame goes to the driver without the queueing discipline);
@@ -21,8 +25,11 @@
 //! it and withdraws it when the socket closes, so the interface's previous state comes
 //! back when the port is dropped, or if the process dies.
 
+mod rss;
+
 use crate::error::DeviceError;
 use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
+use classify::RssSettings;
 use packet::anno::PacketType;
 use packet::{Packet, PacketBatch, Timestamp, MAX_BATCH};
 use std::ffi::CString;
@@ -74,6 +81,16 @@ pub struct AfPacketPort {
     queues: Vec<Queue>,
     counters: Vec<CachePadded<QueueCounters>>,
     fanout_group: Option<u16>,
+    rss: Mutex<Steering>,
+}
+
+/// How the port spreads received frames over its queues.
+struct Steering {
+    /// The settings in force (with one queue, kept but steering nothing).
+    settings: RssSettings,
+    /// Why the port spreads frames by the kernel's flow hash instead: the RSS program
+    /// was refused when the port opened.
+    refused: Option<String>,
 }
 
 struct Queue {
@@ -220,10 +237,38 @@ impl AfPacketPort {
             queues: Vec::with_capacity(queues),
             counters: (0..queues).map(|_| CachePadded::default()).collect(),
             fanout_group: None,
+            rss: Mutex::new(Steering {
+                settings: RssSettings::new(queues),
+                refused: None,
+            }),
+        };
+        // The program is loaded before the sockets join the group, whose mode it
+        // decides: BPF with it, the kernel's hash without it.
+        let program = if queues > 1 {
+            match rss::load_program(&RssSettings::new(queues)) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    port.steering().refused = Some(e);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let mode = if program.is_some() {
+            libc::PACKET_FANOUT_EBPF
+        } else {
+            libc::PACKET_FANOUT_HASH
         };
         for q in 0..queues {
-            let queue = port.open_queue(q, queues, cfg)?;
+            let queue = port.open_queue(q, queues, mode, cfg)?;
             port.queues.push(queue);
+        }
+        if let Some(p) = program {
+            // Until now every frame went to queue 0 (a group in BPF mode without a
+            // program); the program's own table starts from here.
+            port.attach_program(&p)
+                .map_err(|e| DeviceError::new(ifname, format!("attach the RSS program: {}", e)))?;
         }
         if cfg.promiscuous {
             let mreq = libc::packet_mreq {
@@ -247,7 +292,13 @@ impl AfPacketPort {
     }
 
     /// One socket, its ring, bound to the interface, in the fanout group if `n` > 1.
-    fn open_queue(&mut self, q: usize, n: usize, cfg: &AfPacketConfig) -> Result<Queue, DeviceError> {
+    fn open_queue(
+        &mut self,
+        q: usize,
+        n: usize,
+        mode: u32,
+        cfg: &AfPacketConfig,
+    ) -> Result<Queue, DeviceError> {
         let dev = self.name.as_str();
         let step = |s: &str| {
             if n > 1 {
@@ -332,7 +383,7 @@ impl AfPacketPort {
         };
         check(dev, &step("bind to the interface"), rc)?;
         if n > 1 {
-            self.join_fanout(&fd, &step("join the fanout group"))?;
+            self.join_fanout(&fd, mode, &step("join the fanout group"))?;
         }
         Ok(Queue {
             rx: Mutex::new(RxRing {
@@ -353,13 +404,13 @@ impl AfPacketPort {
         })
     }
 
-    /// Joins the port's fanout group (hash mode), creating it with a kernel-chosen id
-    /// for the first socket.
-    fn join_fanout(&mut self, fd: &OwnedFd, step: &str) -> Result<(), DeviceError> {
+    /// Joins the port's fanout group (`mode`: `PACKET_FANOUT_EBPF` or `_HASH`), creating
+    /// it with a kernel-chosen id for the first socket.
+    fn join_fanout(&mut self, fd: &OwnedFd, mode: u32, step: &str) -> Result<(), DeviceError> {
         let dev = self.name.as_str();
         match self.fanout_group {
             Some(id) => {
-                let arg: u32 = id as u32 | (libc::PACKET_FANOUT_HASH << 16);
+                let arg: u32 = id as u32 | (mode << 16);
                 check(
                     dev,
                     step,
@@ -367,7 +418,7 @@ impl AfPacketPort {
                 )
             }
             None => {
-                let arg: u32 = (libc::PACKET_FANOUT_HASH | libc::PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+                let arg: u32 = (mode | libc::PACKET_FANOUT_FLAG_UNIQUEID) << 16;
                 check(
                     dev,
                     step,
@@ -393,6 +444,26 @@ impl AfPacketPort {
         }
     }
 
+    fn steering(&self) -> std::sync::MutexGuard<'_, Steering> {
+        self.rss.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands `program` to the fanout group, which runs it for every frame from then on;
+    /// the kernel drops the previous program after a grace period.
+    fn attach_program(&self, program: &OwnedFd) -> std::io::Result<()> {
+        let fd = program.as_raw_fd() as u32;
+        if setsockopt(
+            &self.queues[0].fd,
+            libc::SOL_PACKET,
+            libc::PACKET_FANOUT_DATA,
+            &fd,
+        ) < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// The interface's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -408,6 +479,14 @@ impl AfPacketPort {
     pub fn fanout_group(&self) -> Option<u16> {
         self.fanout_group
     }
+}
+
+/// Why a port whose RSS program was refused has no settings to read or change.
+fn refused(why: &str) -> String {
+    format!(
+        "the kernel refused brickroute's RSS program when the port opened ({}); the kernel's own flow hash spreads its frames over the queues, and has no key or table to change",
+        why
+    )
 }
 
 impl RxRing {
@@ -534,6 +613,49 @@ impl Port for AfPacketPort {
     fn wait_fd(&self, queue: usize) -> Option<libc::c_int> {
         // A TPACKET_V3 socket polls readable when a ring block is ready for the reader.
         self.queues.get(queue).map(|q| q.fd.as_raw_fd())
+    }
+
+    fn mode(&self) -> Option<String> {
+        self.steering()
+            .refused
+            .as_ref()
+            .map(|_| "kernel flow hash".to_string())
+    }
+
+    fn rss(&self) -> Result<RssSettings, String> {
+        let s = self.steering();
+        match &s.refused {
+            Some(why) => Err(refused(why)),
+            None => Ok(s.settings.clone()),
+        }
+    }
+
+    fn set_rss(&self, settings: &RssSettings) -> Result<(), String> {
+        let mut s = self.steering();
+        if let Some(why) = &s.refused {
+            return Err(refused(why));
+        }
+        if let Some(&q) = settings
+            .reta
+            .entries()
+            .iter()
+            .find(|&&q| usize::from(q) >= self.queues.len())
+        {
+            return Err(format!(
+                "the indirection table names queue {}, and {} has {} queue{}",
+                q,
+                self.name,
+                self.queues.len(),
+                if self.queues.len() == 1 { "" } else { "s" }
+            ));
+        }
+        if self.queues.len() > 1 {
+            let program = rss::load_program(settings)?;
+            self.attach_program(&program)
+                .map_err(|e| format!("attach the RSS program: {}", e))?;
+        }
+        s.settings = settings.clone();
+        Ok(())
     }
 
     fn tx_burst(&self, queue: usize, batch: &mut PacketBatch) -> usize {

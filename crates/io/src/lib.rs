@@ -20,6 +20,7 @@
 
 #[cfg(target_os = "linux")]
 mod afpacket;
+mod bpf;
 mod error;
 mod mem;
 mod port;

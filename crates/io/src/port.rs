@@ -6,6 +6,10 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::DeviceError;
+use classify::RssSettings;
+
+/// Why a port without RSS settings of its own has none to read or change.
+const NO_RSS: &str = "this port does not spread frames over its queues by settings of its own";
 
 /// A port with [`Port::queues`] receive/transmit queue pairs.
 ///
@@ -85,6 +89,19 @@ pub trait Port: Send + Sync {
     /// addresses changed. Ports that keep none have nothing to do.
     fn refresh_addresses(&self) -> Result<(), DeviceError> {
         Ok(())
+    }
+
+    /// The key and indirection table by which the port spreads received frames over
+    /// its queues, where the port applies them itself (AF_PACKET); why not otherwise.
+    fn rss(&self) -> Result<RssSettings, String> {
+        Err(NO_RSS.to_string())
+    }
+
+    /// Replaces the key and indirection table: every frame received from then on is
+    /// steered by the new settings, none by a mix of old and new. The table must name
+    /// only queues the port has.
+    fn set_rss(&self, _settings: &RssSettings) -> Result<(), String> {
+        Err(NO_RSS.to_string())
     }
 
     /// Counters summed over all queues.

@@ -3,6 +3,8 @@
 //! The peer side is a plain AF_PACKET socket written here with `send`/`recvfrom`, not
 //! the port under test.
 
+mod rss;
+
 use super::*;
 use packet::anno::PacketType;
 use std::collections::BTreeMap;

@@ -15,7 +15,6 @@
 //!    mode otherwise. Closing the link (dropping the port, or the process ending in
 //!    any way) detaches the program.
 
-mod bpf;
 pub(crate) mod netlink;
 mod program;
 mod umem;
@@ -24,6 +23,7 @@ pub use netlink::{parse_link_reply, Attached, LinkState, ReplyError};
 pub use program::PROGRAM_NAME;
 pub use umem::{FrameCounts, KernelStats, UmemSet};
 
+use crate::bpf;
 use crate::error::DeviceError;
 use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
 use packet::{Packet, PacketBatch};

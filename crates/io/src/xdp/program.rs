@@ -37,60 +37,14 @@ pub const FLAG_ROUTER_ARP: u32 = 1;
 /// discovery itself (its configuration has neighbour discovery elements).
 pub const FLAG_ROUTER_ND: u32 = 2;
 
+use crate::bpf::asm::*;
+
 const XDP_PASS: i32 = 2;
-const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
-const HELPER_REDIRECT_MAP: i32 = 51;
-/// `BPF_PSEUDO_MAP_FD`: the 64-bit immediate of a `ld_imm64` is a map's descriptor.
-const PSEUDO_MAP_FD: u8 = 1;
 
 // Offsets in `struct xdp_md`.
 const MD_DATA: i16 = 0;
 const MD_DATA_END: i16 = 4;
 const MD_RX_QUEUE_INDEX: i16 = 16;
-
-// Registers.
-const R0: u8 = 0;
-const R1: u8 = 1;
-const R2: u8 = 2;
-const R3: u8 = 3;
-const R4: u8 = 4;
-const R5: u8 = 5;
-const R6: u8 = 6;
-const R10: u8 = 10;
-
-// Opcodes (class | size/op | source).
-const LDX_W: u8 = 0x61;
-const LDX_H: u8 = 0x69;
-const LDX_B: u8 = 0x71;
-const STX_W: u8 = 0x63;
-const MOV64_X: u8 = 0xbf;
-const MOV64_K: u8 = 0xb7;
-const ADD64_K: u8 = 0x07;
-const AND64_K: u8 = 0x57;
-const JA: u8 = 0x05;
-const JEQ_K: u8 = 0x15;
-const JNE_K: u8 = 0x55;
-const JGT_K: u8 = 0x25;
-const JLT_K: u8 = 0xa5;
-const JGT_X: u8 = 0x2d;
-const CALL: u8 = 0x85;
-const EXIT: u8 = 0x95;
-const LD_IMM64: u8 = 0x18;
-
-/// Encodes one instruction as the kernel reads `struct bpf_insn` (code, dst:4 | src:4,
-/// off, imm) in host byte order.
-pub fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
-    let mut b = [0u8; 8];
-    b[0] = code;
-    b[1] = if cfg!(target_endian = "little") {
-        (src << 4) | (dst & 0xf)
-    } else {
-        (dst << 4) | (src & 0xf)
-    };
-    b[2..4].copy_from_slice(&off.to_ne_bytes());
-    b[4..8].copy_from_slice(&imm.to_ne_bytes());
-    u64::from_ne_bytes(b)
-}
 
 /// Jump targets of the program.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -105,82 +59,7 @@ enum Label {
     Redirect,
 }
 
-/// A jump instruction at `at` whose offset is not known yet.
-struct Jump {
-    at: usize,
-    code: u8,
-    dst: u8,
-    src: u8,
-    imm: i32,
-    to: Label,
-}
-
-/// A tiny assembler: instructions with jumps to labels, resolved at the end.
-struct Asm {
-    code: Vec<u64>,
-    /// Jumps whose offsets are filled in by [`Asm::finish`].
-    jumps: Vec<Jump>,
-    labels: Vec<(Label, usize)>,
-}
-
-impl Asm {
-    fn new() -> Asm {
-        Asm {
-            code: Vec::new(),
-            jumps: Vec::new(),
-            labels: Vec::new(),
-        }
-    }
-    fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
-        self.code.push(insn(code, dst, src, off, imm));
-    }
-    /// A jump comparing `dst` with the immediate `imm`.
-    fn jump(&mut self, code: u8, dst: u8, imm: i32, to: Label) {
-        self.jump_any(code, dst, 0, imm, to);
-    }
-    /// A jump comparing `dst` with register `src`.
-    fn jump_x(&mut self, code: u8, dst: u8, src: u8, to: Label) {
-        self.jump_any(code, dst, src, 0, to);
-    }
-    fn jump_any(&mut self, code: u8, dst: u8, src: u8, imm: i32, to: Label) {
-        let at = self.code.len();
-        self.jumps.push(Jump {
-            at,
-            code,
-            dst,
-            src,
-            imm,
-            to,
-        });
-        self.code.push(0);
-    }
-    fn label(&mut self, l: Label) {
-        self.labels.push((l, self.code.len()));
-    }
-    fn ld_map_fd(&mut self, dst: u8, fd: i32) {
-        self.op(LD_IMM64, dst, PSEUDO_MAP_FD, 0, fd);
-        self.op(0, 0, 0, 0, 0);
-    }
-    fn finish(mut self) -> Vec<u64> {
-        for j in &self.jumps {
-            let target = self
-                .labels
-                .iter()
-                .find(|(l, _)| *l == j.to)
-                .map(|&(_, i)| i)
-                .expect("every jump target is defined");
-            let off = (target as i64 - j.at as i64 - 1) as i16;
-            self.code[j.at] = insn(j.code, j.dst, j.src, off, j.imm);
-        }
-        self.code
-    }
-}
-
-/// A 16-bit field of the frame as the program's `ldxh` reads it (bytes in wire order,
-/// register in host order).
-fn wire16(b: [u8; 2]) -> i32 {
-    i32::from(u16::from_ne_bytes(b))
-}
+type Asm = crate::bpf::asm::Asm<Label>;
 
 /// The descriptors of the maps the program reads.
 #[derive(Clone, Copy, Debug)]
@@ -311,26 +190,6 @@ pub fn instructions(maps: Maps) -> Vec<u64> {
 mod tests {
     use super::*;
 
-    fn bytes(i: u64) -> [u8; 8] {
-        i.to_ne_bytes()
-    }
-
-    #[test]
-    #[cfg(target_endian = "little")]
-    fn encodes_as_the_kernel_reads_bpf_insn() {
-        // r0 = 2 ; exit ; r6 = r1 ; r2 = *(u32 *)(r1 + 4) ; if r4 > r3 goto +7
-        assert_eq!(bytes(insn(0xb7, 0, 0, 0, 2)), [0xb7, 0x00, 0, 0, 2, 0, 0, 0]);
-        assert_eq!(bytes(insn(0x95, 0, 0, 0, 0)), [0x95, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(bytes(insn(0xbf, 6, 1, 0, 0)), [0xbf, 0x16, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(bytes(insn(0x61, 2, 1, 4, 0)), [0x61, 0x12, 4, 0, 0, 0, 0, 0]);
-        assert_eq!(bytes(insn(0x2d, 4, 3, 7, 0)), [0x2d, 0x34, 7, 0, 0, 0, 0, 0]);
-        // r2 += -4
-        assert_eq!(
-            bytes(insn(0x07, 2, 0, 0, -4)),
-            [0x07, 0x02, 0, 0, 0xfc, 0xff, 0xff, 0xff]
-        );
-    }
-
     #[test]
     fn jumps_land_on_their_labels() {
         let p = instructions(Maps {
@@ -349,21 +208,9 @@ mod tests {
                 i32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
             )
         };
-        let mut exits = Vec::new();
-        for (at, &i) in p.iter().enumerate() {
-            let (code, off, imm) = decode(i);
-            if code & 0x07 == 0x05 && code != CALL && code != EXIT {
-                let to = at as i64 + 1 + i64::from(off);
-                assert!(
-                    to > at as i64 && (to as usize) < p.len(),
-                    "jump at {} to {}",
-                    at,
-                    to
-                );
-            }
-            if code == EXIT {
-                exits.push(at);
-            }
+        let exits = crate::bpf::asm::exits_of_forward_program(&p);
+        for &i in &p {
+            let (code, _, imm) = decode(i);
             if code == LD_IMM64 {
                 assert!([7, 9, 11, 13].contains(&imm));
             }
@@ -372,11 +219,5 @@ mod tests {
         assert_eq!(decode(p[exits[0] - 1]), (CALL, 0, HELPER_REDIRECT_MAP));
         assert_eq!(decode(p[exits[1] - 1]), (MOV64_K, 0, XDP_PASS));
         assert_eq!(exits[1], p.len() - 1);
-    }
-
-    #[test]
-    fn ethertype_constants_are_in_wire_order() {
-        // `ldxh` of bytes 08 06 gives this register value on the build host.
-        assert_eq!(wire16([0x08, 0x06]) as u16, u16::from_be(0x0806));
     }
 }

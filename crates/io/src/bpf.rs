@@ -1,9 +1,11 @@
-//! The few bpf(2) commands the AF_XDP port needs: create maps, update them, load an XDP
-//! program (with the verifier's log on failure), attach it with a bpf_link, and read a
-//! loaded program's name by id.
+//! The few bpf(2) commands brickroute's ports need: create maps, update them, load a
+//! program (with the verifier's log on failure), attach an XDP program with a bpf_link,
+//! and read a loaded program's name by id. [`asm`] writes the programs.
 //!
 //! Each command's attribute block is a `#[repr(C)]` prefix of the kernel's `union
 //! bpf_attr` (linux/bpf.h); the kernel zero-fills whatever lies past the size passed.
+
+pub mod asm;
 
 use std::ffi::CStr;
 use std::io;
@@ -20,7 +22,8 @@ const BPF_LINK_CREATE: libc::c_int = 28;
 pub const BPF_MAP_TYPE_HASH: u32 = 1;
 pub const BPF_MAP_TYPE_ARRAY: u32 = 2;
 pub const BPF_MAP_TYPE_XSKMAP: u32 = 17;
-const BPF_PROG_TYPE_XDP: u32 = 6;
+pub const BPF_PROG_TYPE_SOCKET_FILTER: u32 = 1;
+pub const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`: BPF_XDP.
 const BPF_XDP: u32 = 37;
 /// `BPF_ANY`: create or replace a map element.
@@ -183,6 +186,22 @@ pub unsafe fn map_update<K, V>(map: &OwnedFd, key: &K, value: &V) -> io::Result<
     sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
 }
 
+/// Sets `map[key]` to the bytes of `value` (create or replace).
+///
+/// # Safety
+/// `K` must be exactly as large as the map's key, and `value` exactly as long as its
+/// value: the kernel reads that many bytes from each.
+pub unsafe fn map_update_bytes<K>(map: &OwnedFd, key: &K, value: &[u8]) -> io::Result<()> {
+    let mut a = MapElemAttr {
+        map_fd: map.as_raw_fd() as u32,
+        key: key as *const K as u64,
+        value: value.as_ptr() as u64,
+        flags: BPF_ANY,
+        ..Default::default()
+    };
+    sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+}
+
 /// Removes `map[key]`.
 ///
 /// # Safety
@@ -204,19 +223,34 @@ pub struct LoadError {
 }
 
 /// Loads an XDP program of encoded instructions (8 bytes each) named `name`.
+pub fn prog_load_xdp(insns: &[u64], name: &str) -> Result<OwnedFd, LoadError> {
+    prog_load(BPF_PROG_TYPE_XDP, BPF_XDP, insns, name)
+}
+
+/// Loads a socket filter program (as `PACKET_FANOUT_EBPF` runs) named `name`.
+pub fn prog_load_socket_filter(insns: &[u64], name: &str) -> Result<OwnedFd, LoadError> {
+    prog_load(BPF_PROG_TYPE_SOCKET_FILTER, 0, insns, name)
+}
+
+/// Loads a program of type `prog_type` of encoded instructions (8 bytes each).
 ///
 /// The first attempt runs without a log (the verifier is quicker so); on failure the
 /// load is repeated with a verifier log, which the error carries.
-pub fn prog_load_xdp(insns: &[u64], name: &str) -> Result<OwnedFd, LoadError> {
+fn prog_load(
+    prog_type: u32,
+    expected_attach_type: u32,
+    insns: &[u64],
+    name: &str,
+) -> Result<OwnedFd, LoadError> {
     let license = c"GPL";
     let attempt = |log: Option<&mut Vec<u8>>| {
         let mut a = ProgLoadAttr {
-            prog_type: BPF_PROG_TYPE_XDP,
+            prog_type,
             insn_cnt: insns.len() as u32,
             insns: insns.as_ptr() as u64,
             license: license.as_ptr() as u64,
             prog_name: object_name(name),
-            expected_attach_type: BPF_XDP,
+            expected_attach_type,
             ..Default::default()
         };
         if let Some(buf) = log {
