@@ -29,6 +29,8 @@
 //! graph is transmitted then. Every transmitted packet is counted by the port and by the
 //! element's `count` handler.
 
+mod port_handlers;
+
 use crate::kernel_forwarding::{self, KernelForwarding, KernelForwardingOff};
 use graph::args::Args;
 use graph::element::*;
@@ -37,6 +39,7 @@ use graph::stats::WorkerCounters;
 use graph::ConfigError;
 use io::{DeviceError, Port};
 use packet::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
+use port_handlers::Direction;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -355,6 +358,18 @@ impl DeviceTable {
             };
         let (port, m) = opened
             .map_err(|(m, e)| cx.error(format!("cannot open device '{}' (METHOD {}): {}", name, m, e)))?;
+        if m == Method::Packet && port.queues() > 1 {
+            if let Err(why) = port.rss() {
+                graph::warn!(
+                    "{}: warning: {} :: {}: device '{}': {}",
+                    cx.landmark,
+                    cx.name,
+                    cx.class,
+                    name,
+                    why
+                );
+            }
+        }
         let d = Device {
             name: name.to_string(),
             port,
@@ -422,9 +437,12 @@ fn burst_arg(args: &mut Args, default: usize, cx: &BuildContext) -> Result<usize
     Ok(b)
 }
 
-/// Read handler `count` and write handler `reset_counts`, shared by both classes.
-fn count_handlers() -> Vec<HandlerInfo> {
-    vec![HandlerInfo::read("count"), HandlerInfo::write("reset_counts")]
+/// Read handler `count` and write handler `reset_counts`, shared by both classes, and
+/// the handlers of the port ([`port_handlers`]).
+fn device_handlers(port: &dyn Port) -> Vec<HandlerInfo> {
+    let mut h = vec![HandlerInfo::read("count"), HandlerInfo::write("reset_counts")];
+    h.extend(port_handlers::handlers(port));
+    h
 }
 
 fn read_count(count: &WorkerCounters, name: &str) -> Option<String> {
@@ -497,13 +515,13 @@ impl ElementSpec for FromDeviceSpec {
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
-        count_handlers()
+        device_handlers(&*self.port)
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        read_count(&self.count, name)
+        read_count(&self.count, name).or_else(|| port_handlers::read(&*self.port, Direction::Receive, name))
     }
-    fn write_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
-        write_reset(&self.count, name)
+    fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
+        write_reset(&self.count, name).or_else(|| port_handlers::write(&*self.port, name, value))
     }
 }
 
@@ -628,13 +646,13 @@ impl ElementSpec for ToDeviceSpec {
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
-        count_handlers()
+        device_handlers(&*self.port)
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        read_count(&self.count, name)
+        read_count(&self.count, name).or_else(|| port_handlers::read(&*self.port, Direction::Transmit, name))
     }
-    fn write_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
-        write_reset(&self.count, name)
+    fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
+        write_reset(&self.count, name).or_else(|| port_handlers::write(&*self.port, name, value))
     }
 }
 

@@ -358,3 +358,61 @@ fn a_table_naming_a_missing_queue_is_refused_and_changes_nothing() {
         );
     });
 }
+
+/// Takes `CAP_BPF` and `CAP_SYS_ADMIN` out of the calling thread's effective
+/// capabilities (capabilities are per thread: the rest of the process keeps them).
+fn drop_bpf_capabilities() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_BPF: u32 = 39;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: capget and capset read and write a version-3 header and two data blocks,
+    // which `header` and `data` are, for the calling thread (pid 0).
+    unsafe {
+        assert_eq!(libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()), 0);
+        data[0].effective &= !(1 << CAP_SYS_ADMIN);
+        data[1].effective &= !(1 << (CAP_BPF - 32));
+        assert_eq!(libc::syscall(libc::SYS_capset, &header, data.as_ptr()), 0);
+    }
+}
+
+#[test]
+fn without_bpf_the_kernels_flow_hash_spreads_the_queues() {
+    let ns = Netns::with_veth();
+    ns.run(|| {
+        drop_bpf_capabilities();
+        let port = AfPacketPort::open("va", 2, &AfPacketConfig::default()).unwrap();
+        assert_eq!(port.mode().as_deref(), Some("kernel flow hash"));
+        let why = port.rss().unwrap_err();
+        assert!(
+            why.starts_with("the kernel refused brickroute's RSS program when the port opened (create the RSS map: Operation not permitted"),
+            "{}",
+            why
+        );
+        assert!(why.ends_with("has no key or table to change"), "{}", why);
+        assert_eq!(port.set_rss(&RssSettings::new(2)).unwrap_err(), why);
+        // Still spread, by flow: 64 flows all on one queue has probability 2^-63.
+        let peer = Peer::open("vb");
+        let flows: Vec<Vec<u8>> = (0..64u16)
+            .map(|i| marked(ipv4(&[], 5, 0, 17, [10, 0, 0, 1], [10, 0, 0, 2], &ports(5000 + i, 9)), i))
+            .collect();
+        let got = queues_of(&port, &peer, &flows);
+        assert!(got.contains(&0) && got.contains(&1), "{:?}", got);
+    });
+}
