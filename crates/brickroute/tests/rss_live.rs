@@ -121,11 +121,11 @@ fn key_and_table_are_read_and_changed_through_ctl() {
     let others: Vec<Vec<u8>> = (0..20)
         .map(|i| tcp_frame([66, 9, 149, 187], [161, 142, 100, 80], 2794, 1767 + i))
         .collect();
-    assert_eq!(deltas(s, &peer, &[vector.clone()]), vec![0, 1]);
+    assert_eq!(deltas(s, &peer, std::slice::from_ref(&vector)), vec![0, 1]);
 
     // An all-zero key hashes every frame to 0: entry 0, queue 0.
     write(s, "fd.rss_key", &vec!["00"; 40].join(":"));
-    assert_eq!(deltas(s, &peer, &[vector.clone()]), vec![1, 0]);
+    assert_eq!(deltas(s, &peer, std::slice::from_ref(&vector)), vec![1, 0]);
 
     // ethtool's forms: everything to queue 1, then back to the defaults.
     write(s, "fd.rss_table", "weight 0 1");
