@@ -18,7 +18,9 @@
 //! - transmit with one `sendmmsg` per burst on a socket with `PACKET_QDISC_BYPASS` (the
 //!   frame goes to the driver without the queueing discipline);
 //! - `PACKET_IGNORE_OUTGOING`: the ring never sees frames sent out of the interface, by
-//!   this port or anyone else.
+//!   this port or anyone else;
+//! - VLAN tags the kernel moved out of a frame (into the ring header) are put back after
+//!   the MAC addresses, as libpcap does, so a frame arrives as it was on the wire.
 //!
 //! The interface is put in promiscuous mode (a router forwards frames addressed to other
 //! MACs) through a `PACKET_MR_PROMISC` membership of queue 0's socket: the kernel counts
@@ -194,6 +196,52 @@ const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
 /// header's size, as the kernel places it).
 const SLL_OFFSET: usize =
     (size_of::<libc::tpacket3_hdr>() + libc::TPACKET_ALIGNMENT - 1) & !(libc::TPACKET_ALIGNMENT - 1);
+
+/// Bytes of an Ethernet frame in front of a VLAN tag: the two MAC addresses.
+const VLAN_TAG_OFFSET: usize = 12;
+
+/// The 802.1Q/802.1ad tag the kernel took out of a ring frame (TPID then TCI, in network
+/// byte order), from the header's status and `hv1` fields; None if it took none. A TCI
+/// of 0 is still a tag (a priority-tagged frame with no priority): the status says.
+fn vlan_tag(status: u32, tci: u32, tpid: u16) -> Option<[u8; 4]> {
+    if status & libc::TP_STATUS_VLAN_VALID == 0 {
+        return None;
+    }
+    let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+        tpid
+    } else {
+        // A kernel that reports no TPID (older than 802.1ad offload) took an 802.1Q tag.
+        0x8100
+    };
+    let [a, b] = tpid.to_be_bytes();
+    let [c, d] = (tci as u16).to_be_bytes();
+    Some([a, b, c, d])
+}
+
+/// Writes `frame` into `p` with `tag` between its MAC addresses and the rest, as the
+/// frame was on the wire. A frame with the tag larger than the packet's buffer grows it,
+/// as [`Packet::write_from`] does a frame that is too large untagged (both are rare: a
+/// standard buffer holds 2048 bytes). A frame too short to have had a tag is written as
+/// it is (the kernel never hands over one).
+fn write_tagged(p: &mut Packet, frame: &[u8], tag: [u8; 4]) {
+    if frame.len() < VLAN_TAG_OFFSET {
+        p.write_from(frame);
+        return;
+    }
+    p.take(p.len());
+    if !p.try_put(frame.len() + tag.len()) {
+        // Past the largest packet buffer (2 GiB), which no ring block (at most 1 GiB)
+        // holds: unreachable, but no reason to panic.
+        p.write_from(frame);
+        return;
+    }
+    let (macs, rest) = frame.split_at(VLAN_TAG_OFFSET);
+    let (d_macs, d) = p.data_mut().split_at_mut(VLAN_TAG_OFFSET);
+    let (d_tag, d_rest) = d.split_at_mut(tag.len());
+    d_macs.copy_from_slice(macs);
+    d_tag.copy_from_slice(&tag);
+    d_rest.copy_from_slice(rest);
+}
 
 /// Click's packet type for the kernel's `sll_pkttype`.
 fn packet_type(pkttype: u8) -> PacketType {
@@ -558,25 +606,31 @@ impl RxRing {
                 // the block, and the block stays ours until `release_block`. Each header
                 // is followed (at TPACKET_ALIGN of its size) by the frame's sockaddr_ll;
                 // the frame's data is `tp_snaplen` bytes at `tp_mac` from its header.
-                let (data, pkttype, sec, nsec) = unsafe {
+                let (data, pkttype, sec, nsec, tag) = unsafe {
                     let h = base.add(self.next) as *const libc::tpacket3_hdr;
                     let snap = std::ptr::read(std::ptr::addr_of!((*h).tp_snaplen)) as usize;
                     let mac = std::ptr::read(std::ptr::addr_of!((*h).tp_mac)) as usize;
                     let step = std::ptr::read(std::ptr::addr_of!((*h).tp_next_offset)) as usize;
                     let sec = std::ptr::read(std::ptr::addr_of!((*h).tp_sec));
                     let nsec = std::ptr::read(std::ptr::addr_of!((*h).tp_nsec));
+                    let status = std::ptr::read(std::ptr::addr_of!((*h).tp_status));
+                    let tci = std::ptr::read(std::ptr::addr_of!((*h).hv1.tp_vlan_tci));
+                    let tpid = std::ptr::read(std::ptr::addr_of!((*h).hv1.tp_vlan_tpid));
                     let sll = (h as *const u8).add(SLL_OFFSET) as *const libc::sockaddr_ll;
                     let pkttype = std::ptr::read(std::ptr::addr_of!((*sll).sll_pkttype));
                     let d = std::slice::from_raw_parts((h as *const u8).add(mac), snap);
                     self.next += step;
-                    (d, pkttype, sec, nsec)
+                    (d, pkttype, sec, nsec, vlan_tag(status, tci, tpid))
                 };
                 let a = p.anno_mut();
                 a.packet_type = packet_type(pkttype);
                 a.input_queue = queue as u16;
                 a.timestamp = Timestamp::new(i64::from(sec), nsec);
-                p.write_from(data);
-                bytes += data.len() as u64;
+                match tag {
+                    None => p.write_from(data),
+                    Some(tag) => write_tagged(p, data, tag),
+                }
+                bytes += p.len() as u64;
             }
             got += n;
             self.left -= n as u32;

@@ -240,6 +240,119 @@ fn frames_sent_on_the_peer_arrive_byte_for_byte() {
     });
 }
 
+/// Marks the frames of the VLAN test (after their tags and ethertype).
+const VLAN_MAGIC: [u8; 4] = *b"vlan";
+
+/// A frame of `len` bytes to 02:00:00:00:00:0b with `tags` (TPID, TCI) after the MAC
+/// addresses, outer first, then the test ethertype, [`VLAN_MAGIC`], `seq` and a pattern.
+fn vlan_frame(tags: &[(u16, u16)], seq: u8, len: usize) -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0a];
+    for (tpid, tci) in tags {
+        f.extend_from_slice(&tpid.to_be_bytes());
+        f.extend_from_slice(&tci.to_be_bytes());
+    }
+    f.extend_from_slice(&TEST_TYPE);
+    f.extend_from_slice(&VLAN_MAGIC);
+    f.push(seq);
+    while f.len() < len {
+        f.push((f.len() as u8).wrapping_mul(7) ^ seq);
+    }
+    f
+}
+
+fn is_vlan_test_frame(f: &[u8]) -> bool {
+    f.windows(VLAN_MAGIC.len()).any(|w| w == VLAN_MAGIC)
+}
+
+#[test]
+fn vlan_tags_the_kernel_takes_out_are_put_back() {
+    let ns = Netns::with_veth();
+    // Room for a frame that outgrows a standard packet buffer once its tag is back.
+    for dev in ["va", "vb"] {
+        ip(&["-n", &ns.name, "link", "set", dev, "mtu", "9000"]);
+    }
+    ns.run(|| {
+        let port = AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap();
+        let peer = Peer::open("vb");
+        let sent = vec![
+            // 802.1Q: priority 5, VLAN 12.
+            vlan_frame(&[(0x8100, 0xa00c)], 0, 64),
+            // QinQ: 802.1ad outer (priority 3, VLAN 100), 802.1Q inner (VLAN 7).
+            vlan_frame(&[(0x88a8, 0x6064), (0x8100, 0x0007)], 1, 80),
+            // Priority-tagged (VLAN 0, priority 1), then one with a TCI of 0.
+            vlan_frame(&[(0x8100, 0x2000)], 2, 64),
+            vlan_frame(&[(0x8100, 0x0000)], 3, 64),
+            // Untagged.
+            vlan_frame(&[], 4, 64),
+            // Tagged, larger than a standard packet buffer (2048 bytes) with its tag.
+            vlan_frame(&[(0x8100, 0x0fff)], 5, 3000),
+            // Tagged, exactly a standard packet buffer with its tag.
+            vlan_frame(&[(0x8100, 0x0001)], 6, packet::FRAME_DATA),
+            vlan_frame(&[], 7, 1514),
+        ];
+        for f in &sent {
+            peer.send(f);
+        }
+        let all = receive(&port, 0, sent.len(), is_vlan_test_frame);
+        let ours: Vec<Vec<u8>> = all.iter().filter(|f| is_vlan_test_frame(f)).cloned().collect();
+        assert_eq!(ours.len(), sent.len());
+        for (i, (got, want)) in ours.iter().zip(&sent).enumerate() {
+            assert!(
+                got == want,
+                "frame {}: sent {} bytes {:02x?}..., received {} bytes {:02x?}...",
+                i,
+                want.len(),
+                &want[..want.len().min(24)],
+                got.len(),
+                &got[..got.len().min(24)]
+            );
+        }
+        // The counters count the frames as delivered, tags included.
+        let bytes: usize = all.iter().map(|f| f.len()).sum();
+        assert_eq!(port.stats(0).rx_bytes, bytes as u64);
+    });
+}
+
+#[test]
+fn vlan_tag_comes_from_the_ring_header_status() {
+    let valid = libc::TP_STATUS_USER | libc::TP_STATUS_VLAN_VALID;
+    let tpid = libc::TP_STATUS_VLAN_TPID_VALID;
+    assert_eq!(vlan_tag(libc::TP_STATUS_USER, 0xa00c, 0x8100), None);
+    assert_eq!(
+        vlan_tag(valid | tpid, 0xa00c, 0x88a8),
+        Some([0x88, 0xa8, 0xa0, 0x0c])
+    );
+    // No TPID reported: 802.1Q. A TCI of 0 is still a tag.
+    assert_eq!(vlan_tag(valid, 0x0123, 0), Some([0x81, 0x00, 0x01, 0x23]));
+    assert_eq!(vlan_tag(valid | tpid, 0, 0x8100), Some([0x81, 0x00, 0, 0]));
+}
+
+#[test]
+fn write_tagged_inserts_after_the_macs_and_grows_past_the_buffer() {
+    let tag = [0x81, 0x00, 0x20, 0x05];
+    for len in [14, 60, packet::FRAME_DATA - 4, packet::FRAME_DATA, 5000] {
+        let frame = test_frame(len as u32, len);
+        let mut b = PacketBatch::new();
+        Packet::alloc_rx_into(&mut b, 1);
+        let p = &mut b.as_mut_slice()[0];
+        write_tagged(p, &frame, tag);
+        let mut want = frame[..12].to_vec();
+        want.extend_from_slice(&tag);
+        want.extend_from_slice(&frame[12..]);
+        assert_eq!(p.data(), &want[..], "{} bytes", len);
+        // As a frame that came with its tag: same headroom, MAC header at the start.
+        let mut q = PacketBatch::new();
+        Packet::alloc_rx_into(&mut q, 1);
+        q.as_mut_slice()[0].write_from(&want);
+        assert_eq!(p.headroom(), q.as_slice()[0].headroom());
+        assert_eq!(p.mac_header_offset(), q.as_slice()[0].mac_header_offset());
+    }
+    // Too short to have carried a tag: written as it is.
+    let mut p = Packet::alloc(0);
+    write_tagged(&mut p, &[1, 2, 3], tag);
+    assert_eq!(p.data(), &[1, 2, 3]);
+}
+
 #[test]
 fn received_packets_carry_packet_type_queue_and_time() {
     let ns = Netns::with_veth();
