@@ -760,6 +760,14 @@ fn errors_name_the_interface_and_the_reason() {
 /// Loads `r0 = XDP_PASS; exit` as an XDP program named `name` with bpf(2), written
 /// out here independently of the port's loader; returns its descriptor.
 fn load_pass_program(name: &str) -> i32 {
+    // mov64 r0, 2 ; exit
+    let insns: [[u8; 8]; 2] = [[0xb7, 0, 0, 0, 2, 0, 0, 0], [0x95, 0, 0, 0, 0, 0, 0, 0]];
+    load_program(6, name, &insns) // BPF_PROG_TYPE_XDP
+}
+
+/// Loads `insns` as a program of type `prog_type` named `name` with bpf(2); returns
+/// its descriptor.
+fn load_program(prog_type: u32, name: &str, insns: &[[u8; 8]]) -> i32 {
     #[repr(C)]
     struct ProgLoad {
         prog_type: u32,
@@ -773,13 +781,11 @@ fn load_pass_program(name: &str) -> i32 {
         prog_flags: u32,
         prog_name: [u8; 16],
     }
-    // mov64 r0, 2 ; exit
-    let insns: [[u8; 8]; 2] = [[0xb7, 0, 0, 0, 2, 0, 0, 0], [0x95, 0, 0, 0, 0, 0, 0, 0]];
     let mut prog_name = [0u8; 16];
     prog_name[..name.len()].copy_from_slice(name.as_bytes());
     let mut a = ProgLoad {
-        prog_type: 6, // BPF_PROG_TYPE_XDP
-        insn_cnt: 2,
+        prog_type,
+        insn_cnt: insns.len() as u32,
         insns: insns.as_ptr() as u64,
         license: c"GPL".as_ptr() as u64,
         log_level: 0,
@@ -799,7 +805,12 @@ fn load_pass_program(name: &str) -> i32 {
             std::mem::size_of::<ProgLoad>(),
         )
     };
-    assert!(fd >= 0, "load test program: {}", std::io::Error::last_os_error());
+    assert!(
+        fd >= 0,
+        "load test program {}: {}",
+        name,
+        std::io::Error::last_os_error()
+    );
     fd as i32
 }
 
@@ -1543,4 +1554,128 @@ fn frames_longer_than_the_mtu_allows_are_refused() {
         assert_eq!(markers, vec![1, 3]);
         assert_no_frame_leaked(&port);
     });
+}
+
+/// `frame` with VLAN tags (TPID, TCI), outer first, put after its MAC addresses.
+fn with_tags(frame: &[u8], tags: &[(u16, u16)]) -> Vec<u8> {
+    let mut f = frame[..12].to_vec();
+    for (tpid, tci) in tags {
+        f.extend_from_slice(&tpid.to_be_bytes());
+        f.extend_from_slice(&tci.to_be_bytes());
+    }
+    f.extend_from_slice(&frame[12..]);
+    f
+}
+
+/// What queue 0 of `port` received before `marker`, a frame the peer sent after the
+/// others: the queue delivers in arrival order, so once the marker is there, every
+/// frame sent before it that the program redirected is too.
+fn received_before(port: &XdpPort, marker: &[u8]) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + WAIT;
+    let mut got = Vec::new();
+    let mut b = PacketBatch::new();
+    while Instant::now() < deadline {
+        port.rx_burst(0, &mut b, 32);
+        for p in b.drain() {
+            if p.data() == marker {
+                return got;
+            }
+            got.push(p.data().to_vec());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the marker frame did not arrive; before it: {} frames", got.len());
+}
+
+/// A UDP frame from the peer to 198.18.1.9 (not the port's address) carrying `text`.
+fn text_frame(text: &str) -> Vec<u8> {
+    udp_frame(XB_MAC, XA_MAC, XB_IP, [198, 18, 1, 9], 4321, 9, text.as_bytes())
+}
+
+/// Opens the port on `xa` with the program attached as `attach` asks, and checks it is.
+fn open_attached(attach: io::AttachRequest) -> XdpPort {
+    let cfg = XdpConfig {
+        attach,
+        ..XdpConfig::default()
+    };
+    let port = XdpPort::open("xa", 1, &cfg).unwrap_or_else(|e| panic!("{:?}: {}", attach, e));
+    let want = match attach {
+        io::AttachRequest::Generic => io::XdpAttach::Generic,
+        _ => io::XdpAttach::Native,
+    };
+    assert_eq!(port.attach_mode(), want, "{}", port);
+    port
+}
+
+/// Frames whose VLAN tags are in their bytes, as the peer's AF_PACKET socket sends
+/// them (the kernel sends them as they are, and the peer's veth hands them over so):
+/// the program sees the tags and the socket gets each frame byte for byte, in both
+/// attach modes. Generic XDP runs before the kernel's own `skb_vlan_untag`, so a tag in
+/// the bytes is still there when the program sees the frame.
+///
+/// The program looks at the EtherType right after the MAC addresses only: a tagged
+/// frame goes to the sockets, ARP and IPv4 for the interface's own address too, even
+/// priority-tagged ones (VLAN 0), which the kernel would take as untagged.
+fn tagged_frames_arrive_byte_for_byte(attach: io::AttachRequest) {
+    let ns = Netns::new(1);
+    ns.enter(move || {
+        let port = open_attached(attach);
+        let peer = Peer::open();
+        let to_own = udp_frame(XB_MAC, XA_MAC, XB_IP, XA_IP, 5555, 7777, b"tagged, to 198.18.0.1");
+        // The largest 802.1Q frame the MTU (1500) lets through: 1500 + 14 + 4 bytes.
+        let mut full: Vec<u8> = text_frame("802.1Q, full size");
+        full.resize(1514, 0xa5);
+        let full = with_tags(&full, &[(0x8100, 0x0fff)]);
+        assert_eq!(full.len(), 1518);
+        let sent = vec![
+            // 802.1Q: priority 5, VLAN 5.
+            with_tags(&text_frame("802.1Q VLAN 5"), &[(0x8100, 0xa005)]),
+            // QinQ: 802.1ad outer (priority 3, VLAN 100), 802.1Q inner (VLAN 7).
+            with_tags(
+                &text_frame("802.1ad VLAN 100, 802.1Q VLAN 7"),
+                &[(0x88a8, 0x6064), (0x8100, 0x0007)],
+            ),
+            // Priority-tagged (VLAN 0, priority 1), then a TCI of 0.
+            with_tags(&text_frame("priority-tagged"), &[(0x8100, 0x2000)]),
+            with_tags(&text_frame("TCI 0"), &[(0x8100, 0x0000)]),
+            full,
+            // ARP requests for the port's own address, tagged and priority-tagged.
+            with_tags(&arp_frame(1, XA_IP), &[(0x8100, 0x0005)]),
+            with_tags(&arp_frame(1, XA_IP), &[(0x8100, 0x2000)]),
+            // IPv4 to the port's own address, tagged and priority-tagged.
+            with_tags(&to_own, &[(0x8100, 0x0005)]),
+            with_tags(&to_own, &[(0x8100, 0x2000)]),
+        ];
+        for f in &sent {
+            peer.send(f);
+        }
+        let marker = stream_frame(2);
+        peer.send(&marker);
+        let got = received_before(&port, &marker);
+        assert_eq!(got.len(), sent.len(), "{}", port);
+        for (i, (g, s)) in got.iter().zip(&sent).enumerate() {
+            assert!(
+                g == s,
+                "{}: frame {} differs:\n got  {:02x?}\n sent {:02x?}",
+                port,
+                i,
+                g,
+                s
+            );
+        }
+        let bytes: usize = sent.iter().chain([&marker]).map(|f| f.len()).sum();
+        let s = port.stats(0);
+        assert_eq!((s.rx_packets, s.rx_bytes), (sent.len() as u64 + 1, bytes as u64));
+        assert_no_frame_leaked(&port);
+    });
+}
+
+#[test]
+fn tagged_frames_arrive_byte_for_byte_in_native_mode() {
+    tagged_frames_arrive_byte_for_byte(io::AttachRequest::Native);
+}
+
+#[test]
+fn tagged_frames_arrive_byte_for_byte_in_generic_mode() {
+    tagged_frames_arrive_byte_for_byte(io::AttachRequest::Generic);
 }
