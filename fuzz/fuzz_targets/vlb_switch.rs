@@ -1,7 +1,8 @@
 //! VLBSwitch takes any bytes as a packet, with or without a network header annotation
 //! anywhere, without panicking, and sends each to an output of the mesh: the flow hash
 //! reads IPv4 and IPv6 headers (options, fragments, truncated transport headers) from
-//! untrusted frames.
+//! untrusted frames. On the heartbeat input it takes any bytes too, and sends nothing
+//! on.
 #![no_main]
 
 use cluster::element::VlbSwitchClass;
@@ -14,15 +15,21 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let servers = 2 + usize::from(control % 6);
-    let config = format!("{}, SCHEME vlb", usize::from(control >> 4) % servers);
-    let mut h = Harness::new(&VlbSwitchClass, &config, servers, servers);
+    let mut config = format!("{}, SCHEME vlb", usize::from(control >> 4) % servers);
+    let heartbeats = control & 4 != 0;
+    if heartbeats {
+        config += ", HEARTBEAT 10ms";
+    }
+    let inputs = servers + usize::from(heartbeats);
+    let mut h = Harness::new(&VlbSwitchClass, &config, inputs, servers);
     let mut p = Packet::from_slice(frame);
     if control & 8 != 0 && !frame.is_empty() {
         let at = usize::from(control) % frame.len();
         p.set_network_header(at as isize, frame.len() - at);
     }
-    let input = usize::from(control) % servers;
+    let input = usize::from(control) % inputs;
     let out = h.push(input, vec![p]);
-    assert_eq!(out.iter().map(Vec::len).sum::<usize>(), 1);
+    let sent_on = if input == servers { 0 } else { 1 };
+    assert_eq!(out.iter().map(Vec::len).sum::<usize>(), sent_on);
     assert_eq!(cluster::flow::flow_hash(frame, None), cluster::flow::flow_hash(frame, None));
 });

@@ -32,12 +32,14 @@ const STANDARD: [&str; 5] = ["name", "class", "config", "ports", "handlers"];
 /// Handlers that are not measurements, though their text may look like a number: whole
 /// tables and programs (a route table's `table` is a million lines on a full table,
 /// never read at a scrape), lists of servers, addresses, file names, triggers.
-const NOT_METRICS: [&str; 12] = [
+const NOT_METRICS: [&str; 14] = [
     "table",
     "program",
     "data",
     "drop_details",
     "down",
+    "silent",
+    "heard_ms",
     "count_call",
     "byte_count_call",
     "filename",

@@ -30,27 +30,12 @@ fn namespaces() -> String {
     .into_owned()
 }
 
-#[test]
-fn the_demo_mesh_delivers_everything_and_cleans_up() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    let _mesh = one_mesh();
+/// `cluster demo ARGS --json`, which must succeed: its process id and report.
+fn demo_json(args: &[&str]) -> (u32, serde_json::Value) {
     let child = Command::new(BIN)
-        .args([
-            "cluster",
-            "demo",
-            "--servers",
-            "4",
-            "--seconds",
-            "1",
-            "--pps",
-            "8000",
-            "--down",
-            "3",
-            "--json",
-        ])
+        .args(["cluster", "demo"])
+        .args(args)
+        .arg("--json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -58,7 +43,17 @@ fn the_demo_mesh_delivers_everything_and_cleans_up() {
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (pid, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn the_demo_mesh_delivers_everything_and_cleans_up() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _mesh = one_mesh();
+    let (pid, r) = demo_json(&["--servers", "4", "--seconds", "1", "--pps", "8000", "--down", "3"]);
     let sent = r["sent"].as_u64().unwrap();
     assert!(sent >= 7000, "{r}");
     let hosts = r["hosts"].as_array().unwrap();
@@ -91,12 +86,52 @@ fn the_demo_mesh_delivers_everything_and_cleans_up() {
 }
 
 #[test]
+fn a_server_killed_mid_run_loses_its_hosts_traffic_and_is_reported() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _mesh = one_mesh();
+    let (pid, r) = demo_json(&["--seconds", "1.5", "--pps", "8000", "--fail", "2@0.5"]);
+    assert_eq!(r["failed"]["server"], 2, "{r}");
+    assert_eq!(r["heartbeat"], "50ms", "{r}");
+    let hosts = r["hosts"].as_array().unwrap();
+    // Server 0's own host loses nothing; server 2's loses what came after its end.
+    assert_eq!(hosts[0]["delivered"], hosts[0]["expected"], "{r}");
+    assert!(
+        hosts[2]["delivered"].as_u64().unwrap() < hosts[2]["expected"].as_u64().unwrap() * 3 / 4,
+        "{r}"
+    );
+    let s = r["server_counts"].as_array().unwrap();
+    assert!(s[2].is_null(), "{r}");
+    assert!(s[1]["delivered"].as_u64().unwrap() > 0, "{r}");
+    assert!(!namespaces().contains(&format!("brc{pid}-")), "{}", namespaces());
+}
+
+#[test]
 fn bad_arguments_are_refused_before_anything_is_built() {
     for (args, message) in [
         (&["--servers", "3"][..], "--servers is 2, 4 or 8, not 3"),
         (&["--scheme", "ecmp"][..], "--scheme is direct or vlb, not 'ecmp'"),
         (&["--flows", "0"][..], "--flows is 1 to 65536, not 0"),
         (&["--down", "1,4"][..], "--down 4: servers are 0 to 3"),
+        (
+            &["--heartbeat", "5x"][..],
+            "--heartbeat is a time such as 50ms or 0 for none, not '5x'",
+        ),
+        (
+            &["--fail", "2"][..],
+            "--fail is K@SECONDS (server K killed SECONDS into the traffic), not '2'",
+        ),
+        (&["--fail", "4@1"][..], "--fail 4@1: servers are 0 to 3"),
+        (
+            &["--fail", "0@1"][..],
+            "--fail 0: server 0 takes the traffic in; fail another",
+        ),
+        (
+            &["--fail", "2@3"][..],
+            "--fail at 3 s: the traffic lasts 3 s (--seconds)",
+        ),
     ] {
         let o = Command::new(BIN)
             .args(["cluster", "demo"])

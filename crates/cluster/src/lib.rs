@@ -7,6 +7,7 @@
 //!   flowlets against reordering.
 //! - [`element`]: `VLBSwitch`, the Click element that applies it in a router, and
 //!   [`flow`], the flow hash its flowlets follow.
+//! - [`heartbeat`]: failure detection: servers that fall silent relay nothing.
 //! - [`mesh`]: the configuration of one server of a full mesh.
 //! - [`plan`]: the topology planner: servers and links for N external ports, full
 //!   mesh or k-ary n-fly.
@@ -15,6 +16,7 @@
 
 pub mod element;
 pub mod flow;
+pub mod heartbeat;
 pub mod mesh;
 pub mod plan;
 pub mod sim;

@@ -10,9 +10,12 @@
 //! - From an internal link: a frame addressed to this server leaves by the external
 //!   interface with the next hop's address; one addressed to another server is
 //!   relayed to it unchanged. Neither is looked up again.
+//! - With heartbeats ([`ServerConfig::heartbeat`]), `VLBSwitch` sends one to every
+//!   other server at an interval and takes theirs from the links: a server that falls
+//!   silent relays nothing until it is heard again (see [`crate::heartbeat`]).
 //!
 //! Counters worth reading: `vlb.local`, `vlb.direct`, `vlb.balanced`,
-//! `vlb.flowlet_hits`, `relayed.count` (frames this server passed on as intermediate),
+//! `vlb.flowlet_hits`, `vlb.silent` (with heartbeats), `relayed.count` (frames this server passed on as intermediate),
 //! `delivered.count` (frames from the mesh sent out of the external interface),
 //! `dropped.count` (frames of neither IP family or of a family without routes, or
 //! internal frames for no server).
@@ -53,6 +56,9 @@ pub struct ServerConfig {
     /// VLBSwitch's keyword arguments after NODE, such as `RATE 10Gbps` or
     /// `SCHEME vlb, FLOWLET 0`.
     pub balancing: String,
+    /// VLBSwitch's heartbeat keywords, such as `HEARTBEAT 50ms` or `HEARTBEAT 20ms,
+    /// TIMEOUT 100ms`; empty for none.
+    pub heartbeat: String,
     /// FromDevice's and ToDevice's keyword arguments after the interface, such as
     /// `METHOD PACKET`.
     pub device: String,
@@ -110,10 +116,12 @@ impl ServerConfig {
                 let _ = writeln!(w, "link{} :: ToDevice({});", k, dev(l));
             }
         }
-        let balancing = match self.balancing.trim() {
-            "" => String::new(),
-            b => format!(", {}", b),
-        };
+        let heartbeat = !self.heartbeat.trim().is_empty();
+        let balancing: String = [self.balancing.trim(), self.heartbeat.trim()]
+            .iter()
+            .filter(|k| !k.is_empty())
+            .map(|k| format!(", {}", k))
+            .collect();
         let _ = writeln!(w, "vlb :: VLBSwitch({}{});", me, balancing);
         // IPv4 and IPv6 each have their own lookup, fed by the Ethernet type.
         let (v6, v4): (Vec<_>, Vec<_>) = self.routes.iter().partition(|(p, _)| p.contains(':'));
@@ -177,7 +185,13 @@ impl ServerConfig {
         // (No frame is painted with this server's number: the classifiers below send
         // those to `delivered`.)
         let _ = writeln!(w, "relay[{}] -> dropped;", me);
-        let mut patterns = vec![format!("0/{}", here.replace(':', ""))];
+        // Heartbeats first: they are addressed to this server too.
+        let first = usize::from(heartbeat);
+        let mut patterns = Vec::new();
+        if heartbeat {
+            patterns.push(format!("12/{:04x}", crate::heartbeat::ETHERTYPE));
+        }
+        patterns.push(format!("0/{}", here.replace(':', "")));
         patterns.extend(
             others
                 .iter()
@@ -193,11 +207,14 @@ impl ServerConfig {
                 j,
                 patterns.join(", ")
             );
-            let _ = writeln!(w, "mc{}[0] -> delivered;", j);
-            for (i, &k) in others.iter().enumerate() {
-                let _ = writeln!(w, "mc{}[{}] -> Paint({}) -> relayed;", j, i + 1, k);
+            if heartbeat {
+                let _ = writeln!(w, "mc{}[0] -> [{}]vlb;", j, n);
             }
-            let _ = writeln!(w, "mc{}[{}] -> dropped;", j, others.len() + 1);
+            let _ = writeln!(w, "mc{}[{}] -> delivered;", j, first);
+            for (i, &k) in others.iter().enumerate() {
+                let _ = writeln!(w, "mc{}[{}] -> Paint({}) -> relayed;", j, first + i + 1, k);
+            }
+            let _ = writeln!(w, "mc{}[{}] -> dropped;", j, first + others.len() + 1);
         }
         c.push_str(&self.extra);
         Ok(c)

@@ -14,6 +14,7 @@ use ::bench::net::stop_on_signals;
 use ::bench::testbed;
 use ::bench::traffic::Ipv4Net;
 use cluster::mesh::ServerConfig;
+use graph::args::FromArg;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::ChildStderr;
@@ -60,6 +61,15 @@ pub struct DemoArgs {
     /// they relay nothing, and still deliver their own hosts' traffic.
     #[arg(long, value_delimiter = ',')]
     down: Vec<usize>,
+    /// The interval of the servers' heartbeats (VLBSwitch's HEARTBEAT): a server not
+    /// heard from for four intervals relays nothing until it is heard again. `0`
+    /// sends none.
+    #[arg(long, default_value = "50ms")]
+    heartbeat: String,
+    /// Kills server K's router (SIGKILL) SECONDS into the traffic: the others stop
+    /// balancing through it once its heartbeats stop; its own host's traffic is lost.
+    #[arg(long, value_name = "K@SECONDS")]
+    fail: Option<String>,
     /// One JSON object instead of the tables.
     #[arg(long)]
     json: bool,
@@ -271,6 +281,26 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
     if let Some(k) = a.down.iter().find(|&&k| k >= a.servers) {
         return Err(format!("--down {}: servers are 0 to {}", k, a.servers - 1).into());
     }
+    let heartbeat = match graph::args::Interval::from_arg(&a.heartbeat) {
+        Some(graph::args::Interval(0)) => String::new(),
+        Some(_) => format!("HEARTBEAT {}", a.heartbeat),
+        None => {
+            return Err(format!(
+                "--heartbeat is a time such as 50ms or 0 for none, not '{}'",
+                a.heartbeat
+            )
+            .into())
+        }
+    };
+    let fail = a.fail.as_deref().map(|f| parse_fail(f, a.servers)).transpose()?;
+    if let Some((_, at)) = fail.filter(|&(_, at)| at >= duration) {
+        return Err(format!(
+            "--fail at {} s: the traffic lasts {} s (--seconds)",
+            at.as_secs_f64(),
+            duration.as_secs_f64()
+        )
+        .into());
+    }
     testbed::require_root()?;
     let stop = stop_on_signals();
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {}", e))?;
@@ -312,6 +342,7 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
                     format!("{}, DOWN {}", balancing, down.join(" "))
                 }
             },
+            heartbeat: heartbeat.clone(),
             device: "METHOD PACKET".into(),
             extra: String::new(),
         }
@@ -394,6 +425,9 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         read_all(gen.stdout.take().expect("piped")),
         read_all(gen.stderr.take().expect("piped")),
     );
+    if let Some((k, at)) = fail {
+        kill_later(mesh.children[k].id(), at, stop);
+    }
     let status = wait_child(
         &mut gen,
         duration + Duration::from_secs(30),
@@ -429,17 +463,21 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         // SAFETY: kill(2) on our own child's process id, which we have not reaped yet.
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     }
-    let mut counters: Vec<Vec<u64>> = Vec::new();
+    let mut counters: Vec<Option<Vec<u64>>> = Vec::new();
     for (i, (out, err)) in routers.into_iter().enumerate() {
         let what = format!("server {}", i);
         let status = wait_child(&mut mesh.children[i], Duration::from_secs(5), stop, &what)?;
         let out = out.join().unwrap_or_default();
         let values: Option<Vec<u64>> = COUNTERS.iter().map(|h| handler_value(&out, h)).collect();
+        if fail.is_some_and(|(k, _)| k == i) {
+            counters.push(None);
+            continue;
+        }
         let Some(values) = values else {
             let err = err.map(|e| e.join().unwrap_or_default()).unwrap_or_default();
             return Err(format!("{} ended without its counters ({}): {}", what, status, err.trim()).into());
         };
-        counters.push(values);
+        counters.push(Some(values));
     }
 
     let rows: Vec<(u64, u64, u64)> = (0..n_sinks)
@@ -459,13 +497,16 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
             .collect();
         let servers: Vec<serde_json::Value> = counters
             .iter()
-            .map(|c| {
-                serde_json::json!({"local": c[0], "direct": c[1], "balanced": c[2], "flowlet_hits": c[3],
-                    "relayed": c[4], "delivered": c[5]})
+            .map(|c| match c {
+                Some(c) => serde_json::json!({"local": c[0], "direct": c[1], "balanced": c[2],
+                    "flowlet_hits": c[3], "relayed": c[4], "delivered": c[5]}),
+                None => serde_json::Value::Null,
             })
             .collect();
+        let failed = fail.map(|(k, at)| serde_json::json!({"server": k, "seconds": at.as_secs_f64()}));
         let report = serde_json::json!({"servers": n, "scheme": a.scheme, "flowlet": a.flowlet,
-            "sent": sent, "hosts": hosts, "server_counts": servers});
+            "heartbeat": if heartbeat.is_empty() { "0" } else { a.heartbeat.as_str() },
+            "failed": failed, "sent": sent, "hosts": hosts, "server_counts": servers});
         println!("{}", report);
         return Ok(());
     }
@@ -483,6 +524,21 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         "traffic: {} frames over {} flows from h0 into s0, to 198.19.0.0/{} (host j owns 198.19.j.0/24)",
         sent, a.flows, len
     );
+    match (&fail, heartbeat.is_empty()) {
+        (Some((k, at)), false) => println!(
+            "s{} killed {:.1} s into the traffic; heartbeats every {}: the others stop balancing through it when they miss four",
+            k,
+            at.as_secs_f64(),
+            a.heartbeat
+        ),
+        (Some((k, at)), true) => println!(
+            "s{} killed {:.1} s into the traffic; no heartbeats: the others go on balancing through it",
+            k,
+            at.as_secs_f64()
+        ),
+        (None, false) => println!("heartbeats every {}", a.heartbeat),
+        (None, true) => {}
+    }
     println!();
     println!(
         "{:<6}{:>10}{:>11}{:>8}{:>11}{:>12}",
@@ -506,21 +562,61 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         "server", "local", "direct", "balanced", "flowlet hits", "relayed", "delivered"
     );
     for (i, c) in counters.iter().enumerate() {
-        println!(
-            "{:<8}{:>8}{:>9}{:>10}{:>14}{:>9}{:>11}",
-            format!("s{}", i),
-            c[0],
-            c[1],
-            c[2],
-            c[3],
-            c[4],
-            c[5]
-        );
+        match c {
+            Some(c) => println!(
+                "{:<8}{:>8}{:>9}{:>10}{:>14}{:>9}{:>11}",
+                format!("s{}", i),
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                c[5]
+            ),
+            None => println!("{:<8}{:>8}", format!("s{}", i), "killed"),
+        }
     }
     println!();
     println!("local/direct/balanced: s0's VLBSwitch, by the path each frame took; relayed: frames a server");
     println!("passed on as intermediate; delivered: frames from the mesh a server sent to its host.");
     Ok(())
+}
+
+/// `--fail K@SECONDS`: the server and the time into the traffic.
+fn parse_fail(text: &str, servers: usize) -> Result<(usize, Duration), String> {
+    let bad = || {
+        format!(
+            "--fail is K@SECONDS (server K killed SECONDS into the traffic), not '{}'",
+            text
+        )
+    };
+    let (k, at) = text.split_once('@').ok_or_else(bad)?;
+    let k: usize = k.parse().map_err(|_| bad())?;
+    let at: f64 = at.parse().map_err(|_| bad())?;
+    if k >= servers {
+        return Err(format!("--fail {}: servers are 0 to {}", text, servers - 1));
+    }
+    if k == 0 {
+        return Err("--fail 0: server 0 takes the traffic in; fail another".into());
+    }
+    let at = ::bench::units::seconds_option("--fail", at)?;
+    Ok((k, at))
+}
+
+/// Sends SIGKILL to process `pid` after `at`, unless a stop signal comes first.
+fn kill_later(pid: u32, at: Duration, stop: &'static AtomicBool) {
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + at;
+        while Instant::now() < deadline {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: kill(2) on the demo's own child, which is reaped only after the
+        // traffic has ended, later than this.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
 }
 
 /// Waits until every server holds a packet socket for each of its interfaces (its

@@ -196,3 +196,114 @@ fn configurations_that_cannot_run_are_refused() {
     );
     assert!(build_error(c, "SCHEME vlb", 3, 3).contains("NODE"));
 }
+
+#[test]
+fn heartbeats_leave_for_every_other_server_from_worker_0_only() {
+    let mut h = Harness::new(&VlbSwitchClass, "1, SCHEME vlb, HEARTBEAT 50ms", 3, 3);
+    let (st, out) = h.run();
+    assert_eq!(st, TaskStatus::Busy);
+    let datas: Vec<Vec<Vec<u8>>> = out
+        .iter()
+        .map(|o| o.iter().map(|p| p.data().to_vec()).collect())
+        .collect();
+    // From server 1 (02:b5:00:00:00:01) to servers 0 and 2, sequence 0.
+    let mut to0 = vec![2, 0xb5, 0, 0, 0, 0, 2, 0xb5, 0, 0, 0, 1, 0x88, 0xb5];
+    to0.extend_from_slice(b"BRVH\x00\x03\x00\x01\x00\x00\x00\x00");
+    to0.resize(60, 0);
+    let mut to2 = to0.clone();
+    to2[5] = 2;
+    assert_eq!(datas, vec![vec![to0], vec![], vec![to2]]);
+    // The next round is 50 ms away.
+    let (st, out) = h.run();
+    assert!(matches!(st, TaskStatus::IdleUntil(_)), "{:?}", st);
+    assert_eq!(counts(&out), vec![0, 0, 0]);
+    assert!(h.element.is_source());
+    assert!(!h.element.keeps_router_running());
+    assert!(!h.another_worker().element.is_source());
+    // Without HEARTBEAT, no source.
+    assert!(!Harness::new(&VlbSwitchClass, "1, SCHEME vlb", 3, 3)
+        .element
+        .is_source());
+}
+
+fn heartbeat_from(k: usize, to: usize, nodes: usize) -> Packet {
+    Packet::from_slice(&crate::heartbeat::frame(k, to, nodes, 0))
+}
+
+#[test]
+fn a_silent_server_relays_nothing_until_it_is_heard_again() {
+    // Input 4 takes heartbeats; a server is silent after 200 ms without one.
+    let config = "0, SCHEME vlb, FLOWLET 0, HEARTBEAT 50ms, TIMEOUT 200ms";
+    let mut h = Harness::new(&VlbSwitchClass, config, 5, 4);
+    let mut other = h.another_worker();
+    // Every server has the timeout to speak up when the mesh starts.
+    assert_eq!(h.read("silent"), "");
+    assert!(counts(&h.push(2, flows(400)))[3] > 0);
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    // Servers 1 and 2 speak up; 3 does not. Frames that are no heartbeat for this
+    // server are dropped uncounted.
+    let out = h.push(
+        4,
+        vec![
+            heartbeat_from(1, 0, 4),
+            heartbeat_from(2, 0, 4),
+            heartbeat_from(3, 1, 4),
+            frame(1, 60),
+        ],
+    );
+    assert_eq!(counts(&out), vec![0, 0, 0, 0]);
+    assert_eq!(h.read("heartbeats"), "2");
+    assert_eq!(h.read("silent"), "3");
+    assert_eq!(h.read("down"), "");
+    let ages: Vec<u64> = h
+        .read("heard_ms")
+        .split(' ')
+        .map(|a| a.parse().unwrap())
+        .collect();
+    assert_eq!(ages[0], 0);
+    assert!(ages[1] < 200 && ages[2] < 200 && ages[3] >= 200, "{:?}", ages);
+    // Both workers leave server 3 out from their next batch.
+    for w in [&mut h, &mut other] {
+        let c = counts(&w.push(2, flows(400)));
+        assert!(c[3] == 0 && c[1] > 0 && c[2] > 0, "{:?}", c);
+    }
+    // A server written down stays down whatever is heard.
+    h.write("down", "1").unwrap();
+    other.push(4, vec![heartbeat_from(3, 0, 4), heartbeat_from(1, 0, 4)]);
+    assert_eq!(h.read("silent"), "");
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let c = counts(&h.push(2, flows(400)));
+    assert!(c[1] == 0 && c[3] > 0, "{:?}", c);
+}
+
+#[test]
+fn heartbeat_settings_that_cannot_work_are_refused() {
+    let c = &VlbSwitchClass;
+    let err = |config: &str, i: usize, o: usize| {
+        let m = build_error(c, config, i, o);
+        m.strip_prefix("e :: VLBSwitch: ").map(String::from).unwrap_or(m)
+    };
+    assert_eq!(
+        err("0, SCHEME vlb", 4, 3),
+        "input 3 takes heartbeats: give HEARTBEAT, the interval they come at"
+    );
+    assert_eq!(
+        err("0, SCHEME vlb, TIMEOUT 1s", 3, 3),
+        "TIMEOUT is for HEARTBEAT: give the interval heartbeats come at"
+    );
+    assert_eq!(
+        err("0, SCHEME vlb, HEARTBEAT 100ms, TIMEOUT 100ms", 4, 3),
+        "TIMEOUT must be longer than HEARTBEAT (a server is silent for a whole interval between heartbeats)"
+    );
+    assert_eq!(
+        err("0, SCHEME vlb, HEARTBEAT 0s", 3, 3),
+        "HEARTBEAT must be longer than 0"
+    );
+    assert_eq!(
+        err("0, SCHEME vlb", 5, 3),
+        "3 outputs (servers) take 3 inputs, or 4 with the heartbeat input; this has 5"
+    );
+    // Without the heartbeat input, heartbeats are sent but nothing is watched.
+    let h = Harness::new(c, "0, SCHEME vlb, HEARTBEAT 10ms", 3, 3);
+    assert!(!h.spec.handlers().iter().any(|x| x.name == "silent"));
+}

@@ -13,6 +13,7 @@ fn server1_of_3() -> ServerConfig {
             ("10.0.2.0/24".into(), 2),
         ],
         balancing: "RATE 10Gbps".into(),
+        heartbeat: String::new(),
         device: String::new(),
         extra: String::new(),
     }
@@ -118,4 +119,29 @@ fn device_arguments_reach_every_device() {
 fn server_addresses_carry_the_index() {
     assert_eq!(server_mac(0), [2, 0xb5, 0, 0, 0, 0]);
     assert_eq!(server_mac(255), [2, 0xb5, 0, 0, 0, 255]);
+}
+
+#[test]
+fn heartbeats_are_sent_and_taken_from_every_link() {
+    let c = ServerConfig {
+        heartbeat: "HEARTBEAT 20ms, TIMEOUT 100ms".into(),
+        ..server1_of_3()
+    }
+    .click()
+    .unwrap();
+    for line in [
+        "vlb :: VLBSwitch(1, RATE 10Gbps, HEARTBEAT 20ms, TIMEOUT 100ms);",
+        "FromDevice(m10) -> mc0 :: Classifier(12/88b5, 0/02b500000001, 0/02b500000000, 0/02b500000002, -);",
+        "mc0[0] -> [3]vlb;",
+        "mc0[1] -> delivered;",
+        "mc0[2] -> Paint(0) -> relayed;",
+        "mc0[3] -> Paint(2) -> relayed;",
+        "mc0[4] -> dropped;",
+        "mc2[0] -> [3]vlb;",
+        // Heartbeats leave by the outputs every packet for that server takes.
+        "vlb[0] -> link0;",
+        "vlb[2] -> link2;",
+    ] {
+        assert!(c.lines().any(|l| l == line), "no line {:?} in\n{}", line, c);
+    }
 }
