@@ -6,6 +6,7 @@
 //! bpf_attr` (linux/bpf.h); the kernel zero-fills whatever lies past the size passed.
 
 pub mod asm;
+pub mod btf;
 
 use std::ffi::CStr;
 use std::io;
@@ -224,15 +225,32 @@ pub struct LoadError {
 
 /// Loads an XDP program of encoded instructions (8 bytes each) named `name`.
 pub fn prog_load_xdp(insns: &[u64], name: &str) -> Result<OwnedFd, LoadError> {
-    prog_load(BPF_PROG_TYPE_XDP, BPF_XDP, insns, name)
+    prog_load(BPF_PROG_TYPE_XDP, BPF_XDP, insns, name, (0, 0))
+}
+
+/// `BPF_F_XDP_DEV_BOUND_ONLY`: the program is bound to one device (its driver's kfuncs,
+/// such as reading a received frame's metadata, become callable).
+const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
+
+/// Loads an XDP program bound to interface `ifindex`: it may call the driver's
+/// metadata kfuncs, and attaches to that interface only, in native mode.
+pub fn prog_load_xdp_bound(insns: &[u64], name: &str, ifindex: u32) -> Result<OwnedFd, LoadError> {
+    prog_load(
+        BPF_PROG_TYPE_XDP,
+        BPF_XDP,
+        insns,
+        name,
+        (BPF_F_XDP_DEV_BOUND_ONLY, ifindex),
+    )
 }
 
 /// Loads a socket filter program (as `PACKET_FANOUT_EBPF` runs) named `name`.
 pub fn prog_load_socket_filter(insns: &[u64], name: &str) -> Result<OwnedFd, LoadError> {
-    prog_load(BPF_PROG_TYPE_SOCKET_FILTER, 0, insns, name)
+    prog_load(BPF_PROG_TYPE_SOCKET_FILTER, 0, insns, name, (0, 0))
 }
 
-/// Loads a program of type `prog_type` of encoded instructions (8 bytes each).
+/// Loads a program of type `prog_type` of encoded instructions (8 bytes each), with
+/// `prog_flags` and `prog_ifindex` as `bound` gives them.
 ///
 /// The first attempt runs without a log (the verifier is quicker so); on failure the
 /// load is repeated with a verifier log, which the error carries.
@@ -241,6 +259,7 @@ fn prog_load(
     expected_attach_type: u32,
     insns: &[u64],
     name: &str,
+    bound: (u32, u32),
 ) -> Result<OwnedFd, LoadError> {
     let license = c"GPL";
     let attempt = |log: Option<&mut Vec<u8>>| {
@@ -251,6 +270,8 @@ fn prog_load(
             license: license.as_ptr() as u64,
             prog_name: object_name(name),
             expected_attach_type,
+            prog_flags: bound.0,
+            prog_ifindex: bound.1,
             ..Default::default()
         };
         if let Some(buf) = log {

@@ -34,7 +34,7 @@ pub use error::DeviceError;
 pub use mem::MemPort;
 pub use port::{CachePadded, Port, QueueStats};
 pub use xdp::{
-    attached_xdp_program, parse_link_reply, AttachRequest, Attached, AttachedProgram, FrameCounts,
-    KernelStats, LinkState, ReplyError, UmemSet, XdpAttach, XdpConfig, XdpMode, XdpPort, XdpQueueStats,
-    PROGRAM_NAME,
+    attached_xdp_program, parse_link_reply, xdp_vlan_tags_restorable, AttachRequest, Attached,
+    AttachedProgram, FrameCounts, KernelStats, LinkState, ReplyError, UmemSet, XdpAttach, XdpConfig, XdpMode,
+    XdpPort, XdpQueueStats, PROGRAM_NAME,
 };

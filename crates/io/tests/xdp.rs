@@ -1679,3 +1679,143 @@ fn tagged_frames_arrive_byte_for_byte_in_native_mode() {
 fn tagged_frames_arrive_byte_for_byte_in_generic_mode() {
     tagged_frames_arrive_byte_for_byte(io::AttachRequest::Generic);
 }
+
+/// A tc program at `ifname`'s egress (tcx, kernel 6.6 on) that moves a VLAN tag into
+/// the metadata of every frame sent with a mark, as a VLAN device does
+/// (`bpf_skb_vlan_push`): TPID in the mark's upper 16 bits, TCI in the lower. The veth
+/// then hands the tag to its peer beside the frame (its default "tx-vlan-offload").
+/// Detached when dropped (the link's descriptor closes).
+struct VlanPush {
+    link: i32,
+    prog: i32,
+}
+
+impl VlanPush {
+    fn attach(ifname: &str) -> VlanPush {
+        let insns: [[u8; 8]; 11] = [
+            [0xbf, 0x16, 0, 0, 0, 0, 0, 0],       // r6 = r1 (skb)
+            [0x61, 0x12, 8, 0, 0, 0, 0, 0],       // r2 = skb->mark
+            [0x15, 0x02, 6, 0, 0, 0, 0, 0],       // if r2 == 0 goto pass
+            [0xbf, 0x23, 0, 0, 0, 0, 0, 0],       // r3 = r2
+            [0x57, 0x03, 0, 0, 0xff, 0xff, 0, 0], // r3 &= 0xffff (TCI)
+            [0x77, 0x02, 0, 0, 16, 0, 0, 0],      // r2 >>= 16 (TPID)
+            [0xdc, 0x02, 0, 0, 16, 0, 0, 0],      // r2 = htons(r2)
+            [0xbf, 0x61, 0, 0, 0, 0, 0, 0],       // r1 = r6
+            [0x85, 0x00, 0, 0, 18, 0, 0, 0],      // call bpf_skb_vlan_push
+            [0xb7, 0x00, 0, 0, 0, 0, 0, 0],       // pass: r0 = TCX_PASS
+            [0x95, 0x00, 0, 0, 0, 0, 0, 0],       // exit
+        ];
+        let prog = load_program(3, "brt_test_vlan", &insns); // BPF_PROG_TYPE_SCHED_CLS
+        #[repr(C)]
+        struct LinkCreate {
+            prog_fd: u32,
+            target_ifindex: u32,
+            attach_type: u32,
+            flags: u32,
+        }
+        let name = CString::new(ifname).unwrap();
+        // SAFETY: NUL-terminated name.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        let mut a = LinkCreate {
+            prog_fd: prog as u32,
+            target_ifindex: ifindex,
+            attach_type: 47, // BPF_TCX_EGRESS
+            flags: 0,
+        };
+        // SAFETY: BPF_LINK_CREATE (28) with an attribute block of the size given.
+        let link = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                28,
+                &mut a as *mut LinkCreate,
+                std::mem::size_of::<LinkCreate>(),
+            )
+        };
+        assert!(
+            link >= 0,
+            "attach the tc program: {}",
+            std::io::Error::last_os_error()
+        );
+        VlanPush {
+            link: link as i32,
+            prog,
+        }
+    }
+}
+
+impl Drop for VlanPush {
+    fn drop(&mut self) {
+        // SAFETY: closing descriptors this guard owns.
+        unsafe {
+            libc::close(self.link);
+            libc::close(self.prog);
+        }
+    }
+}
+
+/// Marks what `fd` sends from now on (SO_MARK, which the tc program reads).
+fn set_mark(fd: i32, mark: u32) {
+    // SAFETY: SO_MARK with a u32 of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MARK,
+            &mark as *const u32 as *const libc::c_void,
+            std::mem::size_of::<u32>() as u32,
+        )
+    };
+    assert_eq!(r, 0, "SO_MARK: {}", std::io::Error::last_os_error());
+}
+
+/// Frames whose outer VLAN tag the sender's kernel kept beside the frame (as a VLAN
+/// device does with tx-vlan-offload on, and as a NIC's VLAN stripping does on
+/// receive): in native mode the program reads it with the driver's kfunc and puts it
+/// back, so the router gets each frame as it would have been on the wire.
+#[test]
+fn tags_kept_as_metadata_are_put_back_in_native_mode() {
+    if io::xdp_vlan_tags_restorable().is_none() {
+        eprintln!("skipped: this kernel has no bpf_xdp_metadata_rx_vlan_tag (6.8 on)");
+        return;
+    }
+    let ns = Netns::new(1);
+    ns.enter(move || {
+        let port = open_attached(io::AttachRequest::Native);
+        assert!(port.restores_vlan_tags(), "{}", port);
+        let peer = Peer::open();
+        let _push = VlanPush::attach("xb");
+        // The mark (TPID and TCI of the tag kept as metadata), tags in the bytes, text.
+        type Case = (u32, &'static [(u16, u16)], &'static str);
+        let cases: [Case; 4] = [
+            (0x8100_a005, &[], "802.1Q VLAN 5 as metadata"),
+            // The 802.1ad outer tag as metadata, the 802.1Q inner one in the bytes.
+            (
+                0x88a8_6064,
+                &[(0x8100, 0x0007)],
+                "802.1ad as metadata, 802.1Q inside",
+            ),
+            (0x8100_2000, &[], "priority-tagged as metadata"),
+            (0x8100_0000, &[], "TCI 0 as metadata"),
+        ];
+        let mut want = Vec::new();
+        for (mark, inner, text) in cases {
+            let frame = with_tags(&text_frame(text), inner);
+            set_mark(peer.fd, mark);
+            peer.send(&frame);
+            let mut tagged = frame[..12].to_vec();
+            tagged.extend_from_slice(&((mark >> 16) as u16).to_be_bytes());
+            tagged.extend_from_slice(&(mark as u16).to_be_bytes());
+            tagged.extend_from_slice(&frame[12..]);
+            want.push(tagged);
+        }
+        set_mark(peer.fd, 0);
+        let marker = stream_frame(3);
+        peer.send(&marker);
+        let got = received_before(&port, &marker);
+        assert_eq!(got.len(), want.len(), "{}", port);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(g == w, "frame {i}:\n got  {g:02x?}\n want {w:02x?}");
+        }
+        assert_no_frame_leaked(&port);
+    });
+}

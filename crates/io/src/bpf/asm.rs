@@ -29,6 +29,7 @@ pub const LDX_W: u8 = 0x61;
 pub const LDX_H: u8 = 0x69;
 pub const LDX_B: u8 = 0x71;
 pub const STX_W: u8 = 0x63;
+pub const STX_H: u8 = 0x6b;
 pub const ST_W: u8 = 0x62;
 pub const MOV64_X: u8 = 0xbf;
 pub const MOV64_K: u8 = 0xb7;
@@ -38,6 +39,9 @@ pub const AND64_K: u8 = 0x57;
 pub const LSH64_K: u8 = 0x67;
 pub const RSH64_K: u8 = 0x77;
 pub const XOR64_X: u8 = 0xaf;
+/// Byte swap to big-endian (`BPF_ALU | BPF_END | BPF_TO_BE`); the immediate is the
+/// width in bits.
+pub const END_TO_BE: u8 = 0xdc;
 pub const JA: u8 = 0x05;
 pub const JEQ_K: u8 = 0x15;
 pub const JNE_K: u8 = 0x55;

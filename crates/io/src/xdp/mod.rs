@@ -52,6 +52,14 @@ pub enum XdpAttach {
     Generic,
 }
 
+/// The BTF type id of `bpf_xdp_metadata_rx_vlan_tag`, through which brickroute's XDP
+/// program reads the outer VLAN tag a driver took out of a received frame and puts it
+/// back; `None` where the running kernel has no such kfunc (before 6.8) or no BTF. A
+/// port attached in native mode uses it where it can.
+pub fn xdp_vlan_tags_restorable() -> Option<u32> {
+    bpf::btf::function_id(bpf::btf::VMLINUX, program::VLAN_TAG_KFUNC)
+}
+
 /// Which attach mode to ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum AttachRequest {
@@ -154,6 +162,8 @@ pub struct XdpPort {
     ifindex: u32,
     queues: Vec<CachePadded<Mutex<Xsk>>>,
     counters: Vec<CachePadded<QueueCounters>>,
+    /// The program puts stripped VLAN tags back.
+    vlan_tags: bool,
     mode: XdpMode,
     attach: XdpAttach,
     /// The interface's IPv4 and IPv6 addresses, in the program's address maps.
@@ -587,20 +597,31 @@ impl XdpPort {
             AddressMap::new("brt_local_v6").map_err(|e| dev_err(ifname, "create the IPv6 address map", e))?;
         let flags_map = bpf::map_create(bpf::BPF_MAP_TYPE_ARRAY, 4, 4, 1, "brt_flags")
             .map_err(|e| dev_err(ifname, "create the flags map", e))?;
-        let insns = program::instructions(program::Maps {
+        let maps = program::Maps {
             xsks: xsk_map.as_raw_fd(),
             v4: local_v4.map.as_raw_fd(),
             v6: local_v6.map.as_raw_fd(),
             flags: flags_map.as_raw_fd(),
-        });
-        let prog = bpf::prog_load_xdp(&insns, PROGRAM_NAME).map_err(|e| {
-            let step = if e.log.is_empty() {
-                "load the XDP program".to_string()
-            } else {
-                format!("load the XDP program (verifier: {})", e.log)
-            };
-            dev_err(ifname, step, e.error)
-        })?;
+        };
+        let load_plain = || {
+            bpf::prog_load_xdp(&program::instructions(maps, None), PROGRAM_NAME).map_err(|e| {
+                let step = if e.log.is_empty() {
+                    "load the XDP program".to_string()
+                } else {
+                    format!("load the XDP program (verifier: {})", e.log)
+                };
+                dev_err(ifname, step, e.error)
+            })
+        };
+        // In native mode, the variant that puts stripped VLAN tags back, where the
+        // kernel has the kfunc (6.8 on) and takes the program; else the plain one.
+        let with_tags = (cfg.attach != AttachRequest::Generic)
+            .then(xdp_vlan_tags_restorable)
+            .flatten()
+            .and_then(|id| {
+                let insns = program::instructions(maps, Some(id));
+                bpf::prog_load_xdp_bound(&insns, PROGRAM_NAME, ifindex).ok()
+            });
 
         let geometry = Geometry {
             frames: cfg.frames_per_queue,
@@ -648,33 +669,52 @@ impl XdpPort {
             .set(v6)
             .map_err(|e| dev_err(ifname, "enter an address in the IPv6 address map", e))?;
 
-        let (link, attach) = match cfg.attach {
-            AttachRequest::Native => (
-                bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE)
-                    .map_err(|e| dev_err(ifname, "attach the XDP program in native mode", e))?,
-                XdpAttach::Native,
-            ),
-            AttachRequest::Generic => (
-                bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE)
-                    .map_err(|e| dev_err(ifname, "attach the XDP program in generic mode", e))?,
-                XdpAttach::Generic,
-            ),
-            AttachRequest::Auto => match bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
-                Ok(l) => (l, XdpAttach::Native),
-                Err(native) => match bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE) {
-                    Ok(l) => (l, XdpAttach::Generic),
-                    Err(e) => {
-                        return Err(dev_err(
-                            ifname,
-                            format!("attach the XDP program (native mode: {}; generic mode)", native),
-                            e,
-                        ))
+        let tagging = with_tags.is_some();
+        let (prog, link, attach) = match cfg.attach {
+            AttachRequest::Native => {
+                let prog = match with_tags {
+                    Some(p) => p,
+                    None => load_plain()?,
+                };
+                let link = bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE)
+                    .map_err(|e| dev_err(ifname, "attach the XDP program in native mode", e))?;
+                (prog, link, XdpAttach::Native)
+            }
+            AttachRequest::Generic => {
+                let prog = load_plain()?;
+                let link = bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE)
+                    .map_err(|e| dev_err(ifname, "attach the XDP program in generic mode", e))?;
+                (prog, link, XdpAttach::Generic)
+            }
+            AttachRequest::Auto => {
+                let first = match with_tags {
+                    Some(p) => p,
+                    None => load_plain()?,
+                };
+                match bpf::link_create_xdp(&first, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
+                    Ok(l) => (first, l, XdpAttach::Native),
+                    Err(native) => {
+                        // A bound program runs in native mode only: generic mode takes
+                        // the plain one.
+                        drop(first);
+                        let prog = load_plain()?;
+                        match bpf::link_create_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE) {
+                            Ok(l) => (prog, l, XdpAttach::Generic),
+                            Err(e) => {
+                                return Err(dev_err(
+                                    ifname,
+                                    format!("attach the XDP program (native mode: {}; generic mode)", native),
+                                    e,
+                                ))
+                            }
+                        }
                     }
-                },
-            },
+                }
+            }
         };
 
         Ok(XdpPort {
+            vlan_tags: tagging && attach == XdpAttach::Native,
             _link: link,
             ifname: ifname.to_string(),
             ifindex,
@@ -690,6 +730,12 @@ impl XdpPort {
             _xsk_map: xsk_map,
             unread_queues,
         })
+    }
+
+    /// True when the attached program puts back the VLAN tags the driver strips (see
+    /// [`xdp_vlan_tags_restorable`]): native mode on a kernel with the kfunc.
+    pub fn restores_vlan_tags(&self) -> bool {
+        self.vlan_tags
     }
 
     /// Zero-copy or copy mode, as the kernel granted it.

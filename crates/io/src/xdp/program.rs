@@ -20,7 +20,11 @@
 //!   address map): `XDP_PASS`, so ping, SSH, BGP sessions to the router still work;
 //! - everything else: `bpf_redirect_map(xsk_map, rx_queue_index, XDP_PASS)`, to the
 //!   AF_XDP socket of the frame's receive queue, or to the kernel if that queue has
-//!   no socket.
+//!   no socket. Where the driver took the frame's outer VLAN tag out of it (VLAN
+//!   stripping, or a veth peer that sent the tag as metadata), the variant built with
+//!   the kernel's `bpf_xdp_metadata_rx_vlan_tag` (a device-bound program, native mode
+//!   only, kernel 6.8 on) puts the tag back after the MAC addresses first, so the
+//!   router sees the frame as it was on the wire.
 //!
 //! Frames too short for the header they claim go to the sockets, where the router's
 //! own checks count and drop them. VLAN-tagged frames go to the sockets too.
@@ -40,6 +44,14 @@ pub const FLAG_ROUTER_ND: u32 = 2;
 use crate::bpf::asm::*;
 
 const XDP_PASS: i32 = 2;
+const HELPER_XDP_ADJUST_HEAD: i32 = 44;
+/// `BPF_PSEUDO_KFUNC_CALL`: a call's immediate is a kernel function's BTF type id.
+const PSEUDO_KFUNC_CALL: u8 = 2;
+/// The kernel function that reads a received frame's stripped VLAN tag.
+pub const VLAN_TAG_KFUNC: &str = "bpf_xdp_metadata_rx_vlan_tag";
+// Where the kfunc writes the tag's protocol (`__be16`) and TCI (`u16`, host order).
+const TAG_PROTO_AT: i16 = -40;
+const TAG_TCI_AT: i16 = -36;
 
 // Offsets in `struct xdp_md`.
 const MD_DATA: i16 = 0;
@@ -57,6 +69,7 @@ enum Label {
     NdLookup,
     Pass,
     Redirect,
+    Send,
 }
 
 type Asm = crate::bpf::asm::Asm<Label>;
@@ -109,8 +122,44 @@ fn stack_address16(a: &mut Asm, from: i16) {
     }
 }
 
-/// The program's instructions, with the maps' descriptors built in.
-pub fn instructions(maps: Maps) -> Vec<u64> {
+/// Puts back the outer VLAN tag the driver took out of the frame, if it took one:
+/// asks `bpf_xdp_metadata_rx_vlan_tag` (BTF type id `kfunc`), makes 4 bytes of room
+/// in front, moves the MAC addresses there and writes the tag behind them. A frame
+/// with no tag, or no room, is left as it is. (The call leaves r1-r5 undefined.)
+fn restore_vlan_tag(a: &mut Asm, kfunc: u32) {
+    a.op(ST_W, R10, 0, TAG_PROTO_AT, 0);
+    a.op(ST_W, R10, 0, TAG_TCI_AT, 0);
+    a.op(MOV64_X, R1, R6, 0, 0);
+    a.op(MOV64_X, R2, R10, 0, 0);
+    a.op(ADD64_K, R2, 0, 0, i32::from(TAG_PROTO_AT));
+    a.op(MOV64_X, R3, R10, 0, 0);
+    a.op(ADD64_K, R3, 0, 0, i32::from(TAG_TCI_AT));
+    a.op(CALL, 0, PSEUDO_KFUNC_CALL, 0, kfunc as i32);
+    a.jump(JNE_K, R0, 0, Label::Send); // no tag (or the driver cannot tell)
+    a.op(MOV64_X, R1, R6, 0, 0);
+    a.op(MOV64_K, R2, 0, 0, -4);
+    a.op(CALL, 0, 0, 0, HELPER_XDP_ADJUST_HEAD);
+    a.jump(JNE_K, R0, 0, Label::Send);
+    a.op(LDX_W, R2, R6, MD_DATA, 0);
+    a.op(LDX_W, R3, R6, MD_DATA_END, 0);
+    a.op(MOV64_X, R4, R2, 0, 0);
+    a.op(ADD64_K, R4, 0, 0, 16);
+    a.jump_x(JGT_X, R4, R3, Label::Send);
+    for w in 0..3 {
+        a.op(LDX_W, R5, R2, 4 + 4 * w, 0);
+        a.op(STX_W, R2, R5, 4 * w, 0);
+    }
+    a.op(LDX_H, R5, R10, TAG_PROTO_AT, 0);
+    a.op(STX_H, R2, R5, 12, 0);
+    a.op(LDX_H, R5, R10, TAG_TCI_AT, 0);
+    a.op(END_TO_BE, R5, 0, 0, 16);
+    a.op(STX_H, R2, R5, 14, 0);
+}
+
+/// The program's instructions, with the maps' descriptors built in; with `vlan_kfunc`
+/// (the BTF type id of [`VLAN_TAG_KFUNC`]), the variant that puts stripped VLAN tags
+/// back, which must be loaded bound to the interface.
+pub fn instructions(maps: Maps, vlan_kfunc: Option<u32>) -> Vec<u64> {
     use Label::*;
     let mut a = Asm::new();
     a.op(MOV64_X, R6, R1, 0, 0); // r6 = ctx (kept across calls)
@@ -174,6 +223,10 @@ pub fn instructions(maps: Maps) -> Vec<u64> {
     pass_if_own(&mut a, maps.v6, -16);
 
     a.label(Redirect);
+    if let Some(kfunc) = vlan_kfunc {
+        restore_vlan_tag(&mut a, kfunc);
+    }
+    a.label(Send);
     a.op(LDX_W, R2, R6, MD_RX_QUEUE_INDEX, 0);
     a.ld_map_fd(R1, maps.xsks);
     a.op(MOV64_K, R3, 0, 0, XDP_PASS); // the action if the queue has no socket
@@ -190,14 +243,36 @@ pub fn instructions(maps: Maps) -> Vec<u64> {
 mod tests {
     use super::*;
 
+    const MAPS: Maps = Maps {
+        xsks: 7,
+        v4: 9,
+        v6: 13,
+        flags: 11,
+    };
+
+    #[test]
+    fn the_vlan_variant_calls_the_kfunc_before_the_redirect() {
+        let p = instructions(MAPS, Some(4242));
+        let plain = instructions(MAPS, None);
+        let decode = |i: u64| {
+            let b = i.to_ne_bytes();
+            (b[0], b[1] >> 4, i32::from_ne_bytes([b[4], b[5], b[6], b[7]]))
+        };
+        let kfunc_calls: Vec<usize> = (0..p.len())
+            .filter(|&at| decode(p[at]) == (CALL, PSEUDO_KFUNC_CALL, 4242))
+            .collect();
+        assert_eq!(kfunc_calls.len(), 1);
+        // It comes where the plain program's redirect starts (its last eight
+        // instructions: the redirect and the pass), after the seven that set up its
+        // arguments; the exits are the same two.
+        assert_eq!(kfunc_calls[0], plain.len() - 8 + 7);
+        assert_eq!(crate::bpf::asm::exits_of_forward_program(&p).len(), 2);
+        assert_eq!(p[p.len() - 8..], plain[plain.len() - 8..]);
+    }
+
     #[test]
     fn jumps_land_on_their_labels() {
-        let p = instructions(Maps {
-            xsks: 7,
-            v4: 9,
-            v6: 13,
-            flags: 11,
-        });
+        let p = instructions(MAPS, None);
         // Decode (code, off) and follow every jump: it must land inside the program,
         // and the two exits must be preceded by the redirect call and `r0 = XDP_PASS`.
         let decode = |i: u64| {
