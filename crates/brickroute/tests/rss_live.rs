@@ -127,6 +127,14 @@ fn key_and_table_are_read_and_changed_through_ctl() {
     write(s, "fd.rss_key", &vec!["00"; 40].join(":"));
     assert_eq!(deltas(s, &peer, std::slice::from_ref(&vector)), vec![1, 0]);
 
+    // A flow rule ahead of the hash: TCP to port 1766 goes to queue 1 whatever the key
+    // and table say (all entries name queue 0 here).
+    write(s, "fd.rss_rules", "tcp dport 1766 queue 1");
+    assert_eq!(read(s, "fd.rss_rules"), "tcp dport 1766 queue 1");
+    assert_eq!(deltas(s, &peer, std::slice::from_ref(&vector)), vec![0, 1]);
+    assert_eq!(deltas(s, &peer, &others[..5]), vec![5, 0]);
+    write(s, "fd.rss_rules", "");
+
     // ethtool's forms: everything to queue 1, then back to the defaults.
     write(s, "fd.rss_table", "weight 0 1");
     assert_eq!(deltas(s, &peer, &others), vec![0, 20]);

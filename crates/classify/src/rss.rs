@@ -12,8 +12,10 @@
 //! hash costs one lookup and one XOR per input byte (12 for an IPv4 4-tuple) instead of
 //! eight conditional XORs per byte (one per input bit).
 
+mod rules;
 mod settings;
 
+pub use rules::{format_rules, parse_rules, rule_queue, Family, FlowRule, Prefix, MAX_RULES};
 pub use settings::{format_key, parse_key, RssSettings, KEY_LEN};
 
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -161,91 +163,143 @@ impl Toeplitz {
     /// routing, destination-options and AH extension headers. Never panics: every
     /// field is read only if the frame holds it.
     pub fn hash_frame(&self, frame: &[u8]) -> u32 {
-        let mut off = 12;
-        let mut ethertype = match be16(frame, off) {
-            Some(t) => t,
-            None => return 0,
-        };
-        let mut tags = 0;
-        while (ethertype == 0x8100 || ethertype == 0x88a8) && tags < 2 {
-            off += 4;
-            ethertype = match be16(frame, off) {
-                Some(t) => t,
-                None => return 0,
-            };
-            tags += 1;
-        }
-        let l3 = off + 2;
-        match ethertype {
-            0x0800 => self.hash_ipv4_packet(frame.get(l3..).unwrap_or(&[])),
-            0x86dd => self.hash_ipv6_packet(frame.get(l3..).unwrap_or(&[])),
-            _ => 0,
-        }
+        ip_fields(frame).map_or(0, |f| self.hash(f.input()))
     }
 
     /// RSS hash of an IPv4 packet starting at its IP header (see [`Toeplitz::hash_frame`]).
     pub fn hash_ipv4_packet(&self, ip: &[u8]) -> u32 {
-        if ip.len() < 20 || ip[0] >> 4 != 4 {
-            return 0;
-        }
-        let ihl = usize::from(ip[0] & 0x0f) * 4;
-        if ihl < 20 {
-            return 0;
-        }
-        let mut d = [0u8; 12];
-        d[..8].copy_from_slice(&ip[12..20]);
-        let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff; // MF flag | offset
-        let proto = ip[9];
-        if frag == 0 && (proto == 6 || proto == 17) {
-            if let Some(ports) = ip.get(ihl..ihl + 4) {
-                d[8..].copy_from_slice(ports);
-                return self.hash(&d);
-            }
-        }
-        self.hash(&d[..8])
+        ipv4_fields(ip).map_or(0, |f| self.hash(f.input()))
     }
 
     /// RSS hash of an IPv6 packet starting at its IP header (see [`Toeplitz::hash_frame`]).
     pub fn hash_ipv6_packet(&self, ip: &[u8]) -> u32 {
-        if ip.len() < 40 || ip[0] >> 4 != 6 {
-            return 0;
-        }
-        let mut d = [0u8; 36];
-        d[..32].copy_from_slice(&ip[8..40]);
-        let mut next = ip[6];
-        let mut off = 40;
-        // A bounded walk over extension headers.
-        for _ in 0..8 {
-            match next {
-                // Hop-by-hop, routing, destination options: length in 8-byte units.
-                0 | 43 | 60 => match ip.get(off..off + 2) {
-                    Some(h) => {
-                        next = h[0];
-                        off += (usize::from(h[1]) + 1) * 8;
-                    }
-                    None => break,
-                },
-                // Authentication header: length in 4-byte units, minus 2.
-                51 => match ip.get(off..off + 2) {
-                    Some(h) => {
-                        next = h[0];
-                        off += (usize::from(h[1]) + 2) * 4;
-                    }
-                    None => break,
-                },
-                6 | 17 => {
-                    if let Some(ports) = ip.get(off..off + 4) {
-                        d[32..].copy_from_slice(ports);
-                        return self.hash(&d);
-                    }
-                    break;
-                }
-                // Fragment header (44) and every other protocol: 2-tuple.
-                _ => break,
-            }
-        }
-        self.hash(&d[..32])
+        ipv6_fields(ip).map_or(0, |f| self.hash(f.input()))
     }
+}
+
+/// What RSS reads from an IP packet: the hash input (source address, destination
+/// address, and for unfragmented TCP and UDP with ports in the frame the two ports),
+/// and the protocol: IPv4's, or for IPv6 the next-header value where the walk over
+/// extension headers stopped.
+pub(crate) struct IpFields {
+    input: [u8; MAX_INPUT],
+    /// Bytes of one address: 4 or 16.
+    alen: usize,
+    pub proto: u8,
+    pub ports: Option<(u16, u16)>,
+}
+
+impl IpFields {
+    fn new(alen: usize, addrs: &[u8], proto: u8) -> IpFields {
+        let mut input = [0u8; MAX_INPUT];
+        input[..2 * alen].copy_from_slice(addrs);
+        IpFields {
+            input,
+            alen,
+            proto,
+            ports: None,
+        }
+    }
+
+    fn with_ports(mut self, ports: &[u8]) -> IpFields {
+        let at = 2 * self.alen;
+        self.input[at..at + 4].copy_from_slice(ports);
+        self.ports = Some((
+            u16::from_be_bytes([ports[0], ports[1]]),
+            u16::from_be_bytes([ports[2], ports[3]]),
+        ));
+        self
+    }
+
+    pub fn src(&self) -> &[u8] {
+        &self.input[..self.alen]
+    }
+
+    pub fn dst(&self) -> &[u8] {
+        &self.input[self.alen..2 * self.alen]
+    }
+
+    /// The hash input: the 2-tuple, or the 4-tuple with ports.
+    fn input(&self) -> &[u8] {
+        &self.input[..2 * self.alen + if self.ports.is_some() { 4 } else { 0 }]
+    }
+}
+
+/// The fields of an Ethernet frame's IP packet (see [`Toeplitz::hash_frame`]); `None`
+/// for anything else.
+pub(crate) fn ip_fields(frame: &[u8]) -> Option<IpFields> {
+    let mut off = 12;
+    let mut ethertype = be16(frame, off)?;
+    let mut tags = 0;
+    while (ethertype == 0x8100 || ethertype == 0x88a8) && tags < 2 {
+        off += 4;
+        ethertype = be16(frame, off)?;
+        tags += 1;
+    }
+    let l3 = frame.get(off + 2..).unwrap_or(&[]);
+    match ethertype {
+        0x0800 => ipv4_fields(l3),
+        0x86dd => ipv6_fields(l3),
+        _ => None,
+    }
+}
+
+fn ipv4_fields(ip: &[u8]) -> Option<IpFields> {
+    if ip.len() < 20 || ip[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    if ihl < 20 {
+        return None;
+    }
+    let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff; // MF flag | offset
+    let proto = ip[9];
+    let f = IpFields::new(4, &ip[12..20], proto);
+    if frag == 0 && (proto == 6 || proto == 17) {
+        if let Some(ports) = ip.get(ihl..ihl + 4) {
+            return Some(f.with_ports(ports));
+        }
+    }
+    Some(f)
+}
+
+fn ipv6_fields(ip: &[u8]) -> Option<IpFields> {
+    if ip.len() < 40 || ip[0] >> 4 != 6 {
+        return None;
+    }
+    let mut next = ip[6];
+    let mut off = 40;
+    // A bounded walk over extension headers.
+    for _ in 0..8 {
+        match next {
+            // Hop-by-hop, routing, destination options: length in 8-byte units.
+            0 | 43 | 60 => match ip.get(off..off + 2) {
+                Some(h) => {
+                    next = h[0];
+                    off += (usize::from(h[1]) + 1) * 8;
+                }
+                None => break,
+            },
+            // Authentication header: length in 4-byte units, minus 2.
+            51 => match ip.get(off..off + 2) {
+                Some(h) => {
+                    next = h[0];
+                    off += (usize::from(h[1]) + 2) * 4;
+                }
+                None => break,
+            },
+            6 | 17 => {
+                let f = IpFields::new(16, &ip[8..40], next);
+                return Some(match ip.get(off..off + 4) {
+                    Some(ports) => f.with_ports(ports),
+                    None => f,
+                });
+            }
+            // Fragment header (44) and every other protocol: 2-tuple.
+            _ => break,
+        }
+    }
+    Some(IpFields::new(16, &ip[8..40], next))
 }
 
 #[inline]

@@ -42,6 +42,10 @@ const DEFAULT_FLOWLET_SLOTS: u32 = 16_384;
 const DEFAULT_BURST_NS: u64 = 1_000_000;
 /// TIMEOUT, in heartbeat intervals, when not given: three heartbeats may be lost.
 const DEFAULT_TIMEOUT_INTERVALS: u64 = 4;
+/// How late a heartbeat may leave: a worker without traffic sleeps up to 10 ms (the
+/// runtime's longest idle sleep) before it sends the next round. TIMEOUT must allow
+/// for it besides the interval.
+const SEND_LATENESS_NS: u64 = 10_000_000;
 /// How often a worker looks for servers that fell silent or spoke up again.
 const SILENCE_CHECK_NS: u64 = 1_000_000;
 
@@ -107,10 +111,21 @@ impl ElementClass for VlbSwitchClass {
                     nodes
                 )))
             }
-            (Some(h), Some(t)) if t <= h => {
-                return Err(cx.error("TIMEOUT must be longer than HEARTBEAT (a server is silent for a whole interval between heartbeats)"))
+            (Some(_), Some(_)) if !heartbeat_input => {
+                return Err(cx.error(format!(
+                    "TIMEOUT is for watching heartbeats, which come into input {}: connect it",
+                    nodes
+                )))
             }
-            (Some(h), t) => Some(t.unwrap_or(h.saturating_mul(DEFAULT_TIMEOUT_INTERVALS))),
+            (Some(h), Some(t)) if t <= h.saturating_add(SEND_LATENESS_NS) => {
+                return Err(cx.error(
+                    "TIMEOUT must be longer than HEARTBEAT plus 10ms (a server is silent for a whole interval between heartbeats, and a quiet worker sends up to 10ms late)",
+                ))
+            }
+            (Some(h), t) => Some(t.unwrap_or(
+                h.saturating_mul(DEFAULT_TIMEOUT_INTERVALS)
+                    .max(h.saturating_add(2 * SEND_LATENESS_NS)),
+            )),
             (None, None) => None,
         };
         let scheme = match scheme {
@@ -222,6 +237,10 @@ impl ElementSpec for VlbSwitchSpec {
         let mut balancer = Balancer::new(self.worker_config(w)).expect("checked when the element was built");
         let (down_generation, down) = self.down.snapshot();
         balancer.set_down(&down);
+        if let Some(l) = self.liveness.as_ref().filter(|_| w.index == 0) {
+            // The router starts (again): every server has TIMEOUT from now to be heard.
+            l.restart((graph::tsc::rdtsc() as f64 * self.ns_per_tick) as u64);
+        }
         Box::new(VlbSwitch {
             balancer,
             down: self.down.clone(),

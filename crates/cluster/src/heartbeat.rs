@@ -75,6 +75,14 @@ impl Liveness {
         }
     }
 
+    /// Counts every server as heard at `now`: the router starts, so each has the
+    /// silence allowed from here.
+    pub fn restart(&self, now: u64) {
+        for t in &self.last {
+            t.store(now, Ordering::Relaxed);
+        }
+    }
+
     /// Server `from` was heard at `now`.
     pub fn heard(&self, from: usize, now: u64) {
         if let Some(t) = self.last.get(from) {
@@ -151,5 +159,9 @@ mod tests {
         l.heard(3, 1_200);
         assert_eq!(l.silent(1_200), vec![0, 2]);
         assert_eq!(l.ages_ms(3_001_200), vec![3, 0, 3, 3]);
+        // The router starts again: every server has the silence allowed from then.
+        l.restart(4_000_000);
+        assert_eq!(l.silent(4_000_100), Vec::<usize>::new());
+        assert_eq!(l.silent(4_000_101), vec![0, 2, 3]);
     }
 }

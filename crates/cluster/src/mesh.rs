@@ -14,8 +14,9 @@
 //!   other server at an interval and takes theirs from the links: a server that falls
 //!   silent relays nothing until it is heard again (see [`crate::heartbeat`]).
 //!
-//! Counters worth reading: `vlb.local`, `vlb.direct`, `vlb.balanced`,
-//! `vlb.flowlet_hits`, `vlb.silent` (with heartbeats), `relayed.count` (frames this server passed on as intermediate),
+//! Handlers worth reading: `vlb.local`, `vlb.direct`, `vlb.balanced`,
+//! `vlb.flowlet_hits`, with heartbeats `vlb.heartbeats` and `vlb.silent` (the
+//! servers not heard from), `relayed.count` (frames this server passed on as intermediate),
 //! `delivered.count` (frames from the mesh sent out of the external interface),
 //! `dropped.count` (frames of neither IP family or of a family without routes, or
 //! internal frames for no server).

@@ -192,6 +192,10 @@ fn ifindex(name: &str) -> Result<i32, DeviceError> {
 
 const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
 
+/// `PACKET_FANOUT_FLAG_IGNORE_OUTGOING` (Linux 4.20): the group's sockets receive no
+/// frame sent out of the interface.
+const FANOUT_IGNORE_OUTGOING: u32 = 0x4000;
+
 /// Where a ring frame's `sockaddr_ll` sits after its `tpacket3_hdr` (TPACKET_ALIGN of the
 /// header's size, as the kernel places it).
 const SLL_OFFSET: usize =
@@ -453,12 +457,13 @@ impl AfPacketPort {
     }
 
     /// Joins the port's fanout group (`mode`: `PACKET_FANOUT_EBPF` or `_HASH`), creating
-    /// it with a kernel-chosen id for the first socket.
+    /// it with a kernel-chosen id for the first socket. The group ignores outgoing
+    /// frames: a socket in a group no longer heeds its own `PACKET_IGNORE_OUTGOING`.
     fn join_fanout(&mut self, fd: &OwnedFd, mode: u32, step: &str) -> Result<(), DeviceError> {
         let dev = self.name.as_str();
         match self.fanout_group {
             Some(id) => {
-                let arg: u32 = id as u32 | (mode << 16);
+                let arg: u32 = id as u32 | ((mode | FANOUT_IGNORE_OUTGOING) << 16);
                 check(
                     dev,
                     step,
@@ -466,7 +471,7 @@ impl AfPacketPort {
                 )
             }
             None => {
-                let arg: u32 = (mode | libc::PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+                let arg: u32 = (mode | FANOUT_IGNORE_OUTGOING | libc::PACKET_FANOUT_FLAG_UNIQUEID) << 16;
                 check(
                     dev,
                     step,
@@ -684,31 +689,44 @@ impl Port for AfPacketPort {
         }
     }
 
-    fn set_rss(&self, settings: &RssSettings) -> Result<(), String> {
+    fn update_rss(
+        &self,
+        change: &mut dyn FnMut(&mut RssSettings) -> Result<(), String>,
+    ) -> Result<(), String> {
         let mut s = self.steering();
         if let Some(why) = &s.refused {
             return Err(refused(why));
         }
-        if let Some(&q) = settings
-            .reta
-            .entries()
-            .iter()
-            .find(|&&q| usize::from(q) >= self.queues.len())
-        {
-            return Err(format!(
-                "the indirection table names queue {}, and {} has {} queue{}",
+        let mut settings = s.settings.clone();
+        change(&mut settings)?;
+        let n = self.queues.len();
+        let names = |what: String, q: u16| {
+            format!(
+                "{} names queue {}, and {} has {} queue{}",
+                what,
                 q,
                 self.name,
-                self.queues.len(),
-                if self.queues.len() == 1 { "" } else { "s" }
-            ));
+                n,
+                if n == 1 { "" } else { "s" }
+            )
+        };
+        if let Some(&q) = settings.reta.entries().iter().find(|&&q| usize::from(q) >= n) {
+            return Err(names("the indirection table".into(), q));
         }
-        if self.queues.len() > 1 {
-            let program = rss::load_program(settings)?;
+        if let Some((i, r)) = settings
+            .rules
+            .iter()
+            .enumerate()
+            .find(|(_, r)| usize::from(r.queue) >= n)
+        {
+            return Err(names(format!("rule {} ({})", i + 1, r), r.queue));
+        }
+        if n > 1 {
+            let program = rss::load_program(&settings)?;
             self.attach_program(&program)
                 .map_err(|e| format!("attach the RSS program: {}", e))?;
         }
-        s.settings = settings.clone();
+        s.settings = settings;
         Ok(())
     }
 

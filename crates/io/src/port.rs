@@ -97,11 +97,24 @@ pub trait Port: Send + Sync {
         Err(NO_RSS.to_string())
     }
 
-    /// Replaces the key and indirection table: every frame received from then on is
-    /// steered by the new settings, none by a mix of old and new. The table must name
-    /// only queues the port has.
-    fn set_rss(&self, _settings: &RssSettings) -> Result<(), String> {
+    /// Changes the settings with `change`, which sees the settings in force, under the
+    /// port's lock (so two changes of different parts never undo each other): every
+    /// frame received from then on is steered by the new settings, none by a mix of old
+    /// and new. The table and the rules must name only queues the port has; if they do
+    /// not, or `change` fails, nothing changes.
+    fn update_rss(
+        &self,
+        _change: &mut dyn FnMut(&mut RssSettings) -> Result<(), String>,
+    ) -> Result<(), String> {
         Err(NO_RSS.to_string())
+    }
+
+    /// Replaces the settings (see [`Port::update_rss`]).
+    fn set_rss(&self, settings: &RssSettings) -> Result<(), String> {
+        self.update_rss(&mut |s| {
+            *s = settings.clone();
+            Ok(())
+        })
     }
 
     /// Counters summed over all queues.

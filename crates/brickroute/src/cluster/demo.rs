@@ -20,6 +20,7 @@ use std::os::unix::process::CommandExt;
 use std::process::ChildStderr;
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -79,10 +80,17 @@ pub struct DemoArgs {
 struct Mesh {
     namespaces: Vec<String>,
     children: Vec<Child>,
+    /// `--fail`'s timer: told to give up, and waited for, before the children are
+    /// reaped (after that their process ids may be anyone's).
+    killer: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
 }
 
 impl Drop for Mesh {
     fn drop(&mut self) {
+        if let Some((cancel, timer)) = self.killer.take() {
+            cancel.store(true, Ordering::Relaxed);
+            let _ = timer.join();
+        }
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
@@ -312,6 +320,7 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
     let mut mesh = Mesh {
         namespaces: Vec::new(),
         children: Vec::new(),
+        killer: None,
     };
     // A stop signal during setup may kill an `ip` it runs: then the failure is the
     // signal's.
@@ -426,7 +435,7 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         read_all(gen.stderr.take().expect("piped")),
     );
     if let Some((k, at)) = fail {
-        kill_later(mesh.children[k].id(), at, stop);
+        mesh.killer = Some(kill_later(mesh.children[k].id(), at, stop));
     }
     let status = wait_child(
         &mut gen,
@@ -459,6 +468,11 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
         sink_reports.push(report);
     }
     let n_sinks = sink_reports.len();
+    // The servers are reaped next: `--fail`'s timer must be over first.
+    if let Some((cancel, timer)) = mesh.killer.take() {
+        cancel.store(true, Ordering::Relaxed);
+        let _ = timer.join();
+    }
     for c in &mut mesh.children[..n] {
         // SAFETY: kill(2) on our own child's process id, which we have not reaped yet.
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
@@ -603,20 +617,25 @@ fn parse_fail(text: &str, servers: usize) -> Result<(usize, Duration), String> {
     Ok((k, at))
 }
 
-/// Sends SIGKILL to process `pid` after `at`, unless a stop signal comes first.
-fn kill_later(pid: u32, at: Duration, stop: &'static AtomicBool) {
-    std::thread::spawn(move || {
+/// Sends SIGKILL to process `pid` after `at`, unless a stop signal or the returned
+/// flag comes first.
+fn kill_later(pid: u32, at: Duration, stop: &'static AtomicBool) -> (Arc<AtomicBool>, JoinHandle<()>) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let cancelled = cancel.clone();
+    let timer = std::thread::spawn(move || {
         let deadline = Instant::now() + at;
         while Instant::now() < deadline {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) || cancelled.load(Ordering::Relaxed) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        // SAFETY: kill(2) on the demo's own child, which is reaped only after the
-        // traffic has ended, later than this.
+        // SAFETY: kill(2) on the demo's own child: the mesh reaps its children only
+        // after this thread has ended (see `Mesh`'s drop); until the end of the
+        // traffic nothing else does.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     });
+    (cancel, timer)
 }
 
 /// Waits until every server holds a packet socket for each of its interfaces (its

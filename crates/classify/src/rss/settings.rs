@@ -2,16 +2,18 @@
 //! operator writes and reads: ethtool's (`ethtool -X DEV equal N`, `weight W...`,
 //! `hkey 6d:5a:...`) and a plain list of the table's 128 queues.
 
-use super::{Reta, Toeplitz, MS_RSS_KEY, RETA_SIZE};
+use super::{rule_queue, FlowRule, Reta, Toeplitz, MS_RSS_KEY, RETA_SIZE};
 
 /// Bytes of an RSS key: enough for the longest hash input (an IPv6 4-tuple).
 pub const KEY_LEN: usize = 40;
 
-/// What a port that steers its own queues hashes with and where the hash sends a frame.
+/// What a port that steers its own queues hashes with and where the hash sends a
+/// frame, and the flow rules that send frames to a queue ahead of the hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RssSettings {
     pub key: [u8; KEY_LEN],
     pub reta: Reta,
+    pub rules: Vec<FlowRule>,
 }
 
 impl RssSettings {
@@ -21,6 +23,7 @@ impl RssSettings {
         RssSettings {
             key: MS_RSS_KEY,
             reta: Reta::new(queues),
+            rules: Vec::new(),
         }
     }
 
@@ -29,9 +32,18 @@ impl RssSettings {
         Toeplitz::new(&self.key)
     }
 
-    /// The queue a frame goes to (see [`Toeplitz::hash_frame`]).
+    /// The queue a frame goes to: the first flow rule's it matches, else the
+    /// indirection table's entry for its hash (see [`Toeplitz::hash_frame`]).
     pub fn queue_for_frame(&self, frame: &[u8]) -> usize {
-        self.reta.queue_for(self.toeplitz().hash_frame(frame))
+        rule_queue(&self.rules, frame)
+            .unwrap_or_else(|| self.reta.queue_for(self.toeplitz().hash_frame(frame)))
+    }
+
+    /// The highest queue the table or a rule names.
+    pub fn highest_queue(&self) -> usize {
+        let table = self.reta.entries().iter().copied().max().unwrap_or(0);
+        let rules = self.rules.iter().map(|r| r.queue).max().unwrap_or(0);
+        usize::from(table.max(rules))
     }
 }
 

@@ -292,8 +292,12 @@ fn heartbeat_settings_that_cannot_work_are_refused() {
         "TIMEOUT is for HEARTBEAT: give the interval heartbeats come at"
     );
     assert_eq!(
-        err("0, SCHEME vlb, HEARTBEAT 100ms, TIMEOUT 100ms", 4, 3),
-        "TIMEOUT must be longer than HEARTBEAT (a server is silent for a whole interval between heartbeats)"
+        err("0, SCHEME vlb, HEARTBEAT 100ms, TIMEOUT 110ms", 4, 3),
+        "TIMEOUT must be longer than HEARTBEAT plus 10ms (a server is silent for a whole interval between heartbeats, and a quiet worker sends up to 10ms late)"
+    );
+    assert_eq!(
+        err("0, SCHEME vlb, HEARTBEAT 100ms, TIMEOUT 1s", 3, 3),
+        "TIMEOUT is for watching heartbeats, which come into input 3: connect it"
     );
     assert_eq!(
         err("0, SCHEME vlb, HEARTBEAT 0s", 3, 3),

@@ -8,7 +8,13 @@
 //! [`classify::RssSettings::queue_for_frame`] names. Its key's per-byte tables and the
 //! indirection table sit in one BPF array map of one entry.
 //!
-//! A change of key or table builds a new map and program and hands the program to the
+//! Flow rules come first: each is compiled into the program as tests of the fields the
+//! hash reads (and the protocol), and a frame that passes one goes to its queue
+//! unhashed. The tests run where the program has parsed the frame, once for each
+//! kind of packet it tells apart (IPv4 or IPv6, ports or none); a rule that cannot
+//! match a kind is not compiled there.
+//!
+//! A change of key, table or rules builds a new map and program and hands the program to the
 //! fanout group (`PACKET_FANOUT_DATA`). The kernel publishes it with one pointer store
 //! and frees the old one after a grace period, so each frame is steered entirely by the
 //! old settings or entirely by the new ones.
@@ -20,7 +26,7 @@
 
 use crate::bpf::asm::*;
 use crate::bpf::{self, BPF_MAP_TYPE_ARRAY};
-use classify::rss::{RssSettings, MAX_INPUT};
+use classify::rss::{Family, FlowRule, RssSettings, MAX_INPUT};
 use classify::RETA_SIZE;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -33,9 +39,6 @@ const TABLES_BYTES: usize = MAX_INPUT * 256 * 4;
 /// The value: the tables, then the indirection table as 128 `u32` queue numbers.
 const VALUE_BYTES: usize = TABLES_BYTES + RETA_SIZE * 4;
 
-/// `BPF_HDR_START_NET`: `bpf_skb_load_bytes_relative` offsets count from the network
-/// header.
-const HDR_START_NET: i32 = 1;
 /// Offset of `protocol` in `struct __sk_buff`.
 const SKB_PROTOCOL: i16 = 16;
 
@@ -77,13 +80,72 @@ enum Label {
     V6Two,
     Queue,
     Zero,
+    /// Past flow rule `.1` of the rules compiled at site `.0`.
+    RuleMiss(usize, usize),
+}
+
+/// Where a packet's fields lie on the program's stack when its rules are tested.
+struct Site {
+    family: Family,
+    src: i16,
+    dst: i16,
+    /// The ports, when the packet has them.
+    ports: Option<i16>,
+    /// The protocol: a byte of the IPv4 header, or the IPv6 walk's `u32`.
+    proto: (u8, i16),
+}
+
+/// Compiles `rules` at `site` (number `n`): the first that the packet passes sets r0 to
+/// its queue and ends the program; a packet that passes none goes on.
+fn rules_at(a: &mut Asm, n: usize, site: &Site, rules: &[FlowRule]) {
+    for (i, r) in rules.iter().enumerate() {
+        let wrong_family = r.family.is_some_and(|f| f != site.family);
+        let needs_ports = r.sport.is_some() || r.dport.is_some();
+        if wrong_family || (needs_ports && site.ports.is_none()) {
+            continue;
+        }
+        let miss = Label::RuleMiss(n, i);
+        if let Some(p) = r.proto {
+            a.op(site.proto.0, R1, R10, site.proto.1, 0);
+            a.jump(JNE32_K, R1, i32::from(p), miss);
+        }
+        for (prefix, at) in [(r.src, site.src), (r.dst, site.dst)] {
+            let Some(prefix) = prefix else { continue };
+            let (addr, mask) = prefix.bytes();
+            for w in 0..addr.len() / 4 {
+                let word =
+                    |b: &[u8]| i32::from_ne_bytes([b[4 * w], b[4 * w + 1], b[4 * w + 2], b[4 * w + 3]]);
+                let m = word(&mask);
+                if m == 0 {
+                    continue;
+                }
+                a.op(LDX_W, R1, R10, at + 4 * w as i16, 0);
+                a.op(AND32_K, R1, 0, 0, m);
+                a.jump(JNE32_K, R1, word(&addr), miss);
+            }
+        }
+        if let Some(ports) = site.ports {
+            for (port, at) in [(r.sport, ports), (r.dport, ports + 2)] {
+                if let Some(p) = port {
+                    a.op(LDX_H, R1, R10, at, 0);
+                    a.jump(JNE32_K, R1, wire16(p.to_be_bytes()), miss);
+                }
+            }
+        }
+        a.op(MOV64_K, R0, 0, 0, i32::from(r.queue));
+        a.op(EXIT, 0, 0, 0, 0);
+        a.label(miss);
+    }
 }
 
 type Asm = crate::bpf::asm::Asm<Label>;
 
-/// `r0 = bpf_skb_load_bytes_relative(skb, r9 + extra, r10 + to, len, NET)`: copies `len`
-/// bytes from `extra` bytes past the IP header's offset (r9) to the stack; r0 is 0 when
-/// the frame held them.
+/// `r0 = bpf_skb_load_bytes(skb, r9 + extra, r10 + to, len)`: copies `len` bytes from
+/// `extra` bytes past the IP header's offset (r9) to the stack; r0 is 0 when the frame
+/// held them. The kernel runs the program with the buffer's data at the network
+/// header, so offsets count from there. This helper reads the whole frame, also the
+/// part past the buffer's linear head (a large frame's payload, or the headers of a
+/// frame a driver or a sending socket left in fragments).
 fn load(a: &mut Asm, extra: i32, to: i16, len: i32) {
     a.op(MOV64_X, R1, R6, 0, 0);
     a.op(MOV64_X, R2, R9, 0, 0);
@@ -93,8 +155,7 @@ fn load(a: &mut Asm, extra: i32, to: i16, len: i32) {
     a.op(MOV64_X, R3, R10, 0, 0);
     a.op(ADD64_K, R3, 0, 0, i32::from(to));
     a.op(MOV64_K, R4, 0, 0, len);
-    a.op(MOV64_K, R5, 0, 0, HDR_START_NET);
-    a.op(CALL, 0, 0, 0, HELPER_SKB_LOAD_BYTES_RELATIVE);
+    a.op(CALL, 0, 0, 0, HELPER_SKB_LOAD_BYTES);
 }
 
 /// `r8 = hash of the n input bytes at r10 + at`: the XOR of each byte's table entry
@@ -128,8 +189,8 @@ fn skip_extension(a: &mut Asm, at: Label, plus: i32, shift: i32, next: Label) {
     a.jump(JA, 0, 0, next);
 }
 
-/// The program's instructions, reading the map `map_fd`.
-fn instructions(map_fd: i32) -> Vec<u64> {
+/// The program's instructions, reading the map `map_fd`, with `rules` ahead of the hash.
+fn instructions(map_fd: i32, rules: &[FlowRule]) -> Vec<u64> {
     use Label::*;
     let mut a = Asm::new();
     a.op(MOV64_X, R6, R1, 0, 0); // r6 = skb (kept across calls)
@@ -179,8 +240,17 @@ fn instructions(map_fd: i32) -> Vec<u64> {
     a.label(V4Ports);
     load(&mut a, 0, V4_PORTS_AT, 4);
     a.jump(JNE_K, R0, 0, V4Two);
+    let v4 = |ports| Site {
+        family: Family::V4,
+        src: V4_INPUT,
+        dst: V4_INPUT + 4,
+        ports,
+        proto: (LDX_B, V4_HEADER_AT + 9),
+    };
+    rules_at(&mut a, 0, &v4(Some(V4_PORTS_AT)), rules);
     hash(&mut a, V4_INPUT, 12);
     a.label(V4Two);
+    rules_at(&mut a, 1, &v4(None), rules);
     hash(&mut a, V4_INPUT, 8);
 
     a.label(Ipv6);
@@ -211,8 +281,17 @@ fn instructions(map_fd: i32) -> Vec<u64> {
     a.label(V6Ports);
     load(&mut a, 0, V6_PORTS_AT, 4);
     a.jump(JNE_K, R0, 0, V6Two);
+    let v6 = |ports| Site {
+        family: Family::V6,
+        src: V6_INPUT,
+        dst: V6_INPUT + 16,
+        ports,
+        proto: (LDX_W, V6_NEXT_AT),
+    };
+    rules_at(&mut a, 2, &v6(Some(V6_PORTS_AT)), rules);
     hash(&mut a, V6_INPUT, 36);
     a.label(V6Two);
+    rules_at(&mut a, 3, &v6(None), rules);
     hash(&mut a, V6_INPUT, 32);
 
     // The queue: the indirection table's entry for the hash's low 7 bits.
@@ -253,7 +332,7 @@ pub fn load_program(settings: &RssSettings) -> Result<OwnedFd, String> {
     // SAFETY: the map's key is 4 bytes (a u32) and its value VALUE_BYTES bytes, the
     // length of `value`'s buffer, which `map_update_bytes` passes.
     unsafe { bpf::map_update_bytes(&map, &0u32, &value) }.map_err(|e| format!("fill the RSS map: {}", e))?;
-    let insns = instructions(map.as_raw_fd());
+    let insns = instructions(map.as_raw_fd(), &settings.rules);
     bpf::prog_load_socket_filter(&insns, PROGRAM_NAME).map_err(|e| {
         if e.log.is_empty() {
             format!("load the RSS program: {}", e.error)
@@ -269,10 +348,13 @@ mod tests {
 
     #[test]
     fn every_jump_lands_inside_the_program() {
-        assert_eq!(
-            crate::bpf::asm::exits_of_forward_program(&instructions(7)).len(),
-            2
-        );
+        use crate::bpf::asm::exits_of_forward_program;
+        assert_eq!(exits_of_forward_program(&instructions(7, &[])).len(), 2);
+        let rules =
+            classify::rss::parse_rules("tcp dport 80 queue 1; ip6 queue 2; src 10.0.0.0/8 queue 3").unwrap();
+        // Each rule exits where it can match: rule 1 at the IPv4 and IPv6 sites with
+        // ports, rule 2 at both IPv6 sites, rule 3 at both IPv4 sites.
+        assert_eq!(exits_of_forward_program(&instructions(7, &rules)).len(), 2 + 6);
     }
 
     #[test]

@@ -537,20 +537,36 @@ fn transmit_on_a_down_interface_drops_the_burst() {
 
 #[test]
 fn outgoing_frames_are_not_received() {
-    let ns = Netns::with_veth();
-    ns.run(|| {
-        let port = AfPacketPort::open("va", 1, &AfPacketConfig::default()).unwrap();
-        // Another socket sends out of va (through the queueing discipline, so packet
-        // taps see it as outgoing), then the peer sends one frame in.
-        let other = Peer::open("va");
-        let peer = Peer::open("vb");
-        other.send(&test_frame(1, 60));
-        assert_eq!(peer.recv().map(|f| f[17]), Some(1));
-        peer.send(&test_frame(2, 60));
-        let all = receive(&port, 0, 1, is_test_frame);
-        let ours: Vec<u8> = all.iter().filter(|f| is_test_frame(f)).map(|f| f[17]).collect();
-        assert_eq!(ours, vec![2]);
-    });
+    // One queue (a lone socket ignores outgoing frames) and two (a fanout group, where
+    // the group's flag decides).
+    for queues in [1, 2] {
+        let ns = Netns::with_veth();
+        ns.run(|| {
+            let port = AfPacketPort::open("va", queues, &AfPacketConfig::default()).unwrap();
+            // Another socket sends out of va (through the queueing discipline, so packet
+            // taps see it as outgoing), then the peer sends one frame in.
+            let other = Peer::open("va");
+            let peer = Peer::open("vb");
+            other.send(&test_frame(1, 60));
+            assert_eq!(peer.recv().map(|f| f[17]), Some(1));
+            peer.send(&test_frame(2, 60));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut ours = Vec::new();
+            let mut b = PacketBatch::new();
+            while !ours.contains(&2) {
+                assert!(Instant::now() < deadline, "timed out: {:?}", ours);
+                for q in 0..queues {
+                    port.rx_burst(q, &mut b, 32);
+                    ours.extend(
+                        b.drain()
+                            .filter(|p| is_test_frame(p.data()))
+                            .map(|p| p.data()[17]),
+                    );
+                }
+            }
+            assert_eq!(ours, vec![2], "{} queues", queues);
+        });
+    }
 }
 
 #[test]

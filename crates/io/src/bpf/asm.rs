@@ -9,7 +9,7 @@ pub const PSEUDO_MAP_FD: u8 = 1;
 // Helper function ids (linux/bpf.h, `enum bpf_func_id`).
 pub const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
 pub const HELPER_REDIRECT_MAP: i32 = 51;
-pub const HELPER_SKB_LOAD_BYTES_RELATIVE: i32 = 68;
+pub const HELPER_SKB_LOAD_BYTES: i32 = 26;
 
 // Registers.
 pub const R0: u8 = 0;
@@ -36,6 +36,8 @@ pub const MOV64_K: u8 = 0xb7;
 pub const ADD64_X: u8 = 0x0f;
 pub const ADD64_K: u8 = 0x07;
 pub const AND64_K: u8 = 0x57;
+/// `BPF_ALU | BPF_AND | BPF_K`: on the low 32 bits, the upper cleared.
+pub const AND32_K: u8 = 0x54;
 pub const LSH64_K: u8 = 0x67;
 pub const RSH64_K: u8 = 0x77;
 pub const XOR64_X: u8 = 0xaf;
@@ -45,6 +47,8 @@ pub const END_TO_BE: u8 = 0xdc;
 pub const JA: u8 = 0x05;
 pub const JEQ_K: u8 = 0x15;
 pub const JNE_K: u8 = 0x55;
+/// `BPF_JMP32 | BPF_JNE | BPF_K`: compares the low 32 bits.
+pub const JNE32_K: u8 = 0x56;
 pub const JGT_K: u8 = 0x25;
 pub const JLT_K: u8 = 0xa5;
 pub const JGT_X: u8 = 0x2d;

@@ -1,9 +1,9 @@
 //! Handlers of `FromDevice` and `ToDevice` that reach the element's port, shared by
-//! every element naming it: per-queue counts, and the RSS key and indirection table of
-//! a port that spreads received frames over its queues itself (AF_PACKET with more
-//! than one queue; see `io::Port::rss`).
+//! every element naming it: per-queue counts, and the RSS key, indirection table and
+//! flow rules of a port that spreads received frames over its queues itself
+//! (AF_PACKET with more than one queue; see `io::Port::rss`).
 
-use classify::rss::{format_key, parse_key};
+use classify::rss::{format_key, format_rules, parse_key, parse_rules};
 use classify::Reta;
 use graph::element::HandlerInfo;
 use io::Port;
@@ -15,12 +15,18 @@ pub(super) enum Direction {
     Transmit,
 }
 
-/// `queue_counts`, and `rss_key` and `rss_table` where the port has RSS settings.
+const RSS_HANDLERS: [&str; 3] = ["rss_key", "rss_table", "rss_rules"];
+
+/// Whether the port spreads frames over more than one queue by settings of its own.
+fn steers(port: &dyn Port) -> bool {
+    port.queues() > 1 && port.rss().is_ok()
+}
+
+/// `queue_counts`, and the RSS handlers where the port steers its queues.
 pub(super) fn handlers(port: &dyn Port) -> Vec<HandlerInfo> {
     let mut h = vec![HandlerInfo::read("queue_counts")];
-    if port.rss().is_ok() {
-        h.push(HandlerInfo::read_write("rss_key"));
-        h.push(HandlerInfo::read_write("rss_table"));
+    if steers(port) {
+        h.extend(RSS_HANDLERS.map(HandlerInfo::read_write));
     }
     h
 }
@@ -40,25 +46,30 @@ pub(super) fn read(port: &dyn Port, direction: Direction, name: &str) -> Option<
                 .collect::<Vec<_>>()
                 .join(" "),
         ),
-        "rss_key" => port.rss().ok().map(|s| format_key(&s.key)),
-        "rss_table" => port.rss().ok().map(|s| s.reta.to_list()),
+        "rss_key" | "rss_table" | "rss_rules" if steers(port) => port.rss().ok().map(|s| match name {
+            "rss_key" => format_key(&s.key),
+            "rss_table" => s.reta.to_list(),
+            _ => format_rules(&s.rules),
+        }),
         _ => None,
     }
 }
 
+/// Writes one part of the settings; the port applies it under its lock, so writes of
+/// other parts through other elements at the same time are kept.
 pub(super) fn write(port: &dyn Port, name: &str, value: &str) -> Option<Result<(), String>> {
-    if name != "rss_key" && name != "rss_table" {
+    if !RSS_HANDLERS.contains(&name) || !steers(port) {
         return None;
     }
-    let mut settings = port.rss().ok()?;
-    Some((|| {
-        if name == "rss_key" {
-            settings.key = parse_key(value)?;
-        } else {
-            settings.reta = Reta::parse(value, port.queues())?;
+    let queues = port.queues();
+    Some(port.update_rss(&mut |s| {
+        match name {
+            "rss_key" => s.key = parse_key(value)?,
+            "rss_table" => s.reta = Reta::parse(value, queues)?,
+            _ => s.rules = parse_rules(value)?,
         }
-        port.set_rss(&settings)
-    })())
+        Ok(())
+    }))
 }
 
 #[cfg(test)]
@@ -96,8 +107,14 @@ mod tests {
         fn rss(&self) -> Result<RssSettings, String> {
             Ok(self.0.lock().unwrap().clone())
         }
-        fn set_rss(&self, s: &RssSettings) -> Result<(), String> {
-            *self.0.lock().unwrap() = s.clone();
+        fn update_rss(
+            &self,
+            change: &mut dyn FnMut(&mut RssSettings) -> Result<(), String>,
+        ) -> Result<(), String> {
+            let mut s = self.0.lock().unwrap();
+            let mut new = s.clone();
+            change(&mut new)?;
+            *s = new;
             Ok(())
         }
     }
@@ -108,7 +125,7 @@ mod tests {
         assert_eq!(read(&p, Direction::Receive, "queue_counts").unwrap(), "10 11 12");
         assert_eq!(read(&p, Direction::Transmit, "queue_counts").unwrap(), "20 21 22");
         let names: Vec<&str> = handlers(&p).iter().map(|h| h.name).collect();
-        assert_eq!(names, ["queue_counts", "rss_key", "rss_table"]);
+        assert_eq!(names, ["queue_counts", "rss_key", "rss_table", "rss_rules"]);
     }
 
     #[test]
@@ -129,6 +146,21 @@ mod tests {
         assert_eq!(p.rss().unwrap().key, [1; 40]);
         assert!(p.rss().unwrap().reta.entries().starts_with(&[0, 1, 0, 1]));
         assert!(write(&p, "count", "1").is_none());
+        // Rules, one a line or separated by semicolons; read back one a line.
+        write(&p, "rss_rules", "tcp dport 179 queue 0; dst 10.0.0.0/8 queue 2")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            read(&p, Direction::Receive, "rss_rules").unwrap(),
+            "tcp dport 179 queue 0\ndst 10.0.0.0/8 queue 2\n"
+        );
+        assert_eq!(
+            write(&p, "rss_rules", "tcp queue").unwrap().unwrap_err(),
+            "rule 1: 'queue' needs a value"
+        );
+        assert_eq!(p.rss().unwrap().rules.len(), 2);
+        write(&p, "rss_rules", "").unwrap().unwrap();
+        assert_eq!(read(&p, Direction::Receive, "rss_rules").unwrap(), "");
     }
 
     #[test]
