@@ -19,6 +19,11 @@ pub enum BenchCommand {
     /// workers, each owning a queue of every port, in turns over rounds, each count's
     /// packets a second against one worker's of the same rounds.
     Scaling(crate::scaling::ScalingArgs),
+    /// What software RSS costs an AF_PACKET interface of several queues: brickroute's
+    /// steering program (Toeplitz hash, indirection table, flow rules) run by the
+    /// kernel on frames of each kind, against an empty program in the same rounds.
+    /// Needs root.
+    Rss(crate::rss_bench::RssArgs),
 }
 
 /// What the experiments run: the application, its frames and its workers, and how
@@ -124,6 +129,7 @@ pub fn main(cmd: BenchCommand) -> ExitCode {
         BenchCommand::Pipeline(a) => run_pipeline(a),
         BenchCommand::Batching(a) => crate::batching::main(a, app_config),
         BenchCommand::Scaling(a) => crate::scaling::main(a, app_config),
+        BenchCommand::Rss(a) => crate::rss_bench::main(a),
     }
 }
 

@@ -18,6 +18,7 @@ mod kernelroutes;
 mod metrics;
 mod neighbors;
 mod report;
+mod rss_bench;
 mod run;
 mod scaling;
 mod services;

@@ -134,3 +134,48 @@ fn gen_and_sink_durations_follow_one_rule() {
         )
     );
 }
+
+#[test]
+fn bench_rss_reports_every_frame_and_rule_count_and_refuses_bad_options() {
+    assert_eq!(
+        refused(&["bench", "rss", "--queues", "1"]),
+        (
+            Some(1),
+            "brickroute bench rss: --queues is 2 to 128, not 1\n".to_string()
+        )
+    );
+    assert_eq!(
+        refused(&["bench", "rss", "--repeat", "0"]),
+        (
+            Some(1),
+            "brickroute bench rss: --repeat must be at least 1\n".to_string()
+        )
+    );
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let o = brickroute(&["bench", "rss", "--repeat", "1000", "--rounds", "1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = r["results"].as_array().unwrap();
+    let shape: Vec<(String, u64)> = rows
+        .iter()
+        .map(|x| {
+            (
+                x["frame"].as_str().unwrap().to_string(),
+                x["rules"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut want = Vec::new();
+    for frame in ["IPv4 UDP", "IPv6 TCP", "IPv6 TCP, 3 extension headers"] {
+        for rules in [0, 16, 64] {
+            want.push((frame.to_string(), rules));
+        }
+    }
+    assert_eq!(shape, want);
+    for x in rows {
+        assert!(x["ns_per_frame"].as_f64().unwrap() > 0.0, "{x}");
+    }
+}

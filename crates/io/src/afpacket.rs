@@ -29,6 +29,8 @@
 
 mod rss;
 
+pub use rss::{rss_program_cost, ProgramCost};
+
 use crate::error::DeviceError;
 use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
 use classify::RssSettings;

@@ -19,6 +19,7 @@ const BPF_PROG_LOAD: libc::c_int = 5;
 const BPF_PROG_GET_FD_BY_ID: libc::c_int = 13;
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_int = 15;
 const BPF_LINK_CREATE: libc::c_int = 28;
+const BPF_PROG_TEST_RUN: libc::c_int = 10;
 
 pub const BPF_MAP_TYPE_HASH: u32 = 1;
 pub const BPF_MAP_TYPE_ARRAY: u32 = 2;
@@ -82,6 +83,19 @@ struct LinkCreateAttr {
     target_ifindex: u32,
     attach_type: u32,
     flags: u32,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct TestRunAttr {
+    prog_fd: u32,
+    retval: u32,
+    data_size_in: u32,
+    data_size_out: u32,
+    data_in: u64,
+    data_out: u64,
+    repeat: u32,
+    duration: u32,
 }
 
 #[repr(C)]
@@ -315,6 +329,21 @@ pub fn link_create_xdp(prog: &OwnedFd, ifindex: u32, mode_flags: u32) -> io::Res
         flags: mode_flags,
     };
     sys_bpf(BPF_LINK_CREATE, &mut a).map(fd_result)
+}
+
+/// Runs `prog` `repeat` times on a copy of `frame` in the kernel (`BPF_PROG_TEST_RUN`):
+/// its return value and the mean time of a run in nanoseconds, as the kernel measured
+/// it.
+pub fn prog_test_run(prog: &OwnedFd, frame: &[u8], repeat: u32) -> io::Result<(u32, u32)> {
+    let mut a = TestRunAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        data_size_in: frame.len() as u32,
+        data_in: frame.as_ptr() as u64,
+        repeat,
+        ..Default::default()
+    };
+    sys_bpf(BPF_PROG_TEST_RUN, &mut a)?;
+    Ok((a.retval, a.duration))
 }
 
 /// The name of the loaded program with id `id` (as given when it was loaded, up to 15

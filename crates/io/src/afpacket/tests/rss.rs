@@ -598,3 +598,23 @@ fn flow_rules_come_ahead_of_the_hash() {
         assert_eq!(port.rss().unwrap().rules, rules);
     });
 }
+
+#[test]
+fn the_kernels_test_runner_returns_the_programs_queue() {
+    let vector = ipv4(
+        &[],
+        5,
+        0x4000,
+        6,
+        [66, 9, 149, 187],
+        [161, 142, 100, 80],
+        &ports(2794, 1766),
+    );
+    let mut s = RssSettings::new(4);
+    s.reta = Reta::parse(&"0 ".repeat(128), 4).unwrap();
+    s.reta.set(120, 3).unwrap();
+    assert_eq!(crate::rss_program_cost(Some(&s), &vector, 10).unwrap().queue, 3);
+    assert_eq!(crate::rss_program_cost(None, &vector, 10).unwrap().queue, 0);
+    s.rules = classify::rss::parse_rules("tcp dport 1766 queue 2").unwrap();
+    assert_eq!(crate::rss_program_cost(Some(&s), &vector, 10).unwrap().queue, 2);
+}
