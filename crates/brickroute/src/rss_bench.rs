@@ -63,14 +63,20 @@ fn ipv6_tcp(ext: usize) -> Vec<u8> {
     ether(0x86dd, &ip)
 }
 
-/// `n` rules that the frames above match none of, of both families, every one tested
-/// in full: a steering program's worst case for its rule count.
-fn missing_rules(n: usize) -> String {
+/// `n` rules for frames of `family` that a frame sent by the functions above passes
+/// every test of but the last (its destination port): each is tested in full, the
+/// worst case for its rule count. IPv6 rules test both addresses in full.
+fn missing_rules(n: usize, family: &str) -> String {
     (0..n)
-        .map(|i| match i % 3 {
-            0 => format!("udp dst 198.51.100.7 dport {} queue 1", 2000 + i),
-            1 => format!("ip6 tcp sport 443 dport {} queue 1", 2000 + i),
-            _ => format!("src 192.0.2.{}/32 queue 1", i % 250),
+        .map(|i| match family {
+            "ip" => format!(
+                "udp src 10.0.0.1 dst 198.51.100.7 sport 1234 dport {} queue 1",
+                2000 + i
+            ),
+            _ => format!(
+                "tcp src 2001:db8::1 dst 2001:db8:1::7 sport 443 dport {} queue 1",
+                2000 + i
+            ),
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -101,24 +107,30 @@ fn run(a: RssArgs) -> Result<(), String> {
     }
     ::bench::testbed::require_root()?;
     let frames = [
-        ("IPv4 UDP", ipv4_udp()),
-        ("IPv6 TCP", ipv6_tcp(0)),
-        ("IPv6 TCP, 3 extension headers", ipv6_tcp(3)),
+        ("IPv4 UDP", "ip", ipv4_udp()),
+        ("IPv6 TCP", "ip6", ipv6_tcp(0)),
+        ("IPv6 TCP, 3 extension headers", "ip6", ipv6_tcp(3)),
     ];
     let rule_counts = [0usize, 16, 64];
-    let settings: Vec<RssSettings> = rule_counts
+    // [frame][rule count]: settings with rules of the frame's family.
+    let settings: Vec<Vec<RssSettings>> = frames
         .iter()
-        .map(|&n| {
-            let mut s = RssSettings::new(a.queues);
-            s.rules = parse_rules(&missing_rules(n))?;
-            Ok(s)
+        .map(|(_, family, _)| {
+            rule_counts
+                .iter()
+                .map(|&n| {
+                    let mut s = RssSettings::new(a.queues);
+                    s.rules = parse_rules(&missing_rules(n, family))?;
+                    Ok(s)
+                })
+                .collect::<Result<Vec<_>, String>>()
         })
         .collect::<Result<_, String>>()?;
     // [frame][program: empty, then each rule count][round]
-    let mut ns = vec![vec![Vec::new(); 1 + settings.len()]; frames.len()];
+    let mut ns = vec![vec![Vec::new(); 1 + rule_counts.len()]; frames.len()];
     for _ in 0..a.rounds {
-        for (f, (_, frame)) in frames.iter().enumerate() {
-            let programs = std::iter::once(None).chain(settings.iter().map(Some));
+        for (f, (_, _, frame)) in frames.iter().enumerate() {
+            let programs = std::iter::once(None).chain(settings[f].iter().map(Some));
             for (p, s) in programs.enumerate() {
                 let cost = io::rss_program_cost(s, frame, a.repeat)?;
                 ns[f][p].push(f64::from(cost.ns));
@@ -128,7 +140,7 @@ fn run(a: RssArgs) -> Result<(), String> {
     let rows: Vec<(&str, usize, f64, f64)> = frames
         .iter()
         .enumerate()
-        .flat_map(|(f, (name, _))| {
+        .flat_map(|(f, (name, _, _))| {
             let base = median(&mut ns[f][0].clone());
             rule_counts
                 .iter()
@@ -171,7 +183,7 @@ fn run(a: RssArgs) -> Result<(), String> {
         );
     }
     println!();
-    println!("rules: that many flow rules the frame matches none of, each tested in full (the worst case).");
+    println!("rules: that many flow rules of the frame's family, each failing only at its last test (the worst case).");
     println!(
         "empty program: one that returns 0, run in turns with the others: the cost of running any program."
     );
@@ -193,10 +205,21 @@ mod tests {
         assert_ne!(f.hash_frame(&v4), f.hash_frame(&other));
         // Extension headers are stepped over: the same 4-tuple, the same hash.
         assert_eq!(f.hash_frame(&ipv6_tcp(0)), f.hash_frame(&ipv6_tcp(3)));
-        let rules = parse_rules(&missing_rules(64)).unwrap();
-        assert_eq!(rules.len(), 64);
-        for frame in [ipv4_udp(), ipv6_tcp(0), ipv6_tcp(3)] {
+        for (family, frame, dport) in [
+            ("ip", ipv4_udp(), 53),
+            ("ip6", ipv6_tcp(0), 50000),
+            ("ip6", ipv6_tcp(3), 50000),
+        ] {
+            let rules = parse_rules(&missing_rules(64, family)).unwrap();
+            assert_eq!(rules.len(), 64);
             assert_eq!(classify::rss::rule_queue(&rules, &frame), None);
+            // Every test but the destination port passes: the rule with the frame's
+            // own port matches.
+            let own = missing_rules(1, family).replace("dport 2000", &format!("dport {}", dport));
+            assert_eq!(
+                classify::rss::rule_queue(&parse_rules(&own).unwrap(), &frame),
+                Some(1)
+            );
         }
     }
 }

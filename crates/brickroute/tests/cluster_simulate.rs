@@ -135,6 +135,48 @@ fn the_same_arguments_print_the_same_and_another_seed_does_not() {
 }
 
 #[test]
+fn a_failure_costs_what_is_relayed_through_it_until_it_is_detected() {
+    let base = ["--servers", "6", "--duration", "4ms", "--fail", "2@1ms", "--json"];
+    let lost = |extra: &[&str]| -> Vec<(u64, u64)> {
+        let out = simulate(&[&base[..], extra].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        json_lines(&stdout(&out))
+            .iter()
+            .map(|r| {
+                assert_eq!(r["failed_server"], 2);
+                (
+                    r["dropped_failed"].as_u64().unwrap(),
+                    r["lost_in_transit"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let never = lost(&[]);
+    let soon = lost(&["--detect", "100us"]);
+    // direct-only relays nothing; VLB (row 1) loses far more relayed traffic when the
+    // failure is never detected.
+    assert_eq!((never[0].1, soon[0].1), (0, 0));
+    assert!(never[1].1 > 5 * soon[1].1, "{:?} {:?}", never, soon);
+    assert!(never
+        .iter()
+        .chain(&soon)
+        .all(|&(dropped, relayed)| dropped >= relayed));
+    let text = stdout(&simulate(&[
+        "--fail",
+        "3@10ms",
+        "--detect",
+        "1ms",
+        "--duration",
+        "12ms",
+    ]));
+    assert!(
+        text.contains("server 3 fails at 10 ms; the others mark it down 1 ms later"),
+        "{}",
+        text
+    );
+}
+
+#[test]
 fn a_mesh_of_256_servers_runs_briefly() {
     let out = simulate(&["--servers", "256", "--duration", "100us", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -196,6 +238,19 @@ fn bad_values_are_refused_with_a_reason() {
             "the time units are ns, us, ms and s, not 'h'",
         ),
         (&["--duration", "0ms"], "the duration is above 0"),
+        (&["--detect", "1ms"], "--detect is for --fail"),
+        (
+            &["--fail", "8@1ms"],
+            "server 8 cannot fail: the mesh has servers 0 to 7",
+        ),
+        (
+            &["--fail", "3"],
+            "--fail is K@TIME (server K fails TIME into the traffic, such as 3@10ms), not '3'",
+        ),
+        (
+            &["--fail", "3@30ms"],
+            "a failure at 30000000 ns comes after the 20000000 ns of traffic",
+        ),
         (
             &["--flowlet-gap", "0us"],
             "a flowlet gap of 0 keeps no packet on its flowlet's path",

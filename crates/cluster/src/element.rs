@@ -237,8 +237,9 @@ impl ElementSpec for VlbSwitchSpec {
         let mut balancer = Balancer::new(self.worker_config(w)).expect("checked when the element was built");
         let (down_generation, down) = self.down.snapshot();
         balancer.set_down(&down);
-        if let Some(l) = self.liveness.as_ref().filter(|_| w.index == 0) {
-            // The router starts (again): every server has TIMEOUT from now to be heard.
+        if let Some(l) = &self.liveness {
+            // The router starts (again): every server has TIMEOUT from now to be heard,
+            // before this worker looks for silent ones.
             l.restart((graph::tsc::rdtsc() as f64 * self.ns_per_tick) as u64);
         }
         Box::new(VlbSwitch {

@@ -75,11 +75,12 @@ impl Liveness {
         }
     }
 
-    /// Counts every server as heard at `now`: the router starts, so each has the
-    /// silence allowed from here.
+    /// Counts every server as heard at `now` at the latest: the router starts, so each
+    /// has the silence allowed from here. (Every worker calls it as it starts; a
+    /// heartbeat heard in between is not moved back.)
     pub fn restart(&self, now: u64) {
         for t in &self.last {
-            t.store(now, Ordering::Relaxed);
+            t.fetch_max(now, Ordering::Relaxed);
         }
     }
 

@@ -1808,6 +1808,14 @@ fn tags_kept_as_metadata_are_put_back_in_native_mode() {
             tagged.extend_from_slice(&frame[12..]);
             want.push(tagged);
         }
+        // ARP for the port's own address and IPv4 to it, tagged as metadata, are
+        // tagged frames too: to the socket, tagged, as with the tag in their bytes.
+        let to_own = udp_frame(XB_MAC, XA_MAC, XB_IP, XA_IP, 5555, 7777, b"to 198.18.0.1, VLAN 5");
+        for frame in [arp_frame(1, XA_IP), to_own] {
+            set_mark(peer.fd, 0x8100_0005);
+            peer.send(&frame);
+            want.push(with_tags(&frame, &[(0x8100, 0x0005)]));
+        }
         set_mark(peer.fd, 0);
         let marker = stream_frame(3);
         peer.send(&marker);

@@ -2,7 +2,7 @@
 //! traffic under each balancing scheme and prints what each does to delivery, drops,
 //! reordering, latency and the load of servers and links.
 
-use cluster::sim::{self, Matrix, PacketSize, Results, Scheme, SimConfig};
+use cluster::sim::{self, Failure, Matrix, PacketSize, Results, Scheme, SimConfig};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -76,6 +76,14 @@ pub struct SimulateArgs {
     /// vlb+flowlets [default: the first four, on the same traffic].
     #[arg(long, value_name = "NAME", value_parser = parse_scheme)]
     scheme: Option<Scheme>,
+    /// Fails server K TIME into the traffic: from then on it takes nothing, and the
+    /// others balance through it until they mark it down (--detect).
+    #[arg(long, value_name = "K@TIME", value_parser = parse_fail)]
+    fail: Option<(usize, u64)>,
+    /// How long after --fail the other servers mark the failed one down (as heartbeats
+    /// would), or none: never.
+    #[arg(long, value_name = "TIME|none", default_value = "none", value_parser = parse_gap_or_none)]
+    detect: Gap,
     /// One JSON object per run, one a line.
     #[arg(long)]
     json: bool,
@@ -156,6 +164,26 @@ fn parse_gap(s: &str) -> Result<Gap, String> {
     }
 }
 
+/// `K@TIME`: a server and a time into the traffic.
+fn parse_fail(s: &str) -> Result<(usize, u64), String> {
+    let bad = || {
+        format!(
+            "--fail is K@TIME (server K fails TIME into the traffic, such as 3@10ms), not '{}'",
+            s
+        )
+    };
+    let (k, at) = s.split_once('@').ok_or_else(bad)?;
+    Ok((k.parse().map_err(|_| bad())?, parse_time(at)?))
+}
+
+/// A time, 0 included, or none.
+fn parse_gap_or_none(s: &str) -> Result<Gap, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Gap(None));
+    }
+    parse_time(s).map(|ns| Gap(Some(ns)))
+}
+
 fn config(a: &SimulateArgs) -> Result<SimConfig, String> {
     let matrix = match (a.matrix, a.hot) {
         (MatrixName::Hotspot, hot) => Matrix::Hotspot {
@@ -179,7 +207,15 @@ fn config(a: &SimulateArgs) -> Result<SimConfig, String> {
         scheme: a.scheme.unwrap_or(Scheme::Vlb),
         flowlet_gap_ns: a.flowlet_gap.0,
         seed: a.seed,
+        failure: a.fail.map(|(server, at_ns)| Failure {
+            server,
+            at_ns,
+            detected_after_ns: a.detect.0,
+        }),
     };
+    if a.fail.is_none() && a.detect.0.is_some() {
+        return Err("--detect is for --fail".into());
+    }
     cfg.check()?;
     Ok(cfg)
 }
@@ -326,6 +362,34 @@ fn table(cfg: &SimConfig, results: &[Results]) -> String {
             format!("{:.2}/{:.2}", r.mean_link_utilisation(), r.max_link_utilisation()),
         );
     }
+    if let Some(f) = cfg.failure {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "server {} fails at {}; {}",
+            f.server,
+            time_text(f.at_ns),
+            f.detected_after_ns
+                .map_or("the others never mark it down".to_string(), |d| format!(
+                    "the others mark it down {} later",
+                    time_text(d)
+                ))
+        );
+        let _ = writeln!(
+            s,
+            "{:<16} {:>26} {:>28}",
+            "scheme", "lost at the failed server", "of them relayed through it"
+        );
+        for r in results {
+            let _ = writeln!(
+                s,
+                "{:<16} {:>26} {:>28}",
+                r.scheme.name(),
+                r.dropped_failed,
+                r.lost_in_transit
+            );
+        }
+    }
     let Some(base) = results.iter().find(|r| r.scheme == Scheme::Vlb) else {
         return s;
     };
@@ -399,6 +463,11 @@ fn json_line(cfg: &SimConfig, r: &Results) -> String {
         "dropped_server": r.dropped_server,
         "dropped_link": r.dropped_link,
         "dropped_port": r.dropped_port,
+        "failed_server": cfg.failure.map(|f| f.server),
+        "failed_at_ns": cfg.failure.map(|f| f.at_ns),
+        "detected_after_ns": cfg.failure.and_then(|f| f.detected_after_ns),
+        "dropped_failed": r.dropped_failed,
+        "lost_in_transit": r.lost_in_transit,
         "reordered": r.reordered,
         "reordered_fraction": r.reordered_fraction(),
         "latency_mean_us": r.latency_mean_us,

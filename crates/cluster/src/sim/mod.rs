@@ -85,6 +85,15 @@
 //! - Links and processors lose nothing but by overflow; there are no errors.
 //! - A server balances with one balancer, as one worker would.
 //!
+//! # A failure
+//!
+//! A run may fail one server ([`Failure`]) at a time during the traffic: from then on
+//! its processor takes nothing (every packet arriving there is dropped, whatever its
+//! role: traffic from its port, relayed through it, or for its port), though packets
+//! it had already accepted still leave. The other input servers go on balancing
+//! through it until they mark it down, a given time after the failure (what heartbeats
+//! take, see [`crate::heartbeat`]), or never.
+//!
 //! # Measurements
 //!
 //! See [`Results`]: loads and utilisations divide the bytes a resource served (during
@@ -209,6 +218,16 @@ impl PacketSize {
     }
 }
 
+/// A server that fails during a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub server: usize,
+    /// When, from the start of the traffic.
+    pub at_ns: u64,
+    /// How long after the failure the other servers mark it down (`None`: never).
+    pub detected_after_ns: Option<u64>,
+}
+
 /// One simulation run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
@@ -233,6 +252,7 @@ pub struct SimConfig {
     /// The flowlet gap of the flowlet schemes; `None` balances each packet on its own.
     pub flowlet_gap_ns: Option<u64>,
     pub seed: u64,
+    pub failure: Option<Failure>,
 }
 
 impl SimConfig {
@@ -252,6 +272,7 @@ impl SimConfig {
             scheme: Scheme::Vlb,
             flowlet_gap_ns: Some(100_000),
             seed: 1,
+            failure: None,
         }
     }
 
@@ -315,6 +336,27 @@ impl SimConfig {
         }
         if self.flowlet_gap_ns == Some(0) {
             return Err("a flowlet gap of 0 keeps no packet on its flowlet's path; give none instead".into());
+        }
+        if let Some(f) = self.failure {
+            if f.server >= self.servers {
+                return Err(format!(
+                    "server {} cannot fail: the mesh has servers 0 to {}",
+                    f.server,
+                    self.servers - 1
+                ));
+            }
+            if f.at_ns >= self.duration_ns {
+                return Err(format!(
+                    "a failure at {} ns comes after the {} ns of traffic",
+                    f.at_ns, self.duration_ns
+                ));
+            }
+            if f.detected_after_ns.is_some_and(|d| d > MAX_DURATION_NS) {
+                return Err(format!(
+                    "a failure is detected within {} s or never",
+                    MAX_DURATION_NS / 1_000_000_000
+                ));
+            }
         }
         Ok(())
     }

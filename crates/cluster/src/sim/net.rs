@@ -88,6 +88,8 @@ enum What {
     Send { slot: u32 },
     /// A packet arrives at the resource its `hop` names.
     Arrive(Packet),
+    /// The servers but the failed one mark it down.
+    Detect,
 }
 
 struct Event {
@@ -135,6 +137,10 @@ pub(crate) struct Simulation {
     /// For each flow, 1 + the highest sequence number delivered (0: none yet).
     delivered_above: Vec<u32>,
     latencies: Latencies,
+    /// The failed server and when it fails (ps).
+    failed: Option<(usize, u64)>,
+    dropped_failed: u64,
+    lost_in_transit: u64,
 }
 
 impl Simulation {
@@ -163,6 +169,9 @@ impl Simulation {
             reordered: 0,
             delivered_above: Vec::new(),
             latencies: Latencies::default(),
+            failed: cfg.failure.map(|f| (f.server, f.at_ns * 1000)),
+            dropped_failed: 0,
+            lost_in_transit: 0,
         })
     }
 
@@ -177,6 +186,11 @@ impl Simulation {
 
     /// Schedules the flows in progress at time 0 and each server's first new flow.
     pub(crate) fn start_traffic(&mut self) {
+        if let Some(f) = self.cfg.failure {
+            if let Some(after) = f.detected_after_ns {
+                self.schedule((f.at_ns + after) * 1000, What::Detect);
+            }
+        }
         for input in 0..self.cfg.servers {
             for (at, slot) in self.traffic.in_progress(input) {
                 self.schedule(at, What::Send { slot });
@@ -229,6 +243,14 @@ impl Simulation {
                 }
                 What::Send { slot } => self.send(slot, e.at),
                 What::Arrive(p) => self.arrive(p, e.at),
+                What::Detect => {
+                    let failed = self.cfg.failure.map(|f| f.server);
+                    for (node, b) in self.balancers.iter_mut().enumerate() {
+                        if Some(node) != failed {
+                            b.set_down(failed.as_slice());
+                        }
+                    }
+                }
             }
         }
     }
@@ -288,6 +310,15 @@ impl Simulation {
 
     fn arrive(&mut self, mut p: Packet, now: u64) {
         let q = self.queue_of(&p);
+        if let Some((server, at)) = self.failed {
+            if q == server && now >= at {
+                self.dropped_failed += 1;
+                if usize::from(p.input) != server && usize::from(p.dest) != server {
+                    self.lost_in_transit += 1;
+                }
+                return;
+            }
+        }
         let Some(leaves) = self.queues[q].offer(now, p.bytes, self.cfg.buffer_bytes) else {
             return;
         };
@@ -354,6 +385,8 @@ impl Simulation {
             dropped_server: dropped(Kind::Server),
             dropped_link: dropped(Kind::Link),
             dropped_port: dropped(Kind::Port),
+            dropped_failed: self.dropped_failed,
+            lost_in_transit: self.lost_in_transit,
             reordered: self.reordered,
             latency_mean_us: self.latencies.mean_ns() / 1000.0,
             latency_p99_us: self.latencies.quantile_ns(0.99) / 1000.0,

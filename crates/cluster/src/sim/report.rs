@@ -16,6 +16,11 @@ pub struct Results {
     pub dropped_server: u64,
     pub dropped_link: u64,
     pub dropped_port: u64,
+    /// Packets that reached the failed server after it failed.
+    pub dropped_failed: u64,
+    /// Of those, the ones neither from nor for its port: relayed through it, lost
+    /// only because it was still drawn as an intermediate.
+    pub lost_in_transit: u64,
     /// Packets delivered after a later packet of their flow.
     pub reordered: u64,
     /// From the input server's receiving the packet to its last bit leaving the output
@@ -35,7 +40,7 @@ pub struct Results {
 
 impl Results {
     pub fn dropped(&self) -> u64 {
-        self.dropped_server + self.dropped_link + self.dropped_port
+        self.dropped_server + self.dropped_link + self.dropped_port + self.dropped_failed
     }
 
     /// Delivered packets over offered packets (1 when none was offered).

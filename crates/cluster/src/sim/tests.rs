@@ -397,3 +397,74 @@ fn flows_that_send_nothing_in_the_run_are_not_counted() {
         r.offered_packets
     );
 }
+
+#[test]
+fn a_failed_server_loses_what_is_balanced_through_it_until_it_is_marked_down() {
+    let fail = |detected_after_ns| Failure {
+        server: 3,
+        at_ns: 2 * MS,
+        detected_after_ns,
+    };
+    let runs = |scheme, failure| {
+        run_ok(&SimConfig {
+            failure,
+            ..small(6, scheme)
+        })
+    };
+    let never = runs(Scheme::Vlb, Some(fail(None)));
+    let at_once = runs(Scheme::Vlb, Some(fail(Some(0))));
+    let later = runs(Scheme::Vlb, Some(fail(Some(MS / 2))));
+    let healthy = runs(Scheme::Vlb, None);
+    for r in [&never, &at_once, &later, &healthy] {
+        assert_eq!(r.offered_packets, r.delivered_packets + r.dropped(), "{:?}", r);
+    }
+    assert_eq!((healthy.dropped_failed, healthy.lost_in_transit), (0, 0));
+    // Traffic from and to the failed server is lost however soon it is marked down.
+    assert!(
+        at_once.dropped_failed > at_once.lost_in_transit && at_once.lost_in_transit < 100,
+        "{:?}",
+        at_once
+    );
+    // Without detection, about a third of what the others balance (1/6 of draws
+    // land on server 3 for each of them) dies there for the remaining 3 ms.
+    assert!(
+        never.lost_in_transit > 20 * at_once.lost_in_transit.max(1),
+        "{:?} {:?}",
+        never,
+        at_once
+    );
+    assert!(
+        later.lost_in_transit > at_once.lost_in_transit && later.lost_in_transit < never.lost_in_transit / 3
+    );
+    // Sending straight relays nothing: nothing else is lost there.
+    let direct = runs(Scheme::DirectOnly, Some(fail(None)));
+    assert_eq!(direct.lost_in_transit, 0);
+    assert!(direct.dropped_failed > 0);
+}
+
+#[test]
+fn failures_that_cannot_happen_are_refused() {
+    let with = |failure| SimConfig {
+        failure: Some(failure),
+        ..small(4, Scheme::Vlb)
+    };
+    let f = Failure {
+        server: 4,
+        at_ns: MS,
+        detected_after_ns: None,
+    };
+    assert_eq!(
+        with(f).check().unwrap_err(),
+        "server 4 cannot fail: the mesh has servers 0 to 3"
+    );
+    assert_eq!(
+        with(Failure {
+            server: 1,
+            at_ns: 5 * MS,
+            ..f
+        })
+        .check()
+        .unwrap_err(),
+        "a failure at 5000000 ns comes after the 5000000 ns of traffic"
+    );
+}

@@ -96,8 +96,11 @@ struct Site {
 }
 
 /// Compiles `rules` at `site` (number `n`): the first that the packet passes sets r0 to
-/// its queue and ends the program; a packet that passes none goes on.
-fn rules_at(a: &mut Asm, n: usize, site: &Site, rules: &[FlowRule]) {
+/// its queue and ends the program; a packet that passes none goes on. Returns true if
+/// one rule tests nothing here (`ip queue 1` for an IPv4 packet): every packet stops
+/// there, so the rules after it, and the hash, are not compiled (the verifier refuses
+/// a program with code no path reaches).
+fn rules_at(a: &mut Asm, n: usize, site: &Site, rules: &[FlowRule]) -> bool {
     for (i, r) in rules.iter().enumerate() {
         let wrong_family = r.family.is_some_and(|f| f != site.family);
         let needs_ports = r.sport.is_some() || r.dport.is_some();
@@ -105,6 +108,7 @@ fn rules_at(a: &mut Asm, n: usize, site: &Site, rules: &[FlowRule]) {
             continue;
         }
         let miss = Label::RuleMiss(n, i);
+        let tests_before = a.len();
         if let Some(p) = r.proto {
             a.op(site.proto.0, R1, R10, site.proto.1, 0);
             a.jump(JNE32_K, R1, i32::from(p), miss);
@@ -132,10 +136,15 @@ fn rules_at(a: &mut Asm, n: usize, site: &Site, rules: &[FlowRule]) {
                 }
             }
         }
+        let unconditional = a.len() == tests_before;
         a.op(MOV64_K, R0, 0, 0, i32::from(r.queue));
         a.op(EXIT, 0, 0, 0, 0);
+        if unconditional {
+            return true;
+        }
         a.label(miss);
     }
+    false
 }
 
 type Asm = crate::bpf::asm::Asm<Label>;
@@ -247,11 +256,13 @@ fn instructions(map_fd: i32, rules: &[FlowRule]) -> Vec<u64> {
         ports,
         proto: (LDX_B, V4_HEADER_AT + 9),
     };
-    rules_at(&mut a, 0, &v4(Some(V4_PORTS_AT)), rules);
-    hash(&mut a, V4_INPUT, 12);
+    if !rules_at(&mut a, 0, &v4(Some(V4_PORTS_AT)), rules) {
+        hash(&mut a, V4_INPUT, 12);
+    }
     a.label(V4Two);
-    rules_at(&mut a, 1, &v4(None), rules);
-    hash(&mut a, V4_INPUT, 8);
+    if !rules_at(&mut a, 1, &v4(None), rules) {
+        hash(&mut a, V4_INPUT, 8);
+    }
 
     a.label(Ipv6);
     load(&mut a, 0, V6_HEADER_AT, 40);
@@ -288,11 +299,13 @@ fn instructions(map_fd: i32, rules: &[FlowRule]) -> Vec<u64> {
         ports,
         proto: (LDX_W, V6_NEXT_AT),
     };
-    rules_at(&mut a, 2, &v6(Some(V6_PORTS_AT)), rules);
-    hash(&mut a, V6_INPUT, 36);
+    if !rules_at(&mut a, 2, &v6(Some(V6_PORTS_AT)), rules) {
+        hash(&mut a, V6_INPUT, 36);
+    }
     a.label(V6Two);
-    rules_at(&mut a, 3, &v6(None), rules);
-    hash(&mut a, V6_INPUT, 32);
+    if !rules_at(&mut a, 3, &v6(None), rules) {
+        hash(&mut a, V6_INPUT, 32);
+    }
 
     // The queue: the indirection table's entry for the hash's low 7 bits.
     a.label(Queue);

@@ -125,6 +125,11 @@ impl<L: Copy + PartialEq + std::fmt::Debug> Asm<L> {
         });
         self.code.push(0);
     }
+    /// Instructions so far.
+    pub fn len(&self) -> usize {
+        self.code.len()
+    }
+
     /// Places label `l` at the next instruction. Each label is placed once.
     pub fn label(&mut self, l: L) {
         debug_assert!(

@@ -27,7 +27,10 @@
 //!   router sees the frame as it was on the wire.
 //!
 //! Frames too short for the header they claim go to the sockets, where the router's
-//! own checks count and drop them. VLAN-tagged frames go to the sockets too.
+//! own checks count and drop them. VLAN-tagged frames go to the sockets too; in the
+//! variant that reads stripped tags, so do frames whose tag the driver took out (ARP
+//! or IPv4 for the interface's own address included), as they were tagged on the
+//! wire.
 
 /// The name the program is loaded under; a program of this name attached to an
 /// interface is taken to be a leftover of an earlier brickroute run.
@@ -52,6 +55,8 @@ pub const VLAN_TAG_KFUNC: &str = "bpf_xdp_metadata_rx_vlan_tag";
 // Where the kfunc writes the tag's protocol (`__be16`) and TCI (`u16`, host order).
 const TAG_PROTO_AT: i16 = -40;
 const TAG_TCI_AT: i16 = -36;
+/// The key of the XSKMAP lookup that tells whether the frame's queue has a socket.
+const SOCKET_KEY_AT: i16 = -44;
 
 // Offsets in `struct xdp_md`.
 const MD_DATA: i16 = 0;
@@ -122,11 +127,10 @@ fn stack_address16(a: &mut Asm, from: i16) {
     }
 }
 
-/// Puts back the outer VLAN tag the driver took out of the frame, if it took one:
-/// asks `bpf_xdp_metadata_rx_vlan_tag` (BTF type id `kfunc`), makes 4 bytes of room
-/// in front, moves the MAC addresses there and writes the tag behind them. A frame
-/// with no tag, or no room, is left as it is. (The call leaves r1-r5 undefined.)
-fn restore_vlan_tag(a: &mut Asm, kfunc: u32) {
+/// `r0 = bpf_xdp_metadata_rx_vlan_tag(ctx, ...)` (BTF type id `kfunc`): 0 when the
+/// driver took an outer VLAN tag out of the frame, which it writes to the stack.
+/// (The call leaves r1-r5 undefined.)
+fn ask_vlan_tag(a: &mut Asm, kfunc: u32) {
     a.op(ST_W, R10, 0, TAG_PROTO_AT, 0);
     a.op(ST_W, R10, 0, TAG_TCI_AT, 0);
     a.op(MOV64_X, R1, R6, 0, 0);
@@ -135,6 +139,22 @@ fn restore_vlan_tag(a: &mut Asm, kfunc: u32) {
     a.op(MOV64_X, R3, R10, 0, 0);
     a.op(ADD64_K, R3, 0, 0, i32::from(TAG_TCI_AT));
     a.op(CALL, 0, PSEUDO_KFUNC_CALL, 0, kfunc as i32);
+}
+
+/// Puts back the outer VLAN tag the driver took out of the frame, if it took one and
+/// the frame's queue has a socket (a frame that goes to the kernel instead is left as
+/// it is, its tag beside it): makes 4 bytes of room in front, moves the MAC addresses
+/// there and writes the tag behind them. A frame with no tag, or no room, is left as
+/// it is. (The calls leave r1-r5 undefined.)
+fn restore_vlan_tag(a: &mut Asm, kfunc: u32, xsks_map_fd: i32) {
+    a.op(LDX_W, R2, R6, MD_RX_QUEUE_INDEX, 0);
+    a.op(STX_W, R10, R2, SOCKET_KEY_AT, 0);
+    a.ld_map_fd(R1, xsks_map_fd);
+    a.op(MOV64_X, R2, R10, 0, 0);
+    a.op(ADD64_K, R2, 0, 0, i32::from(SOCKET_KEY_AT));
+    a.op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM);
+    a.jump(JEQ_K, R0, 0, Label::Send); // no socket: the frame goes to the kernel
+    ask_vlan_tag(a, kfunc);
     a.jump(JNE_K, R0, 0, Label::Send); // no tag (or the driver cannot tell)
     a.op(MOV64_X, R1, R6, 0, 0);
     a.op(MOV64_K, R2, 0, 0, -4);
@@ -163,8 +183,14 @@ pub fn instructions(maps: Maps, vlan_kfunc: Option<u32>) -> Vec<u64> {
     use Label::*;
     let mut a = Asm::new();
     a.op(MOV64_X, R6, R1, 0, 0); // r6 = ctx (kept across calls)
-    a.op(LDX_W, R2, R1, MD_DATA, 0); // r2 = data
-    a.op(LDX_W, R3, R1, MD_DATA_END, 0); // r3 = data_end
+    if let Some(kfunc) = vlan_kfunc {
+        // A frame whose tag the driver took out is a tagged frame: to the sockets, as
+        // one whose tag is in its bytes.
+        ask_vlan_tag(&mut a, kfunc);
+        a.jump(JEQ_K, R0, 0, Redirect);
+    }
+    a.op(LDX_W, R2, R6, MD_DATA, 0); // r2 = data
+    a.op(LDX_W, R3, R6, MD_DATA_END, 0); // r3 = data_end
     a.op(MOV64_X, R4, R2, 0, 0);
     a.op(ADD64_K, R4, 0, 0, 14);
     a.jump_x(JGT_X, R4, R3, Redirect); // shorter than an Ethernet header
@@ -224,7 +250,7 @@ pub fn instructions(maps: Maps, vlan_kfunc: Option<u32>) -> Vec<u64> {
 
     a.label(Redirect);
     if let Some(kfunc) = vlan_kfunc {
-        restore_vlan_tag(&mut a, kfunc);
+        restore_vlan_tag(&mut a, kfunc, maps.xsks);
     }
     a.label(Send);
     a.op(LDX_W, R2, R6, MD_RX_QUEUE_INDEX, 0);
@@ -261,11 +287,13 @@ mod tests {
         let kfunc_calls: Vec<usize> = (0..p.len())
             .filter(|&at| decode(p[at]) == (CALL, PSEUDO_KFUNC_CALL, 4242))
             .collect();
-        assert_eq!(kfunc_calls.len(), 1);
-        // It comes where the plain program's redirect starts (its last eight
-        // instructions: the redirect and the pass), after the seven that set up its
-        // arguments; the exits are the same two.
-        assert_eq!(kfunc_calls[0], plain.len() - 8 + 7);
+        // Asked first, so a frame whose tag the driver took out goes to the sockets
+        // like a tagged one; asked again just before the redirect, to put it back.
+        assert_eq!(kfunc_calls.len(), 2);
+        assert_eq!(kfunc_calls[0], 1 + 7);
+        assert!(kfunc_calls[1] < plain.len() + 60 && kfunc_calls[1] > plain.len() - 8);
+        // The redirect and the pass (the plain program's last eight instructions) end
+        // both; the exits are the same two.
         assert_eq!(crate::bpf::asm::exits_of_forward_program(&p).len(), 2);
         assert_eq!(p[p.len() - 8..], plain[plain.len() - 8..]);
     }

@@ -618,3 +618,36 @@ fn the_kernels_test_runner_returns_the_programs_queue() {
     s.rules = classify::rss::parse_rules("tcp dport 1766 queue 2").unwrap();
     assert_eq!(crate::rss_program_cost(Some(&s), &vector, 10).unwrap().queue, 2);
 }
+
+#[test]
+fn rules_that_test_nothing_stop_every_packet_of_their_kind() {
+    // `ip6 queue 1` takes all IPv6; the rule after it, and the hash, never see IPv6.
+    // `queue 2` then takes everything else that is IP.
+    let mut s = RssSettings::new(4);
+    s.rules =
+        classify::rss::parse_rules("ip6 queue 1; ip6 tcp queue 3; tcp dport 53 queue 0; queue 2").unwrap();
+    let v6 = ipv6(&[], 6, 1, 2, &ports(5, 6));
+    let v4_dns = ipv4(&[], 5, 0, 6, [10, 0, 0, 1], [10, 0, 0, 2], &ports(1000, 53));
+    let v4 = ipv4(&[], 5, 0, 17, [10, 0, 0, 1], [10, 0, 0, 2], &ports(1000, 54));
+    let mut arp = MACS.to_vec();
+    arp.extend_from_slice(&[0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1]);
+    arp.resize(42, 0);
+    for (frame, queue) in [
+        (&v6, 1),
+        (&v4_dns, 0),
+        (&v4, 2),
+        (&arp, s.reta.queue_for(0) as u32),
+    ] {
+        assert_eq!(crate::rss_program_cost(Some(&s), frame, 1).unwrap().queue, queue);
+        assert_eq!(s.queue_for_frame(frame), queue as usize);
+    }
+    for only in [
+        "queue 3",
+        "ip queue 1",
+        "src 0.0.0.0/0 queue 3",
+        "udp queue 1; ip queue 2",
+    ] {
+        s.rules = classify::rss::parse_rules(only).unwrap();
+        crate::rss_program_cost(Some(&s), &v4, 1).unwrap_or_else(|e| panic!("{}: {}", only, e));
+    }
+}
