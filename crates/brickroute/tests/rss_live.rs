@@ -46,6 +46,27 @@ fn queue_counts(sock: &str) -> Vec<u64> {
         .collect()
 }
 
+/// `brickroute run --threads 2 -e CONFIG` in `dut`, once it serves its control socket
+/// `sock` and has d0 open.
+fn start(dut: &Netns, sock: &std::path::Path, config: &str) -> RouterProcess {
+    let mut router = RouterProcess(
+        dut.brickroute_run(&["--threads", "2", "--no-summary", "-e", config])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(sock.exists() && dut.link_details("d0").contains("promiscuity 1")) {
+        if let Some(st) = router.exited() {
+            panic!("router exited ({}): {:?}", st, router.output());
+        }
+        assert!(Instant::now() < deadline, "router did not open d0");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    router
+}
+
 /// Ethernet + IPv4 + TCP (header only as far as the ports matter), hand-written.
 fn tcp_frame(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
     let mut f = vec![0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x00];
@@ -89,21 +110,7 @@ fn key_and_table_are_read_and_changed_through_ctl() {
     let s = sock.to_str().unwrap();
     let config =
         format!("ControlSocket(unix, {s}); fd :: FromDevice(d0, METHOD PACKET) -> c :: Counter -> Discard;");
-    let mut router = RouterProcess(
-        dut.brickroute_run(&["--threads", "2", "--no-summary", "-e", &config])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !(sock.exists() && dut.link_details("d0").contains("promiscuity 1")) {
-        if let Some(st) = router.exited() {
-            panic!("router exited ({}): {:?}", st, router.output());
-        }
-        assert!(Instant::now() < deadline, "router did not open d0");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut router = start(&dut, &sock, &config);
     let peer = gen.run(|| RawSocket::open("g0"));
 
     // The defaults NIC drivers start with.
@@ -161,6 +168,83 @@ fn key_and_table_are_read_and_changed_through_ctl() {
     );
     assert_eq!(read(s, "fd.rss_table"), "0 1 ".repeat(64).trim_end());
 
+    let o = ctl(s, &["stop"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(router.wait_exit(Duration::from_secs(20)).success());
+}
+
+/// `brickroute run -q` (configure only) of `config` in `ns` with two workers: its
+/// standard error, and whether it succeeded.
+fn configure(ns: &Netns, config: &str) -> (bool, String) {
+    let o = ns
+        .brickroute_run(&["--threads", "2", "-q", "-e", config])
+        .output()
+        .expect("run brickroute");
+    (o.status.success(), stderr(&o))
+}
+
+#[test]
+fn the_configuration_sets_them_from_the_start() {
+    let gen = Netns::new("gen");
+    let dut = Netns::new("dut");
+    veth(&gen, "g0", "02:00:00:00:00:02", &dut, "d0", "02:00:00:00:00:01");
+    // Refusals name the element's line and column, the keyword and the reason.
+    let (ok, err) = configure(
+        &dut,
+        "FromDevice(d0, METHOD PACKET, RSS_TABLE equal 5) -> Discard;",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains(":1:1: error: FromDevice@1 :: FromDevice: RSS_TABLE: equal 5: the port has 2 queues"),
+        "{}",
+        err
+    );
+    let (ok, err) = configure(
+        &dut,
+        "FromDevice(d0, METHOD PACKET, RSS_TABLE weight 0 1) -> Discard;
+         Idle -> ToDevice(d0, METHOD PACKET, RSS_TABLE weight 1 0);",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "RSS_TABLE of device 'd0' differs from the one FromDevice@1 gave (give it once, or the same)"
+        ),
+        "{}",
+        err
+    );
+    // The same value from two elements of the interface is one setting.
+    let (ok, err) = configure(
+        &dut,
+        "FromDevice(d0, METHOD PACKET, RSS_TABLE weight 0 1) -> Discard;
+         Idle -> ToDevice(d0, METHOD PACKET, RSS_TABLE weight 0 1);",
+    );
+    assert!(ok, "{}", err);
+    let (ok, err) = configure(&dut, "FromDevice(d0, METHOD XDP, RSS_KEY default) -> Discard;");
+    assert!(!ok);
+    assert!(
+        err.contains("RSS_KEY is for interfaces opened with METHOD PACKET"),
+        "{}",
+        err
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let s = sock.to_str().unwrap();
+    let config = format!(
+        "ControlSocket(unix, {s});
+         fd :: FromDevice(d0, METHOD PACKET, RSS_TABLE \"weight 0 1\", RSS_RULES \"tcp dport 1766 queue 0\")
+           -> c :: Counter -> Discard;"
+    );
+    let mut router = start(&dut, &sock, &config);
+    assert_eq!(read(s, "fd.rss_table"), "1 ".repeat(128).trim_end());
+    assert_eq!(read(s, "fd.rss_rules"), "tcp dport 1766 queue 0");
+    let peer = gen.run(|| RawSocket::open("g0"));
+    let vector = tcp_frame([66, 9, 149, 187], [161, 142, 100, 80], 2794, 1766);
+    let others: Vec<Vec<u8>> = (0..10)
+        .map(|i| tcp_frame([66, 9, 149, 187], [161, 142, 100, 80], 2794, 1767 + i))
+        .collect();
+    assert_eq!(deltas(s, &peer, std::slice::from_ref(&vector)), vec![1, 0]);
+    assert_eq!(deltas(s, &peer, &others), vec![0, 10]);
     let o = ctl(s, &["stop"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(router.wait_exit(Duration::from_secs(20)).success());

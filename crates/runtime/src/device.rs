@@ -30,6 +30,7 @@
 //! element's `count` handler.
 
 mod port_handlers;
+mod rss_config;
 
 use crate::kernel_forwarding::{self, KernelForwarding, KernelForwardingOff};
 use graph::args::Args;
@@ -178,6 +179,8 @@ pub struct DeviceTable {
     devices: Mutex<BTreeMap<String, Device>>,
     opener: Option<Box<Opener>>,
     live_rx: Mutex<Vec<Arc<AtomicUsize>>>,
+    /// The RSS keywords the configuration gave, by device.
+    rss_given: rss_config::Given,
     /// The kernel forwarding flags held off for the AF_PACKET interfaces the table
     /// opened; declared after `devices` so the ports close first when the table drops.
     kernel_forwarding: Arc<Mutex<Vec<KernelForwardingOff>>>,
@@ -472,8 +475,10 @@ impl ElementClass for FromDeviceClass {
         let queue = args.keyword::<usize>("QUEUE").map_err(|e| cx.error(e))?;
         let burst = burst_arg(args, DEFAULT_BATCH, cx)?;
         let method = method_arg(args, cx)?;
+        let rss = rss_config::RssKeywords::take(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
         let device = self.devices.lookup(&dev, method, true, cx)?;
+        self.devices.rss_given.apply(&dev, &*device.port, &rss, cx)?;
         let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(FromDeviceSpec {
             devices: self.devices.clone(),
@@ -607,8 +612,10 @@ impl ElementClass for ToDeviceClass {
             .map_err(|e| cx.error(e))?
             .unwrap_or(DEFAULT_FLUSH_US);
         let method = method_arg(args, cx)?;
+        let rss = rss_config::RssKeywords::take(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
         let device = self.devices.lookup(&dev, method, false, cx)?;
+        self.devices.rss_given.apply(&dev, &*device.port, &rss, cx)?;
         let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(ToDeviceSpec {
             devices: self.devices.clone(),
@@ -823,6 +830,11 @@ mod tests {
         assert_eq!(
             build_error(&td, "mem0, SPEED 3", 1),
             "d :: ToDevice: bad keyword 'SPEED'"
+        );
+        // In-memory ports spread their frames once, when the benchmark makes them.
+        assert_eq!(
+            build_error(&fd, "mem0, RSS_TABLE equal 1", 1),
+            "d :: FromDevice: RSS_TABLE is for interfaces opened with METHOD PACKET, which spread frames over their queues themselves; device 'mem0': this port does not spread frames over its queues by settings of its own"
         );
         let empty = FromDeviceClass {
             devices: Arc::new(DeviceTable::new()),
