@@ -683,6 +683,10 @@ impl Port for AfPacketPort {
             .map(|_| "kernel flow hash".to_string())
     }
 
+    fn warning(&self) -> Option<String> {
+        self.steering().refused.as_deref().map(refused)
+    }
+
     fn rss(&self) -> Result<RssSettings, String> {
         let s = self.steering();
         match &s.refused {

@@ -61,6 +61,13 @@ pub trait Port: Send + Sync {
         None
     }
 
+    /// Something the operator should hear when the port opens: it works, but less
+    /// well than it could (an AF_XDP port whose program cannot put stripped VLAN tags
+    /// back).
+    fn warning(&self) -> Option<String> {
+        None
+    }
+
     /// How the port moves frames, when there is more to say than its kind (AF_XDP:
     /// "copy mode, native XDP"); `None` otherwise.
     fn mode(&self) -> Option<String> {

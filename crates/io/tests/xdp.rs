@@ -1781,7 +1781,7 @@ fn tags_kept_as_metadata_are_put_back_in_native_mode() {
     let ns = Netns::new(1);
     ns.enter(move || {
         let port = open_attached(io::AttachRequest::Native);
-        assert!(port.restores_vlan_tags(), "{}", port);
+        assert!(port.restores_vlan_tags(), "{}: {:?}", port, port.warning());
         let peer = Peer::open();
         let _push = VlanPush::attach("xb");
         // The mark (TPID and TCI of the tag kept as metadata), tags in the bytes, text.

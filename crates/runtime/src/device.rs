@@ -361,17 +361,15 @@ impl DeviceTable {
             };
         let (port, m) = opened
             .map_err(|(m, e)| cx.error(format!("cannot open device '{}' (METHOD {}): {}", name, m, e)))?;
-        if m == Method::Packet && port.queues() > 1 {
-            if let Err(why) = port.rss() {
-                graph::warn!(
-                    "{}: warning: {} :: {}: device '{}': {}",
-                    cx.landmark,
-                    cx.name,
-                    cx.class,
-                    name,
-                    why
-                );
-            }
+        if let Some(w) = port.warning() {
+            graph::warn!(
+                "{}: warning: {} :: {}: device '{}': {}",
+                cx.landmark,
+                cx.name,
+                cx.class,
+                name,
+                w
+            );
         }
         let d = Device {
             name: name.to_string(),

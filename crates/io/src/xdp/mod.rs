@@ -164,6 +164,8 @@ pub struct XdpPort {
     counters: Vec<CachePadded<QueueCounters>>,
     /// The program puts stripped VLAN tags back.
     vlan_tags: bool,
+    /// What the operator should hear when the port opens.
+    warning: Option<String>,
     mode: XdpMode,
     attach: XdpAttach,
     /// The interface's IPv4 and IPv6 addresses, in the program's address maps.
@@ -615,12 +617,23 @@ impl XdpPort {
         };
         // In native mode, the variant that puts stripped VLAN tags back, where the
         // kernel has the kfunc (6.8 on) and takes the program; else the plain one.
+        // A kernel that has the kfunc and still refuses the program is worth a warning:
+        // the frames' stripped tags are then lost.
+        let mut vlan_refused = None;
         let with_tags = (cfg.attach != AttachRequest::Generic)
             .then(xdp_vlan_tags_restorable)
             .flatten()
             .and_then(|id| {
                 let insns = program::instructions(maps, Some(id));
-                bpf::prog_load_xdp_bound(&insns, PROGRAM_NAME, ifindex).ok()
+                bpf::prog_load_xdp_bound(&insns, PROGRAM_NAME, ifindex)
+                    .map_err(|e| {
+                        vlan_refused = Some(if e.log.is_empty() {
+                            e.error.to_string()
+                        } else {
+                            format!("{}; verifier: {}", e.error, e.log)
+                        })
+                    })
+                    .ok()
             });
 
         let geometry = Geometry {
@@ -715,6 +728,12 @@ impl XdpPort {
 
         Ok(XdpPort {
             vlan_tags: tagging && attach == XdpAttach::Native,
+            warning: vlan_refused.map(|why| {
+                format!(
+                    "VLAN tags the driver strips from received frames are not put back (the kernel refused the program that reads them: {})",
+                    why
+                )
+            }),
             _link: link,
             ifname: ifname.to_string(),
             ifindex,
@@ -922,6 +941,10 @@ impl Port for XdpPort {
 
     fn receive_problem(&self) -> Option<String> {
         self.unread_queues.clone()
+    }
+
+    fn warning(&self) -> Option<String> {
+        self.warning.clone()
     }
 
     fn wait_fd(&self, queue: usize) -> Option<std::os::fd::RawFd> {

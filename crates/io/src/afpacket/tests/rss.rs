@@ -407,6 +407,7 @@ fn without_bpf_the_kernels_flow_hash_spreads_the_queues() {
         drop_bpf_capabilities();
         let port = AfPacketPort::open("va", 2, &AfPacketConfig::default()).unwrap();
         assert_eq!(port.mode().as_deref(), Some("kernel flow hash"));
+        assert_eq!(port.warning(), port.rss().err());
         let why = port.rss().unwrap_err();
         assert!(
             why.starts_with("the kernel refused brickroute's RSS program when the port opened (create the RSS map: Operation not permitted"),
