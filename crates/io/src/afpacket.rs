@@ -10,8 +10,10 @@
 //! - with N queues, the N sockets join one `PACKET_FANOUT` group whose BPF program
 //!   spreads the interface's traffic over them as a multi-queue NIC's RSS does: the
 //!   Toeplitz hash of a frame's addresses and ports picks an entry of a 128-entry
-//!   indirection table, which names the queue (a flow stays on one queue). The key and
-//!   the table change while the port runs ([`Port::set_rss`], see [`rss`]). Where the
+//!   indirection table, which names the queue (a flow stays on one queue); flow rules
+//!   ahead of the hash send the frames they match to queues of their own. The key, the
+//!   table and the rules change while the port runs ([`Port::update_rss`], see
+//!   [`rss`]). Where the
 //!   kernel refuses the program, the group runs in hash mode instead: the kernel's own
 //!   flow hash, with no settings. The group's id is allocated by the kernel
 //!   (`PACKET_FANOUT_FLAG_UNIQUEID`), so two ports never share a group;
@@ -539,7 +541,7 @@ impl AfPacketPort {
 /// Why a port whose RSS program was refused has no settings to read or change.
 fn refused(why: &str) -> String {
     format!(
-        "the kernel refused brickroute's RSS program when the port opened ({}); the kernel's own flow hash spreads its frames over the queues, and has no key or table to change",
+        "the kernel refused brickroute's RSS program when the port opened ({}); the kernel's own flow hash spreads its frames over the queues, and has no key, table or rules to change",
         why
     )
 }

@@ -414,7 +414,7 @@ fn without_bpf_the_kernels_flow_hash_spreads_the_queues() {
             "{}",
             why
         );
-        assert!(why.ends_with("has no key or table to change"), "{}", why);
+        assert!(why.ends_with("has no key, table or rules to change"), "{}", why);
         assert_eq!(port.set_rss(&RssSettings::new(2)).unwrap_err(), why);
         // Still spread, by flow: 64 flows all on one queue has probability 2^-63.
         let peer = Peer::open("vb");
