@@ -137,6 +137,15 @@ fn run(a: RssArgs) -> Result<(), String> {
             }
         }
     }
+    // A change of settings: the new program built (map, verifier) for each rule count,
+    // with the IPv6 rules, the larger ones.
+    let mut build_us = vec![Vec::new(); rule_counts.len()];
+    for _ in 0..a.rounds {
+        for (i, s) in settings[1].iter().enumerate() {
+            build_us[i].push(io::rss_program_build_time(s)?.as_secs_f64() * 1e6);
+        }
+    }
+    let build_us: Vec<f64> = build_us.iter_mut().map(|v| median(v)).collect();
     let rows: Vec<(&str, usize, f64, f64)> = frames
         .iter()
         .enumerate()
@@ -157,9 +166,15 @@ fn run(a: RssArgs) -> Result<(), String> {
                     "empty_program_ns": base, "extra_ns": ns - base})
             })
             .collect();
+        let builds: Vec<serde_json::Value> = rule_counts
+            .iter()
+            .zip(&build_us)
+            .map(|(&rules, &us)| serde_json::json!({"rules": rules, "build_us": us}))
+            .collect();
         println!(
             "{}",
-            serde_json::json!({"queues": a.queues, "repeat": a.repeat, "rounds": a.rounds, "results": rows})
+            serde_json::json!({"queues": a.queues, "repeat": a.repeat, "rounds": a.rounds, "results": rows,
+                "changes": builds})
         );
         return Ok(());
     }
@@ -181,6 +196,11 @@ fn run(a: RssArgs) -> Result<(), String> {
             base,
             ns - base
         );
+    }
+    println!();
+    println!("a change of settings (the new map and program built, the verifier run; then handed to the fanout group):");
+    for (&rules, &us) in rule_counts.iter().zip(&build_us) {
+        println!("  {:>2} IPv6 rules: {:.0} us", rules, us);
     }
     println!();
     println!("rules: that many flow rules of the frame's family, each failing only at its last test (the worst case).");

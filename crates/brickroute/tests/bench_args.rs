@@ -178,4 +178,14 @@ fn bench_rss_reports_every_frame_and_rule_count_and_refuses_bad_options() {
     for x in rows {
         assert!(x["ns_per_frame"].as_f64().unwrap() > 0.0, "{x}");
     }
+    let changes: Vec<u64> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert!(c["build_us"].as_f64().unwrap() > 0.0, "{c}");
+            c["rules"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(changes, vec![0, 16, 64]);
 }

@@ -31,7 +31,7 @@
 
 mod rss;
 
-pub use rss::{rss_program_cost, ProgramCost};
+pub use rss::{rss_program_build_time, rss_program_cost, ProgramCost};
 
 use crate::error::DeviceError;
 use crate::port::{CachePadded, Port, QueueCounters, QueueStats};

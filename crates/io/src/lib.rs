@@ -29,7 +29,7 @@ pub mod rtnl;
 mod xdp;
 
 #[cfg(target_os = "linux")]
-pub use afpacket::{rss_program_cost, AfPacketConfig, AfPacketPort, ProgramCost};
+pub use afpacket::{rss_program_build_time, rss_program_cost, AfPacketConfig, AfPacketPort, ProgramCost};
 pub use error::DeviceError;
 pub use mem::MemPort;
 pub use port::{CachePadded, Port, QueueStats};

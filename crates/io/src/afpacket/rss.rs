@@ -386,6 +386,17 @@ pub fn rss_program_cost(
     Ok(ProgramCost { queue, ns })
 }
 
+/// How long building the steering program for `settings` takes: its map made and
+/// filled, the program assembled and loaded (the kernel's verifier runs then), what
+/// each change of a port's settings does before handing the program to the group.
+pub fn rss_program_build_time(settings: &RssSettings) -> Result<std::time::Duration, String> {
+    let start = std::time::Instant::now();
+    let program = load_program(settings)?;
+    let took = start.elapsed();
+    drop(program);
+    Ok(took)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
