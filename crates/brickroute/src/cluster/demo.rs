@@ -63,7 +63,8 @@ pub struct DemoArgs {
     #[arg(long, value_delimiter = ',')]
     down: Vec<usize>,
     /// The interval of the servers' heartbeats (VLBSwitch's HEARTBEAT): a server not
-    /// heard from for four intervals relays nothing until it is heard again. `0`
+    /// heard from for four intervals (at least the interval plus 20 ms) relays nothing
+    /// until it is heard again. `0`
     /// sends none.
     #[arg(long, default_value = "50ms")]
     heartbeat: String,
