@@ -7,6 +7,7 @@
 //!
 //! ha: ea 10.1.0.2/24 -- la [gateway A] wa -- wb [gateway B] lb -- eb 10.2.0.2/24 :hb
 //!                      WAN 192.0.2.1        192.0.2.2
+//!                   or WAN 2001:db8:ffff::1 2001:db8:ffff::2 (an IPv6 tunnel)
 
 mod common;
 #[path = "common/netns.rs"]
@@ -69,16 +70,30 @@ const B: Site = Site {
 };
 
 /// The gateway's configuration: LAN packets for the remote site into the tunnel, ESP
-/// from the peer out of it, and both routed by one table.
+/// from the peer out of it, and both routed by one table. With IPv6 WAN addresses the
+/// tunnel's packets are IPv6 (next header 50, right after the fixed header).
 fn gateway(s: &Site, lan_dev: &str, wan_dev: &str) -> String {
+    let (wan_in, ethertype) = if s.wan.contains(':') {
+        (
+            "Classifier(12/86dd 20/32) -> Strip(14) -> CheckIP6Header".to_string(),
+            "0x86dd",
+        )
+    } else {
+        (
+            format!(
+                "Classifier(12/0800) -> Strip(14) -> CheckIPHeader -> IPClassifier(ip proto 50 and dst host {})",
+                s.wan
+            ),
+            "0x0800",
+        )
+    };
     format!(
         "rt :: RadixIPLookup({remote} 0, {lan} 1);
          FromDevice({lan_dev}) -> Classifier(12/0800) -> Strip(14) -> CheckIPHeader -> rt;
-         FromDevice({wan_dev}) -> Classifier(12/0800) -> Strip(14) -> CheckIPHeader
-           -> IPClassifier(ip proto 50 and dst host {wan})
+         FromDevice({wan_dev}) -> {wan_in}
            -> dec :: ESPDecap({in_spi}, {in_key}) -> CheckIPHeader -> rt;
          rt[0] -> DecIPTTL -> enc :: ESPEncap({out_spi}, {out_key}, {wan}, {peer})
-           -> EtherEncap(0x0800, {wan_mac}, {peer_mac}) -> ToDevice({wan_dev});
+           -> EtherEncap({ethertype}, {wan_mac}, {peer_mac}) -> ToDevice({wan_dev});
          rt[1] -> DecIPTTL -> EtherEncap(0x0800, {lan_mac}, {host_mac}) -> ToDevice({lan_dev});",
         remote = s.remote,
         lan = s.lan,
@@ -131,25 +146,44 @@ fn stop(g: &mut RouterProcess) -> Vec<u64> {
 
 #[test]
 fn hosts_on_two_sites_ping_each_other_through_the_tunnel() {
+    through_the_tunnel(&A, &B);
+}
+
+#[test]
+fn the_tunnel_runs_over_ipv6_too() {
+    let a6 = Site {
+        wan: "2001:db8:ffff::1",
+        peer: "2001:db8:ffff::2",
+        ..A
+    };
+    let b6 = Site {
+        wan: "2001:db8:ffff::2",
+        peer: "2001:db8:ffff::1",
+        ..B
+    };
+    through_the_tunnel(&a6, &b6);
+}
+
+fn through_the_tunnel(sa: &Site, sb: &Site) {
     let ha = Netns::new("ha");
     let ga = Netns::new("ga");
     let gb = Netns::new("gb");
     let hb = Netns::new("hb");
-    veth(&ha, "ea", A.host_mac, &ga, "la", A.lan_mac);
-    veth(&ga, "wa", A.wan_mac, &gb, "wb", B.wan_mac);
-    veth(&gb, "lb", B.lan_mac, &hb, "eb", B.host_mac);
+    veth(&ha, "ea", sa.host_mac, &ga, "la", sa.lan_mac);
+    veth(&ga, "wa", sa.wan_mac, &gb, "wb", sb.wan_mac);
+    veth(&gb, "lb", sb.lan_mac, &hb, "eb", sb.host_mac);
     // The hosts: an address, the gateway as default route, and its MAC (the gateways
     // answer no ARP in this configuration).
     for (h, dev, addr, gw, mac) in [
-        (&ha, "ea", "10.1.0.2/24", "10.1.0.1", A.lan_mac),
-        (&hb, "eb", "10.2.0.2/24", "10.2.0.1", B.lan_mac),
+        (&ha, "ea", "10.1.0.2/24", "10.1.0.1", sa.lan_mac),
+        (&hb, "eb", "10.2.0.2/24", "10.2.0.1", sb.lan_mac),
     ] {
         h.ip(&["addr", "add", addr, "dev", dev]);
         h.ip(&["route", "add", "default", "via", gw]);
         h.ip(&["neigh", "add", gw, "lladdr", mac, "dev", dev]);
     }
-    let mut a = start(&ga, &gateway(&A, "la", "wa"));
-    let mut b = start(&gb, &gateway(&B, "lb", "wb"));
+    let mut a = start(&ga, &gateway(sa, "la", "wa"));
+    let mut b = start(&gb, &gateway(sb, "lb", "wb"));
 
     // The gateways' sockets may open after the first pings: ping until one returns.
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -2,7 +2,8 @@
 //! AES-GCM (RFC 4303, RFC 4106), the receiving end of an `ESPEncap` or of any
 //! `rfc4106(gcm(aes))` tunnel-mode association with a 16-byte ICV.
 //!
-//! Each packet is an IPv4 datagram carrying ESP (from its first byte). A packet of
+//! Each packet is an IPv4 or IPv6 datagram carrying ESP (from its first byte; under
+//! IPv6, ESP right after the fixed header, no extension headers). A packet of
 //! the association's SPI whose sequence number the anti-replay window allows is
 //! authenticated and decrypted, and leaves on output 0 as the inner IPv4 or IPv6
 //! packet, with its network header and destination annotation set. Packets refused
@@ -141,8 +142,11 @@ enum Discarded {
 /// end (the outer header's total length).
 #[derive(Clone, Copy)]
 struct Layout {
+    /// The outer header's length, and where the packet ends.
     ihl: usize,
     end: usize,
+    /// The outer header's ECN field.
+    ecn: u8,
 }
 
 impl Shared {
@@ -160,18 +164,29 @@ impl Shared {
         self.replay.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The outer header's layout if `d` is a whole, unfragmented IPv4 ESP packet of
-    /// this association long enough to hold an ESP header, IV, trailer and ICV; its
-    /// sequence number's low half.
+    /// The outer header's layout if `d` is a whole, unfragmented IPv4 ESP packet, or
+    /// an IPv6 packet whose fixed header is followed by ESP, of this association long
+    /// enough to hold an ESP header, IV, trailer and ICV; its sequence number's low
+    /// half.
     fn parse(&self, d: &[u8]) -> Option<(Layout, u32)> {
-        if d.len() < OUTER_LEN || d[0] >> 4 != 4 || d[9] != PROTO_ESP {
-            return None;
-        }
-        let ihl = usize::from(d[0] & 15) * 4;
-        let end = usize::from(u16::from_be_bytes([d[2], d[3]]));
-        // MF set or a fragment offset: only a reassembled packet can be opened.
-        let fragment = u16::from_be_bytes([d[6], d[7]]) & 0x3fff != 0;
-        if ihl < OUTER_LEN || end > d.len() || fragment {
+        let (ihl, end, ecn) = match d.first()? >> 4 {
+            4 if d.len() >= OUTER_LEN && d[9] == PROTO_ESP => {
+                let ihl = usize::from(d[0] & 15) * 4;
+                let end = usize::from(u16::from_be_bytes([d[2], d[3]]));
+                // MF set or a fragment offset: only a reassembled packet can be opened.
+                if ihl < OUTER_LEN || u16::from_be_bytes([d[6], d[7]]) & 0x3fff != 0 {
+                    return None;
+                }
+                (ihl, end, d[1] & ECN_MASK)
+            }
+            6 if d.len() >= OUTER6_LEN && d[6] == PROTO_ESP => {
+                let payload = usize::from(u16::from_be_bytes([d[4], d[5]]));
+                // (A jumbogram's payload length is 0: none comes this way.)
+                (OUTER6_LEN, OUTER6_LEN + payload, (d[1] >> 4) & ECN_MASK)
+            }
+            _ => return None,
+        };
+        if end > d.len() {
             return None;
         }
         if end < ihl + ESP_HEADER + IV_LEN + TRAILER + ICV_LEN {
@@ -182,16 +197,24 @@ impl Shared {
             return None;
         }
         Some((
-            Layout { ihl, end },
+            Layout { ihl, end, ecn },
             u32::from_be_bytes(esp[4..8].try_into().ok()?),
         ))
     }
 
     /// Authenticates and decrypts one packet laid out as [`Self::parse`] found it, and
     /// leaves the inner packet; the verdict.
-    fn open(&self, p: &mut Packet, seq: u64, Layout { ihl, end }: Layout) -> Verdict {
+    fn open(
+        &self,
+        p: &mut Packet,
+        seq: u64,
+        Layout {
+            ihl,
+            end,
+            ecn: outer_ecn,
+        }: Layout,
+    ) -> Verdict {
         let d = &mut p.data_mut()[..end];
-        let outer_ecn = d[1] & ECN_MASK;
         let (head, rest) = d.split_at_mut(ihl + ESP_HEADER + IV_LEN);
         let iv: [u8; IV_LEN] = head[ihl + ESP_HEADER..].try_into().expect("8 bytes");
         let (sealed, icv) = rest.split_at_mut(rest.len() - ICV_LEN);
@@ -230,6 +253,9 @@ impl Shared {
         Verdict::Open(seq)
     }
 }
+
+/// The outer IPv6 header.
+const OUTER6_LEN: usize = 40;
 
 /// The ECN field's bits in the IPv4 TOS byte, and its Congestion Experienced value.
 const ECN_MASK: u8 = 3;

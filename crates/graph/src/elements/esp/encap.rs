@@ -2,7 +2,8 @@
 //! with AES-GCM (RFC 4303, RFC 4106).
 //!
 //! Each packet (an IPv4 or IPv6 datagram from its first byte) becomes the payload of an
-//! ESP packet in a new IPv4 header from SRC to DST: ESP header (SPI, sequence number),
+//! ESP packet in a new IPv4 or IPv6 header (as SRC and DST are) from SRC to DST: ESP
+//! header (SPI, sequence number),
 //! the 8-byte IV, the inner packet, padding to a 4-byte boundary (bytes 1, 2, 3), pad
 //! length and next header (4 or 41) sealed by AES-GCM, then the 16-byte tag. Sequence
 //! numbers count from 1 across all workers. The IV is the 64-bit sequence number XORed
@@ -10,8 +11,8 @@
 //! within a run, and a restarted router with the same key does not repeat the nonces
 //! of its last run (GCM loses its integrity if a nonce is used twice with one key). The
 //! outer header copies the inner packet's TOS (traffic class, so the ECN field as RFC
-//! 6040's normal mode) and, for IPv4, its DF bit; the destination annotation is set to
-//! DST.
+//! 6040's normal mode) and, for an IPv4 outer header, an IPv4 packet's DF bit; the
+//! destination annotation (IPv4 or IPv6) is set to DST.
 
 use super::*;
 use crate::args::Args;
@@ -20,16 +21,48 @@ use crate::elements::ip::encap::{FixedFields, IpIds, MAX_IP_LEN};
 use crate::error::ConfigError;
 use packet::{Packet, PacketBatch};
 use ring::rand::SecureRandom;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub struct ESPEncapClass;
 
-/// Bytes an encapsulation adds in front of the inner packet.
-const FRONT: usize = OUTER_LEN + ESP_HEADER + IV_LEN;
 /// Don't Fragment, in the flags and fragment offset word.
 const DF_BIT: u16 = 0x4000;
+/// The outer IPv6 header (no extension headers).
+const OUTER6_LEN: usize = 40;
+
+/// A tunnel's ends: the outer header's family and addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Outer {
+    V4 { src: [u8; 4], dst: [u8; 4] },
+    V6 { src: [u8; 16], dst: [u8; 16] },
+}
+
+impl Outer {
+    fn header_len(self) -> usize {
+        match self {
+            Outer::V4 { .. } => OUTER_LEN,
+            Outer::V6 { .. } => OUTER6_LEN,
+        }
+    }
+}
+
+/// SRC or DST: an IPv4 or an IPv6 address.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    V4(Ipv4Addr),
+    V6(Ipv6Addr),
+}
+
+impl FromArg for End {
+    const WHAT: &'static str = "IPv4 or IPv6 address";
+    fn from_arg(s: &str) -> Option<End> {
+        Ipv4Addr::from_arg(s)
+            .map(End::V4)
+            .or_else(|| Ipv6Addr::from_arg(s).map(End::V6))
+    }
+}
 
 impl ElementClass for ESPEncapClass {
     fn name(&self) -> &'static str {
@@ -42,14 +75,25 @@ impl ElementClass for ESPEncapClass {
         let e = |m: String| cx.error(m);
         let spi = args.required::<u32>("SPI").map_err(e)?;
         let key = args.required::<KeyArg>("KEY").map_err(e)?;
-        let src = args.required::<Ipv4Addr>("SRC").map_err(e)?;
-        let dst = args.required::<Ipv4Addr>("DST").map_err(e)?;
+        let src = args.required::<End>("SRC").map_err(e)?;
+        let dst = args.required::<End>("DST").map_err(e)?;
         let ttl = args.keyword::<u8>("TTL").map_err(e)?.unwrap_or(64);
         let esn = args.keyword::<bool>("ESN").map_err(e)?.unwrap_or(false);
         args.finish().map_err(e)?;
         if ttl == 0 {
             return Err(cx.error("TTL must be at least 1"));
         }
+        let outer = match (src, dst) {
+            (End::V4(s), End::V4(d)) => Outer::V4 {
+                src: s.octets(),
+                dst: d.octets(),
+            },
+            (End::V6(s), End::V6(d)) => Outer::V6 {
+                src: s.octets(),
+                dst: d.octets(),
+            },
+            _ => return Err(cx.error("SRC and DST must both be IPv4 or both IPv6 addresses")),
+        };
         let sa = Sa::new(spi, &key, esn).map_err(e)?;
         let mut mask = [0u8; 8];
         ring::rand::SystemRandom::new()
@@ -58,8 +102,7 @@ impl ElementClass for ESPEncapClass {
         Ok(Arc::new(ESPEncapSpec {
             shared: Arc::new(Shared {
                 sa,
-                src: src.octets(),
-                dst: dst.octets(),
+                outer,
                 ttl,
                 next_seq: AtomicU64::new(1),
                 iv_mask: u64::from_ne_bytes(mask),
@@ -73,8 +116,8 @@ impl ElementClass for ESPEncapClass {
 /// The association and counters every worker shares.
 pub(super) struct Shared {
     pub(super) sa: Sa,
-    pub(super) src: [u8; 4],
-    pub(super) dst: [u8; 4],
+    pub(super) outer: Outer,
+    /// The outer header's TTL or hop limit.
     pub(super) ttl: u8,
     /// The next sequence number to give out.
     pub(super) next_seq: AtomicU64,
@@ -123,10 +166,10 @@ struct ESPEncap {
 }
 
 impl Shared {
-    /// Encapsulates one packet with sequence number `seq` and outer IP ID `id`; false
-    /// (the packet unchanged) if it cannot be: not an IP datagram, too long for IPv4
-    /// with ESP's overhead, or out of sequence numbers (32 bits without ESN: the
-    /// association must not wrap, RFC 4303 3.3.3).
+    /// Encapsulates one packet with sequence number `seq` and outer IP ID `id` (unused
+    /// under an IPv6 header); false (the packet unchanged) if it cannot be: not an IP
+    /// datagram, too long for the outer header with ESP's overhead, or out of sequence
+    /// numbers (32 bits without ESN: the association must not wrap, RFC 4303 3.3.3).
     pub(super) fn encapsulate(&self, p: &mut Packet, seq: u64, id: u16) -> bool {
         if !self.sa.esn && seq > u64::from(u32::MAX) {
             return false;
@@ -140,17 +183,24 @@ impl Shared {
         let inner = d.len();
         let pad = (4 - (inner + TRAILER) % 4) % 4;
         let sealed = inner + pad + TRAILER;
-        let total = FRONT + sealed + ICV_LEN;
-        if total > MAX_IP_LEN || !p.try_put(pad + TRAILER + ICV_LEN) {
+        let outer_len = self.outer.header_len();
+        let front_len = outer_len + ESP_HEADER + IV_LEN;
+        let total = front_len + sealed + ICV_LEN;
+        // IPv4's total length, IPv6's payload length: 16 bits.
+        let too_long = match self.outer {
+            Outer::V4 { .. } => total > MAX_IP_LEN,
+            Outer::V6 { .. } => total - OUTER6_LEN > usize::from(u16::MAX),
+        };
+        if too_long || !p.try_put(pad + TRAILER + ICV_LEN) {
             return false;
         }
-        if !p.try_push(FRONT) {
+        if !p.try_push(front_len) {
             p.take(pad + TRAILER + ICV_LEN);
             return false;
         }
         let iv = (seq ^ self.iv_mask).to_be_bytes();
         let d = p.data_mut();
-        let (front, rest) = d.split_at_mut(FRONT);
+        let (front, rest) = d.split_at_mut(front_len);
         let (plain, icv) = rest.split_at_mut(sealed);
         for (i, b) in plain[inner..inner + pad].iter_mut().enumerate() {
             *b = i as u8 + 1;
@@ -162,19 +212,37 @@ impl Shared {
             return false;
         };
         icv.copy_from_slice(&tag);
-        let fields = FixedFields {
-            tos,
-            frag,
-            ttl: self.ttl,
-            proto: PROTO_ESP,
-            src: self.src,
-        };
-        front[..OUTER_LEN].copy_from_slice(&fields.header(total as u16, id, self.dst));
-        front[OUTER_LEN..OUTER_LEN + 4].copy_from_slice(&self.sa.spi.to_be_bytes());
-        front[OUTER_LEN + 4..OUTER_LEN + 8].copy_from_slice(&(seq as u32).to_be_bytes());
-        front[OUTER_LEN + ESP_HEADER..].copy_from_slice(&iv);
-        p.set_network_header(0, OUTER_LEN);
-        p.set_dst_ip_anno(self.dst);
+        match self.outer {
+            Outer::V4 { src, dst } => {
+                let fields = FixedFields {
+                    tos,
+                    frag,
+                    ttl: self.ttl,
+                    proto: PROTO_ESP,
+                    src,
+                };
+                front[..OUTER_LEN].copy_from_slice(&fields.header(total as u16, id, dst));
+            }
+            Outer::V6 { src, dst } => {
+                // Version 6, the traffic class, flow label 0, payload length, next
+                // header ESP, hop limit, addresses.
+                let h = &mut front[..OUTER6_LEN];
+                h[..4].copy_from_slice(&[0x60 | tos >> 4, tos << 4, 0, 0]);
+                h[4..6].copy_from_slice(&((total - OUTER6_LEN) as u16).to_be_bytes());
+                h[6] = PROTO_ESP;
+                h[7] = self.ttl;
+                h[8..24].copy_from_slice(&src);
+                h[24..40].copy_from_slice(&dst);
+            }
+        }
+        front[outer_len..outer_len + 4].copy_from_slice(&self.sa.spi.to_be_bytes());
+        front[outer_len + 4..outer_len + 8].copy_from_slice(&(seq as u32).to_be_bytes());
+        front[outer_len + ESP_HEADER..].copy_from_slice(&iv);
+        p.set_network_header(0, outer_len);
+        match self.outer {
+            Outer::V4 { dst, .. } => p.set_dst_ip_anno(dst),
+            Outer::V6 { dst, .. } => p.set_dst_ip6_anno(dst),
+        }
         true
     }
 }

@@ -1,5 +1,5 @@
 use super::decap::{ESPDecap, ESPDecapClass};
-use super::encap::{ESPEncapClass, Shared as EncapShared};
+use super::encap::{ESPEncapClass, Outer, Shared as EncapShared};
 use super::replay::{Replay, Stale};
 use super::*;
 use crate::elements::ip::encap::IpIds;
@@ -93,8 +93,10 @@ fn sequence_numbers_and_ids_count_on_and_ivs_differ_between_runs() {
 fn encap_shared(sa: Sa) -> EncapShared {
     EncapShared {
         sa,
-        src: [192, 0, 2, 1],
-        dst: [192, 0, 2, 2],
+        outer: Outer::V4 {
+            src: [192, 0, 2, 1],
+            dst: [192, 0, 2, 2],
+        },
         ttl: 64,
         next_seq: AtomicU64::new(1),
         iv_mask: 0,
@@ -109,6 +111,87 @@ fn encapsulates_ipv6_with_an_extended_sequence_number() {
     let mut p = Packet::from_slice(&hex(INNER6));
     assert!(shared.encapsulate(&mut p, (1 << 32) + 7, 5));
     assert_eq!(p.data(), &hex(ESP6_ESN)[..]);
+}
+
+/// The IPv6 tunnel ends of the tests: 2001:db8:ffff::1 -> 2001:db8:ffff::2.
+const END6_SRC: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+const END6_DST: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+
+/// ESP4's packet under an IPv6 header instead of its IPv4 one, written out by hand:
+/// the ESP part is the same bytes (its AAD is the SPI and sequence number, not the
+/// outer header), the header version 6 with the inner TOS 0x28 as traffic class, flow
+/// label 0, the payload length, next header 50 and hop limit 64.
+fn esp4_over_ipv6() -> Vec<u8> {
+    let esp = &hex(ESP4)[20..];
+    let mut p = vec![0x62, 0x80, 0x00, 0x00];
+    p.extend_from_slice(&(esp.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[50, 64]);
+    p.extend_from_slice(&END6_SRC);
+    p.extend_from_slice(&END6_DST);
+    p.extend_from_slice(esp);
+    p
+}
+
+#[test]
+fn encapsulates_under_an_ipv6_header() {
+    let shared = EncapShared {
+        outer: Outer::V6 {
+            src: END6_SRC,
+            dst: END6_DST,
+        },
+        ..encap_shared(Sa::new(0x1000, &key(KEY128), false).unwrap())
+    };
+    let mut p = Packet::from_slice(&hex(INNER4));
+    assert!(shared.encapsulate(&mut p, 1, 0));
+    assert_eq!(p.data(), &esp4_over_ipv6()[..]);
+    assert_eq!(p.anno().dst_ip6(), END6_DST);
+    assert_eq!(p.network_header_offset(), Some(0));
+    assert_eq!(p.network_header_length(), 40);
+    // Through the element: SRC and DST of one family.
+    let mut h = Harness::new(
+        &ESPEncapClass,
+        &format!("SPI 0x1000, KEY {KEY128}, SRC 2001:db8:ffff::1, DST 2001:db8:ffff::2, TTL 9"),
+        1,
+        1,
+    );
+    let out = h.push(0, vec![Packet::from_slice(&hex(INNER6))]);
+    let d = out[0][0].data();
+    // Traffic class 0xb8 from the inner packet, next header ESP, hop limit 9.
+    assert_eq!(&d[..2], &[0x6b, 0x80]);
+    assert_eq!((d[6], d[7]), (50, 9));
+    assert_eq!(usize::from(u16::from_be_bytes([d[4], d[5]])), d.len() - 40);
+    assert_eq!(
+        build_error(
+            &ESPEncapClass,
+            &format!("256, {KEY128}, 192.0.2.1, 2001:db8::2"),
+            1,
+            1
+        ),
+        "e :: ESPEncap: SRC and DST must both be IPv4 or both IPv6 addresses"
+    );
+}
+
+#[test]
+fn decapsulates_under_an_ipv6_header() {
+    let mut h = decap4(2);
+    let out = h.push(0, vec![Packet::from_slice(&esp4_over_ipv6())]);
+    assert!(out[1].is_empty(), "refused");
+    let p = &out[0][0];
+    assert_eq!(p.data(), &hex(INNER4)[..]);
+    assert_eq!(p.anno().dst_ip(), [10, 1, 0, 1]);
+    // Cut short (the payload length says more than there is), or an extension header
+    // before ESP: refused, unchanged, to output 1.
+    let mut short = esp4_over_ipv6();
+    short.pop();
+    let mut hop_by_hop = esp4_over_ipv6();
+    hop_by_hop[6] = 0;
+    let out = h.push(
+        0,
+        vec![Packet::from_slice(&short), Packet::from_slice(&hop_by_hop)],
+    );
+    assert!(out[0].is_empty());
+    assert_eq!(out[1].len(), 2);
+    assert_eq!(h.read("bad"), "2");
 }
 
 #[test]
