@@ -1827,3 +1827,63 @@ fn tags_kept_as_metadata_are_put_back_in_native_mode() {
         assert_no_frame_leaked(&port);
     });
 }
+
+/// A frame whose queue no socket reads goes to the kernel as it came, its stripped
+/// tag beside it (the kernel takes it from there), not written into its bytes.
+#[test]
+fn frames_for_the_kernel_keep_their_stripped_tag_beside_them() {
+    if io::xdp_vlan_tags_restorable().is_none() {
+        eprintln!("skipped: this kernel has no bpf_xdp_metadata_rx_vlan_tag (6.8 on)");
+        return;
+    }
+    let ns = Netns::new(2);
+    ns.enter(|| {
+        let cfg = XdpConfig {
+            attach: io::AttachRequest::Native,
+            ..XdpConfig::default()
+        };
+        let umems = UmemSet::new(UmemSet::DEFAULT_FRAMES, cfg.frame_size);
+        // One socket, on queue 0: what arrives on queue 1 goes to the kernel.
+        let port = XdpPort::open_shared("xa", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        assert!(port.restores_vlan_tags(), "{}: {:?}", port, port.warning());
+        let tap = Peer::on("xa");
+        let peer = Peer::open();
+        let _push = VlanPush::attach("xb");
+        set_mark(peer.fd, 0x8100_0005);
+        let frames: Vec<Vec<u8>> = (0..32u16)
+            .map(|i| {
+                udp_frame(
+                    XB_MAC,
+                    XA_MAC,
+                    XB_IP,
+                    [198, 18, 1, 9],
+                    4000 + i,
+                    9,
+                    b"router or kernel",
+                )
+            })
+            .collect();
+        for f in &frames {
+            peer.send(f);
+        }
+        // The kernel's tap: every frame from the peer as sent (a frame with the tag
+        // written in would be 4 bytes longer, 0x8100 at byte 12).
+        let kernel = tap.receive(frames.len(), |f| f.len() >= 12 && f[6..12] == XB_MAC);
+        assert!(!kernel.is_empty(), "no flow took queue 1");
+        for f in &kernel {
+            assert!(frames.contains(f), "{:02x?}", f);
+        }
+        // The socket's: tagged.
+        let mut b = PacketBatch::new();
+        let deadline = Instant::now() + WAIT;
+        let mut routed = 0;
+        while routed + kernel.len() < frames.len() && Instant::now() < deadline {
+            port.rx_burst(0, &mut b, 32);
+            for p in b.drain() {
+                assert_eq!(p.data()[12..16], [0x81, 0x00, 0x00, 0x05], "{:02x?}", p.data());
+                routed += 1;
+            }
+        }
+        assert_eq!(routed + kernel.len(), frames.len());
+    });
+}
