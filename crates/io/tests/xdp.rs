@@ -1885,5 +1885,21 @@ fn frames_for_the_kernel_keep_their_stripped_tag_beside_them() {
             }
         }
         assert_eq!(routed + kernel.len(), frames.len());
+        // (Both paths were taken: the tags were pushed, and put back on one of them.)
+        assert!(routed > 0, "no flow took queue 0");
+    });
+}
+
+/// An interface without native XDP (loopback) takes the plain program in generic mode;
+/// the tag-restoring one, which its driver refuses, is no loss there and no warning.
+#[test]
+fn generic_mode_by_fallback_warns_of_nothing() {
+    let ns = Netns::new(1);
+    ns.enter(|| {
+        run(&["ip", "link", "set", "lo", "up"]);
+        let port = XdpPort::open("lo", 1, &XdpConfig::default()).unwrap_or_else(|e| panic!("{}", e));
+        assert_eq!(port.attach_mode(), io::XdpAttach::Generic, "{}", port);
+        assert!(!port.restores_vlan_tags());
+        assert_eq!(port.warning(), None);
     });
 }

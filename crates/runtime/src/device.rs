@@ -476,7 +476,9 @@ impl ElementClass for FromDeviceClass {
         let rss = rss_config::RssKeywords::take(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
         let device = self.devices.lookup(&dev, method, true, cx)?;
-        self.devices.rss_given.apply(&dev, &*device.port, &rss, cx)?;
+        self.devices
+            .rss_given
+            .apply(&dev, device.method, &*device.port, &rss, cx)?;
         let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(FromDeviceSpec {
             devices: self.devices.clone(),
@@ -613,7 +615,9 @@ impl ElementClass for ToDeviceClass {
         let rss = rss_config::RssKeywords::take(args, cx)?;
         args.finish().map_err(|e| cx.error(e))?;
         let device = self.devices.lookup(&dev, method, false, cx)?;
-        self.devices.rss_given.apply(&dev, &*device.port, &rss, cx)?;
+        self.devices
+            .rss_given
+            .apply(&dev, device.method, &*device.port, &rss, cx)?;
         let queue = choose_queue(&device, queue, cx)?;
         Ok(Arc::new(ToDeviceSpec {
             devices: self.devices.clone(),

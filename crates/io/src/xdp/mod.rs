@@ -728,7 +728,8 @@ impl XdpPort {
 
         Ok(XdpPort {
             vlan_tags: tagging && attach == XdpAttach::Native,
-            warning: vlan_refused.map(|why| {
+            // (Generic mode cannot restore tags at all: nothing was lost by the refusal.)
+            warning: vlan_refused.filter(|_| attach == XdpAttach::Native).map(|why| {
                 format!(
                     "VLAN tags the driver strips from received frames are not put back (the kernel refused the program that reads them: {})",
                     why

@@ -3,6 +3,7 @@
 //! `rss_table` and `rss_rules` handlers set them while it runs (same forms). Several
 //! elements of one interface may give a keyword, all with the same value.
 
+use super::Method;
 use classify::rss::{parse_key, parse_rules};
 use classify::Reta;
 use graph::args::Args;
@@ -50,16 +51,22 @@ impl Given {
     pub(super) fn apply(
         &self,
         dev: &str,
+        method: Option<Method>,
         port: &dyn Port,
         kws: &RssKeywords,
         cx: &BuildContext,
     ) -> Result<(), ConfigError> {
         for (kw, value) in &kws.0 {
             if let Err(why) = port.rss() {
-                return Err(cx.error(format!(
-                    "{} is for interfaces opened with METHOD PACKET, which spread frames over their queues themselves; device '{}': {}",
-                    kw, dev, why
-                )));
+                return Err(cx.error(if method == Some(Method::Packet) {
+                    // An AF_PACKET interface whose program the kernel refused.
+                    format!("{}: device '{}': {}", kw, dev, why)
+                } else {
+                    format!(
+                        "{} is for interfaces opened with METHOD PACKET, which spread frames over their queues themselves; device '{}': {}",
+                        kw, dev, why
+                    )
+                }));
             }
             let mut given = self.0.lock().unwrap_or_else(|e| e.into_inner());
             match given.get(&(dev.to_string(), *kw)) {

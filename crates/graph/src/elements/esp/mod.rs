@@ -1,5 +1,5 @@
 //! IPsec ESP in tunnel mode with AES-GCM (RFC 4303, RFC 4106): `ESPEncap` wraps each IP
-//! packet in a new IPv4 header and an ESP payload sealed with the security
+//! packet in a new IPv4 or IPv6 header and an ESP payload sealed with the security
 //! association's key; `ESPDecap` checks, opens and unwraps them, with the anti-replay
 //! window of RFC 4303 section 3.4.3.
 //!
@@ -25,7 +25,7 @@ const ESP_HEADER: usize = 8;
 const IV_LEN: usize = 8;
 /// The integrity check value: GCM's full 16-byte tag.
 const ICV_LEN: usize = 16;
-/// The outer IPv4 header `ESPEncap` writes (no options).
+/// The outer IPv4 header `ESPEncap` writes (no options); an IPv6 one is 40 bytes.
 const OUTER_LEN: usize = 20;
 /// The ESP trailer's fixed part: pad length and next header.
 const TRAILER: usize = 2;
