@@ -7,6 +7,7 @@
 //! returns 0, so the extra nanoseconds come from the same minutes.
 
 use classify::rss::{parse_rules, RssSettings};
+use runtime::bench::median;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -82,11 +83,6 @@ fn missing_rules(n: usize, family: &str) -> String {
         .join("; ")
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 pub fn main(a: RssArgs) -> ExitCode {
     match run(a) {
         Ok(()) => ExitCode::SUCCESS,
@@ -145,16 +141,16 @@ fn run(a: RssArgs) -> Result<(), String> {
             build_us[i].push(io::rss_program_build_time(s)?.as_secs_f64() * 1e6);
         }
     }
-    let build_us: Vec<f64> = build_us.iter_mut().map(|v| median(v)).collect();
+    let build_us: Vec<f64> = build_us.iter().map(|v| median(v)).collect();
     let rows: Vec<(&str, usize, f64, f64)> = frames
         .iter()
         .enumerate()
         .flat_map(|(f, (name, _, _))| {
-            let base = median(&mut ns[f][0].clone());
+            let base = median(&ns[f][0]);
             rule_counts
                 .iter()
                 .enumerate()
-                .map(|(i, &n)| (*name, n, median(&mut ns[f][1 + i].clone()), base))
+                .map(|(i, &n)| (*name, n, median(&ns[f][1 + i]), base))
                 .collect::<Vec<_>>()
         })
         .collect();

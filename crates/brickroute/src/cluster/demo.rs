@@ -86,12 +86,20 @@ struct Mesh {
     killer: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
 }
 
-impl Drop for Mesh {
-    fn drop(&mut self) {
+impl Mesh {
+    /// Ends `--fail`'s timer (if it has not fired, it never will): from then on the
+    /// children may be reaped.
+    fn end_timer(&mut self) {
         if let Some((cancel, timer)) = self.killer.take() {
             cancel.store(true, Ordering::Relaxed);
             let _ = timer.join();
         }
+    }
+}
+
+impl Drop for Mesh {
+    fn drop(&mut self) {
+        self.end_timer();
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
@@ -470,10 +478,7 @@ fn run(a: DemoArgs) -> Result<(), Stop> {
     }
     let n_sinks = sink_reports.len();
     // The servers are reaped next: `--fail`'s timer must be over first.
-    if let Some((cancel, timer)) = mesh.killer.take() {
-        cancel.store(true, Ordering::Relaxed);
-        let _ = timer.join();
-    }
+    mesh.end_timer();
     for c in &mut mesh.children[..n] {
         // SAFETY: kill(2) on our own child's process id, which we have not reaped yet.
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };

@@ -198,6 +198,21 @@ fn skip_extension(a: &mut Asm, at: Label, plus: i32, shift: i32, next: Label) {
     a.jump(JA, 0, 0, next);
 }
 
+/// Site number `n` of the program: the rules, then, unless one stops every packet, the
+/// hash of the site's input (source and destination address, and its ports if any,
+/// which lie right behind the addresses).
+fn rules_then_hash(a: &mut Asm, n: usize, site: &Site, rules: &[FlowRule]) {
+    if rules_at(a, n, site, rules) {
+        return;
+    }
+    let address = match site.family {
+        Family::V4 => 4,
+        Family::V6 => 16,
+    };
+    let ports = if site.ports.is_some() { 4 } else { 0 };
+    hash(a, site.src, 2 * address + ports);
+}
+
 /// The program's instructions, reading the map `map_fd`, with `rules` ahead of the hash.
 fn instructions(map_fd: i32, rules: &[FlowRule]) -> Vec<u64> {
     use Label::*;
@@ -256,13 +271,9 @@ fn instructions(map_fd: i32, rules: &[FlowRule]) -> Vec<u64> {
         ports,
         proto: (LDX_B, V4_HEADER_AT + 9),
     };
-    if !rules_at(&mut a, 0, &v4(Some(V4_PORTS_AT)), rules) {
-        hash(&mut a, V4_INPUT, 12);
-    }
+    rules_then_hash(&mut a, 0, &v4(Some(V4_PORTS_AT)), rules);
     a.label(V4Two);
-    if !rules_at(&mut a, 1, &v4(None), rules) {
-        hash(&mut a, V4_INPUT, 8);
-    }
+    rules_then_hash(&mut a, 1, &v4(None), rules);
 
     a.label(Ipv6);
     load(&mut a, 0, V6_HEADER_AT, 40);
@@ -299,13 +310,9 @@ fn instructions(map_fd: i32, rules: &[FlowRule]) -> Vec<u64> {
         ports,
         proto: (LDX_W, V6_NEXT_AT),
     };
-    if !rules_at(&mut a, 2, &v6(Some(V6_PORTS_AT)), rules) {
-        hash(&mut a, V6_INPUT, 36);
-    }
+    rules_then_hash(&mut a, 2, &v6(Some(V6_PORTS_AT)), rules);
     a.label(V6Two);
-    if !rules_at(&mut a, 3, &v6(None), rules) {
-        hash(&mut a, V6_INPUT, 32);
-    }
+    rules_then_hash(&mut a, 3, &v6(None), rules);
 
     // The queue: the indirection table's entry for the hash's low 7 bits.
     a.label(Queue);

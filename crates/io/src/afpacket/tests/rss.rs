@@ -240,6 +240,30 @@ fn queues_of(port: &AfPacketPort, peer: &Peer, frames: &[Vec<u8>]) -> Vec<usize>
     seen.into_values().collect()
 }
 
+/// The queue each marked frame arrived on, by id, once `n` came or none came for half
+/// a second (the kernel may drop a mangled frame it cannot untag).
+fn arrived_until_quiet(port: &AfPacketPort, n: usize) -> BTreeMap<u16, usize> {
+    let mut seen = BTreeMap::new();
+    let mut quiet_since = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut b = PacketBatch::new();
+    while seen.len() < n && quiet_since.elapsed() < Duration::from_millis(500) {
+        assert!(Instant::now() < deadline, "timed out");
+        for q in 0..port.queues() {
+            if port.rx_burst(q, &mut b, 32) > 0 {
+                quiet_since = Instant::now();
+            }
+            for p in b.drain() {
+                if let Some(id) = id_of(p.data()) {
+                    seen.insert(id, q);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    seen
+}
+
 fn expected(settings: &RssSettings, frames: &[Vec<u8>]) -> Vec<usize> {
     frames.iter().map(|f| settings.queue_for_frame(f)).collect()
 }
@@ -472,24 +496,7 @@ fn the_program_agrees_with_the_reference_on_mangled_frames() {
             peer.send(f);
         }
         // The kernel may drop a frame it cannot untag; compare every frame that came.
-        let mut seen: BTreeMap<u16, usize> = BTreeMap::new();
-        let mut quiet_since = Instant::now();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut b = PacketBatch::new();
-        while seen.len() < mangled.len() && quiet_since.elapsed() < Duration::from_millis(500) {
-            assert!(Instant::now() < deadline, "timed out");
-            for q in 0..4 {
-                if port.rx_burst(q, &mut b, 32) > 0 {
-                    quiet_since = Instant::now();
-                }
-                for p in b.drain() {
-                    if let Some(id) = id_of(p.data()) {
-                        seen.insert(id, q);
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let seen = arrived_until_quiet(&port, mangled.len());
         assert!(seen.len() >= 500, "only {} of 600 frames arrived", seen.len());
         for (&id, &q) in &seen {
             let f = &mangled[usize::from(id)];
@@ -570,24 +577,12 @@ fn flow_rules_come_ahead_of_the_hash() {
         for f in &mangled {
             peer.send(f);
         }
-        let mut b = PacketBatch::new();
-        let (mut seen, mut quiet) = (0, Instant::now());
-        while quiet.elapsed() < Duration::from_millis(500) {
-            for q in 0..4 {
-                if port.rx_burst(q, &mut b, 32) > 0 {
-                    quiet = Instant::now();
-                }
-                for p in b.drain() {
-                    if let Some(id) = id_of(p.data()) {
-                        let f = &mangled[usize::from(id)];
-                        assert_eq!(q, s.queue_for_frame(f), "frame {}: {:02x?}", id, f);
-                        seen += 1;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(1));
+        let seen = arrived_until_quiet(&port, mangled.len());
+        for (&id, &q) in &seen {
+            let f = &mangled[usize::from(id)];
+            assert_eq!(q, s.queue_for_frame(f), "frame {}: {:02x?}", id, f);
         }
-        assert!(seen >= 250, "only {} of 300 arrived", seen);
+        assert!(seen.len() >= 250, "only {} of 300 arrived", seen.len());
         // A rule naming a queue the port lacks is refused, and nothing changes.
         let err = port
             .update_rss(&mut |s| {
