@@ -259,6 +259,38 @@ fn bad_values_are_refused_with_a_reason() {
             &["--buffer", "100"],
             "a buffer of 100 bytes cannot hold one 1000-byte packet",
         ),
+        (
+            &["--topology", "n-fly", "--servers", "12"],
+            "an n-fly of radix 2 joins a power of 2 servers (2, 4, 8 ...), not 12",
+        ),
+        (
+            &["--topology", "n-fly", "--radix", "4"],
+            "an n-fly of radix 4 joins a power of 4 servers (4, 16, 64 ...), not 8",
+        ),
+        (
+            &["--topology", "n-fly", "--radix", "1"],
+            "an n-fly's radix is at least 2, not 1",
+        ),
+        (
+            &["--topology", "n-fly", "--switch-capacity", "0"],
+            "the switching servers' capacity must be at least 0.001 Gbps, not 0",
+        ),
+        (
+            &["--radix", "2"],
+            "--radix and --switch-capacity are for --topology n-fly",
+        ),
+        (
+            &["--switch-capacity", "80"],
+            "--radix and --switch-capacity are for --topology n-fly",
+        ),
+        (
+            &["--matrix", "transpose"],
+            "the transpose matrix needs a square number of servers (4, 9, 16, 64, 256 ...), not 8",
+        ),
+        (
+            &["--topology", "torus"],
+            "invalid value 'torus' for '--topology <TOPOLOGY>'",
+        ),
     ] {
         let out = simulate(args);
         assert_eq!(out.status.code(), Some(2), "{:?}: {}", args, stderr(&out));
@@ -282,4 +314,74 @@ fn no_flowlet_gap_balances_each_packet() {
     let runs = json_lines(&stdout(&out));
     assert_eq!(runs[0]["flowlet_hits"].as_u64(), Some(0));
     assert_eq!(runs[0]["flowlet_gap_ns"], serde_json::Value::Null);
+}
+
+#[test]
+fn an_n_fly_shows_what_vlb_does_for_a_permutation_the_butterfly_cannot_carry() {
+    let base = [
+        "--topology",
+        "n-fly",
+        "--servers",
+        "16",
+        "--matrix",
+        "transpose",
+        "--duration",
+        "4ms",
+    ];
+    let out = simulate(&base);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("links L = 20 Gbps"), "{}", text);
+    assert!(
+        text.contains("joined by a 2-ary 4-fly: 4 stages of 8 switching servers of 40 Gbps"),
+        "{}",
+        text
+    );
+    assert!(text.contains("dropped server/switch/link/port"), "{}", text);
+    let rows = rows(&text);
+    let link_drops = |row: &[String]| -> u64 { row[2].split('/').nth(2).unwrap().parse().unwrap() };
+    // Straight paths overload a middle stage's links; VLB spreads them.
+    assert!(link_drops(&rows[0]) > 1000, "{}", text);
+    assert_eq!(link_drops(&rows[1]), 0, "{}", text);
+
+    let out = simulate(&[&base[..], &["--json", "--radix", "4", "--scheme", "vlb"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = json_lines(&stdout(&out));
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    assert_eq!(r["topology"], "n-fly");
+    assert_eq!((r["radix"].as_u64(), r["stages"].as_u64()), (Some(4), Some(2)));
+    assert_eq!(r["switch_capacity_gbps"].as_f64(), Some(80.0));
+    let n = |k: &str| r[k].as_u64().unwrap();
+    assert_eq!(
+        n("offered"),
+        n("delivered") + n("dropped_server") + n("dropped_switch") + n("dropped_link") + n("dropped_port")
+    );
+    assert!(r["max_switch_utilisation"].as_f64().unwrap() > 0.0);
+
+    // A full mesh has no switching servers.
+    let out = simulate(&["--duration", "1ms", "--json", "--scheme", "vlb"]);
+    let r = &json_lines(&stdout(&out))[0];
+    assert_eq!(r["topology"], "full-mesh");
+    assert_eq!(r["radix"], serde_json::Value::Null);
+    assert_eq!(r["dropped_switch"].as_u64(), Some(0));
+    assert_eq!(r["max_switch_utilisation"], serde_json::Value::Null);
+}
+
+#[test]
+fn an_n_fly_of_256_servers_runs_briefly() {
+    let out = simulate(&[
+        "--topology",
+        "n-fly",
+        "--servers",
+        "256",
+        "--duration",
+        "100us",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = json_lines(&stdout(&out));
+    assert_eq!(runs.len(), 4);
+    assert_eq!(runs[0]["stages"].as_u64(), Some(8));
+    assert!(runs[0]["offered"].as_u64().unwrap() > 10_000);
 }

@@ -2,7 +2,7 @@
 //! traffic under each balancing scheme and prints what each does to delivery, drops,
 //! reordering, latency and the load of servers and links.
 
-use cluster::sim::{self, Failure, Matrix, PacketSize, Results, Scheme, SimConfig};
+use cluster::sim::{self, Failure, Matrix, PacketSize, Results, Scheme, SimConfig, Topology};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -19,9 +19,22 @@ const DEFAULT_HOT: f64 = 0.25;
 
 #[derive(clap::Args)]
 pub struct SimulateArgs {
-    /// Servers in the mesh, 2 to 256, each with one external port.
+    /// Servers in the mesh, 2 to 256, each with one external port (of an n-fly: its
+    /// edge servers, a power of --radix).
     #[arg(long, default_value_t = 8, allow_negative_numbers = true)]
     servers: usize,
+    /// How the servers are joined: a full mesh, or a k-ary n-fly of switching servers
+    /// (a butterfly, as the planner lays out routers too large for a mesh).
+    #[arg(long, value_enum, default_value = "full-mesh")]
+    topology: TopologyName,
+    /// k: the links each switching server of an n-fly takes in and passes on
+    /// [default: 2].
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    radix: Option<usize>,
+    /// Each switching server's packet processing capacity, in Gbps [default: k × L,
+    /// enough to pass on all its links at their rate].
+    #[arg(long, value_name = "GBPS", allow_negative_numbers = true)]
+    switch_capacity: Option<f64>,
     /// R: each server's external port rate, in Gbps.
     #[arg(
         long,
@@ -31,7 +44,8 @@ pub struct SimulateArgs {
     )]
     rate: f64,
     /// L: each internal link's rate, in Gbps [default: R, as RouteBricks' RB4 had 10 G
-    /// links for 10 G ports].
+    /// links for 10 G ports; in an n-fly 2R, the bundle the planner gives a server of
+    /// one external port].
     #[arg(long, value_name = "GBPS", allow_negative_numbers = true)]
     link_rate: Option<f64>,
     /// C: each server's packet processing capacity, in Gbps; every pass of a packet
@@ -43,8 +57,8 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0.9, allow_negative_numbers = true)]
     load: f64,
     /// Traffic matrix: uniform (any output server, its own included), permutation
-    /// (server i to i+1 mod N), hotspot (--hot of the traffic to server 0, the rest
-    /// uniform).
+    /// (server i to i+1 mod N), transpose (N = m² servers: x·m + y to y·m + x),
+    /// hotspot (--hot of the traffic to server 0, the rest uniform).
     #[arg(long, value_enum, default_value = "uniform")]
     matrix: MatrixName,
     /// The fraction of each server's traffic a hotspot matrix sends to server 0
@@ -93,8 +107,17 @@ pub struct SimulateArgs {
 enum MatrixName {
     Uniform,
     Permutation,
+    Transpose,
     Hotspot,
 }
+
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum TopologyName {
+    FullMesh,
+    NFly,
+}
+
+const DEFAULT_RADIX: usize = 2;
 
 /// A flowlet gap in ns, or none.
 #[derive(Clone, Copy)]
@@ -192,11 +215,27 @@ fn config(a: &SimulateArgs) -> Result<SimConfig, String> {
         (_, Some(_)) => return Err("--hot is for --matrix hotspot".into()),
         (MatrixName::Uniform, None) => Matrix::Uniform,
         (MatrixName::Permutation, None) => Matrix::Permutation,
+        (MatrixName::Transpose, None) => Matrix::Transpose,
+    };
+    let fly = a.topology == TopologyName::NFly;
+    if !fly && (a.radix.is_some() || a.switch_capacity.is_some()) {
+        return Err("--radix and --switch-capacity are for --topology n-fly".into());
+    }
+    let link_gbps = a.link_rate.unwrap_or(if fly { 2.0 * a.rate } else { a.rate });
+    let topology = if fly {
+        let radix = a.radix.unwrap_or(DEFAULT_RADIX);
+        Topology::NFly {
+            radix,
+            switch_gbps: a.switch_capacity.unwrap_or(radix as f64 * link_gbps),
+        }
+    } else {
+        Topology::FullMesh
     };
     let cfg = SimConfig {
         servers: a.servers,
+        topology,
         port_gbps: a.rate,
-        link_gbps: a.link_rate.unwrap_or(a.rate),
+        link_gbps,
         server_gbps: a.server_capacity.unwrap_or(DEFAULT_CAPACITY_IN_R * a.rate),
         propagation_ns: a.propagation,
         buffer_bytes: a.buffer,
@@ -309,6 +348,20 @@ fn table(cfg: &SimConfig, results: &[Results]) -> String {
         cfg.server_gbps,
         round3(cfg.server_gbps / cfg.port_gbps),
     );
+    if let Topology::NFly { radix, switch_gbps } = cfg.topology {
+        let stages = Topology::stages(radix, cfg.servers).unwrap_or(0) as usize;
+        let _ = writeln!(
+            s,
+            "joined by a {}-ary {}-fly: {} stages of {} switching servers of {} Gbps, each link L",
+            radix,
+            stages,
+            stages,
+            cfg.servers / radix,
+            switch_gbps
+        );
+    } else {
+        let _ = writeln!(s, "joined by a full mesh");
+    }
     let _ = writeln!(
         s,
         "{}, load {}, {}, {} of traffic, flowlet gap {}, buffers {} bytes, seed {}",
@@ -323,24 +376,40 @@ fn table(cfg: &SimConfig, results: &[Results]) -> String {
     if let Some(r) = results.first() {
         let _ = writeln!(s, "offered {} packets in {} flows", r.offered_packets, r.flows);
     }
+    let fly = matches!(cfg.topology, Topology::NFly { .. });
+    let (dropped, switch) = if fly {
+        ("dropped server/switch/link/port", "switch util")
+    } else {
+        ("dropped server/link/port", "")
+    };
+    let w = dropped.len();
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "{:<16} {:>9} {:>24} {:>8} {:>9} {:>16} {:>12} {:>11}",
+    let header = format!(
+        "{:<16} {:>9} {:>w$} {:>8} {:>9} {:>16} {:>12} {:>11} {:>11}",
         "scheme",
         "delivered",
-        "dropped server/link/port",
+        dropped,
         "balanced",
         "reordered",
         "latency mean/p99",
         "server load",
-        "link util"
+        "link util",
+        switch
     );
-    let _ = writeln!(
-        s,
-        "{:<16} {:>9} {:>24} {:>8} {:>9} {:>16} {:>12} {:>11}",
-        "", "", "(packets)", "", "", "(us)", "mean/max (R)", "mean/max"
+    let _ = writeln!(s, "{}", header.trim_end());
+    let units = format!(
+        "{:<16} {:>9} {:>w$} {:>8} {:>9} {:>16} {:>12} {:>11} {:>11}",
+        "",
+        "",
+        "(packets)",
+        "",
+        "",
+        "(us)",
+        "mean/max (R)",
+        "mean/max",
+        if fly { "mean/max" } else { "" }
     );
+    let _ = writeln!(s, "{}", units.trim_end());
     for r in results {
         let c = r.counts;
         let sent = c.direct + c.balanced;
@@ -349,18 +418,37 @@ fn table(cfg: &SimConfig, results: &[Results]) -> String {
         } else {
             c.balanced as f64 / sent as f64
         };
-        let _ = writeln!(
-            s,
-            "{:<16} {:>8.2}% {:>24} {:>7.1}% {:>8.3}% {:>16} {:>12} {:>11}",
+        let (dropped, switch) = if fly {
+            (
+                format!(
+                    "{}/{}/{}/{}",
+                    r.dropped_server, r.dropped_switch, r.dropped_link, r.dropped_port
+                ),
+                format!(
+                    "{:.2}/{:.2}",
+                    r.mean_switch_utilisation(),
+                    r.max_switch_utilisation()
+                ),
+            )
+        } else {
+            (
+                format!("{}/{}/{}", r.dropped_server, r.dropped_link, r.dropped_port),
+                String::new(),
+            )
+        };
+        let row = format!(
+            "{:<16} {:>8.2}% {:>w$} {:>7.1}% {:>8.3}% {:>16} {:>12} {:>11} {:>11}",
             r.scheme.name(),
             100.0 * r.delivered_fraction(),
-            format!("{}/{}/{}", r.dropped_server, r.dropped_link, r.dropped_port),
+            dropped,
             100.0 * balanced,
             100.0 * r.reordered_fraction(),
             format!("{:.1}/{:.1}", r.latency_mean_us, r.latency_p99_us),
             format!("{:.2}/{:.2}", r.mean_server_load(), r.max_server_load()),
             format!("{:.2}/{:.2}", r.mean_link_utilisation(), r.max_link_utilisation()),
+            switch
         );
+        let _ = writeln!(s, "{}", row.trim_end());
     }
     if let Some(f) = cfg.failure {
         let _ = writeln!(s);
@@ -440,7 +528,16 @@ fn json_line(cfg: &SimConfig, r: &Results) -> String {
         Matrix::Hotspot { hot } => serde_json::json!(hot),
         _ => serde_json::Value::Null,
     };
-    serde_json::json!({
+    let (fly, radix, stages, switch_gbps) = match cfg.topology {
+        Topology::NFly { radix, switch_gbps } => (
+            true,
+            Some(radix),
+            Topology::stages(radix, cfg.servers),
+            Some(switch_gbps),
+        ),
+        Topology::FullMesh => (false, None, None, None),
+    };
+    let mut line = serde_json::json!({
         "scheme": r.scheme.name(),
         "servers": cfg.servers,
         "matrix": cfg.matrix.name(),
@@ -480,6 +577,19 @@ fn json_line(cfg: &SimConfig, r: &Results) -> String {
         "direct": c.direct,
         "balanced": c.balanced,
         "flowlet_hits": c.flowlet_hits,
-    })
-    .to_string()
+    });
+    // A second object: one json! of every key passes the macro's recursion limit.
+    let topology = serde_json::json!({
+        "topology": cfg.topology.name(),
+        "radix": radix,
+        "stages": stages,
+        "switch_capacity_gbps": switch_gbps,
+        "dropped_switch": r.dropped_switch,
+        "max_switch_utilisation": fly.then(|| r.max_switch_utilisation()),
+        "mean_switch_utilisation": fly.then(|| r.mean_switch_utilisation()),
+    });
+    if let (Some(line), serde_json::Value::Object(more)) = (line.as_object_mut(), topology) {
+        line.extend(more);
+    }
+    line.to_string()
 }

@@ -28,6 +28,33 @@
 //!   times are exact at rates that divide 8,000 Gbps (1, 2.5, 10, 25, 40, 100 ...) and
 //!   within half a picosecond at others.
 //!
+//! # A k-ary n-fly instead of the full mesh
+//!
+//! A full mesh needs a NIC port a neighbour, so past a few dozen servers the planner
+//! ([`crate::plan`]) joins them by a butterfly of switching servers instead, as
+//! RouteBricks proposed (SOSP'09 §3.2). [`Topology::NFly`] simulates that layout:
+//!
+//! - The N servers above (each with its port, its processor and its three VLB roles)
+//!   are the n-fly's edge servers. N must be a power of the radix k: N = k^n, so the
+//!   butterfly has n stages of N/k switching servers each.
+//! - Each edge server has one uplink into the first stage and receives on one downlink
+//!   from the last; each switching server takes k links in and passes k on. Every such
+//!   link (the uplinks and each stage's outputs, the last stage's being the downlinks)
+//!   is a queue of rate L with the propagation delay, L standing for the bundle of NIC
+//!   ports the planner gives it (2R for one external port a server).
+//! - A switching server is a processor of capacity `switch_gbps`, in front of its k
+//!   output links; it only passes packets on (the output server is in the MAC address).
+//! - Routing is the butterfly's own, one path for each pair: stage s sets digit n−1−s
+//!   of the packet's position, in base k, to the destination's. A packet that the
+//!   balancer sends from server a to an intermediate b crosses the n stages to b, and
+//!   from b crosses them again to its output server: wherever the mesh uses link a→b,
+//!   the n-fly uses this path of 2n + 1 queues.
+//! - A path is therefore fixed by its two ends, and some permutations (such as the
+//!   transpose matrix, which swaps the high and low halves of a server's digits) load
+//!   one link of a middle stage with the traffic of √N servers. VLB's random
+//!   intermediate spreads them again.
+//! - Only edge servers fail ([`Failure`]); switching servers and links do not.
+//!
 //! # Traffic
 //!
 //! Every input server receives flows. In the steady state (the simulation starts in
@@ -35,7 +62,8 @@
 //!
 //! - A flow has an output server drawn from the traffic matrix: `uniform` (any server,
 //!   the input server included), `permutation` (server i sends everything to i+1 mod
-//!   N) or `hotspot` (a fraction `hot` to server 0, the rest uniform).
+//!   N), `transpose` (N = m², server x·m + y sends everything to y·m + x, itself when
+//!   x = y) or `hotspot` (a fraction `hot` to server 0, the rest uniform).
 //! - Its size in packets is a bounded Pareto variable rounded down: P(size ≥ k) is
 //!   proportional to k^-1.2 − 10001^-1.2 for k from 1 to 10,000, a mean of about 4.6
 //!   packets ([`mean_flow_packets`]), with a third of the bytes in flows of over 100
@@ -182,6 +210,9 @@ pub enum Matrix {
     Permutation,
     /// A fraction `hot` of each server's flows go to server 0, the rest uniformly.
     Hotspot { hot: f64 },
+    /// With N = m² servers, server x·m + y sends everything to y·m + x (in an n-fly
+    /// of even n, the high half of its digits swapped with the low half).
+    Transpose,
 }
 
 impl Matrix {
@@ -190,7 +221,49 @@ impl Matrix {
             Matrix::Uniform => "uniform",
             Matrix::Permutation => "permutation",
             Matrix::Hotspot { .. } => "hotspot",
+            Matrix::Transpose => "transpose",
         }
+    }
+}
+
+/// How the servers are joined.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Topology {
+    /// A link from every server to every other.
+    FullMesh,
+    /// A k-ary n-fly of switching servers (see the module documentation).
+    NFly {
+        /// k: the links each switching server takes in and passes on.
+        radix: usize,
+        /// Each switching server's packet processor, in Gbps.
+        switch_gbps: f64,
+    },
+}
+
+impl Topology {
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::FullMesh => "full-mesh",
+            Topology::NFly { .. } => "n-fly",
+        }
+    }
+
+    /// The stages of an n-fly of radix `radix` over `servers` edge servers, when
+    /// `servers` is a power of the radix (at least its first).
+    pub fn stages(radix: usize, servers: usize) -> Option<u32> {
+        if radix < 2 || servers < radix {
+            return None;
+        }
+        let mut stages = 0;
+        let mut n = servers;
+        while n > 1 {
+            if !n.is_multiple_of(radix) {
+                return None;
+            }
+            n /= radix;
+            stages += 1;
+        }
+        Some(stages)
     }
 }
 
@@ -232,9 +305,11 @@ pub struct Failure {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
     pub servers: usize,
+    pub topology: Topology,
     /// R, each server's external port, in Gbps.
     pub port_gbps: f64,
-    /// L, each internal link, in Gbps.
+    /// L, each internal link (of an n-fly: each uplink, downlink and link between
+    /// stages), in Gbps.
     pub link_gbps: f64,
     /// C, each server's packet processor, in Gbps.
     pub server_gbps: f64,
@@ -260,6 +335,7 @@ impl SimConfig {
     pub fn new(servers: usize) -> SimConfig {
         SimConfig {
             servers,
+            topology: Topology::FullMesh,
             port_gbps: 10.0,
             link_gbps: 10.0,
             server_gbps: 22.0,
@@ -298,6 +374,34 @@ impl SimConfig {
             return Err(format!(
                 "the load is a fraction of each port's rate above 0 and at most {} (0.9 for 90 %), not {}",
                 MAX_LOAD, self.load
+            ));
+        }
+        if let Topology::NFly { radix, switch_gbps } = self.topology {
+            if radix < 2 {
+                return Err(format!("an n-fly's radix is at least 2, not {}", radix));
+            }
+            if Topology::stages(radix, self.servers).is_none() {
+                return Err(format!(
+                    "an n-fly of radix {} joins a power of {} servers ({}, {}, {} ...), not {}",
+                    radix,
+                    radix,
+                    radix,
+                    radix * radix,
+                    radix * radix * radix,
+                    self.servers
+                ));
+            }
+            if !(switch_gbps.is_finite() && switch_gbps >= 0.001) {
+                return Err(format!(
+                    "the switching servers' capacity must be at least 0.001 Gbps, not {}",
+                    switch_gbps
+                ));
+            }
+        }
+        if self.matrix == Matrix::Transpose && square_root(self.servers).is_none() {
+            return Err(format!(
+                "the transpose matrix needs a square number of servers (4, 9, 16, 64, 256 ...), not {}",
+                self.servers
             ));
         }
         if let Matrix::Hotspot { hot } = self.matrix {
@@ -392,6 +496,12 @@ impl SimConfig {
             ..base
         }
     }
+}
+
+/// The m with m² = `n`, if there is one.
+pub(crate) fn square_root(n: usize) -> Option<usize> {
+    let m = (n as f64).sqrt().round() as usize;
+    (m * m == n).then_some(m)
 }
 
 /// Runs one simulation.

@@ -3,7 +3,7 @@
 
 use super::report::{Latencies, Results};
 use super::traffic::Traffic;
-use super::SimConfig;
+use super::{SimConfig, Topology};
 use crate::vlb::Balancer;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -12,8 +12,102 @@ use std::collections::{BinaryHeap, VecDeque};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Server,
+    /// An n-fly's switching server.
+    Switch,
     Link,
     Port,
+}
+
+/// Where each resource's queue sits in [`Simulation::queues`], and the queues of the
+/// path between two servers.
+///
+/// Processors come first (0..N), then ports (N..2N). A full mesh's links follow, i→j
+/// at 2N + iN + j. An n-fly's follow as the server's uplinks (2N + i), each stage's
+/// output links (3N + sN + the position they lead to) and the switching servers
+/// (3N + nN + s·N/k + the switch's number in its stage).
+struct Layout {
+    servers: usize,
+    /// The radix, and k^p for p in 0..=n: `None` for the full mesh.
+    fly: Option<(usize, Vec<usize>)>,
+}
+
+impl Layout {
+    fn new(cfg: &SimConfig) -> Layout {
+        let fly = match cfg.topology {
+            Topology::FullMesh => None,
+            Topology::NFly { radix, .. } => {
+                let stages = Topology::stages(radix, cfg.servers).expect("checked: servers = k^n");
+                Some((radix, (0..=stages).map(|p| radix.pow(p)).collect()))
+            }
+        };
+        Layout {
+            servers: cfg.servers,
+            fly,
+        }
+    }
+
+    fn stages(&self) -> usize {
+        self.fly.as_ref().map_or(0, |(_, pow)| pow.len() - 1)
+    }
+
+    /// Where the links end and the switching servers begin.
+    fn links_end(&self) -> usize {
+        let n = self.servers;
+        match self.fly {
+            None => 2 * n + n * n,
+            Some(_) => 3 * n + self.stages() * n,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match &self.fly {
+            None => self.links_end(),
+            Some((k, _)) => self.links_end() + self.stages() * self.servers / k,
+        }
+    }
+
+    fn kind(&self, queue: usize) -> Kind {
+        let n = self.servers;
+        if queue < n {
+            Kind::Server
+        } else if queue < 2 * n {
+            Kind::Port
+        } else if queue < self.links_end() {
+            Kind::Link
+        } else {
+            Kind::Switch
+        }
+    }
+
+    /// Queues from one server to another: 1 in a full mesh, 2n + 1 in an n-fly.
+    fn transit_len(&self) -> usize {
+        2 * self.stages() + 1
+    }
+
+    /// The `step`th queue of the path from server `a` to server `b` (a ≠ b).
+    fn transit(&self, a: usize, b: usize, step: usize) -> usize {
+        let n = self.servers;
+        let Some((k, pow)) = &self.fly else {
+            return 2 * n + a * n + b;
+        };
+        if step == 0 {
+            return 2 * n + a;
+        }
+        // Stage s sets digit p = n−1−s of the position: the digits above it are
+        // already b's, the digits below still a's.
+        let stages = pow.len() - 1;
+        let s = (step - 1) / 2;
+        let (low, high) = (pow[stages - 1 - s], pow[stages - s]);
+        if step % 2 == 1 {
+            // The switch: the position before this stage without digit p.
+            let before = b / high * high + a % high;
+            let switch = before / high * low + before % low;
+            3 * n + stages * n + s * (n / k) + switch
+        } else {
+            let after = b / low * low + a % low;
+            3 * n + s * n + after
+        }
+    }
 }
 
 /// A FIFO queue in front of one work-conserving server, with a drop-tail buffer.
@@ -122,8 +216,9 @@ impl Ord for Event {
 
 pub(crate) struct Simulation {
     cfg: SimConfig,
-    /// Processors (0..N), then ports (N..2N), then links i→j (2N + iN + j).
+    /// See [`Layout`].
     queues: Vec<Queue>,
+    layout: Layout,
     balancers: Vec<Balancer>,
     traffic: Traffic,
     heap: BinaryHeap<Event>,
@@ -147,16 +242,21 @@ impl Simulation {
     /// An empty mesh (no traffic yet); `cfg` must have passed its check.
     pub(crate) fn new(cfg: &SimConfig) -> Result<Simulation, String> {
         let n = cfg.servers;
-        let mut queues = Vec::with_capacity(2 * n + n * n);
+        let layout = Layout::new(cfg);
+        let mut queues = Vec::with_capacity(layout.len());
         queues.extend((0..n).map(|_| Queue::new(cfg.server_gbps)));
         queues.extend((0..n).map(|_| Queue::new(cfg.port_gbps)));
-        queues.extend((0..n * n).map(|_| Queue::new(cfg.link_gbps)));
+        queues.extend((2 * n..layout.links_end()).map(|_| Queue::new(cfg.link_gbps)));
+        if let Topology::NFly { switch_gbps, .. } = cfg.topology {
+            queues.extend((layout.links_end()..layout.len()).map(|_| Queue::new(switch_gbps)));
+        }
         let balancers = (0..n)
             .map(|node| Balancer::new(cfg.balancer(node)))
             .collect::<Result<_, _>>()?;
         Ok(Simulation {
             cfg: cfg.clone(),
             queues,
+            layout,
             balancers,
             traffic: Traffic::new(cfg),
             heap: BinaryHeap::new(),
@@ -276,36 +376,38 @@ impl Simulation {
         self.arrive(p, now);
     }
 
-    /// The queue a packet is at: processors and links in turn, then the port.
+    /// The queue a packet is at: processors and the paths between them in turn, then
+    /// the port.
     fn queue_of(&self, p: &Packet) -> usize {
         let n = self.cfg.servers;
         let (i, k, d) = (usize::from(p.input), usize::from(p.next), usize::from(p.dest));
         let processor = |s: usize| s;
         let port = |s: usize| n + s;
-        let link = |from: usize, to: usize| 2 * n + from * n + to;
-        match (p.hop, i == d, k == d) {
-            (0, _, _) => processor(i),
+        let t = self.layout.transit_len();
+        let hop = usize::from(p.hop);
+        if hop == 0 {
+            processor(i)
+        } else if i == d {
             // Local: processed once.
-            (_, true, _) => port(d),
-            (1, _, _) => link(i, k),
-            (2, _, _) => processor(k),
+            port(d)
+        } else if hop <= t {
+            self.layout.transit(i, k, hop - 1)
+        } else if hop == t + 1 {
+            processor(k)
+        } else if k == d {
             // Direct: the next server is the output server.
-            (_, _, true) => port(d),
-            (3, _, _) => link(k, d),
-            (4, _, _) => processor(d),
-            _ => port(d),
+            port(d)
+        } else if hop <= 2 * t + 1 {
+            self.layout.transit(k, d, hop - t - 2)
+        } else if hop == 2 * t + 2 {
+            processor(d)
+        } else {
+            port(d)
         }
     }
 
     fn kind(&self, queue: usize) -> Kind {
-        let n = self.cfg.servers;
-        if queue < n {
-            Kind::Server
-        } else if queue < 2 * n {
-            Kind::Port
-        } else {
-            Kind::Link
-        }
+        self.layout.kind(queue)
     }
 
     fn arrive(&mut self, mut p: Packet, now: u64) {
@@ -328,7 +430,7 @@ impl Simulation {
                 p.hop += 1;
                 self.schedule(leaves + self.propagation_ps, What::Arrive(p));
             }
-            Kind::Server => {
+            Kind::Server | Kind::Switch => {
                 p.hop += 1;
                 self.schedule(leaves, What::Arrive(p));
             }
@@ -366,12 +468,23 @@ impl Simulation {
         let server_load = (0..n)
             .map(|s| self.queues[s].served_bytes as f64 * 8.0 / (self.cfg.port_gbps * duration_ns))
             .collect();
-        let link_utilisation = (0..n)
-            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
-            .map(|(i, j)| {
-                self.queues[2 * n + i * n + j].served_bytes as f64 * 8.0 / (self.cfg.link_gbps * duration_ns)
-            })
-            .collect();
+        let utilisation =
+            |q: usize, gbps: f64| self.queues[q].served_bytes as f64 * 8.0 / (gbps * duration_ns);
+        let link_utilisation = match self.cfg.topology {
+            Topology::FullMesh => (0..n)
+                .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+                .map(|(i, j)| utilisation(2 * n + i * n + j, self.cfg.link_gbps))
+                .collect(),
+            Topology::NFly { .. } => (2 * n..self.layout.links_end())
+                .map(|q| utilisation(q, self.cfg.link_gbps))
+                .collect(),
+        };
+        let switch_utilisation = match self.cfg.topology {
+            Topology::FullMesh => Vec::new(),
+            Topology::NFly { switch_gbps, .. } => (self.layout.links_end()..self.layout.len())
+                .map(|q| utilisation(q, switch_gbps))
+                .collect(),
+        };
         let mut counts = crate::vlb::Counts::default();
         for b in &self.balancers {
             counts.add(&b.counts());
@@ -383,6 +496,7 @@ impl Simulation {
             delivered_packets: self.delivered_packets,
             delivered_bytes: self.delivered_bytes,
             dropped_server: dropped(Kind::Server),
+            dropped_switch: dropped(Kind::Switch),
             dropped_link: dropped(Kind::Link),
             dropped_port: dropped(Kind::Port),
             dropped_failed: self.dropped_failed,
@@ -392,8 +506,77 @@ impl Simulation {
             latency_p99_us: self.latencies.quantile_ns(0.99) / 1000.0,
             server_load,
             link_utilisation,
+            switch_utilisation,
             counts,
             flows: self.traffic.started,
         }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    fn fly(radix: usize, servers: usize) -> Layout {
+        Layout::new(&SimConfig {
+            topology: Topology::NFly {
+                radix,
+                switch_gbps: 40.0,
+            },
+            ..SimConfig::new(servers)
+        })
+    }
+
+    /// Every path starts on its server's uplink and ends on its destination's
+    /// downlink; each switching server is entered by exactly k links and leaves by
+    /// exactly k, as a butterfly's switch has k ports each way; a link leads to one
+    /// switch; and every link and switch of the layout is used.
+    #[test]
+    fn paths_follow_the_butterfly() {
+        for (k, n, stages) in [(2, 2, 1), (2, 8, 3), (4, 16, 2), (2, 16, 4), (3, 27, 3)] {
+            let l = fly(k, n);
+            assert_eq!(l.stages(), stages);
+            assert_eq!(l.transit_len(), 2 * stages + 1);
+            assert_eq!(l.len(), 3 * n + stages * n + stages * n / k);
+            let mut ins: HashMap<usize, HashSet<usize>> = HashMap::new();
+            let mut outs: HashMap<usize, HashSet<usize>> = HashMap::new();
+            let mut feeds: HashMap<usize, HashSet<usize>> = HashMap::new();
+            let mut used = HashSet::new();
+            for a in 0..n {
+                for b in (0..n).filter(|&b| b != a) {
+                    let path: Vec<usize> = (0..l.transit_len()).map(|s| l.transit(a, b, s)).collect();
+                    assert_eq!(path[0], 2 * n + a, "{a}->{b}");
+                    assert_eq!(*path.last().unwrap(), 3 * n + (stages - 1) * n + b, "{a}->{b}");
+                    for (i, &q) in path.iter().enumerate() {
+                        let want = if i % 2 == 0 { Kind::Link } else { Kind::Switch };
+                        assert_eq!(l.kind(q), want, "{a}->{b} step {i}");
+                        used.insert(q);
+                        if i % 2 == 1 {
+                            ins.entry(q).or_default().insert(path[i - 1]);
+                            outs.entry(q).or_default().insert(path[i + 1]);
+                            feeds.entry(path[i - 1]).or_default().insert(q);
+                        }
+                    }
+                }
+            }
+            assert_eq!(ins.len(), stages * n / k);
+            assert!(ins.values().all(|s| s.len() == k), "{k}-ary: {ins:?}");
+            assert!(outs.values().all(|s| s.len() == k), "{k}-ary: {outs:?}");
+            // A link leads to one switch whichever path crosses it.
+            assert!(feeds.values().all(|s| s.len() == 1), "{k}-ary: {feeds:?}");
+            // Every link but the processors' and ports' queues is on some path.
+            assert_eq!(used.len(), l.len() - 2 * n);
+        }
+    }
+
+    #[test]
+    fn a_full_mesh_goes_straight() {
+        let l = Layout::new(&SimConfig::new(5));
+        assert_eq!((l.transit_len(), l.len()), (1, 10 + 25));
+        assert_eq!(l.transit(1, 3, 0), 10 + 5 + 3);
+        assert_eq!(l.kind(4), Kind::Server);
+        assert_eq!(l.kind(9), Kind::Port);
+        assert_eq!(l.kind(34), Kind::Link);
     }
 }

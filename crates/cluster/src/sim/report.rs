@@ -14,6 +14,8 @@ pub struct Results {
     pub delivered_bytes: u64,
     /// Packets dropped by a full buffer, by the kind of resource.
     pub dropped_server: u64,
+    /// By an n-fly's switching servers.
+    pub dropped_switch: u64,
     pub dropped_link: u64,
     pub dropped_port: u64,
     /// Packets that reached the failed server after it failed.
@@ -30,8 +32,13 @@ pub struct Results {
     pub latency_p99_us: f64,
     /// Each server's processor: bytes processed × 8 / (R × duration), in units of R.
     pub server_load: Vec<f64>,
-    /// Each internal link i→j (j ≠ i, in the order 0→1, 0→2, ...): bits / (L × duration).
+    /// Each internal link, bits / (L × duration): of a full mesh, i→j (j ≠ i, in the
+    /// order 0→1, 0→2, ...); of an n-fly, each server's uplink, then each stage's
+    /// output links (the last stage's are the downlinks).
     pub link_utilisation: Vec<f64>,
+    /// Each of an n-fly's switching servers, stage by stage: bytes processed × 8 /
+    /// (its capacity × duration). Empty for a full mesh.
+    pub switch_utilisation: Vec<f64>,
     /// The balancers' counts, summed over the input servers.
     pub counts: Counts,
     /// Flows that sent (or were sending, at time 0) during the run.
@@ -40,7 +47,11 @@ pub struct Results {
 
 impl Results {
     pub fn dropped(&self) -> u64 {
-        self.dropped_server + self.dropped_link + self.dropped_port + self.dropped_failed
+        self.dropped_server
+            + self.dropped_switch
+            + self.dropped_link
+            + self.dropped_port
+            + self.dropped_failed
     }
 
     /// Delivered packets over offered packets (1 when none was offered).
@@ -67,6 +78,14 @@ impl Results {
 
     pub fn mean_link_utilisation(&self) -> f64 {
         mean(&self.link_utilisation)
+    }
+
+    pub fn max_switch_utilisation(&self) -> f64 {
+        self.switch_utilisation.iter().copied().fold(0.0, f64::max)
+    }
+
+    pub fn mean_switch_utilisation(&self) -> f64 {
+        mean(&self.switch_utilisation)
     }
 }
 

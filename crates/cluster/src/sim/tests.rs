@@ -468,3 +468,184 @@ fn failures_that_cannot_happen_are_refused() {
         "a failure at 5000000 ns comes after the 5000000 ns of traffic"
     );
 }
+
+/// An n-fly of `servers` edge servers, with links of 2R (the planner's bundle for one
+/// external port) and switching servers that pass all k of them on.
+fn fly(radix: usize, servers: usize, scheme: Scheme) -> SimConfig {
+    SimConfig {
+        topology: Topology::NFly {
+            radix,
+            switch_gbps: 2.0 * 20.0 * radix as f64,
+        },
+        link_gbps: 20.0,
+        ..small(servers, scheme)
+    }
+}
+
+#[test]
+fn a_packet_crosses_every_stage_of_the_n_fly_twice_when_balanced() {
+    // A 2-ary 2-fly: 4 servers, two stages of two switching servers. 1,000 bytes take
+    // 320 ns at a server (25 Gbps), 200 at a switching server (40 Gbps), 400 on a link
+    // (20 Gbps) and 800 at the port; each link adds 2 us.
+    let cfg = SimConfig {
+        server_gbps: 25.0,
+        topology: Topology::NFly {
+            radix: 2,
+            switch_gbps: 40.0,
+        },
+        link_gbps: 20.0,
+        ..SimConfig::new(4)
+    };
+    let transit = 400 + 2000 + 2 * (200 + 400 + 2000);
+    // 0 -> 1 -> 2: three servers, two crossings, the port.
+    let mut sim = Simulation::new(&cfg).unwrap();
+    sim.inject(0, 0, 1, 2, 1000, 0, 0);
+    sim.run();
+    let r = sim.results();
+    assert_eq!(r.delivered_packets, 1);
+    assert_eq!(r.latency_mean_us, (3 * 320 + 2 * transit + 800) as f64 / 1000.0);
+    // Straight 0 -> 2: two servers, one crossing.
+    let mut sim = Simulation::new(&cfg).unwrap();
+    sim.inject(0, 0, 2, 2, 1000, 0, 0);
+    sim.run();
+    let r = sim.results();
+    assert_eq!(r.latency_mean_us, (2 * 320 + transit + 800) as f64 / 1000.0);
+    // Two uplinks or downlinks and two links between the stages served 1,000 bytes
+    // each, in 20 ms: 4 of the 12 links carried 1000 × 8 / (20 × 20e6) of their rate.
+    let busy: Vec<f64> = r.link_utilisation.iter().copied().filter(|&u| u > 0.0).collect();
+    assert_eq!(r.link_utilisation.len(), 4 + 2 * 4);
+    assert_eq!(busy.len(), 3);
+    assert_eq!(r.switch_utilisation.len(), 4);
+    assert_eq!(r.switch_utilisation.iter().filter(|&&u| u > 0.0).count(), 2);
+}
+
+/// The transpose matrix sends the traffic of the four servers with the same low
+/// digits (in a 2-ary 4-fly) over one link of the second stage: 3 × 0.9R (the fourth
+/// is its own destination) on a link of 2R. Sending straight loses about a quarter of
+/// it there; VLB spreads every pair's traffic over all the paths and loses nothing.
+#[test]
+fn vlb_evens_out_what_the_butterfly_would_send_down_one_link() {
+    let straight = run_ok(&SimConfig {
+        matrix: Matrix::Transpose,
+        ..fly(2, 16, Scheme::DirectOnly)
+    });
+    let vlb = run_ok(&SimConfig {
+        matrix: Matrix::Transpose,
+        ..fly(2, 16, Scheme::Vlb)
+    });
+    for r in [&straight, &vlb] {
+        assert_eq!(r.offered_packets, r.delivered_packets + r.dropped(), "{:?}", r);
+        assert_eq!((r.dropped_server, r.dropped_switch), (0, 0));
+    }
+    let lost = straight.dropped_link as f64 / straight.offered_packets as f64;
+    // 1 − 2/2.7 of 12/16 of the traffic, less what the buffers absorb.
+    assert!((0.12..0.22).contains(&lost), "{}", lost);
+    assert!(straight.max_link_utilisation() > 0.99);
+    assert_eq!(vlb.dropped_link, 0, "{:?}", vlb);
+    assert!(
+        vlb.max_link_utilisation() < 0.95,
+        "{}",
+        vlb.max_link_utilisation()
+    );
+    // Under VLB a packet of the 12 servers that send crosses the butterfly 1 + 14/16
+    // times on average (once when the draw is its input or output server), and each
+    // crossing passes one of a stage's 8 switching servers: 12 × 0.9R × 1.875 / 8 =
+    // 2.53R each, of their 8R (at the load the traffic actually offered).
+    let load = offered_load(&fly(2, 16, Scheme::Vlb), &vlb);
+    assert_near(
+        "switch load",
+        vlb.mean_switch_utilisation(),
+        12.0 * load * 1.875 / 8.0 / 8.0,
+        0.05,
+    );
+}
+
+#[test]
+fn an_n_fly_of_256_servers_runs() {
+    let cfg = SimConfig {
+        duration_ns: 50_000,
+        ..fly(2, 256, Scheme::DirectFlowlets)
+    };
+    let r = run_ok(&cfg);
+    assert_eq!(r.link_utilisation.len(), 256 + 8 * 256);
+    assert_eq!(r.switch_utilisation.len(), 8 * 128);
+    assert!(r.offered_packets > 10_000);
+    assert_eq!(r.offered_packets, r.delivered_packets + r.dropped());
+}
+
+#[test]
+fn a_failed_edge_server_of_an_n_fly_is_balanced_around_once_marked_down() {
+    let runs = |detected_after_ns| {
+        run_ok(&SimConfig {
+            failure: Some(Failure {
+                server: 5,
+                at_ns: 2 * MS,
+                detected_after_ns,
+            }),
+            ..fly(2, 8, Scheme::Vlb)
+        })
+    };
+    let (never, at_once) = (runs(None), runs(Some(0)));
+    assert!(at_once.lost_in_transit < 100, "{:?}", at_once);
+    assert!(
+        never.lost_in_transit > 20 * at_once.lost_in_transit.max(1),
+        "{:?}",
+        never
+    );
+}
+
+#[test]
+fn n_flies_that_cannot_be_built_are_refused() {
+    let err = |c: SimConfig| run(&c).err().unwrap();
+    assert_eq!(
+        err(fly(2, 12, Scheme::Vlb)),
+        "an n-fly of radix 2 joins a power of 2 servers (2, 4, 8 ...), not 12"
+    );
+    assert_eq!(
+        err(fly(4, 32, Scheme::Vlb)),
+        "an n-fly of radix 4 joins a power of 4 servers (4, 16, 64 ...), not 32"
+    );
+    assert_eq!(
+        err(fly(1, 8, Scheme::Vlb)),
+        "an n-fly's radix is at least 2, not 1"
+    );
+    assert_eq!(
+        err(SimConfig {
+            topology: Topology::NFly {
+                radix: 2,
+                switch_gbps: 0.0
+            },
+            ..SimConfig::new(8)
+        }),
+        "the switching servers' capacity must be at least 0.001 Gbps, not 0"
+    );
+    assert_eq!(
+        err(SimConfig {
+            matrix: Matrix::Transpose,
+            ..SimConfig::new(8)
+        }),
+        "the transpose matrix needs a square number of servers (4, 9, 16, 64, 256 ...), not 8"
+    );
+    assert_eq!(Topology::stages(2, 256), Some(8));
+    assert_eq!(Topology::stages(16, 256), Some(2));
+    assert_eq!(Topology::stages(256, 256), Some(1));
+    assert_eq!(Topology::stages(3, 2), None);
+}
+
+#[test]
+fn the_transpose_matrix_swaps_the_halves_of_a_server_number() {
+    // 9 servers, m = 3: 1 = 0·3 + 1 sends to 1·3 + 0 = 3; 4 = 1·3 + 1 to itself.
+    let r = run_ok(&SimConfig {
+        matrix: Matrix::Transpose,
+        ..small(9, Scheme::DirectOnly)
+    });
+    // The three servers x·3 + x send only to themselves: a third of the traffic.
+    assert_near(
+        "local share",
+        r.counts.local as f64 / r.offered_packets as f64,
+        1.0 / 3.0,
+        0.1,
+    );
+    let busy = r.link_utilisation.iter().filter(|&&u| u > 0.0).count();
+    assert_eq!(busy, 6);
+}

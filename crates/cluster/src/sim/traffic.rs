@@ -231,6 +231,10 @@ impl Traffic {
         let dest = match self.matrix {
             Matrix::Uniform => rng.below(self.servers),
             Matrix::Permutation => (input + 1) % self.servers,
+            Matrix::Transpose => {
+                let m = super::square_root(self.servers).expect("checked: a square number of servers");
+                (input % m) * m + input / m
+            }
             Matrix::Hotspot { hot } => {
                 if rng.unit() < hot {
                     0
