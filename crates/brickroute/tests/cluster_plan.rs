@@ -68,11 +68,61 @@ fn the_default_sweep_has_a_row_and_a_bar_for_each_power_of_two_from_4_to_1024() 
         .lines()
         .skip_while(|l| !l.starts_with("servers against ports"))
         .skip(1)
+        .take_while(|l| !l.is_empty())
         .collect();
     assert_eq!(bars.len(), 9, "{}", text);
     assert!(bars[0].trim_start().starts_with("4 │█"), "{}", bars[0]);
     // The largest plan, 6144 servers, has the full 40 cells.
     assert_eq!(bars[8], format!("   1024 │{} 6144", "█".repeat(40)));
+}
+
+#[test]
+fn plans_the_simulator_can_model_come_with_its_command_and_hold_under_vlb() {
+    let out = plan(&["--ports", "8,16,2048"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let commands: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("check a plan under traffic"))
+        .skip(1)
+        .collect();
+    // 2048 ports need 2048 edge servers, past the simulator's 256.
+    assert_eq!(
+        commands,
+        [
+            "      8  brickroute cluster simulate --servers 8 --rate 10 --link-rate 10 --server-capacity 40",
+            "     16  brickroute cluster simulate --topology n-fly --servers 16 --radix 2 --rate 10 \
+             --link-rate 20 --server-capacity 40 --switch-capacity 40",
+        ],
+        "{}",
+        text
+    );
+    // Servers of 100 Gbps hold 3 ports each: the simulator has one a server.
+    let lines = json_lines(&["--ports", "16,64", "--server-capacity", "100"]);
+    assert_eq!(lines[0]["simulate"], serde_json::Value::Null);
+    assert_eq!(
+        lines[1]["simulate"],
+        "--topology n-fly --servers 64 --radix 2 --rate 10 --link-rate 20 --server-capacity 100 --switch-capacity 100"
+    );
+    // The 16-port plan, simulated: classic VLB drops nothing inside the cluster.
+    let args = commands[1].split_whitespace().skip(4);
+    let mut all = vec![
+        "cluster",
+        "simulate",
+        "--scheme",
+        "vlb",
+        "--duration",
+        "2ms",
+        "--json",
+    ];
+    all.extend(args);
+    let out = brickroute(&all);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert!(r["delivered"].as_u64().unwrap() > 10_000, "{}", r);
+    for key in ["dropped_server", "dropped_switch", "dropped_link"] {
+        assert_eq!(r[key].as_u64(), Some(0), "{}: {}", key, r);
+    }
 }
 
 #[test]

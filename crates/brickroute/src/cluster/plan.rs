@@ -166,7 +166,53 @@ fn table(plans: &[Plan]) -> String {
     }
     s.push('\n');
     s.push_str(&chart(plans));
+    let simulations: Vec<(u32, String)> = plans
+        .iter()
+        .filter_map(|p| simulation(p).map(|args| (p.request.ports, args)))
+        .collect();
+    if !simulations.is_empty() {
+        s.push_str("\ncheck a plan under traffic (the simulator takes one external port a server, 2 to 256 servers):\n");
+        for (n, args) in simulations {
+            s.push_str(&format!("{:>7}  brickroute cluster simulate {}\n", n, args));
+        }
+    }
     s
+}
+
+/// The arguments of `cluster simulate` that model `p`'s topology, when the simulator
+/// can: one external port a server, 2 to 256 servers (edge servers of an n-fly, a
+/// power of its k, so that its stages hold the planner's k/N switching servers). Each
+/// link is a bundle of NIC ports, simulated as one link of their summed rate.
+fn simulation(p: &Plan) -> Option<String> {
+    let r = &p.request;
+    let c = r.server.capacity_gbps;
+    let simulated = |servers: u64| (2..=cluster::vlb::MAX_NODES as u64).contains(&servers);
+    match p.best().ok()? {
+        Topology::Mesh(m) if m.ports_per_server == 1 && simulated(m.servers) => Some(format!(
+            "--servers {} --rate {} --link-rate {} --server-capacity {}",
+            m.servers,
+            r.rate_gbps,
+            m.ports_per_neighbour as f64 * r.server.link_gbps,
+            c
+        )),
+        Topology::Fly(f)
+            if f.ports_per_server == 1
+                && simulated(f.edge_servers)
+                && cluster::sim::Topology::stages(f.k as usize, f.edge_servers as usize)
+                    == Some(f.stages as u32) =>
+        {
+            Some(format!(
+                "--topology n-fly --servers {} --radix {} --rate {} --link-rate {} --server-capacity {} --switch-capacity {}",
+                f.edge_servers,
+                f.k,
+                r.rate_gbps,
+                f.bundle_ports as f64 * r.server.link_gbps,
+                c,
+                c
+            ))
+        }
+        _ => None,
+    }
 }
 
 fn row(p: &Plan) -> String {
@@ -274,5 +320,6 @@ fn json(p: &Plan) -> serde_json::Value {
         "mesh_reason": p.mesh.as_ref().err(),
         "nfly_reason": p.fly.as_ref().err(),
         "reason": best.err(),
+        "simulate": simulation(p),
     })
 }
