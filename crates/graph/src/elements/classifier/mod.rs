@@ -74,6 +74,11 @@ impl Kind {
     /// The decision program of a configuration's patterns, for an element with
     /// `noutputs` outputs; or why the patterns are refused.
     fn compile(self, patterns: &[String], noutputs: usize) -> Result<Program, String> {
+        Ok(Program::compile(&self.parse(patterns, noutputs)?))
+    }
+
+    /// A configuration's patterns as expressions, each with where its matches go.
+    fn parse(self, patterns: &[String], noutputs: usize) -> Result<Vec<(program::Expr, Target)>, String> {
         if self != Kind::IPFilter && patterns.len() != noutputs {
             return Err(format!("need {} arguments, one per output port", noutputs));
         }
@@ -92,7 +97,7 @@ impl Kind {
                 }
             });
         }
-        Ok(Program::compile(&compiled))
+        Ok(compiled)
     }
 }
 

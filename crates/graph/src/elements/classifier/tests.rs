@@ -329,11 +329,13 @@ fn expressions_nested_past_the_limit_are_refused_not_a_crash() {
 
 #[test]
 fn classifier_program_handler() {
+    // An ARP frame that is not a request goes straight to [2]: its bytes 12-13 are
+    // 08 06, so 12/0800 cannot match (the plain program tested it: "no->step 2").
     let h = Harness::new(&ClassifierClass, "12/0806 20/0001, 12/0800, -", 1, 3);
     assert_eq!(
         h.read("program"),
         "  0 12/08060000%ffff0000  yes->step 1  no->step 2\n\
-        \x20 1 20/00010000%ffff0000  yes->[0]  no->step 2\n\
+        \x20 1 20/00010000%ffff0000  yes->[0]  no->[2]\n\
         \x20 2 12/08000000%ffff0000  yes->[1]  no->[2]\n"
     );
     let h = Harness::new(&ClassifierClass, "-, 12/0800", 1, 2);
@@ -1033,4 +1035,621 @@ fn a_refused_config_write_leaves_the_rules_as_they_were() {
         "need 2 arguments, one per output port"
     );
     assert_eq!(one(&mut c, udp_pkt(1, 2)), Some(1));
+}
+
+// ---- the optimised program against the plain one ----
+
+use super::program::{Base, Test};
+use crate::args::Args;
+
+/// A configuration compiled optimised and plain.
+fn both(kind: Kind, config: &str, noutputs: usize) -> (Program, Program) {
+    let pats = kind.parse(&Args::new(config).rest(), noutputs).unwrap();
+    (Program::compile(&pats), Program::compile_unoptimised(&pats))
+}
+
+/// The regions a `Classifier` sees in `data`.
+fn data_view(data: &[u8]) -> View<'_> {
+    View {
+        data,
+        net: &[],
+        transp: &[],
+    }
+}
+
+/// The tests `prog` takes for the packet, in order (`ip`: as IPClassifier sees it).
+fn taken(prog: &Program, p: &Packet, ip: bool) -> Vec<Test> {
+    let v = if ip { view_of(p) } else { data_view(p.data()) };
+    prog.trace(&v).1
+}
+
+#[test]
+fn a_known_protocol_skips_the_other_protocols_tests() {
+    let (opt, plain) = both(
+        Kind::IPClassifier,
+        "tcp dst port 80, tcp dst port 443, udp dst port 53, -",
+        4,
+    );
+    // The tests, written out: IP protocol byte (network header byte 9), fragment
+    // offset (bytes 6-7, low 13 bits), destination port (transport bytes 2-3).
+    let is_tcp = Test::new(Base::Net, 8, 0x0006_0000, 0x00ff_0000);
+    let is_udp = Test::new(Base::Net, 8, 0x0011_0000, 0x00ff_0000);
+    let first_frag = Test::new(Base::Net, 4, 0, 0x0000_1fff);
+    let port = |p: u32| Test::new(Base::Transp, 0, p, 0x0000_ffff);
+    // TCP 10.0.0.1:1000 -> 192.168.1.2:22, written out byte by byte.
+    let to_22: [u8; 40] = [
+        0x45, 0x00, 0x00, 0x28, 0x12, 0x34, 0x00, 0x00, 0x40, 0x06, 0x00, 0x00, 10, 0, 0, 1, 192, 168, 1,
+        2, // IP
+        0x03, 0xe8, 0x00, 0x16, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0x02, 0x00, 0, 0, 0, 0, // TCP
+    ];
+    let p = ip_packet(&to_22);
+    // Once "tcp?" is yes, "udp?" (the same byte) is no: never tested, nor are "tcp?"
+    // and the fragment test again.
+    assert_eq!(
+        taken(&opt, &p, true),
+        vec![is_tcp, first_frag, port(80), port(443)]
+    );
+    assert_eq!(
+        taken(&plain, &p, true),
+        vec![
+            is_tcp,
+            first_frag,
+            port(80),
+            is_tcp,
+            first_frag,
+            port(443),
+            is_udp
+        ]
+    );
+    assert_eq!(opt.run(&view_of(&p)), Some(3));
+    // To port 443: output 1 after 4 tests (the plain program: 6).
+    let mut to_443 = to_22;
+    to_443[22..24].copy_from_slice(&[0x01, 0xbb]);
+    let p = ip_packet(&to_443);
+    assert_eq!(
+        taken(&opt, &p, true),
+        vec![is_tcp, first_frag, port(80), port(443)]
+    );
+    assert_eq!(taken(&plain, &p, true).len(), 6);
+    assert_eq!(opt.run(&view_of(&p)), Some(1));
+    // A later fragment of a TCP packet: no port test can match; 2 tests, not 5.
+    let mut later = to_443;
+    later[7] = 0x10;
+    let p = ip_packet(&later);
+    assert_eq!(taken(&opt, &p, true), vec![is_tcp, first_frag]);
+    assert_eq!(taken(&plain, &p, true).len(), 5);
+    assert_eq!(opt.run(&view_of(&p)), Some(3));
+    // UDP: "tcp?" no, then the UDP pattern alone.
+    let mut dns = to_22;
+    dns[9] = 17;
+    dns[22..24].copy_from_slice(&[0x00, 0x35]);
+    let p = ip_packet(&dns);
+    assert_eq!(taken(&opt, &p, true), vec![is_tcp, is_udp, first_frag, port(53)]);
+    assert_eq!(opt.run(&view_of(&p)), Some(2));
+}
+
+#[test]
+fn the_router_classifier_tests_the_ethertype_once() {
+    let (opt, plain) = both(
+        Kind::Classifier,
+        "12/0806 20/0001, 12/0806 20/0002, 12/0800, -",
+        4,
+    );
+    let arp_type = Test::new(Base::Data, 12, 0x0806_0000, 0xffff_0000);
+    let ip_type = Test::new(Base::Data, 12, 0x0800_0000, 0xffff_0000);
+    let op = |o: u32| Test::new(Base::Data, 20, o << 16, 0xffff_0000);
+    let mut frame = [0u8; 42];
+    frame[..12].copy_from_slice(&[
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0x11, 0x22, 0x33, 0x44, 0x55,
+    ]);
+    // An IPv4 frame: 08 00, then the start of an IP header.
+    let mut v4 = frame;
+    v4[12..16].copy_from_slice(&[0x08, 0x00, 0x45, 0x00]);
+    let p = Packet::from_slice(&v4);
+    assert_eq!(taken(&opt, &p, false), vec![arp_type, ip_type]);
+    assert_eq!(taken(&plain, &p, false), vec![arp_type, ip_type]);
+    // An ARP reply: 08 06, hardware 0001, protocol 0800, sizes 6 and 4, opcode 0002.
+    let mut reply = frame;
+    reply[12..22].copy_from_slice(&[0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02]);
+    let p = Packet::from_slice(&reply);
+    assert_eq!(taken(&opt, &p, false), vec![arp_type, op(1), op(2)]);
+    assert_eq!(taken(&plain, &p, false), vec![arp_type, op(1), arp_type, op(2)]);
+    assert_eq!(opt.run(&data_view(&reply)), Some(1));
+    // Any other ARP opcode: then straight to output 3, never testing 12/0800.
+    reply[21] = 0x03;
+    let p = Packet::from_slice(&reply);
+    assert_eq!(taken(&opt, &p, false), vec![arp_type, op(1), op(2)]);
+    assert_eq!(
+        taken(&plain, &p, false),
+        vec![arp_type, op(1), arp_type, op(2), ip_type]
+    );
+    assert_eq!(opt.run(&data_view(&reply)), Some(3));
+    // An ARP frame cut before the opcode: same path, output 3.
+    let cut = &reply[..20];
+    let p = Packet::from_slice(cut);
+    assert_eq!(taken(&opt, &p, false), vec![arp_type, op(1), op(2)]);
+    assert_eq!(opt.run(&data_view(cut)), Some(3));
+}
+
+#[test]
+fn a_match_decides_only_the_bytes_it_read() {
+    let (opt, plain) = both(Kind::Classifier, "12/0800 !12/080045, !12/080645, -", 3);
+    let ip_type = Test::new(Base::Data, 12, 0x0800_0000, 0xffff_0000);
+    let ip_45 = Test::new(Base::Data, 12, 0x0800_4500, 0xffff_ff00);
+    let arp_45 = Test::new(Base::Data, 12, 0x0806_4500, 0xffff_ff00);
+    let frame = |tail: &[u8]| {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(tail);
+        f
+    };
+    let run = |prog: &Program, f: &[u8]| prog.trace(&data_view(f));
+    // 08 00 and no byte 14: 12/0800 yes does not decide 12/080045 (byte 14 might be
+    // there), which is no (too short): output 0.
+    let f = frame(&[0x08, 0x00]);
+    assert_eq!(run(&opt, &f), (Some(0), vec![ip_type, ip_45]));
+    // 08 00 45: pattern 0 fails on its second test, which read bytes 12-14; then
+    // 12/080645 is no without a test (byte 13 is 00): output 1 after 2 tests, not 3.
+    let f = frame(&[0x08, 0x00, 0x45]);
+    assert_eq!(run(&opt, &f), (Some(1), vec![ip_type, ip_45]));
+    assert_eq!(run(&plain, &f), (Some(1), vec![ip_type, ip_45, arp_45]));
+    // 08 06 45: pattern 1 fails, output 2; 08 06 alone: pattern 1 (too short for
+    // 12/080645, so its negation holds), output 1.
+    let f = frame(&[0x08, 0x06, 0x45]);
+    assert_eq!(run(&opt, &f), (Some(2), vec![ip_type, arp_45]));
+    let f = frame(&[0x08, 0x06]);
+    assert_eq!(run(&opt, &f), (Some(1), vec![ip_type, arp_45]));
+    for f in [frame(&[0x08, 0x00, 0x46]), frame(&[0x08]), frame(&[])] {
+        assert_eq!(run(&opt, &f).0, run(&plain, &f).0, "{:02x?}", f);
+    }
+}
+
+// ---- differential tests: optimised and plain programs answer alike ----
+
+/// The first pattern whose expression holds, by direct evaluation.
+fn reference(pats: &[(Expr, Target)], v: &View<'_>) -> Option<u32> {
+    match pats.iter().find(|(e, _)| e.eval(v)).map(|p| p.1) {
+        Some(Target::Out(p)) => Some(p),
+        _ => None,
+    }
+}
+
+/// Checks `pats` optimised (as compiled, and with other numbers of copies) against
+/// plain on every view; an optimised program never takes more tests.
+fn check_views(pats: &[(Expr, Target)], views: &[View<'_>]) -> Result<(), TestCaseError> {
+    let plain = Program::compile_unoptimised(pats);
+    let mut opts = Program::compile_variants(pats);
+    prop_assert_eq!(opts.len(), 3);
+    opts.push(Program::compile(pats));
+    for opt in &opts {
+        for v in views {
+            let (a, ta) = opt.trace(v);
+            let (b, tb) = plain.trace(v);
+            prop_assert_eq!(a, b, "{}\nvs\n{}\n{:?}", opt.unparse(), plain.unparse(), v);
+            prop_assert_eq!(opt.run(v), a);
+            prop_assert_eq!(a, reference(pats, v));
+            prop_assert!(ta.len() <= tb.len());
+        }
+    }
+    Ok(())
+}
+
+/// Bytes that patterns below use often, so that tests match often.
+const ALPHABET: &[u8] = &[0x00, 0x01, 0x06, 0x08, 0x11, 0x45, 0xff];
+
+fn short_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    let len = prop_oneof![0usize..24, 0usize..max];
+    len.prop_flat_map(|n| prop::collection::vec(prop::sample::select(ALPHABET), n))
+}
+
+fn byte_clause() -> impl Strategy<Value = String> {
+    (
+        any::<bool>(),
+        prop::sample::select(vec![0u32, 2, 3, 4, 12, 13, 14, 16, 20, 21, 22]),
+        prop::collection::vec(
+            (
+                prop::sample::select(ALPHABET),
+                prop::sample::select(vec![0xffu8, 0xff, 0xf0, 0x0f, 0x01, 0x00]),
+            ),
+            1..5,
+        ),
+    )
+        .prop_map(|(neg, off, bytes)| {
+            let v: String = bytes.iter().map(|(b, _)| format!("{:02x}", b)).collect();
+            let m: String = bytes.iter().map(|(_, m)| format!("{:02x}", m)).collect();
+            format!("{}{}/{}%{}", if neg { "!" } else { "" }, off, v, m)
+        })
+}
+
+fn byte_pattern() -> impl Strategy<Value = String> {
+    prop_oneof![
+        1 => Just("-".to_string()),
+        8 => prop::collection::vec(byte_clause(), 1..4).prop_map(|v| v.join(" ")),
+    ]
+}
+
+const HOSTS: &[&str] = &["10.0.0.1", "10.0.0.2", "10.1.0.1", "192.168.1.2"];
+const NETS: &[&str] = &[
+    "10.0.0.0/8",
+    "10.0.0.0/16",
+    "10.1.0.0/16",
+    "192.168.0.0/16",
+    "10.0.0.0/24",
+];
+const PORTS: &[&str] = &["22", "53", "80", "443"];
+
+fn ip_atom() -> impl Strategy<Value = String> {
+    let h = || prop::sample::select(HOSTS);
+    let n = || prop::sample::select(NETS);
+    let p = || prop::sample::select(PORTS);
+    prop_oneof![
+        prop::sample::select(vec!["tcp", "udp", "icmp", "ip frag", "ip unfrag", "syn"])
+            .prop_map(str::to_string),
+        h().prop_map(|h| format!("src host {}", h)),
+        h().prop_map(|h| format!("dst host {}", h)),
+        h().prop_map(|h| format!("src host != {}", h)),
+        n().prop_map(|n| format!("src net {}", n)),
+        n().prop_map(|n| format!("dst net {}", n)),
+        p().prop_map(|p| format!("dst port {}", p)),
+        p().prop_map(|p| format!("tcp dst port {}", p)),
+        p().prop_map(|p| format!("udp dst port {}", p)),
+        p().prop_map(|p| format!("dst port != {}", p)),
+        prop::sample::select(vec!["0", "16", "184"]).prop_map(|t| format!("ip tos {}", t)),
+    ]
+}
+
+fn ip_expr() -> impl Strategy<Value = String> {
+    ip_atom().prop_recursive(3, 12, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({} and {})", a, b)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({} or {})", a, b)),
+            inner.prop_map(|a| format!("not {}", a)),
+        ]
+    })
+}
+
+fn ip_rule() -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(vec!["allow", "deny", "1", "2"]),
+        prop_oneof![1 => Just("-".to_string()), 8 => ip_expr()],
+    )
+        .prop_map(|(a, e)| format!("{} {}", a, e))
+}
+
+/// An IPv4 packet from a few likely field values, then perhaps damaged and cut.
+#[allow(clippy::type_complexity)]
+fn ip_bytes() -> impl Strategy<Value = (Vec<u8>, bool)> {
+    (
+        (
+            prop::sample::select(vec![5u8, 5, 6]),
+            prop::sample::select(vec![1u8, 6, 6, 17, 47]),
+            prop::sample::select(vec![0u8, 16, 184]),
+            prop::sample::select(vec![[0u8, 0], [0x20, 0], [0, 1], [0x40, 0]]),
+            prop::sample::select(HOSTS),
+            prop::sample::select(HOSTS),
+        ),
+        (
+            prop::sample::select(vec![22u16, 53, 80, 443, 1024]),
+            prop::sample::select(vec![22u16, 53, 80, 443, 1024]),
+            prop::collection::vec((0usize..48, prop::sample::select(ALPHABET)), 0..3),
+            prop_oneof![0usize..30, 0usize..80],
+            any::<bool>(),
+        ),
+    )
+        .prop_map(
+            |((ihl, proto, tos, frag, src, dst), (sport, dport, damage, cut, annotate))| {
+                let addr = |s: &str| -> Vec<u8> { s.split('.').map(|x| x.parse::<u8>().unwrap()).collect() };
+                let mut v = vec![0x40 | ihl, tos, 0, 60, 0, 1, frag[0], frag[1], 64, proto, 0, 0];
+                v.extend(addr(src));
+                v.extend(addr(dst));
+                v.resize(ihl as usize * 4, 1);
+                v.extend(sport.to_be_bytes());
+                v.extend(dport.to_be_bytes());
+                v.extend([0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x12, 2, 0, 0, 0, 0, 0]);
+                v.resize(80, 0);
+                for (i, b) in damage {
+                    v[i] = b;
+                }
+                v.truncate(cut);
+                (v, annotate)
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Random Classifier configurations on shared offsets: the optimised program
+    /// sends every packet, short ones included, where the plain one does.
+    #[test]
+    fn optimised_byte_patterns_answer_as_plain_ones(
+        pats in prop::collection::vec(byte_pattern(), 1..7),
+        pkts in prop::collection::vec(short_bytes(80), 24),
+    ) {
+        let n = pats.len();
+        let pats = Kind::Classifier.parse(&pats, n).unwrap();
+        let views: Vec<View<'_>> = pkts
+            .iter()
+            .map(|d| data_view(d))
+            .collect();
+        check_views(&pats, &views)?;
+    }
+
+    /// Random IPFilter configurations from a small vocabulary, on IP packets built
+    /// from likely field values, damaged and cut at random.
+    #[test]
+    fn optimised_ip_patterns_answer_as_plain_ones(
+        rules in prop::collection::vec(ip_rule(), 1..7),
+        pkts in prop::collection::vec(ip_bytes(), 24),
+    ) {
+        let pats = Kind::IPFilter.parse(&rules, 3).unwrap();
+        let pkts: Vec<Packet> = pkts
+            .iter()
+            .map(|(b, annotate)| if *annotate { ip_packet(b) } else { Packet::from_slice(b) })
+            .collect();
+        let views: Vec<View<'_>> = pkts.iter().map(view_of).collect();
+        check_views(&pats, &views)?;
+    }
+
+    /// Expressions built directly, on words at any offset (overlapping ones share
+    /// bytes) with either short result, on short regions.
+    #[test]
+    fn optimised_unaligned_words_answer_as_plain_ones(
+        pats in prop::collection::vec(unaligned_expr(), 1..6),
+        pkts in prop::collection::vec(short_bytes(12), 32),
+    ) {
+        let pats: Vec<(Expr, Target)> = pats
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (e, if i % 3 == 2 { Target::Drop } else { Target::Out(i as u32) }))
+            .collect();
+        let views: Vec<View<'_>> = pkts
+            .iter()
+            .map(|d| data_view(d))
+            .collect();
+        check_views(&pats, &views)?;
+    }
+}
+
+fn unaligned_test() -> impl Strategy<Value = Expr> {
+    (
+        0u32..9,
+        prop::sample::select(vec![
+            0xffff_ffffu32,
+            0xffff_0000,
+            0xff00_0000,
+            0x00ff_0000,
+            0x0000_ff00,
+            0x0f00_f000,
+            0x0100_0000,
+            0x0001_0000,
+        ]),
+        prop::collection::vec(prop::sample::select(ALPHABET), 4),
+        any::<bool>(),
+    )
+        .prop_map(|(off, mask, v, short_match)| {
+            let t = Test {
+                short_match,
+                ..Test::new(
+                    Base::Data,
+                    off,
+                    u32::from_be_bytes([v[0], v[1], v[2], v[3]]),
+                    mask,
+                )
+            };
+            Expr::Test(t)
+        })
+}
+
+fn unaligned_expr() -> impl Strategy<Value = Expr> {
+    unaligned_test().prop_recursive(3, 10, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..4).prop_map(Expr::and),
+            prop::collection::vec(inner.clone(), 1..4).prop_map(Expr::or),
+            inner.prop_map(Expr::not),
+        ]
+    })
+}
+
+// ---- what the optimisation saves ----
+
+/// A small deterministic generator (64-bit LCG, high bits).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as u32
+    }
+    /// True with probability `pct`%.
+    fn pct(&mut self, pct: u32) -> bool {
+        self.next() % 100 < pct
+    }
+}
+
+/// An IP packet of a mix seen at a network edge: TCP 80% (to 443, 80, 22 or a high
+/// port), UDP 15% (DNS, NTP or other), ICMP 5%; 1% later fragments; sources from
+/// `nets` (10.N.x.y) 60% of the time.
+fn mixed_ip_packet(r: &mut Lcg, nets: u32) -> Packet {
+    let mut h = ip();
+    let (proto, dport) = match r.next() % 100 {
+        0..=79 => (
+            6,
+            match r.next() % 100 {
+                0..=44 => 443,
+                45..=69 => 80,
+                70..=79 => 22,
+                _ => 1024 + (r.next() % 60000) as u16,
+            },
+        ),
+        80..=94 => (
+            17,
+            match r.next() % 10 {
+                0..=5 => 53,
+                6..=7 => 123,
+                _ => 1024 + (r.next() % 60000) as u16,
+            },
+        ),
+        _ => (1, 0),
+    };
+    h.proto = proto;
+    if r.pct(1) {
+        h.frag = 0x00b9;
+    }
+    h.src = if nets > 0 && r.pct(60) {
+        [10, (r.next() % nets) as u8, r.next() as u8, r.next() as u8]
+    } else {
+        [172, 16, r.next() as u8, r.next() as u8]
+    };
+    let payload = match proto {
+        6 => tcp(40000, dport, 0x10, 512),
+        17 => udp(40000, dport),
+        _ => icmp(8, 0),
+    };
+    ip_packet(&h.bytes(&payload))
+}
+
+/// A frame at a router's Ethernet input: IPv4 94%, ARP requests 3%, replies 2%,
+/// IPv6 1%.
+fn mixed_frame(r: &mut Lcg) -> Packet {
+    match r.next() % 100 {
+        0..=93 => Packet::from_slice(&ether(0x0800, &ip().bytes(&tcp(1, 443, 0x10, 512)))),
+        94..=96 => Packet::from_slice(&arp(1)),
+        97..=98 => Packet::from_slice(&arp(2)),
+        _ => Packet::from_slice(&ether(0x86dd, &[0x60; 40])),
+    }
+}
+
+/// The mean number of tests per packet.
+fn mean_tests(prog: &Program, pkts: &[Packet], ip: bool) -> f64 {
+    let total: usize = pkts.iter().map(|p| taken(prog, p, ip).len()).sum();
+    total as f64 / pkts.len() as f64
+}
+
+/// Program sizes and mean tests per packet, plain and optimised, for configurations
+/// like those routers run, on a realistic packet mix (run with `--nocapture` to see
+/// them): the optimised program must take fewer tests per packet on each.
+#[test]
+fn the_optimisation_saves_tests_on_realistic_configurations() {
+    // An ACL of 20 rules on 10.N.0.0/16, allowing or denying one TCP port each.
+    let acl: Vec<String> = (0..20)
+        .map(|i| {
+            format!(
+                "{} src net 10.{}.0.0/16 && tcp dst port {}",
+                if i % 3 == 2 { "deny" } else { "allow" },
+                i,
+                [80, 443, 22, 25, 8080][i % 5]
+            )
+        })
+        .chain(["deny all".to_string()])
+        .collect();
+    let acl = acl.join(", ");
+    // A host's firewall.
+    let host = [
+        "allow tcp dst port 22",
+        "allow tcp dst port 80",
+        "allow tcp dst port 443",
+        "allow udp dst port 53",
+        "allow icmp type echo",
+        "allow icmp type echo-reply",
+        "deny all",
+    ]
+    .join(", ");
+    // Rules on sources and ports interleaved: here copies of steps for some paths pay.
+    let mixed = [
+        "deny src net 10.0.0.0/8 && tcp dst port 23",
+        "allow tcp dst port 22 && src net 10.1.0.0/16",
+        "allow udp dst port 53",
+        "deny src net 10.2.0.0/16",
+        "allow tcp dst port 80",
+        "allow tcp dst port 443",
+        "allow icmp && src net 10.0.0.0/8",
+        "deny all",
+    ]
+    .join(", ");
+    // (kind, configuration, outputs, source nets 10.N of the packets).
+    let configs: [(Kind, &str, usize, u32); 5] = [
+        (
+            Kind::IPClassifier,
+            "tcp dst port 80, tcp dst port 443, udp dst port 53, -",
+            4,
+            0,
+        ),
+        (
+            Kind::Classifier,
+            "12/0806 20/0001, 12/0806 20/0002, 12/0800, -",
+            4,
+            0,
+        ),
+        (Kind::IPFilter, &acl, 1, 24),
+        (Kind::IPFilter, &host, 1, 0),
+        (Kind::IPFilter, &mixed, 1, 4),
+    ];
+    for (kind, config, n, nets) in configs {
+        let (opt, plain) = both(kind, config, n);
+        let mut r = Lcg(1);
+        let ip = kind != Kind::Classifier;
+        let pkts: Vec<Packet> = (0..10_000)
+            .map(|_| {
+                if ip {
+                    mixed_ip_packet(&mut r, nets)
+                } else {
+                    mixed_frame(&mut r)
+                }
+            })
+            .collect();
+        for p in &pkts {
+            let v = if ip { view_of(p) } else { data_view(p.data()) };
+            assert_eq!(opt.run(&v), plain.run(&v));
+        }
+        let (mo, mp) = (mean_tests(&opt, &pkts, ip), mean_tests(&plain, &pkts, ip));
+        println!(
+            "{:?}({:.50}...): steps {} -> {}, tests per packet {:.2} -> {:.2}",
+            kind,
+            config,
+            plain.steps(),
+            opt.steps(),
+            mp,
+            mo
+        );
+        assert!(mo < mp, "{config}: {mo} vs {mp}");
+    }
+}
+
+#[test]
+fn a_large_acl_stays_within_its_bounds() {
+    // 1,000 rules on /24s of 10.0-3.x.x: copies of steps for some paths would take
+    // more work than allowed, so the program has one copy of each step at most, and
+    // still skips what all paths to a step know.
+    let mut r = Lcg(7);
+    let rules: Vec<String> = (0..1000)
+        .map(|i| {
+            format!(
+                "{} src net 10.{}.{}.0/24 && tcp dst port {}",
+                if i % 3 == 2 { "deny" } else { "allow" },
+                r.next() % 4,
+                r.next() % 256,
+                [80, 443, 22, 25, 8080][i % 5]
+            )
+        })
+        .chain(["deny all".to_string()])
+        .collect();
+    let (opt, plain) = both(Kind::IPFilter, &rules.join(", "), 1);
+    assert!(
+        opt.steps() <= plain.steps(),
+        "{} > {}",
+        opt.steps(),
+        plain.steps()
+    );
+    let pkts: Vec<Packet> = (0..2000).map(|_| mixed_ip_packet(&mut r, 4)).collect();
+    for p in &pkts {
+        let v = view_of(p);
+        let (a, ta) = opt.trace(&v);
+        let (b, tb) = plain.trace(&v);
+        assert_eq!(a, b);
+        assert!(ta.len() <= tb.len());
+    }
+    assert!(mean_tests(&opt, &pkts, true) < mean_tests(&plain, &pkts, true));
 }
