@@ -13,7 +13,8 @@ pub enum ClusterCommand {
     Demo(demo::DemoArgs),
     /// Servers and links a mesh needs for N external ports: full mesh or k-ary n-fly.
     Plan(plan::PlanArgs),
-    /// Simulates a mesh under a traffic matrix: link and server loads, reordering, latency.
+    /// Simulates a full mesh or a k-ary n-fly of servers under a traffic matrix: link and
+    /// server loads, reordering, latency.
     Simulate(simulate::SimulateArgs),
 }
 
