@@ -181,7 +181,7 @@ fn table(plans: &[Plan]) -> String {
 
 /// The arguments of `cluster simulate` that model `p`'s topology, when the simulator
 /// can: one external port a server, 2 to 256 servers (edge servers of an n-fly, a
-/// power of its k, so that its stages hold the planner's k/N switching servers). Each
+/// power of its k, so that its stages hold the planner's N/k switching servers). Each
 /// link is a bundle of NIC ports, simulated as one link of their summed rate.
 fn simulation(p: &Plan) -> Option<String> {
     let r = &p.request;

@@ -51,7 +51,8 @@
 //!   the n-fly uses this path of 2n + 1 queues.
 //! - A path is therefore fixed by its two ends, and some permutations (such as the
 //!   transpose matrix, which swaps the high and low halves of a server's digits) load
-//!   one link of a middle stage with the traffic of √N servers. VLB's random
+//!   one link of a middle stage with the traffic of √N − 1 servers (the √Nth sends
+//!   to itself). VLB's random
 //!   intermediate spreads them again.
 //! - Only edge servers fail ([`Failure`]); switching servers and links do not.
 //!

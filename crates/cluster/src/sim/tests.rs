@@ -470,7 +470,8 @@ fn failures_that_cannot_happen_are_refused() {
 }
 
 /// An n-fly of `servers` edge servers, with links of 2R (the planner's bundle for one
-/// external port) and switching servers that pass all k of them on.
+/// external port) and switching servers of twice what their k links bring, so that
+/// they never queue for long.
 fn fly(radix: usize, servers: usize, scheme: Scheme) -> SimConfig {
     SimConfig {
         topology: Topology::NFly {
@@ -510,18 +511,25 @@ fn a_packet_crosses_every_stage_of_the_n_fly_twice_when_balanced() {
     sim.run();
     let r = sim.results();
     assert_eq!(r.latency_mean_us, (2 * 320 + transit + 800) as f64 / 1000.0);
-    // Two uplinks or downlinks and two links between the stages served 1,000 bytes
-    // each, in 20 ms: 4 of the 12 links carried 1000 × 8 / (20 × 20e6) of their rate.
+    // The straight packet crossed 3 of the 12 links (its uplink, a link between the
+    // stages and the downlink) and 2 of the 4 switching servers: 1,000 bytes in 20 ms
+    // of a 20 Gbps link.
     let busy: Vec<f64> = r.link_utilisation.iter().copied().filter(|&u| u > 0.0).collect();
     assert_eq!(r.link_utilisation.len(), 4 + 2 * 4);
     assert_eq!(busy.len(), 3);
+    assert!(
+        busy.iter()
+            .all(|&u| (u - 1000.0 * 8.0 / (20.0 * 20e6)).abs() < 1e-12),
+        "{:?}",
+        busy
+    );
     assert_eq!(r.switch_utilisation.len(), 4);
     assert_eq!(r.switch_utilisation.iter().filter(|&&u| u > 0.0).count(), 2);
 }
 
 /// The transpose matrix sends the traffic of the four servers with the same low
-/// digits (in a 2-ary 4-fly) over one link of the second stage: 3 × 0.9R (the fourth
-/// is its own destination) on a link of 2R. Sending straight loses about a quarter of
+/// digits (in a 2-ary 4-fly) over one link from the second stage to the third: 3 ×
+/// 0.9R (the fourth is its own destination) on a link of 2R. Sending straight loses about a quarter of
 /// it there; VLB spreads every pair's traffic over all the paths and loses nothing.
 #[test]
 fn vlb_evens_out_what_the_butterfly_would_send_down_one_link() {
