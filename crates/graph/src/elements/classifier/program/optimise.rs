@@ -29,10 +29,17 @@ const MAX_FACTS: usize = 16;
 /// Copies of a plain step made for the knowledge of some of the paths to it, besides
 /// the one for what all of them know.
 const COPIES: usize = 1;
-/// Deciding tests may look at this many facts per plain step, plus [`WORK_FLOOR`]
-/// (a few nanoseconds each): past that, an attempt is abandoned.
+/// Deciding tests may look at this many facts per plain step, plus [`WORK_FLOOR`],
+/// and never more than [`WORK_MAX`] (5-25 ns each), in the attempt with copies; the
+/// attempt without them, if needed, may look at half as many again. Past that,
+/// the plain program is kept.
 const WORK_PER_STEP: usize = 4096;
 const WORK_FLOOR: usize = 1 << 22;
+const WORK_MAX: usize = 1 << 25;
+/// The most 64-bit words the table of the bytes each step's reachable tests read may
+/// take (32 MiB): a larger program (a Classifier pattern of a hundred thousand
+/// words, each on bytes of its own) is kept plain.
+const MAX_REACH_WORDS: usize = 1 << 22;
 
 fn base_index(b: Base) -> usize {
     match b {
@@ -383,7 +390,9 @@ struct Tables<'a> {
 }
 
 impl<'a> Tables<'a> {
-    fn new(plain: &'a Program) -> Tables<'a> {
+    /// The tables of `plain`, or `None` when they would take more than
+    /// [`MAX_REACH_WORDS`].
+    fn new(plain: &'a Program) -> Option<Tables<'a>> {
         let mut test_id: HashMap<Test, u32> = HashMap::new();
         let mut tests = Vec::new();
         let mut byte_id: HashMap<(Base, u64), usize> = HashMap::new();
@@ -417,6 +426,9 @@ impl<'a> Tables<'a> {
         }
         let words = byte_id.len().div_ceil(64).max(1);
         let n = plain.insns.len();
+        if n.saturating_mul(words) > MAX_REACH_WORDS {
+            return None;
+        }
         let mut reach = vec![0u64; n * words];
         let mut reach_bases = vec![0u8; n];
         for i in (0..n).rev() {
@@ -436,7 +448,7 @@ impl<'a> Tables<'a> {
                 }
             }
         }
-        Tables {
+        Some(Tables {
             plain,
             prepared: tests.iter().map(Prepared::of).collect(),
             step_test,
@@ -446,7 +458,7 @@ impl<'a> Tables<'a> {
             reach_bases,
             thresholds,
             work: std::cell::Cell::new(0),
-        }
+        })
     }
 
     fn reaches(&self, step: usize, byte: usize) -> bool {
@@ -601,14 +613,19 @@ pub(super) fn optimise(plain: &Program) -> Program {
         return plain.clone();
     }
     let n = plain.insns.len();
-    let tables = Tables::new(plain);
+    let Some(tables) = Tables::new(plain) else {
+        return plain.clone().compact();
+    };
     let common = tables.common();
-    let work_cap = n.saturating_mul(WORK_PER_STEP).saturating_add(WORK_FLOOR);
+    let work_cap = n
+        .saturating_mul(WORK_PER_STEP)
+        .saturating_add(WORK_FLOOR)
+        .min(WORK_MAX);
     // Copies for the knowledge of some paths; failing that (out of time), one copy of
-    // each step for what all paths to it know; failing that, the plain program.
-    for copies in [COPIES, 0] {
-        tables.work.set(0);
-        if let Some(p) = specialise(&tables, &common, copies, work_cap) {
+    // each step for what all paths to it know; failing that, the plain program. The
+    // work is counted over both attempts.
+    for (copies, cap) in [(COPIES, work_cap), (0, work_cap + work_cap / 2)] {
+        if let Some(p) = specialise(&tables, &common, copies, cap) {
             return p;
         }
     }
@@ -619,7 +636,7 @@ pub(super) fn optimise(plain: &Program) -> Program {
 /// on work: the variants [`optimise`] may choose from, and one more.
 #[cfg(test)]
 pub(super) fn variants(plain: &Program) -> Vec<Program> {
-    let tables = Tables::new(plain);
+    let tables = Tables::new(plain).expect("a test program's tables fit");
     let common = tables.common();
     [0, 1, 3]
         .into_iter()
@@ -727,6 +744,19 @@ mod tests {
             short_match,
             ..Test::new(Base::Data, offset, value, mask)
         })
+    }
+
+    /// A pattern of 20,000 words, each on bytes of its own, would need a table of
+    /// 20,000 steps by 80,000 bytes (200 MB): it is kept plain, at once.
+    #[test]
+    fn a_program_too_large_to_tabulate_is_kept_plain() {
+        let words: Vec<Expr> = (0..20_000u32)
+            .map(|i| Expr::Test(Test::new(Base::Data, 4 * i, i | 0x8000_0000, !0)))
+            .collect();
+        let plain = Program::compile_unoptimised(&[(Expr::And(words), Target::Out(0))]);
+        assert_eq!(plain.insns.len(), 20_000);
+        assert!(Tables::new(&plain).is_none());
+        assert_eq!(optimise(&plain), plain.clone().compact());
     }
 
     #[test]
@@ -902,7 +932,7 @@ mod tests {
         let plain = Program::compile_unoptimised(&patterns());
         let pkts = packets();
         let want = answers(&plain, &pkts);
-        let tables = Tables::new(&plain);
+        let tables = Tables::new(&plain).unwrap();
         let common = tables.common();
         let n = plain.insns.len();
         for copies in [0, 1, 2, 8] {
@@ -949,7 +979,7 @@ mod tests {
             (w(12, 0x0800_0000), Target::Out(2)),
             (Expr::True, Target::Out(3)),
         ]);
-        let tables = Tables::new(&plain);
+        let tables = Tables::new(&plain).unwrap();
         let common = tables.common();
         let step_of = |t: Test| plain.insns.iter().position(|i| i.test == t).unwrap();
         let ip = step_of(Test::new(Base::Data, 12, 0x0800_0000, 0xffff_0000));
