@@ -35,7 +35,8 @@
 //! example a yes on `12/0800` (short->no) proves bytes 12 and 13 present and equal to
 //! 08 00: `12/0806` is then no, whatever the length; `12/080045` is undecided (byte 14
 //! may be missing, or anything). A no on `12/08` decides `12/0800` (no); a no on
-//! `12/0800` does not decide `12/08` (the frame may be 13 bytes long). Outcomes on
+//! `12/0800` does not decide `12/08` (byte 12 may be 08 with byte 13 another value, or
+//! the frame 13 bytes long). Outcomes on
 //! other regions tell nothing; outcomes on bytes that no chain of shared bytes links
 //! to the test tell only the region length they prove (a yes on `20/0001`, short->no:
 //! at least 22 bytes).
@@ -45,14 +46,30 @@
 //! the first such path the compiler follows, and one, shared by all the others, for
 //! what *all* paths to it know: at most two copies of each step of the plain program.
 //! Identical steps are shared, and steps no path reaches are dropped. The work is
-//! bounded (a few nanoseconds per fact looked at, at most 4,096 facts per plain step
-//! plus about 4 million): past it the copies are given up, and past that again the
-//! plain program is kept. No packet takes more tests than in the plain program, every
+//! bounded (5-25 ns per fact looked at, at most 4,096 facts per plain step plus about
+//! 4 million, and 2^25 in all, then half as much again without copies; a program
+//! whose table of reachable bytes would pass 32 MiB is not tried): past it the
+//! copies are given up, and past that again the plain program is kept. No packet takes more tests than in the plain program, every
 //! packet gets the same answer, and steps still only jump forward from step 0. Running
 //! the program costs the same per step as before: all the work is done at compile
 //! time. See `optimise.rs` for the details.
+//!
+//! # Switch steps
+//!
+//! Last, chains of tests of one word against one value each, a failed test going on
+//! to the next (an access list's rules on one field), become *switch steps*: the
+//! word is read once and looked up in a hash table of the chain's values, which
+//! gives the "yes" of the first member from the entered one on that the word
+//! matches, else the chain's default. A step of a chain is replaced by a switch when
+//! at least 4 members remain from it, wherever it is entered from: 100 `deny src
+//! net` rules become one step instead of 100 tests. Programs without switches run
+//! as before. See `switch.rs`.
 
 mod optimise;
+mod switch;
+
+#[cfg(test)]
+pub(crate) use switch::MIN_MEMBERS;
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -310,10 +327,18 @@ pub struct Insn {
 }
 
 /// A compiled decision program: steps only jump forward.
+///
+/// Step `i` is test `insns[i]` for `i` below `insns.len()`, else switch step
+/// `switches[i - insns.len()]` (see `switch.rs`): kept apart so that the per-packet
+/// loop tells them apart by the bounds check it makes anyway. Each switch has its
+/// place among the tests (`Switch::at`), and jumps go forward in that order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Program {
     insns: Vec<Insn>,
     start: Target,
+    switches: Vec<switch::Switch>,
+    /// The switches' tables, shared by the switches into one chain.
+    tables: Vec<switch::Table>,
 }
 
 struct Builder {
@@ -370,6 +395,8 @@ impl Builder {
         Program {
             insns,
             start: remap(start),
+            switches: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
@@ -402,8 +429,12 @@ impl Program {
     ///
     /// The program skips tests whose outcome the tests already taken on the packet's
     /// path decide (see the module doc).
+    ///
+    /// Chains of tests of one word against different values, an access list's rules
+    /// on one field, become switch steps: one hash lookup each (see `switch.rs`).
     pub fn compile(patterns: &[(Expr, Target)]) -> Program {
-        optimise::optimise(&Program::compile_unoptimised(patterns))
+        let optimised = optimise::optimise(&Program::compile_unoptimised(patterns));
+        switch::add_switches(optimised, switch::MIN_MEMBERS)
     }
 
     /// [`Program::compile`] without skipping decided tests: each pattern's tests in
@@ -428,13 +459,23 @@ impl Program {
         optimise::variants(&Program::compile_unoptimised(patterns))
     }
 
+    /// `self` with switch steps wherever at least `min` members of a chain remain:
+    /// for tests, with `min` below [`Program::compile`]'s.
+    #[cfg(test)]
+    pub fn with_switches(self, min: usize) -> Program {
+        switch::add_switches(self, min)
+    }
+
     /// The program without the steps no path reaches, renumbered in order: the start
-    /// becomes step 0 and jumps still go forward.
+    /// becomes step 0 and jumps still go forward. For programs without switches.
     fn compact(self) -> Program {
+        debug_assert!(self.switches.is_empty());
         let Target::Step(s) = self.start else {
             return Program {
                 insns: Vec::new(),
                 start: self.start,
+                switches: Vec::new(),
+                tables: Vec::new(),
             };
         };
         let n = self.insns.len();
@@ -469,27 +510,42 @@ impl Program {
                 })
                 .collect(),
             start: remap(self.start),
+            switches: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
-    /// The number of steps.
+    /// The number of steps, switches included.
     #[cfg(test)]
     pub fn steps(&self) -> usize {
-        self.insns.len()
+        self.insns.len() + self.switches.len()
     }
 
-    /// [`Program::run`], also returning the tests evaluated, in order.
+    /// The number of switch steps.
+    #[cfg(test)]
+    pub fn switch_steps(&self) -> usize {
+        self.switches.len()
+    }
+
+    /// [`Program::run`], also returning the steps taken, in order: a test's test, or
+    /// a switch's entered member's test (a switch counts as one step).
     #[cfg(test)]
     pub fn trace(&self, v: &View<'_>) -> (Option<u32>, Vec<Test>) {
         let mut t = self.start;
         let mut taken = Vec::new();
         loop {
             match t {
-                Target::Step(i) => {
-                    let insn = self.insns[i as usize];
-                    taken.push(insn.test);
-                    t = if insn.test.eval(v) { insn.yes } else { insn.no };
-                }
+                Target::Step(i) => match self.insns.get(i as usize) {
+                    Some(insn) => {
+                        taken.push(insn.test);
+                        t = if insn.test.eval(v) { insn.yes } else { insn.no };
+                    }
+                    None => {
+                        let sw = &self.switches[i as usize - self.insns.len()];
+                        taken.push(sw.test);
+                        t = sw.next(&self.tables, v);
+                    }
+                },
                 Target::Out(p) => return (Some(p), taken),
                 Target::Drop => return (None, taken),
             }
@@ -502,7 +558,9 @@ impl Program {
     pub fn single_test(&self) -> Option<(Test, Target, Target)> {
         match (self.start, self.insns.as_slice()) {
             (Target::Step(0), [i])
-                if !matches!(i.yes, Target::Step(_)) && !matches!(i.no, Target::Step(_)) =>
+                if self.switches.is_empty()
+                    && !matches!(i.yes, Target::Step(_))
+                    && !matches!(i.no, Target::Step(_)) =>
             {
                 Some((i.test, i.yes, i.no))
             }
@@ -517,7 +575,13 @@ impl Program {
         loop {
             match t {
                 Target::Step(i) => {
-                    let insn = self.insns.get(i as usize)?;
+                    // Past the tests are the switches: the bounds check tells them
+                    // apart, so programs without any run as they would without them.
+                    let Some(insn) = self.insns.get(i as usize) else {
+                        std::hint::cold_path();
+                        t = self.switch(i, v)?;
+                        continue;
+                    };
                     // A branch, not a select: a select makes each step wait for the
                     // last one's loads (about 13 cycles a step), where a predicted
                     // branch lets the next step's loads start at once. (The hint only
@@ -535,45 +599,123 @@ impl Program {
         }
     }
 
+    /// Where switch step `i` (past the tests) sends the packet seen as `v`; `None`
+    /// if there is no such step. Inlined: a call would cost a few nanoseconds a
+    /// switch, and the loop without switches measured the same either way.
+    #[inline(always)]
+    fn switch(&self, i: u32, v: &View<'_>) -> Option<Target> {
+        let k = (i as usize).checked_sub(self.insns.len())?;
+        Some(self.switches.get(k)?.next(&self.tables, v))
+    }
+
     /// The program in the style of Click's `program` handler: one step a line,
-    /// `OFFSET/VALUE%MASK  yes->...  no->...`, outputs as `[N]`, drop as `[X]`.
+    /// `OFFSET/VALUE%MASK  yes->...  no->...`, outputs as `[N]`, drop as `[X]`. A
+    /// switch step reads `OFFSET/%MASK  switch N values, table T  default->...`
+    /// (`from P` when entered past its table's first member; `short->...` where a
+    /// region too short for the mask goes when that is not the default); the tables
+    /// follow the steps, each member as `P VALUE->...`, in the order they are tried.
     pub fn unparse(&self) -> String {
-        fn target(t: Target) -> String {
-            match t {
-                Target::Step(i) => format!("step {}", i),
-                Target::Out(p) => format!("[{}]", p),
-                Target::Drop => "[X]".to_string(),
-            }
-        }
         let mut s = String::new();
         if !matches!(self.start, Target::Step(_)) {
-            let _ = writeln!(s, "all->{}", target(self.start));
+            let _ = writeln!(s, "all->{}", show(self.start, &[]));
             return s;
         }
-        for (i, insn) in self.insns.iter().enumerate() {
-            let t = insn.test;
-            let base = match t.base {
-                Base::Data => "",
-                Base::Net => "ip+",
-                Base::Transp => "transp+",
-            };
-            let _ = write!(
-                s,
-                "{:>3} {}{}/{:08x}%{:08x}  yes->{}  no->{}",
-                i,
-                base,
-                t.offset,
-                t.value,
-                t.mask,
-                target(insn.yes),
-                target(insn.no)
-            );
-            if t.short_match {
-                s.push_str("  short->yes");
+        let nt = self.insns.len();
+        // The steps in the order shown: each switch where its member was.
+        let mut order: Vec<usize> = Vec::with_capacity(nt + self.switches.len());
+        let mut k = 0;
+        for t in 0..=nt {
+            while k < self.switches.len() && self.switches[k].at as usize <= t {
+                order.push(nt + k);
+                k += 1;
+            }
+            if t < nt {
+                order.push(t);
+            }
+        }
+        order.extend(nt + k..nt + self.switches.len());
+        let mut shown = vec![0u32; order.len()];
+        for (d, &i) in order.iter().enumerate() {
+            shown[i] = d as u32;
+        }
+        let t = |t: Target| show(t, &shown);
+        for (d, &i) in order.iter().enumerate() {
+            match self.insns.get(i) {
+                Some(insn) => {
+                    let test = insn.test;
+                    let _ = write!(
+                        s,
+                        "{:>3} {}{}/{:08x}%{:08x}  yes->{}  no->{}",
+                        d,
+                        base_prefix(test.base),
+                        test.offset,
+                        test.value,
+                        test.mask,
+                        t(insn.yes),
+                        t(insn.no)
+                    );
+                    if test.short_match {
+                        s.push_str("  short->yes");
+                    }
+                }
+                None => {
+                    let sw = &self.switches[i - nt];
+                    let test = sw.test;
+                    let (count, first) = self
+                        .tables
+                        .get(sw.table as usize)
+                        .map_or((0, 0), |tb| tb.count_from(sw.from));
+                    let _ = write!(
+                        s,
+                        "{:>3} {}{}/%{:08x}  switch {} values, table {}",
+                        d,
+                        base_prefix(test.base),
+                        test.offset,
+                        test.mask,
+                        count,
+                        sw.table
+                    );
+                    if sw.from != first {
+                        let _ = write!(s, " from {}", sw.from);
+                    }
+                    let _ = write!(s, "  default->{}", t(sw.default));
+                    if sw.short != sw.default {
+                        let _ = write!(s, "  short->{}", t(sw.short));
+                    }
+                }
             }
             s.push('\n');
         }
+        for (k, tb) in self.tables.iter().enumerate() {
+            let _ = writeln!(s, "table {}:", k);
+            for row in tb.members_from(0).chunks(6) {
+                s.push_str("   ");
+                for (pos, value, target) in row {
+                    let _ = write!(s, " {:>3} {:08x}->{}", pos, value, t(*target));
+                }
+                s.push('\n');
+            }
+        }
         s
+    }
+}
+
+/// A step's region, as [`Program::unparse`] prefixes its offset.
+fn base_prefix(b: Base) -> &'static str {
+    match b {
+        Base::Data => "",
+        Base::Net => "ip+",
+        Base::Transp => "transp+",
+    }
+}
+
+/// A target as [`Program::unparse`] shows it, steps by their numbers in `shown` (by
+/// their own where it has none).
+fn show(t: Target, shown: &[u32]) -> String {
+    match t {
+        Target::Step(i) => format!("step {}", shown.get(i as usize).copied().unwrap_or(i)),
+        Target::Out(p) => format!("[{}]", p),
+        Target::Drop => "[X]".to_string(),
     }
 }
 

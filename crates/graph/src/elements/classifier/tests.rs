@@ -1214,11 +1214,19 @@ fn reference(pats: &[(Expr, Target)], v: &View<'_>) -> Option<u32> {
 }
 
 /// Checks `pats` optimised (as compiled, and with other numbers of copies) against
-/// plain on every view; an optimised program never takes more tests.
+/// plain on every view; an optimised program never takes more steps. The optimised
+/// programs and the plain one are checked with switch steps too, wherever 2 members
+/// of a chain remain (fewer than `compile` asks for, so that there are more of them).
 fn check_views(pats: &[(Expr, Target)], views: &[View<'_>]) -> Result<(), TestCaseError> {
     let plain = Program::compile_unoptimised(pats);
     let mut opts = Program::compile_variants(pats);
     prop_assert_eq!(opts.len(), 3);
+    let switched: Vec<Program> = opts
+        .iter()
+        .chain([&plain])
+        .map(|p| p.clone().with_switches(2))
+        .collect();
+    opts.extend(switched);
     opts.push(Program::compile(pats));
     for opt in &opts {
         for v in views {
@@ -1390,6 +1398,23 @@ proptest! {
         check_views(&pats, &views)?;
     }
 
+    /// Access lists of up to 40 rules on a few words, with repeated values, broken
+    /// chains, both short results and mid-chain entries, on short regions: switch
+    /// steps (in `check_views`) answer as the plain program.
+    #[test]
+    fn switched_chains_answer_as_plain_ones(
+        rules in prop::collection::vec(chain_rule(), 1..40),
+        pkts in prop::collection::vec(short_bytes(12), 32),
+    ) {
+        let pats: Vec<(Expr, Target)> = rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (e, if i % 4 == 3 { Target::Drop } else { Target::Out(i as u32 % 5) }))
+            .collect();
+        let views: Vec<View<'_>> = pkts.iter().map(|d| data_view(d)).collect();
+        check_views(&pats, &views)?;
+    }
+
     /// Expressions built directly, on words at any offset (overlapping ones share
     /// bytes) with either short result, on short regions.
     #[test]
@@ -1448,6 +1473,45 @@ fn unaligned_expr() -> impl Strategy<Value = Expr> {
             inner.prop_map(Expr::not),
         ]
     })
+}
+
+/// A test of one of a few words, most often the first: chains of them are what
+/// switch steps replace, broken where another word, or the other short result,
+/// comes between. Values of one or two bytes of [`ALPHABET`], so that they repeat and
+/// packets match them.
+fn chain_test() -> impl Strategy<Value = Expr> {
+    (
+        prop::sample::select(vec![0usize, 0, 0, 0, 1, 2, 3]),
+        prop::sample::select(ALPHABET),
+        prop::sample::select(ALPHABET),
+        prop::sample::select(vec![false, false, false, true]),
+    )
+        .prop_map(|(word, a, b, short_match)| {
+            let (offset, mask) = [
+                (0, 0xffff_0000),
+                (0, 0xff00_0000),
+                (1, 0x00ff_ff00),
+                (4, 0xffff_0000),
+            ][word];
+            let v = u32::from_be_bytes([a, b, a, b]);
+            Expr::Test(Test {
+                short_match,
+                ..Test::new(Base::Data, offset, v, mask)
+            })
+        })
+}
+
+/// A rule of an access list on the words of [`chain_test`]: mostly one test; else
+/// one and another test (failing the second enters the next rules' chain in its
+/// middle), either of two, or the negation of one.
+fn chain_rule() -> impl Strategy<Value = Expr> {
+    prop_oneof![
+        6 => chain_test(),
+        2 => (chain_test(), prop_oneof![chain_test(), unaligned_test()])
+            .prop_map(|(a, b)| Expr::and(vec![a, b])),
+        1 => (chain_test(), chain_test()).prop_map(|(a, b)| Expr::or(vec![a, b])),
+        1 => chain_test().prop_map(Expr::not),
+    ]
 }
 
 // ---- what the optimisation saves ----
@@ -1652,4 +1716,105 @@ fn a_large_acl_stays_within_its_bounds() {
         assert!(ta.len() <= tb.len());
     }
     assert!(mean_tests(&opt, &pkts, true) < mean_tests(&plain, &pkts, true));
+}
+
+// ---- switch steps ----
+
+#[test]
+fn a_long_deny_list_is_one_switch_step() {
+    let rules: Vec<String> = (0..100)
+        .map(|k| format!("deny src net 11.{}.{}.0/24", k >> 8, k & 255))
+        .chain(["allow all".to_string()])
+        .collect();
+    let config = rules.join(", ");
+    let (opt, plain) = both(Kind::IPFilter, &config, 1);
+    let text = opt.unparse();
+    assert!(
+        text.starts_with("  0 ip+12/%ffffff00  switch 100 values, table 0  default->[0]\ntable 0:\n"),
+        "{text}"
+    );
+    assert_eq!(opt.switch_steps(), 1);
+    assert_eq!(opt.steps(), 1);
+    // The first member's test stands for the switch in a trace.
+    let first = Test::new(Base::Net, 12, 0x0b00_0000, 0xffff_ff00);
+    let from = |src: [u8; 4]| {
+        let mut h = ip();
+        h.src = src;
+        h.proto = 17;
+        h.bytes(&udp(1000, 53))
+    };
+    let denied = ip_packet(&from([11, 0, 57, 9]));
+    // Cut to 10 bytes of network header: too short for the source address.
+    let cut = ip_packet(&from([11, 0, 57, 9])[..10]);
+    let passed = ip_packet(&from([100, 64, 0, 1]));
+    assert_eq!(view_of(&cut).net.len(), 10);
+    for (p, want, plain_steps) in [(&denied, None, 58), (&cut, Some(0), 100), (&passed, Some(0), 100)] {
+        let v = view_of(p);
+        assert_eq!(plain.trace(&v).0, want);
+        assert_eq!(plain.trace(&v).1.len(), plain_steps);
+        assert_eq!(opt.trace(&v), (want, vec![first]));
+        assert_eq!(opt.run(&v), want);
+    }
+    // And through the element.
+    let mut h = Harness::new(&IPFilterClass, &config, 1, 1);
+    assert_eq!(
+        classify(&mut h, vec![denied.clone(), cut.clone(), passed.clone()]),
+        vec![None, Some(0), Some(0)]
+    );
+}
+
+#[test]
+fn rules_entered_mid_chain_still_match_later_rules() {
+    // Rule k: its own output, for TCP from 10.0.N.0/24, N = k % 7 + 1, to one port:
+    // rules k, k + 7 and k + 14 share a net, with different ports.
+    const PORTS: [u16; 5] = [80, 443, 22, 25, 8080];
+    let net = |k: usize| k % 7 + 1;
+    let port = |k: usize| PORTS[k % 5];
+    let rules: Vec<String> = (0..20)
+        .map(|k| format!("{} src net 10.0.{}.0/24 && tcp dst port {}", k, net(k), port(k)))
+        .chain(["deny all".to_string()])
+        .collect();
+    let (opt, plain) = both(Kind::IPFilter, &rules.join(", "), 20);
+    // In the plain program a failed port test goes on to the next rule's address
+    // test, in the middle of the chain of address tests: those get switches too.
+    let plain_switched = plain.clone().with_switches(super::program::MIN_MEMBERS);
+    assert!(plain_switched.switch_steps() > 1, "{}", plain_switched.unparse());
+    assert!(opt.switch_steps() >= 1, "{}", opt.unparse());
+    let packet = |n: u8, proto: u8, dport: u16| {
+        let mut h = ip();
+        h.src = [10, 0, n, 9];
+        h.proto = proto;
+        let payload = if proto == 6 {
+            tcp(40000, dport, 0x10, 512)
+        } else {
+            udp(40000, dport)
+        };
+        ip_packet(&h.bytes(&payload))
+    };
+    for n in 0..=8u8 {
+        for proto in [6u8, 17] {
+            for dport in PORTS.into_iter().chain([9999]) {
+                let p = packet(n, proto, dport);
+                let v = view_of(&p);
+                let want = (0..20)
+                    .find(|&k| proto == 6 && net(k) == n as usize && port(k) == dport)
+                    .map(|k| k as u32);
+                for prog in [&opt, &plain, &plain_switched] {
+                    assert_eq!(
+                        prog.run(&v),
+                        want,
+                        "net {n} proto {proto} port {dport}\n{}",
+                        prog.unparse()
+                    );
+                }
+                assert!(plain_switched.trace(&v).1.len() <= plain.trace(&v).1.len());
+                assert!(opt.trace(&v).1.len() <= plain.trace(&v).1.len());
+            }
+        }
+    }
+    // From 10.0.1.0/24 (rules 0, 7, 14: ports 80, 22, 8080) to port 8080: past rule
+    // 0's and rule 7's port tests, matched by rule 14.
+    let p = packet(1, 6, 8080);
+    assert_eq!(opt.run(&view_of(&p)), Some(14));
+    assert_eq!(plain_switched.run(&view_of(&p)), Some(14));
 }
