@@ -27,42 +27,43 @@ enum Kind {
 /// (3N + nN + s·N/k + the switch's number in its stage).
 struct Layout {
     servers: usize,
-    /// The radix, and k^p for p in 0..=n: `None` for the full mesh.
-    fly: Option<(usize, Vec<usize>)>,
+    /// k^p for p in 0..=n (so the radix is the second): empty for the full mesh.
+    powers: Vec<usize>,
 }
 
 impl Layout {
     fn new(cfg: &SimConfig) -> Layout {
-        let fly = match cfg.topology {
-            Topology::FullMesh => None,
+        let powers = match cfg.topology {
+            Topology::FullMesh => Vec::new(),
             Topology::NFly { radix, .. } => {
                 let stages = Topology::stages(radix, cfg.servers).expect("checked: servers = k^n");
-                Some((radix, (0..=stages).map(|p| radix.pow(p)).collect()))
+                (0..=stages).map(|p| radix.pow(p)).collect()
             }
         };
         Layout {
             servers: cfg.servers,
-            fly,
+            powers,
         }
     }
 
     fn stages(&self) -> usize {
-        self.fly.as_ref().map_or(0, |(_, pow)| pow.len() - 1)
+        self.powers.len().saturating_sub(1)
     }
 
     /// Where the links end and the switching servers begin.
     fn links_end(&self) -> usize {
         let n = self.servers;
-        match self.fly {
-            None => 2 * n + n * n,
-            Some(_) => 3 * n + self.stages() * n,
+        if self.powers.is_empty() {
+            2 * n + n * n
+        } else {
+            3 * n + self.stages() * n
         }
     }
 
     fn len(&self) -> usize {
-        match &self.fly {
+        match self.powers.get(1) {
             None => self.links_end(),
-            Some((k, _)) => self.links_end() + self.stages() * self.servers / k,
+            Some(k) => self.links_end() + self.stages() * self.servers / k,
         }
     }
 
@@ -87,7 +88,8 @@ impl Layout {
     /// The `step`th queue of the path from server `a` to server `b` (a ≠ b).
     fn transit(&self, a: usize, b: usize, step: usize) -> usize {
         let n = self.servers;
-        let Some((k, pow)) = &self.fly else {
+        let pow = &self.powers;
+        let Some(&k) = pow.get(1) else {
             return 2 * n + a * n + b;
         };
         if step == 0 {

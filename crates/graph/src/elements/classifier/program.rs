@@ -105,6 +105,18 @@ pub struct View<'a> {
     pub transp: &'a [u8],
 }
 
+impl<'a> View<'a> {
+    /// The region offsets from `base` count in.
+    #[inline(always)]
+    pub fn region(&self, base: Base) -> &'a [u8] {
+        match base {
+            Base::Data => self.data,
+            Base::Net => self.net,
+            Base::Transp => self.transp,
+        }
+    }
+}
+
 /// Reads the word at `off` in `s`, if every byte `mask` selects is present. Missing
 /// bytes that the mask ignores read as zero.
 #[inline(always)]
@@ -157,12 +169,7 @@ impl Test {
 
     #[inline(always)]
     pub fn eval(&self, v: &View<'_>) -> bool {
-        let region = match self.base {
-            Base::Data => v.data,
-            Base::Net => v.net,
-            Base::Transp => v.transp,
-        };
-        self.eval_on(region)
+        self.eval_on(v.region(self.base))
     }
 
     /// The test on `region` with the mask and value in the bytes' own order, for a loop

@@ -106,12 +106,7 @@ impl Switch {
     /// Where the packet seen as `v` goes.
     #[inline(always)]
     pub(super) fn next(&self, tables: &[Table], v: &View<'_>) -> Target {
-        let region = match self.test.base {
-            Base::Data => v.data,
-            Base::Net => v.net,
-            Base::Transp => v.transp,
-        };
-        match read_word(region, self.test.offset, self.test.mask) {
+        match read_word(v.region(self.test.base), self.test.offset, self.test.mask) {
             None => self.short,
             Some(w) => match tables.get(self.table as usize) {
                 Some(t) => t.find(w & self.test.mask, self.from).unwrap_or(self.default),
