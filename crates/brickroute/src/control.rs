@@ -9,13 +9,12 @@
 //! the router stops, and a UNIX socket's file is removed when it closes.
 
 use crate::run::strerror;
-use crate::services::ServiceThreads;
+use crate::services::{CurrentRouter, ServiceThreads};
 use graph::args::Args;
 use graph::control::{Session, GREETING};
 use graph::element::*;
 use graph::error::ConfigError;
 use graph::registry::Registry;
-use graph::router::RouterSpec;
 use packet::PacketBatch;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -39,19 +38,51 @@ const POLL: Duration = Duration::from_millis(50);
 /// neither waits on the other, and memory stays bounded).
 const MAX_PENDING: usize = 16 << 20;
 
-/// The configuration's control sockets, bound and waiting to be served.
+/// The configuration's control sockets: those bound while a configuration is built,
+/// waiting to be served, and those served.
+///
+/// A configuration that replaces the running one (`hotconfig`) takes over each served
+/// socket its ControlSocket elements name again (same type and address): the socket
+/// stays open and its connections stay up, calling the new configuration's handlers
+/// from their next command. Sockets the new configuration does not name close when it
+/// takes over; new ones are bound as it is built.
 #[derive(Default)]
 pub struct Sockets {
     bound: Mutex<Vec<Bound>>,
+    /// Served sockets that the configuration being built names again, by key, with
+    /// its READONLY and VERBOSE.
+    kept: Mutex<Vec<(String, bool, bool)>>,
+    served: Mutex<Vec<Served>>,
 }
 
 /// One bound socket and its settings.
 struct Bound {
     /// `name :: ControlSocket`, for messages.
     declaration: String,
+    /// The socket's type and address as configured ([`socket_key`]).
+    key: String,
+    address: Address,
     listener: Listener,
     read_only: bool,
     verbose: bool,
+}
+
+/// A socket being served, and its settings, which a configuration that takes it over
+/// may change (for the connections it accepts from then on).
+struct Served {
+    key: String,
+    address: Address,
+    read_only: Arc<AtomicBool>,
+    verbose: Arc<AtomicBool>,
+    _threads: ServiceThreads,
+}
+
+/// What an accept loop serves: the socket and its current settings.
+struct Serving {
+    declaration: String,
+    listener: Listener,
+    read_only: Arc<AtomicBool>,
+    verbose: Arc<AtomicBool>,
 }
 
 enum Listener {
@@ -122,17 +153,91 @@ impl Sockets {
         Arc::new(Sockets::default())
     }
 
-    /// Starts serving every bound socket with `router`'s handlers (until the returned
-    /// threads drop: every socket and connection closes within [`POLL`], answers not
-    /// sent yet dropped, and the UNIX sockets' files go). Sockets bound later are not
-    /// served.
-    pub fn serve(&self, router: &Arc<RouterSpec>) -> ServiceThreads {
-        let bound = std::mem::take(&mut *self.bound.lock().unwrap_or_else(|e| e.into_inner()));
-        ServiceThreads::spawn("control", bound, router, accept_loop)
+    /// Serves the sockets of the configuration last built with the handlers of the
+    /// router `current` holds: starts serving those it bound, keeps those it took
+    /// over (with its settings), and closes the served ones it did not name (their
+    /// connections close within [`POLL`], after the answers they had ready are
+    /// offered, and UNIX sockets' files go).
+    pub fn serve(&self, current: &Arc<CurrentRouter>) {
+        let bound = std::mem::take(&mut *lock(&self.bound));
+        let kept = std::mem::take(&mut *lock(&self.kept));
+        let mut served = lock(&self.served);
+        served.retain(|s| match kept.iter().find(|k| k.0 == s.key) {
+            Some(&(_, read_only, verbose)) => {
+                s.read_only.store(read_only, Ordering::SeqCst);
+                s.verbose.store(verbose, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        });
+        for b in bound {
+            let (read_only, verbose) = (
+                Arc::new(AtomicBool::new(b.read_only)),
+                Arc::new(AtomicBool::new(b.verbose)),
+            );
+            let serving = Serving {
+                declaration: b.declaration,
+                listener: b.listener,
+                read_only: read_only.clone(),
+                verbose: verbose.clone(),
+            };
+            served.push(Served {
+                key: b.key,
+                address: b.address,
+                read_only,
+                verbose,
+                _threads: ServiceThreads::spawn("control", vec![serving], current, accept_loop),
+            });
+        }
+    }
+
+    /// Forgets what the configuration being built bound (those sockets close) and
+    /// took over (those stay as they are): it was refused.
+    pub fn abort(&self) {
+        lock(&self.bound).clear();
+        lock(&self.kept).clear();
+    }
+
+    /// Whether a socket is served: the router then runs until stopped.
+    pub fn is_serving(&self) -> bool {
+        !lock(&self.served).is_empty()
+    }
+
+    /// Closes every socket (see [`Sockets::serve`]).
+    pub fn close(&self) {
+        let served = std::mem::take(&mut *lock(&self.served));
+        drop(served);
+    }
+
+    /// The address of the served socket `key`, if the configuration being built has
+    /// not taken it over yet: it takes it over now, with `read_only` and `verbose`.
+    fn take_over(&self, key: &str, read_only: bool, verbose: bool) -> Option<Address> {
+        let served = lock(&self.served);
+        let s = served.iter().find(|s| s.key == key)?;
+        let mut kept = lock(&self.kept);
+        if kept.iter().any(|k| k.0 == key) {
+            return None;
+        }
+        kept.push((key.to_string(), read_only, verbose));
+        Some(s.address.clone())
     }
 }
 
-fn accept_loop(b: Bound, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What identifies a ControlSocket's socket across configurations: its type and
+/// address as configured (a TCP `PORT+` is the same socket whichever port it got).
+fn socket_key(kind: &str, address: &str, localhost: Option<bool>, base_dir: &Path) -> String {
+    if kind.eq_ignore_ascii_case("tcp") {
+        format!("tcp {} {}", address, localhost.unwrap_or(true))
+    } else {
+        format!("unix {}", base_dir.join(address).display())
+    }
+}
+
+fn accept_loop(b: Serving, current: Arc<CurrentRouter>, stop: Arc<AtomicBool>) {
     let open = Arc::new(AtomicUsize::new(0));
     let mut connections: Vec<JoinHandle<()>> = Vec::new();
     let mut serial = 0u64;
@@ -167,16 +272,20 @@ fn accept_loop(b: Bound, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
             let _ = stream.write(msg.as_bytes());
             continue;
         }
-        if b.verbose {
+        let (read_only, verbose) = (
+            b.read_only.load(Ordering::SeqCst),
+            b.verbose.load(Ordering::SeqCst),
+        );
+        if verbose {
             graph::warn!("{}: opened connection {}{}", b.declaration, serial, peer);
         }
         open.fetch_add(1, Ordering::SeqCst);
-        let (router, stop, open) = (router.clone(), stop.clone(), open.clone());
-        let (read_only, verbose, declaration) = (b.read_only, b.verbose, b.declaration.clone());
+        let (current, stop, open) = (current.clone(), stop.clone(), open.clone());
+        let declaration = b.declaration.clone();
         let spawned = std::thread::Builder::new()
             .name("control-conn".into())
             .spawn(move || {
-                serve_connection(stream, &router, read_only, &stop);
+                serve_connection(stream, &current, read_only, &stop);
                 open.fetch_sub(1, Ordering::SeqCst);
                 if verbose {
                     graph::warn!("{}: closed connection {}", declaration, serial);
@@ -197,8 +306,9 @@ fn accept_loop(b: Bound, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
 /// Reading and writing go on side by side: a client may send many commands before it
 /// reads their answers (as Click's ControlSocket allows), up to [`MAX_PENDING`] bytes
 /// of unread answers.
-fn serve_connection(mut stream: Stream, router: &RouterSpec, read_only: bool, stop: &AtomicBool) {
-    let mut session = Session::new(router, read_only);
+fn serve_connection(mut stream: Stream, current: &CurrentRouter, read_only: bool, stop: &AtomicBool) {
+    let router = || current.get();
+    let mut session = Session::live(&router, read_only);
     let mut pending: Vec<u8> = GREETING.as_bytes().to_vec();
     let mut sent = 0;
     let mut buf = vec![0u8; 64 * 1024];
@@ -248,6 +358,11 @@ fn serve_connection(mut stream: Stream, router: &RouterSpec, read_only: bool, st
             }
         }
     }
+    // Stopped: the answers already made (a `hotconfig` write's, whose configuration
+    // closed this socket) are offered once, without waiting.
+    if sent < pending.len() {
+        let _ = stream.write(&pending[sent..]);
+    }
 }
 
 /// Registers `ControlSocket`, binding into `sockets`.
@@ -285,6 +400,16 @@ impl ElementClass for ControlSocketClass {
         let verbose = arg(args.keyword::<bool>("VERBOSE"), cx)?.unwrap_or(false);
         let localhost = arg(args.keyword::<bool>("LOCALHOST"), cx)?;
         arg(args.finish(), cx)?;
+        if !kind.eq_ignore_ascii_case("tcp") && !kind.eq_ignore_ascii_case("unix") {
+            return Err(cx.error(format!("unknown socket type '{}' (expected TCP or UNIX)", kind)));
+        }
+        if kind.eq_ignore_ascii_case("unix") && localhost.is_some() {
+            return Err(cx.error("LOCALHOST is for TCP sockets"));
+        }
+        let key = socket_key(&kind, &address, localhost, cx.base_dir);
+        if let Some(address) = self.sockets.take_over(&key, read_only, verbose) {
+            return Ok(Arc::new(ControlSocketSpec { address }));
+        }
         let (listener, address) = if kind.eq_ignore_ascii_case("tcp") {
             let (port, tries) = match address.strip_suffix('+') {
                 Some(p) => (p, PORT_TRIES),
@@ -307,10 +432,7 @@ impl ElementClass for ControlSocketClass {
             let l = bind_tcp(ip, port, tries).map_err(|e| cx.error(e))?;
             let bound = l.local_addr().map_err(|e| cx.error(strerror(&e)))?;
             (Listener::Tcp(l), Address::Tcp(bound))
-        } else if kind.eq_ignore_ascii_case("unix") {
-            if localhost.is_some() {
-                return Err(cx.error("LOCALHOST is for TCP sockets"));
-            }
+        } else {
             let path = cx.base_dir.join(&address);
             let l = bind_unix(&path).map_err(|e| cx.error(e))?;
             (
@@ -320,19 +442,15 @@ impl ElementClass for ControlSocketClass {
                 },
                 Address::Unix(address),
             )
-        } else {
-            return Err(cx.error(format!("unknown socket type '{}' (expected TCP or UNIX)", kind)));
         };
-        self.sockets
-            .bound
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Bound {
-                declaration: format!("{} :: ControlSocket", cx.name),
-                listener,
-                read_only,
-                verbose,
-            });
+        lock(&self.sockets.bound).push(Bound {
+            declaration: format!("{} :: ControlSocket", cx.name),
+            key,
+            address: address.clone(),
+            listener,
+            read_only,
+            verbose,
+        });
         Ok(Arc::new(ControlSocketSpec { address }))
     }
 }
@@ -380,6 +498,7 @@ fn bind_unix(path: &Path) -> Result<UnixListener, String> {
     Ok(l)
 }
 
+#[derive(Clone)]
 enum Address {
     Tcp(SocketAddr),
     Unix(String),

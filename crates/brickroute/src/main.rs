@@ -14,6 +14,7 @@ mod demo;
 mod fib;
 mod gen;
 mod handlers;
+mod hotconfig;
 mod kernelroutes;
 mod metrics;
 mod neighbors;

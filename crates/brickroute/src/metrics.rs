@@ -8,7 +8,7 @@
 //! runs on a thread of its own, at most 8 at once, and has 2 s for its request and
 //! answer.
 
-use crate::services::ServiceThreads;
+use crate::services::{CurrentRouter, ServiceThreads};
 use graph::router::RouterSpec;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -69,12 +69,13 @@ pub fn bind(spec: &str) -> Result<TcpListener, String> {
     Ok(listener)
 }
 
-/// Serves scrapes with `router`'s handlers until the returned threads drop.
-pub fn serve(listener: TcpListener, router: &Arc<RouterSpec>) -> ServiceThreads {
-    ServiceThreads::spawn("metrics", vec![listener], router, accept_loop)
+/// Serves scrapes with the handlers of the router `current` holds at each scrape,
+/// until the returned threads drop.
+pub fn serve(listener: TcpListener, current: &Arc<CurrentRouter>) -> ServiceThreads {
+    ServiceThreads::spawn("metrics", vec![listener], current, accept_loop)
 }
 
-fn accept_loop(listener: TcpListener, router: Arc<RouterSpec>, stop: Arc<AtomicBool>) {
+fn accept_loop(listener: TcpListener, current: Arc<CurrentRouter>, stop: Arc<AtomicBool>) {
     let mut scrapes: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::SeqCst) {
         scrapes.retain(|s| !s.is_finished());
@@ -100,7 +101,7 @@ fn accept_loop(listener: TcpListener, router: Arc<RouterSpec>, stop: Arc<AtomicB
         }
         // Each scrape on a thread of its own, bounded by its deadline: a slow client
         // holds up neither the others nor the router's stop for longer than that.
-        let router = router.clone();
+        let router = current.get();
         let spawned = std::thread::Builder::new()
             .name("metrics-scrape".into())
             .spawn(move || answer(stream, deadline, &router));

@@ -3,8 +3,10 @@
 use crate::addresses;
 use crate::control;
 use crate::handlers;
+use crate::hotconfig::{self, Hotconfig};
 use crate::kernelroutes;
 use crate::neighbors;
+use crate::services::CurrentRouter;
 use graph::lang;
 use graph::registry::Registry;
 use graph::router::RouterSpec;
@@ -54,6 +56,11 @@ pub struct RunArgs {
     /// then runs until it is stopped, as with a ControlSocket.
     #[arg(long = "metrics", value_name = "[HOST:]PORT")]
     metrics: Option<String>,
+    /// Allow the configuration to be replaced while the router runs, through the
+    /// global write handler `hotconfig` (Click's option of that name): the new
+    /// configuration is built beside the running one, and takes over only if it builds.
+    #[arg(short = 'R', long = "allow-reconfigure")]
+    allow_reconfigure: bool,
     /// The configuration file, and NAME=value definitions for $NAME.
     #[arg(value_name = "FILE | NAME=value")]
     rest: Vec<String>,
@@ -142,6 +149,8 @@ fn takes_nd(class: &str, input: usize) -> bool {
     class == "IP6NDAdvertiser" || class == "IP6NDSolicitor" && input == 1
 }
 
+/// Sets each interface's XDP program to hand the router the ARP and neighbour discovery
+/// frames `router` takes, and to leave the rest to the kernel.
 fn deliver_neighbor_frames(router: &RouterSpec, devices: &DeviceTable) -> Result<(), String> {
     for d in devices.devices() {
         // A FromDevice of this interface.
@@ -151,25 +160,26 @@ fn deliver_neighbor_frames(router: &RouterSpec, devices: &DeviceTable) -> Result
                     .required::<String>("DEVNAME")
                     .is_ok_and(|dev| dev == d.name)
         };
-        if router.reaches(from_here, takes_arp) {
-            d.port.deliver_router_arp().map_err(|e| e.to_string())?;
-        }
-        if router.reaches(from_here, takes_nd) {
-            d.port.deliver_router_nd().map_err(|e| e.to_string())?;
-        }
+        d.port
+            .deliver_router_arp(router.reaches(from_here, takes_arp))
+            .map_err(|e| e.to_string())?;
+        d.port
+            .deliver_router_nd(router.reaches(from_here, takes_nd))
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
-/// Loads and checks the configuration, or prints why not. `devices` opens the network
-/// interfaces `FromDevice` and `ToDevice` name. `services` takes the configuration's
-/// control sockets (bound) and kernel route syncs.
-fn load(
-    args: &RunArgs,
-    threads: usize,
-    devices: &Arc<DeviceTable>,
-    services: &Services,
-) -> Result<RouterSpec, String> {
+/// The configuration's text as read, with the name its errors give it, and the
+/// `NAME=value` definitions.
+struct Source {
+    text: String,
+    name: String,
+    defines: HashMap<String, String>,
+}
+
+/// Reads the configuration the command line names, or says why not.
+fn read_configuration(args: &RunArgs) -> Result<Source, String> {
     let mut defines = HashMap::new();
     // Click's driver takes one configuration: a file (-f or an argument) or an
     // expression (-e), and refuses a second one whatever its kind.
@@ -204,35 +214,36 @@ fn load(
             (text, "<stdin>".to_string())
         }
     };
-    // Opening an AF_PACKET interface changes a kernel flag that only an orderly exit
-    // restores: from here on a stop signal ends the process at once only while no flag
-    // is held off (see `on_signal`). Until the text is read the default dispositions
-    // stand, so Ctrl-C ends a read of standard input.
-    install_signal_handlers();
+    Ok(Source { text, name, defines })
+}
+
+/// Checks and builds configuration `text` (`name` in its errors). `devices` opens the
+/// network interfaces `FromDevice` and `ToDevice` name. `services` takes the
+/// configuration's control sockets (bound) and kernel route syncs.
+pub(crate) fn build(
+    text: &str,
+    name: &str,
+    defines: &HashMap<String, String>,
+    threads: usize,
+    devices: &Arc<DeviceTable>,
+    services: &Services,
+) -> Result<RouterSpec, String> {
     let mut reg = Registry::with_library();
     runtime::register(&mut reg, devices);
     control::register(&mut reg, &services.sockets);
     kernelroutes::register(&mut reg, &services.syncs);
     neighbors::register(&mut reg, &services.resolvers);
     cluster::register(&mut reg);
-    let flat = lang::parse_with_classes(&text, &name, &defines, &|c| reg.get(c).is_some())
+    let flat = lang::parse_with_classes(text, name, defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
 }
 
 /// What `run` serves beside the workers, collected while the configuration is built.
-struct Services {
-    sockets: Arc<control::Sockets>,
-    syncs: Arc<kernelroutes::Syncs>,
-    resolvers: Arc<neighbors::Resolvers>,
-}
-
-/// Runs one worker per thread (pinned to cores) until a source asks to stop, every
-/// source is done, or a stop signal arrives.
-fn drive(router: &RouterSpec, threads: usize, idle_spin: Duration) -> runtime::RunStats {
-    runtime::Runtime::new(threads)
-        .idle_spin(idle_spin)
-        .run_until(router, None, || SIGNALLED.load(Ordering::Relaxed))
+pub(crate) struct Services {
+    pub sockets: Arc<control::Sockets>,
+    pub syncs: Arc<kernelroutes::Syncs>,
+    pub resolvers: Arc<neighbors::Resolvers>,
 }
 
 /// "; devices d0 (PACKET, 2 queues: 10 in, 0 out), ..." for the summary line, or "".
@@ -323,12 +334,26 @@ pub fn main(args: RunArgs) -> ExitCode {
     };
     // The kernel's routes go in before the workers start (also with -q, as Click
     // initializes every element before it decides not to run).
-    let loaded = load(&args, threads, &devices, &services)
+    let loaded = read_configuration(&args).and_then(|source| {
+        // Opening an AF_PACKET interface changes a kernel flag that only an orderly
+        // exit restores: from here on a stop signal ends the process at once only
+        // while no flag is held off (see `on_signal`). Until the text is read the
+        // default dispositions stand, so Ctrl-C ends a read of standard input.
+        install_signal_handlers();
+        build(
+            &source.text,
+            &source.name,
+            &source.defines,
+            threads,
+            &devices,
+            &services,
+        )
         .and_then(|r| deliver_neighbor_frames(&r, &devices).map(|()| r))
-        .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers)));
+        .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers, source)))
+    });
     CONFIGURING.store(false, Ordering::SeqCst);
-    let (router, followers) = match loaded {
-        Ok((r, f)) => (Arc::new(r), f),
+    let (mut router, followers, source) = match loaded {
+        Ok(l) => l,
         Err(e) => {
             // Interfaces opened before the error close, and their flags are restored,
             // before the message.
@@ -338,42 +363,86 @@ pub fn main(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    router.set_text(source.text);
+    let hot = args
+        .allow_reconfigure
+        .then(|| Hotconfig::new(source.defines, threads, devices.clone(), services.sockets.clone()));
+    if let Some(h) = &hot {
+        router.set_hotconfig(h.handler());
+    }
+    let mut router = Arc::new(router);
     if !args.quit {
-        let server = services.sockets.serve(&router);
+        let current = CurrentRouter::new(router.clone());
+        if let Some(h) = &hot {
+            h.serve_through(&current);
+        }
+        services.sockets.serve(&current);
         let scraped = metrics.map(|listener| {
             if let Ok(addr) = listener.local_addr() {
                 graph::warn!("brickroute: metrics at http://{}/metrics", addr);
             }
-            crate::metrics::serve(listener, &router)
+            crate::metrics::serve(listener, &current)
         });
-        let following = kernelroutes::follow(followers, &router);
-        // (Following the neighbour tables does not keep the router running: it serves
-        // the workers' packets only.)
-        let resolving = neighbors::follow(&services.resolvers, &router);
-        // (Nor does following the interfaces' addresses for their XDP programs.)
-        let addressing = addresses::follow(&devices, &router);
-        let s = drive(&router, threads, Duration::from_micros(args.idle_spin_us));
-        // With a control socket or kernel routes to follow, the router runs until it
-        // is stopped (a signal, a source's STOP, or a write to the `stop` handler), as
-        // Click's driver does while it has sockets to watch, also once its sources are
-        // done.
-        if server.is_running() || following.is_running() || scraped.is_some() {
-            while !SIGNALLED.load(Ordering::Relaxed) && !router.stop_flag().is_requested() {
-                std::thread::sleep(Duration::from_millis(10));
+        let replacing = || hot.as_ref().is_some_and(|h| h.requested());
+        let (mut followers, mut resolvers) = (followers, services.resolvers.clone());
+        let mut s = runtime::RunStats::default();
+        let mut configurations = 0;
+        loop {
+            configurations += 1;
+            let following = kernelroutes::follow(followers, &router);
+            // (Following the neighbour tables does not keep the router running: it
+            // serves the workers' packets only.)
+            let resolving = neighbors::follow(&resolvers, &router);
+            // (Nor does following the interfaces' addresses for their XDP programs.)
+            let addressing = addresses::follow(&devices, &router);
+            // One worker per thread (pinned to cores) until a source asks to stop,
+            // every source is done, a stop signal arrives, or another configuration
+            // takes over.
+            s.add(
+                &runtime::Runtime::new(threads)
+                    .idle_spin(Duration::from_micros(args.idle_spin_us))
+                    .run_until(&router, None, || SIGNALLED.load(Ordering::Relaxed) || replacing()),
+            );
+            // With a control socket or kernel routes to follow, the router runs until
+            // it is stopped (a signal, a source's STOP, or a write to the `stop`
+            // handler), as Click's driver does while it has sockets to watch, also
+            // once its sources are done.
+            if services.sockets.is_serving() || following.is_running() || scraped.is_some() {
+                while !SIGNALLED.load(Ordering::Relaxed) && !router.stop_flag().is_requested() && !replacing()
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
             }
+            drop(addressing);
+            drop(resolving);
+            drop(following);
+            let next = match &hot {
+                Some(h) if !SIGNALLED.load(Ordering::Relaxed) && h.requested() => h.take(),
+                _ => None,
+            };
+            let Some(next) = next else { break };
+            if let Err(e) = deliver_neighbor_frames(&next.router, &devices) {
+                graph::warn!("{}: {}", hotconfig::LANDMARK, e);
+            }
+            services.sockets.serve(&current);
+            router = next.router;
+            followers = next.followers;
+            resolvers = next.resolvers;
         }
-        drop(addressing);
-        drop(resolving);
-        drop(following);
         drop(scraped);
-        drop(server);
+        services.sockets.close();
         if !args.no_summary {
             graph::warn!(
-                "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}",
+                "brickroute: {} worker{}, {} packets from sources in {:.3} s{}{}{}",
                 threads,
                 if threads == 1 { "" } else { "s" },
                 s.packets(),
                 s.elapsed.as_secs_f64(),
+                if configurations > 1 {
+                    format!(" over {} configurations", configurations)
+                } else {
+                    String::new()
+                },
                 device_summary(&devices),
                 if SIGNALLED.load(Ordering::Relaxed) {
                     " (interrupted)"
@@ -389,7 +458,9 @@ pub fn main(args: RunArgs) -> ExitCode {
     let (out, errors) = handlers::read_all(&router, &args.handlers);
     // Close the interfaces (their sockets, and the promiscuous mode they asked for) and
     // give the kernel back its forwarding on them before printing: the router's
-    // elements and the table hold the only references.
+    // elements and the table hold the only references (with `-R`, also the current
+    // router's cell, and a configuration written too late to run).
+    drop(hot);
     drop(router);
     devices.clear();
     // SIGPIPE stays ignored in `run` (everything above must happen whatever the

@@ -1,10 +1,30 @@
 //! Threads `run` keeps beside the workers (control sockets, kernel route followers):
-//! each gets the router and a shared stop flag; dropping the set stops and joins them.
+//! each gets the router (or the cell holding the current one) and a shared stop flag;
+//! dropping the set stops and joins them.
 
 use graph::router::RouterSpec;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+
+/// The router `run` is running, for the threads that outlive a configuration replaced
+/// through `hotconfig` (control sockets, metrics): each call they make takes the
+/// current one.
+pub struct CurrentRouter(Mutex<Arc<RouterSpec>>);
+
+impl CurrentRouter {
+    pub fn new(router: Arc<RouterSpec>) -> Arc<CurrentRouter> {
+        Arc::new(CurrentRouter(Mutex::new(router)))
+    }
+
+    pub fn get(&self) -> Arc<RouterSpec> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set(&self, router: Arc<RouterSpec>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = router;
+    }
+}
 
 pub struct ServiceThreads {
     stop: Arc<AtomicBool>,
@@ -12,12 +32,14 @@ pub struct ServiceThreads {
 }
 
 impl ServiceThreads {
-    /// A thread named `name` for each of `items`, running `work(item, router, stop)`;
-    /// `work` returns soon after `stop` is set.
-    pub fn spawn<T, F>(name: &str, items: Vec<T>, router: &Arc<RouterSpec>, work: F) -> ServiceThreads
+    /// A thread named `name` for each of `items`, running `work(item, router, stop)`
+    /// (`router`: the router, or the [`CurrentRouter`]); `work` returns soon after
+    /// `stop` is set.
+    pub fn spawn<T, R, F>(name: &str, items: Vec<T>, router: &Arc<R>, work: F) -> ServiceThreads
     where
         T: Send + 'static,
-        F: Fn(T, Arc<RouterSpec>, Arc<AtomicBool>) + Copy + Send + 'static,
+        R: Send + Sync + 'static,
+        F: Fn(T, Arc<R>, Arc<AtomicBool>) + Copy + Send + 'static,
     {
         let stop = Arc::new(AtomicBool::new(false));
         let threads = items

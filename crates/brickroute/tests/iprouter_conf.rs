@@ -53,15 +53,7 @@ fn testbed() -> TwoHosts {
             "-h",
             "bcast.count",
         ],
-        |ns, dev| {
-            let (addr, gateway) = if dev == "e0" {
-                ("10.0.1.2/24", "10.0.1.1")
-            } else {
-                ("10.0.2.2/24", "10.0.2.1")
-            };
-            ns.ip(&["addr", "add", addr, "dev", dev]);
-            ns.ip(&["route", "add", "default", "via", gateway]);
-        },
+        two_hosts::ipv4_host,
         |h0| ping(h0, &["-c", "1", "-W", "1", "10.0.1.1"]).0,
     )
 }

@@ -11,6 +11,7 @@
 //! 511 no such handler, 520 handler error, 521 data too large, 530 permission denied.
 
 use crate::router::RouterSpec;
+use std::sync::Arc;
 
 /// The line a connection opens with.
 pub const GREETING: &str = "Click::ControlSocket/1.3\r\n";
@@ -33,9 +34,20 @@ const HANDLER_ERROR: u16 = 520;
 const DATA_TOO_BIG: u16 = 521;
 const PERMISSION: u16 = 530;
 
+/// The router a session calls: one for its whole life, or whichever one `current`
+/// returns when a command starts (a driver that replaces its configuration while
+/// connections stay open).
+enum Serving<'a> {
+    Fixed(&'a RouterSpec),
+    Live {
+        current: &'a (dyn Fn() -> Arc<RouterSpec> + Sync),
+        now: Option<Arc<RouterSpec>>,
+    },
+}
+
 /// One connection's protocol state: the bytes received and not yet taken by a command.
 pub struct Session<'a> {
-    router: &'a RouterSpec,
+    serving: Serving<'a>,
     read_only: bool,
     input: Vec<u8>,
     /// Where a `READUNTIL`/`WRITEUNTIL` still waiting for its terminator resumes its
@@ -76,8 +88,18 @@ impl<'a> Session<'a> {
     /// A session on `router`; with `read_only`, write handlers are refused (Click's
     /// READONLY).
     pub fn new(router: &'a RouterSpec, read_only: bool) -> Session<'a> {
+        Session::serving(Serving::Fixed(router), read_only)
+    }
+
+    /// A session whose every command calls the router `current` returns as the
+    /// command starts.
+    pub fn live(current: &'a (dyn Fn() -> Arc<RouterSpec> + Sync), read_only: bool) -> Session<'a> {
+        Session::serving(Serving::Live { current, now: None }, read_only)
+    }
+
+    fn serving(serving: Serving<'a>, read_only: bool) -> Session<'a> {
         Session {
-            router,
+            serving,
             read_only,
             input: Vec::new(),
             until_scan: 0,
@@ -156,7 +178,30 @@ impl<'a> Session<'a> {
         self.run(&line, eof, out)
     }
 
+    /// The router the command being answered calls.
+    fn router(&self) -> &RouterSpec {
+        match &self.serving {
+            Serving::Fixed(r) => r,
+            Serving::Live { now, .. } => now
+                .as_deref()
+                .expect("a live session's router is taken as each command starts"),
+        }
+    }
+
     fn run(&mut self, line: &Line<'_>, eof: bool, out: &mut Vec<u8>) -> Option<usize> {
+        if let Serving::Live { current, now } = &mut self.serving {
+            *now = Some(current());
+        }
+        let next = self.run_command(line, eof, out);
+        // An idle connection holds no router: a replaced one goes when its last command
+        // ends.
+        if let Serving::Live { now, .. } = &mut self.serving {
+            *now = None;
+        }
+        next
+    }
+
+    fn run_command(&mut self, line: &Line<'_>, eof: bool, out: &mut Vec<u8>) -> Option<usize> {
         let words: Vec<&str> = line.text.split(is_space).filter(|w| !w.is_empty()).collect();
         let Some(first) = words.first() else {
             return Some(line.next);
@@ -386,13 +431,13 @@ impl<'a> Session<'a> {
         let Some((ename, hname)) = canonical.split_once('.') else {
             return Some(Target::Global(canonical.to_string()));
         };
-        if self.router.has_element(ename) {
+        if self.router().has_element(ename) {
             return Some(Target::Element(ename.to_string(), hname.to_string()));
         }
         let numbered = ename
             .parse::<usize>()
             .ok()
-            .and_then(|n| self.router.element_name(n));
+            .and_then(|n| self.router().element_name(n));
         match numbered {
             Some(e) => Some(Target::Element(e.to_string(), hname.to_string())),
             None => {
@@ -411,10 +456,10 @@ impl<'a> Session<'a> {
     fn access(&self, target: &Target) -> (bool, bool) {
         match target {
             Target::Global(h) => (
-                self.router.read_global_handler(h).is_some(),
-                RouterSpec::has_global_write_handler(h),
+                self.router().read_global_handler(h).is_some(),
+                self.router().has_global_write_handler(h),
             ),
-            Target::Element(e, h) => self.router.handler_access(e, h).unwrap_or((false, false)),
+            Target::Element(e, h) => self.router().handler_access(e, h).unwrap_or((false, false)),
         }
     }
 
@@ -439,12 +484,14 @@ impl<'a> Session<'a> {
         };
         let result = match &target {
             Target::Global(h) if param.is_empty() => self
-                .router
+                .router()
                 .read_global_handler(h)
                 .ok_or_else(|| format!("no '{}' handler", h)),
             Target::Global(_) => Err(format!("read handler '{}' does not take parameters", name)),
-            Target::Element(..) if param.is_empty() => self.router.read_handler(&target.path()),
-            Target::Element(..) => self.router.read_handler(&format!("{} {}", target.path(), param)),
+            Target::Element(..) if param.is_empty() => self.router().read_handler(&target.path()),
+            Target::Element(..) => self
+                .router()
+                .read_handler(&format!("{} {}", target.path(), param)),
         };
         match result {
             Ok(data) => {
@@ -471,10 +518,10 @@ impl<'a> Session<'a> {
         }
         let result = match &target {
             Target::Global(h) => self
-                .router
+                .router()
                 .write_global_handler(h, value)
                 .unwrap_or_else(|| Err(format!("no '{}' handler", h))),
-            Target::Element(..) => self.router.write_handler(&target.path(), value),
+            Target::Element(..) => self.router().write_handler(&target.path(), value),
         };
         match result {
             Ok(()) => message(out, OK, &format!("Write handler '{}' OK", name), false),

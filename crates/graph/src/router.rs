@@ -42,7 +42,18 @@ pub struct RouterSpec {
     by_name: std::collections::HashMap<String, usize>,
     stop: Arc<StopFlag>,
     requirements: Vec<String>,
+    /// The configuration's text, for the global `config` handler (set by the driver
+    /// that read it).
+    text: Option<String>,
+    /// What a write to the global `hotconfig` handler calls (set by a driver that
+    /// allows reconfiguration).
+    hotconfig: Option<Arc<Reconfigure>>,
 }
+
+/// A driver's replacement of the running configuration by the text written to the
+/// global `hotconfig` handler: `Ok` once the new configuration is built and will take
+/// over, or why it was refused (the running one then goes on).
+pub type Reconfigure = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 
 /// What one pass over a worker's sources did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +216,8 @@ impl RouterSpec {
             elements,
             stop: Arc::new(StopFlag::new()),
             requirements: flat.requirements.clone(),
+            text: None,
+            hotconfig: None,
         })
     }
 
@@ -249,6 +262,16 @@ impl RouterSpec {
 
     pub fn stop_flag(&self) -> &Arc<StopFlag> {
         &self.stop
+    }
+
+    /// Keeps the configuration's text for the global `config` handler.
+    pub fn set_text(&mut self, text: String) {
+        self.text = Some(text);
+    }
+
+    /// Gives the router a global `hotconfig` write handler calling `reconfigure`.
+    pub fn set_hotconfig(&mut self, reconfigure: Arc<Reconfigure>) {
+        self.hotconfig = Some(reconfigure);
     }
 
     /// Names of all elements, in configuration order.
@@ -334,12 +357,13 @@ impl RouterSpec {
         self.elements.get(i).map(|e| e.name.as_str())
     }
 
-    /// Reads a global handler (Click's `version`, `list` and `requirements`), or
-    /// `None` when there is no such one.
+    /// Reads a global handler (Click's `version`, `list` and `requirements`, and
+    /// `config` when the driver gave the text), or `None` when there is no such one.
     pub fn read_global_handler(&self, name: &str) -> Option<String> {
         let lines = |v: Vec<&str>| v.iter().map(|s| format!("{}\n", s)).collect::<String>();
         match name {
             "version" => Some(format!("{}\n", env!("CARGO_PKG_VERSION"))),
+            "config" => self.text.clone(),
             "list" => {
                 let names: Vec<&str> = self.element_names().collect();
                 Some(format!("{}\n{}", names.len(), lines(names)))
@@ -349,20 +373,24 @@ impl RouterSpec {
         }
     }
 
-    /// Whether `name` is a global write handler: only Click's `stop`, which asks the
-    /// workers to stop as a source's `STOP true` does.
-    pub fn has_global_write_handler(name: &str) -> bool {
-        name == "stop"
+    /// Whether `name` is a global write handler: Click's `stop`, which asks the
+    /// workers to stop as a source's `STOP true` does, and `hotconfig` when the
+    /// driver allows reconfiguration ([`RouterSpec::set_hotconfig`]).
+    pub fn has_global_write_handler(&self, name: &str) -> bool {
+        name == "stop" || name == "hotconfig" && self.hotconfig.is_some()
     }
 
     /// Writes a global handler (see [`RouterSpec::has_global_write_handler`]); `None`
     /// when there is no such one. `stop` ignores its value, as Click's does.
-    pub fn write_global_handler(&self, name: &str, _value: &str) -> Option<Result<(), String>> {
-        if !Self::has_global_write_handler(name) {
-            return None;
+    pub fn write_global_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
+        match (name, &self.hotconfig) {
+            ("stop", _) => {
+                self.stop.request();
+                Some(Ok(()))
+            }
+            ("hotconfig", Some(reconfigure)) => Some(reconfigure(value)),
+            _ => None,
         }
-        self.stop.request();
-        Some(Ok(()))
     }
 
     /// Reads handler `element.handler`, or `element.handler PARAM` for a read handler

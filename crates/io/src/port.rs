@@ -74,20 +74,18 @@ pub trait Port: Send + Sync {
         None
     }
 
-    /// Asks the port to deliver the ARP the router answers and sends itself (its
-    /// configuration has ARP elements): an AF_XDP port then takes ARP for addresses
-    /// other than its interface's own from the kernel (see `xdp::program`). Ports that
-    /// deliver every frame already (AF_PACKET, pcap files) have nothing to change.
-    fn deliver_router_arp(&self) -> Result<(), DeviceError> {
+    /// Asks the port to deliver the ARP the router answers and sends itself (`on`: its
+    /// configuration has ARP elements), or to leave ARP to the kernel again: an AF_XDP
+    /// port then takes ARP for addresses other than its interface's own from the
+    /// kernel (see `xdp::program`). Ports that deliver every frame anyway (AF_PACKET,
+    /// pcap files) have nothing to change.
+    fn deliver_router_arp(&self, _on: bool) -> Result<(), DeviceError> {
         Ok(())
     }
 
-    /// Asks the port to deliver the IPv6 neighbour discovery the router does itself
-    /// (its configuration has neighbour discovery elements): an AF_XDP port then takes
-    /// neighbour solicitations and advertisements for addresses other than its
-    /// interface's own from the kernel. Ports that deliver every frame already have
-    /// nothing to change.
-    fn deliver_router_nd(&self) -> Result<(), DeviceError> {
+    /// As [`Port::deliver_router_arp`], for the IPv6 neighbour discovery the router
+    /// does itself (neighbour solicitations and advertisements).
+    fn deliver_router_nd(&self, _on: bool) -> Result<(), DeviceError> {
         Ok(())
     }
 

@@ -45,7 +45,7 @@ use route4::{config_routes, pick_destination, random_routes};
 pub use route4::{udp_frame, Route};
 
 use crate::device::{register, DeviceTable};
-use crate::{tsc, RunStats, Runtime, WorkerStats};
+use crate::{tsc, RunStats, Runtime};
 use graph::args::split_args;
 use graph::lang::FlatConfig;
 use graph::registry::Registry;
@@ -848,28 +848,13 @@ fn report(
         .sum();
     let rate = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
     // Each worker's figures over all runs.
-    let mut workers: Vec<WorkerStats> = Vec::new();
-    for w in runs.iter().flat_map(|s| &s.workers) {
-        match workers.iter_mut().find(|t| t.index == w.index) {
-            Some(t) => {
-                t.packets += w.packets;
-                t.busy_cycles += w.busy_cycles;
-                t.empty_cycles += w.empty_cycles;
-                t.iterations += w.iterations;
-                t.empty_iterations += w.empty_iterations;
-                t.elapsed += w.elapsed;
-            }
-            None => workers.push(WorkerStats {
-                profile: Vec::new(),
-                ..w.clone()
-            }),
-        }
-    }
-    let all = RunStats {
-        workers,
-        elapsed: runs.iter().map(|s| s.elapsed).sum(),
-        tsc_hz: runs.first().map_or_else(tsc::tsc_hz, |s| s.tsc_hz),
+    let mut all = RunStats {
+        tsc_hz: tsc::tsc_hz(),
+        ..RunStats::default()
     };
+    for s in runs {
+        all.add(s);
+    }
     let rounds: Vec<f64> = if runs.len() > 1 {
         runs.iter().map(RunStats::cycles_per_packet).collect()
     } else {

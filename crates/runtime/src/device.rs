@@ -41,7 +41,7 @@ use graph::ConfigError;
 use io::{DeviceError, Port};
 use packet::{PacketBatch, DEFAULT_BATCH, MAX_BATCH};
 use port_handlers::Direction;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -179,6 +179,8 @@ pub struct DeviceTable {
     devices: Mutex<BTreeMap<String, Device>>,
     opener: Option<Box<Opener>>,
     live_rx: Mutex<Vec<Arc<AtomicUsize>>>,
+    /// The devices named by the configurations built since [`DeviceTable::begin_build`].
+    named: Mutex<BTreeSet<String>>,
     /// The RSS keywords the configuration gave, by device.
     rss_given: rss_config::Given,
     /// The kernel forwarding flags held off for the AF_PACKET interfaces the table
@@ -267,6 +269,43 @@ impl DeviceTable {
             .clear();
     }
 
+    /// Starts a configuration's build over a table a running configuration uses (a
+    /// reconfiguration): from here on [`DeviceTable::named`] lists the devices its
+    /// `FromDevice` and `ToDevice` elements name, and its RSS keywords are checked
+    /// against each other only, not against the running configuration's.
+    pub fn begin_build(&self) {
+        self.named.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.rss_given.clear();
+    }
+
+    /// The devices named since [`DeviceTable::begin_build`] (or since the table was
+    /// made), sorted.
+    pub fn named(&self) -> BTreeSet<String> {
+        self.named.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Closes the interfaces the table opened whose names are not in `keep` (once the
+    /// routers holding them are gone, their sockets close) and gives the kernel back
+    /// the forwarding it had on them. Ports handed to the table stay.
+    pub fn close_except(&self, keep: &BTreeSet<String>) {
+        let closed: Vec<String> = {
+            let mut map = self.map();
+            let gone: Vec<String> = map
+                .values()
+                .filter(|d| d.method.is_some() && !keep.contains(&d.name))
+                .map(|d| d.name.clone())
+                .collect();
+            for name in &gone {
+                map.remove(name);
+            }
+            gone
+        };
+        self.kernel_forwarding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|g| !closed.iter().any(|n| n == g.interface()));
+    }
+
     fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Device>> {
         self.devices.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -290,6 +329,10 @@ impl DeviceTable {
         receives: bool,
         cx: &BuildContext,
     ) -> Result<Device, ConfigError> {
+        self.named
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string());
         let d = self.lookup_open(name, method, receives, cx)?;
         match d.port.receive_problem().filter(|_| receives) {
             Some(why) => Err(cx.error(format!(

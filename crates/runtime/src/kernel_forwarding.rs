@@ -229,6 +229,11 @@ impl Taken {
 }
 
 impl KernelForwardingOff {
+    /// The interface whose flag this holds off.
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
     /// Turns the kernel's IPv4 forwarding off on `interface` of the calling thread's
     /// network namespace, keeping the record in `dir` (normally [`record_dir`]).
     /// Nothing is done where the flag is already 0 (and no record says otherwise), or

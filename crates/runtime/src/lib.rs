@@ -91,6 +91,32 @@ pub struct RunStats {
 }
 
 impl RunStats {
+    /// Adds a later run of the same workers (another round, or a configuration that
+    /// replaced this one's): each worker's counts and times summed, the wall-clock
+    /// times summed. Element profiles are not summed: the sum has none.
+    pub fn add(&mut self, later: &RunStats) {
+        for w in &later.workers {
+            match self.workers.iter_mut().find(|m| m.index == w.index) {
+                Some(m) => {
+                    m.packets += w.packets;
+                    m.busy_cycles += w.busy_cycles;
+                    m.empty_cycles += w.empty_cycles;
+                    m.iterations += w.iterations;
+                    m.empty_iterations += w.empty_iterations;
+                    m.idle_sleeps += w.idle_sleeps;
+                    m.elapsed += w.elapsed;
+                    m.profile.clear();
+                }
+                None => self.workers.push(WorkerStats {
+                    profile: Vec::new(),
+                    ..w.clone()
+                }),
+            }
+        }
+        self.elapsed += later.elapsed;
+        self.tsc_hz = later.tsc_hz;
+    }
+
     pub fn packets(&self) -> u64 {
         self.workers.iter().map(|w| w.packets).sum()
     }

@@ -32,6 +32,18 @@ pub fn ping(ns: &Netns, family: &str, args: &[&str]) -> (bool, String) {
     )
 }
 
+/// An IPv4 host of the routers' tests: `e0` is 10.0.1.2/24 and `e1` 10.0.2.2/24, each
+/// with its default route through the router's address on its network (`.1`).
+pub fn ipv4_host(ns: &Netns, dev: &str) {
+    let (addr, gateway) = if dev == "e0" {
+        ("10.0.1.2/24", "10.0.1.1")
+    } else {
+        ("10.0.2.2/24", "10.0.2.1")
+    };
+    ns.ip(&["addr", "add", addr, "dev", dev]);
+    ns.ip(&["route", "add", "default", "via", gateway]);
+}
+
 /// The hosts and the router.
 pub struct TwoHosts {
     pub h0: Netns,

@@ -339,3 +339,74 @@ fn an_unfinished_until_line_is_searched_once_and_bounded() {
     assert!(s.is_closed());
     assert_eq!(out, b"521 Data too large\r\n");
 }
+
+#[test]
+fn config_answers_the_text_the_driver_gave() {
+    let mut r = router();
+    assert_eq!(
+        talk(&r, false, "READ config\n"),
+        "511 No handler named 'config'\r\n"
+    );
+    r.set_text(CONFIG.to_string());
+    assert_eq!(
+        talk(&r, false, "READ config\n"),
+        format!(
+            "200 Read handler 'config' OK\r\nDATA {}\r\n{}",
+            CONFIG.len(),
+            CONFIG
+        )
+    );
+}
+
+/// A live session whose `hotconfig` handler builds the written text and makes it the
+/// current router: the commands after the write, even those sent with it, call the new
+/// one; a text that does not build is answered with its error and changes nothing.
+#[test]
+fn a_live_session_calls_the_router_hotconfig_put_in_place() {
+    use std::sync::Mutex;
+    let current: Arc<Mutex<Arc<RouterSpec>>> = Arc::new(Mutex::new(Arc::new(router())));
+    let hook_current = current.clone();
+    let hook: Arc<crate::router::Reconfigure> = Arc::new(move |text: &str| {
+        let flat = crate::lang::parse(text, "<hotconfig>", &Default::default()).map_err(|e| e.to_string())?;
+        let r = RouterSpec::build(&flat, &Registry::with_library(), Path::new("."), 1)
+            .map_err(|e| e.to_string())?;
+        *hook_current.lock().unwrap() = Arc::new(r);
+        Ok(())
+    });
+    {
+        let mut first = router();
+        first.set_hotconfig(hook.clone());
+        *current.lock().unwrap() = Arc::new(first);
+    }
+    let get = || current.lock().unwrap().clone();
+    let mut s = Session::live(&get, false);
+    let mut out = Vec::new();
+    s.feed(
+        b"CHECKWRITE hotconfig\nWRITE hotconfig Idle -> nosuch :: Frob;\nREAD c.count\n",
+        false,
+        &mut out,
+    );
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "200 Write handler 'hotconfig' OK\r\n\
+         520-Write handler 'hotconfig' error:\r\n\
+         520-<hotconfig>:1:19: error: unknown element class 'Frob'\r\n\
+         520-  Idle -> nosuch :: Frob;\r\n\
+         520                     ^\r\n\
+         200 Read handler 'c.count' OK\r\nDATA 1\r\n0"
+    );
+    let mut out = Vec::new();
+    s.feed(
+        b"WRITE hotconfig d :: Idle -> Discard;\nREAD d.class\nREAD c.count\nCHECKWRITE hotconfig\n",
+        false,
+        &mut out,
+    );
+    // (The new router was built without a hotconfig handler of its own.)
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "200 Write handler 'hotconfig' OK\r\n\
+         200 Read handler 'd.class' OK\r\nDATA 4\r\nIdle\
+         510 No element named 'c'\r\n\
+         511 No handler named 'hotconfig'\r\n"
+    );
+}

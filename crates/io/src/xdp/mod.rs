@@ -915,12 +915,12 @@ impl Port for XdpPort {
         self.queues.len()
     }
 
-    fn deliver_router_arp(&self) -> Result<(), DeviceError> {
-        self.set_router_arp(true)
+    fn deliver_router_arp(&self, on: bool) -> Result<(), DeviceError> {
+        self.set_router_arp(on)
     }
 
-    fn deliver_router_nd(&self) -> Result<(), DeviceError> {
-        self.set_router_nd(true)
+    fn deliver_router_nd(&self, on: bool) -> Result<(), DeviceError> {
+        self.set_router_nd(on)
     }
 
     fn refresh_addresses(&self) -> Result<(), DeviceError> {

@@ -45,6 +45,11 @@ struct Source {
 pub(super) struct Given(Mutex<BTreeMap<Setting, Source>>);
 
 impl Given {
+    /// Forgets what an earlier configuration gave: a new one starts afresh.
+    pub(super) fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// Applies `kws` to `port` (device `dev`): refused with the reason for a port that
     /// has no RSS settings of its own, for a value in no form the handler takes, and for
     /// a value another element gave differently.

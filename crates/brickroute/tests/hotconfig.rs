@@ -1,0 +1,287 @@
+//! `brickroute run -R`: a configuration written to the global `hotconfig` handler
+//! replaces the running one while the process, its control sockets and their
+//! connections stay; one that fails to build is refused with its error and changes
+//! nothing. The last test swaps Click's IP router on AF_XDP interfaces in and out
+//! between two hosts in network namespaces (root needed), with `ping` as the judge.
+//!
+//! h0: e0 10.0.1.2/24 -- r0 [router: 10.0.1.1 | 10.0.2.1] r1 -- e1 10.0.2.2/24 :h1
+
+mod common;
+#[path = "common/control_client.rs"]
+mod control_client;
+#[path = "common/netns.rs"]
+mod netns;
+#[path = "common/router_process.rs"]
+mod router_process;
+#[path = "common/two_hosts.rs"]
+mod two_hosts;
+
+use common::root;
+use control_client::{connect_unix, Client};
+use router_process::RouterProcess;
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Endless IPv4 packets to 192.0.2.1 through a route lookup whose output 0 (the
+/// default route) and output 1 each end in a counter named `PREFIX0` and `PREFIX1`.
+fn traffic(socket: &Path, prefix: &str) -> String {
+    format!(
+        "ControlSocket(unix, {socket});
+         InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 c0000201>, LIMIT -1, BURST 32)
+           -> GetIPAddress(16) -> rt :: RadixIPLookup(0.0.0.0/0 0);
+         rt[0] -> {prefix}0 :: Counter -> Discard;
+         rt[1] -> {prefix}1 :: Counter -> Discard;",
+        socket = socket.display()
+    )
+}
+
+fn start(args: &[&str], config: &str) -> RouterProcess {
+    RouterProcess(
+        Command::new(env!("CARGO_BIN_EXE_brickroute"))
+            .arg("run")
+            .args(args)
+            .args(["-e", config])
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    )
+}
+
+/// Writes `text` to `hotconfig` in a data block: the answer's lines.
+fn hotconfig(c: &mut Client<UnixStream>, text: &str) -> Vec<String> {
+    c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
+    let mut lines = vec![c.line()];
+    while lines.last().unwrap().as_bytes().get(3) == Some(&b'-') {
+        lines.push(c.line());
+    }
+    lines
+}
+
+/// Waits (10 s at most) until counter `name` counts more than `than`.
+fn grows(c: &mut Client<UnixStream>, name: &str, than: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = c.count(name);
+        if n > than {
+            return n;
+        }
+        assert!(Instant::now() < deadline, "{name} stays at {n}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_written_configuration_takes_over_and_a_bad_one_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let first = traffic(&sock, "a");
+    let mut p = start(&["-R", "-h", "b0.count", "-h", "rt.table"], &first);
+    let mut c = connect_unix(&sock, &mut p);
+    grows(&mut c, "a0", 0);
+    assert_eq!(c.read("config"), first);
+    // State of the running configuration: a route added through the socket.
+    assert_eq!(
+        c.status("WRITE rt.add 192.0.2.0/24 1\n"),
+        "200 Write handler 'rt.add' OK\r\n"
+    );
+    let a1 = grows(&mut c, "a1", 0);
+
+    // A configuration that does not build: refused with its error, the running one
+    // untouched (its route, its traffic, its configuration text).
+    let broken = traffic(&sock, "b").replace("-> Discard;", "-> Discar;");
+    let answer = hotconfig(&mut c, &broken);
+    assert_eq!(
+        answer[0], "520-Write handler 'hotconfig' error:\r\n",
+        "{answer:?}"
+    );
+    assert!(
+        answer[1].starts_with("520-<hotconfig>:4:36: error: undeclared element 'Discar'"),
+        "{answer:?}"
+    );
+    assert!(answer.last().unwrap().starts_with("520 "), "{answer:?}");
+    grows(&mut c, "a1", a1);
+    assert_eq!(c.read("rt.lookup 192.0.2.1"), "1");
+    assert_eq!(c.read("config"), first);
+
+    // One that builds takes over: the same connection calls its handlers from the
+    // next command on, the old elements are gone, and its state is its own (the route
+    // written to the old table is not in the new one).
+    let second = traffic(&sock, "b");
+    assert_eq!(
+        hotconfig(&mut c, &second),
+        ["200 Write handler 'hotconfig' OK\r\n"]
+    );
+    assert_eq!(c.status("READ a0.count\n"), "510 No element named 'a0'\r\n");
+    grows(&mut c, "b0", 0);
+    assert_eq!(c.read("rt.lookup 192.0.2.1"), "0");
+    assert_eq!(c.count("b1"), 0);
+    assert_eq!(c.read("config"), second);
+
+    // `stop` stops the new configuration, and the handlers printed are its own.
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+    let (out, err) = p.output();
+    assert!(out.starts_with("b0.count:\n"), "{out}");
+    assert!(out.contains("rt.table:\n0.0.0.0/0"), "{out}");
+    assert!(!out.contains("192.0.2.0/24"), "{out}");
+    assert!(err.contains("over 2 configurations"), "{err}");
+    assert!(!sock.exists());
+}
+
+#[test]
+fn sockets_the_new_configuration_does_not_name_close_and_its_own_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (dir.path().join("old.sock"), dir.path().join("new.sock"));
+    let mut p = start(&["-R"], &traffic(&old, "a"));
+    let mut c = connect_unix(&old, &mut p);
+    let mut idle = connect_unix(&old, &mut p);
+    grows(&mut c, "a0", 0);
+
+    // The answer still reaches the writer, then both connections of the socket the new
+    // configuration does not name close, and its file goes.
+    assert_eq!(
+        hotconfig(&mut c, &traffic(&new, "b")),
+        ["200 Write handler 'hotconfig' OK\r\n"]
+    );
+    let mut rest = Vec::new();
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let n = c.read_to_end_raw(&mut rest);
+    assert_eq!(n, 0, "{:?}", String::from_utf8_lossy(&rest));
+    assert_eq!(idle.read_to_end_raw(&mut rest), 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while old.exists() {
+        assert!(Instant::now() < deadline, "old socket file stays");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut c = connect_unix(&new, &mut p);
+    grows(&mut c, "b0", 0);
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+}
+
+#[test]
+fn without_allow_reconfigure_there_is_no_hotconfig_handler() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let mut p = start(&[], &traffic(&sock, "a"));
+    let mut c = connect_unix(&sock, &mut p);
+    assert_eq!(
+        c.status("CHECKWRITE hotconfig\n"),
+        "511 No handler named 'hotconfig'\r\n"
+    );
+    assert_eq!(
+        c.status("WRITE hotconfig Idle\n"),
+        "511 No handler named 'hotconfig'\r\n"
+    );
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+}
+
+/// `ping ARGS` (IPv4) in `ns`: whether it succeeded, and its output.
+fn ping(ns: &netns::Netns, args: &[&str]) -> (bool, String) {
+    two_hosts::ping(ns, "-4", args)
+}
+
+#[test]
+fn interfaces_stay_open_across_configurations_that_take_them_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    // Click's IP router with a control socket; the other configuration takes every
+    // frame from both interfaces and drops it. Both use the command line's $DEV0 and
+    // $DEV1.
+    let router = format!(
+        "{}\nControlSocket(unix, {});\n",
+        std::fs::read_to_string(root().join("conf/iprouter.click")).unwrap(),
+        sock.display()
+    );
+    let swallow = format!(
+        "ControlSocket(unix, {});
+         FromDevice($DEV0) -> c :: Counter -> Discard;
+         FromDevice($DEV1) -> Discard;",
+        sock.display()
+    );
+    let conf = dir.path().join("router.click");
+    std::fs::write(&conf, &router).unwrap();
+    let mut t = two_hosts::TwoHosts::up(
+        conf.to_str().unwrap(),
+        &[
+            "DEV0=r0",
+            &format!("MAC0={}", two_hosts::R0_MAC),
+            "DEV1=r1",
+            &format!("MAC1={}", two_hosts::R1_MAC),
+            // Two workers for the veths' two queues: the interfaces open with AF_XDP.
+            "--threads",
+            "2",
+            "-R",
+        ],
+        two_hosts::ipv4_host,
+        |h0| ping(h0, &["-c", "1", "-W", "1", "10.0.1.1"]).0,
+    );
+    let mut c = Client::new(UnixStream::connect(&sock).unwrap());
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let through = |t: &two_hosts::TwoHosts| ping(&t.h0, &["-c", "3", "-i", "0.2", "-W", "2", "10.0.2.2"]);
+    let (ok, out) = through(&t);
+    assert!(ok && out.contains("3 received"), "{out}");
+    for round in 0..3 {
+        assert_eq!(
+            hotconfig(&mut c, &swallow),
+            ["200 Write handler 'hotconfig' OK\r\n"]
+        );
+        let (ok, out) = ping(&t.h0, &["-c", "2", "-i", "0.2", "-W", "1", "10.0.2.2"]);
+        assert!(!ok && out.contains("0 received"), "round {round}: {out}");
+        assert!(c.count("c") >= 2, "round {round}");
+        assert_eq!(c.status("READ arpq0.table\n"), "510 No element named 'arpq0'\r\n");
+
+        assert_eq!(
+            hotconfig(&mut c, &router),
+            ["200 Write handler 'hotconfig' OK\r\n"]
+        );
+        // The router's ARP starts empty: the hosts' next pings resolve it again.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ping(&t.h0, &["-c", "1", "-W", "1", "10.0.1.1"]).0 {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: the router never answered again"
+            );
+        }
+        let (ok, out) = through(&t);
+        assert!(ok && out.contains("3 received"), "round {round}: {out}");
+        assert!(c.read("arpq1.table").contains("10.0.2.2"), "round {round}");
+    }
+    let (_, err) = t.stop();
+    assert!(err.contains("over 7 configurations"), "{err}");
+    assert!(err.contains("r0 (XDP"), "{err}");
+}
+
+/// Reads a connection to its end (0 bytes once the router closed it).
+trait ReadToEnd {
+    fn read_to_end_raw(&mut self, buf: &mut Vec<u8>) -> usize;
+}
+
+impl ReadToEnd for Client<UnixStream> {
+    fn read_to_end_raw(&mut self, buf: &mut Vec<u8>) -> usize {
+        let mut s = self.stream();
+        let mut chunk = [0u8; 256];
+        let mut total = 0;
+        loop {
+            match s.read(&mut chunk) {
+                Ok(0) => return total,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    total += n;
+                }
+                Err(e) => panic!("connection not closed: {e}"),
+            }
+        }
+    }
+}
