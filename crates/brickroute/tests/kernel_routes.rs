@@ -896,3 +896,71 @@ fn ipv6_multipath_weights_are_followed() {
     c.send("WRITE stop\n");
     assert!(p.wait_exit(Duration::from_secs(20)).success());
 }
+
+/// With `run -R`, a configuration written to `hotconfig` gets the kernel's table before
+/// the write is answered, and its KernelRoutes follows the kernel from then on.
+#[test]
+fn a_configuration_that_takes_over_starts_with_the_kernels_table_and_follows_it() {
+    let ns = namespace();
+    ns.ip(&["route", "add", "192.0.2.0/24", "via", "198.18.0.2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let config = |lookup: &str, outputs: &str| {
+        format!(
+            "ControlSocket(unix, {}); k :: KernelRoutes({lookup}, {outputs}); \
+             InfiniteSource(LIMIT 0) -> {lookup} :: RadixIPLookup; \
+             {lookup}[0] -> Discard; {lookup}[1] -> Discard; {lookup}[2] -> Discard;",
+            sock.display()
+        )
+    };
+    let mut p = RouterProcess(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns.name,
+                env!("CARGO_BIN_EXE_brickroute"),
+                "run",
+                "-R",
+            ])
+            .args(["-e", &config("rt", "d0 1, d1 2")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let mut c = connect_unix(&sock, &mut p);
+    assert_eq!(
+        c.routes("rt.table"),
+        [
+            "192.0.2.0/24 198.18.0.2 1",
+            "198.18.0.0/24 - 1",
+            "198.19.0.0/24 - 2"
+        ]
+    );
+
+    // The interfaces' outputs swapped, in a lookup element of another name.
+    let swapped = config("other", "d0 2, d1 1");
+    c.send(&format!("WRITEDATA hotconfig {}\n{}", swapped.len(), swapped));
+    assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
+    assert_eq!(
+        c.routes("other.table"),
+        [
+            "192.0.2.0/24 198.18.0.2 2",
+            "198.18.0.0/24 - 2",
+            "198.19.0.0/24 - 1"
+        ]
+    );
+    ns.ip(&["route", "add", "203.0.113.0/24", "via", "198.19.0.2"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !c
+        .routes("other.table")
+        .contains(&"203.0.113.0/24 198.19.0.2 1".to_string())
+    {
+        assert!(Instant::now() < deadline, "{:?}", c.routes("other.table"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+}

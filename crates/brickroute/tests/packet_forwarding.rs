@@ -5,11 +5,14 @@
 //! after a configuration error, and, from the record under /run/brickroute, in the run
 //! after one killed with SIGKILL or by a second signal. SIGHUP (a closed terminal) stops
 //! the router and restores the flag as SIGTERM does. `--keep-kernel-forwarding` leaves
-//! the flag on, warns, and every frame leaves twice.
+//! the flag on, warns, and every frame leaves twice. With `run -R`, a configuration
+//! that takes over holds the flags of the interfaces it names and gives back the others'.
 //!
 //! gen g0 -- d0 [dut 198.18.0.1 | 198.19.0.1, ip_forward=1] d1 -- s0 sink
 
 mod common;
+#[path = "common/control_client.rs"]
+mod control_client;
 #[path = "common/netns.rs"]
 mod netns;
 #[path = "common/router_process.rs"]
@@ -523,4 +526,72 @@ fn ipv6_forwarding_is_warned_about_and_left_alone() {
     assert_eq!(t.dut.proc_sys("net/ipv6/conf/all/forwarding"), "1");
     assert_eq!(t.dut.proc_sys("net/ipv6/conf/d0/disable_ipv6"), "0");
     assert_eq!(t.flag("d0"), "1");
+}
+
+/// Whether `dev` of dut is open by an AF_PACKET port (which turns promiscuous mode on).
+fn open(t: &Testbed, dev: &str) -> bool {
+    t.dut.link_details(dev).contains("promiscuity 1")
+}
+
+#[test]
+fn configurations_written_to_hotconfig_hold_the_flags_of_the_interfaces_they_name() {
+    let t = Testbed::new();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s");
+    let control = format!("ControlSocket(unix, {});\n", sock.display());
+    let routing = format!("{control}{CONFIG}");
+    let mut router = Router::start(&t, &["-R"], &routing);
+    router.wait_until("d0 and d1 open, forwarding off", || t.open_with_forwarding_off());
+    let mut c = control_client::connect_unix(&sock, &mut router.0);
+    let mut hotconfig = |text: &str| {
+        c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
+        let mut lines = vec![c.line()];
+        while lines.last().unwrap().as_bytes().get(3) == Some(&b'-') {
+            lines.push(c.line());
+        }
+        lines
+    };
+
+    // A configuration naming d0 only: d1 is closed and its flag given back.
+    let d0_only = format!("{control}FromDevice(d0, METHOD PACKET) -> routed :: Counter -> Discard;");
+    assert_eq!(hotconfig(&d0_only), ["200 Write handler 'hotconfig' OK\r\n"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open(&t, "d1") || t.flag("d1") != "1" {
+        assert!(Instant::now() < deadline, "d1 still open, or its flag still off");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(open(&t, "d0"));
+    assert_eq!(t.flag("d0"), "0");
+    assert!(!t.record("d1").exists());
+    // The kernel forwards d0's frames no more, brickroute drops them.
+    assert!(t.send_and_count().is_empty());
+
+    // One that opens d1 and then fails: refused, and d1 is closed again.
+    let failing = format!(
+        "{control}FromDevice(d0, METHOD PACKET) -> Discard;\n\
+         td :: ToDevice(d1, METHOD PACKET); Idle -> Counter(NOSUCH 1) -> td;"
+    );
+    let answer = hotconfig(&failing);
+    assert_eq!(
+        answer[0], "520-Write handler 'hotconfig' error:\r\n",
+        "{answer:?}"
+    );
+    // (ToDevice opened d1 before Counter, built after it, failed.)
+    assert_eq!(
+        answer[1],
+        "520-<hotconfig>:3:44: error: Counter@6 :: Counter: bad keyword 'NOSUCH'\r\n"
+    );
+    assert!(!open(&t, "d1"));
+    assert_eq!(t.flag("d1"), "1");
+    assert!(!t.record("d1").exists());
+
+    // Routing again: both held, each frame leaves once.
+    assert_eq!(hotconfig(&routing), ["200 Write handler 'hotconfig' OK\r\n"]);
+    router.wait_until("d0 and d1 open, forwarding off", || t.open_with_forwarding_off());
+    assert_eq!(t.send_and_count(), each_once(1));
+    let (out, err) = router.terminate();
+    assert_eq!(out, format!("{}\n", FRAMES));
+    assert!(err.contains("over 3 configurations"), "{err}");
+    assert_eq!(t.flag("d0"), "1");
+    assert_eq!(t.flag("d1"), "1");
 }
