@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -49,10 +49,15 @@ const MAX_PENDING: usize = 16 << 20;
 #[derive(Default)]
 pub struct Sockets {
     bound: Mutex<Vec<Bound>>,
-    /// Served sockets that the configuration being built names again, by key, with
-    /// its READONLY and VERBOSE.
-    kept: Mutex<Vec<(String, bool, bool)>>,
+    /// Served sockets that the configuration being built names again (by
+    /// [`Served::id`]), with its READONLY and VERBOSE.
+    kept: Mutex<Vec<(u64, bool, bool)>>,
     served: Mutex<Vec<Served>>,
+    next_id: AtomicU64,
+    /// Threads closing the sockets a configuration that took over did not name (their
+    /// connections' threads are joined there, not on the thread switching the
+    /// configurations).
+    closing: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// One bound socket and its settings.
@@ -70,6 +75,7 @@ struct Bound {
 /// A socket being served, and its settings, which a configuration that takes it over
 /// may change (for the connections it accepts from then on).
 struct Served {
+    id: u64,
     key: String,
     address: Address,
     read_only: Arc<AtomicBool>,
@@ -162,14 +168,25 @@ impl Sockets {
         let bound = std::mem::take(&mut *lock(&self.bound));
         let kept = std::mem::take(&mut *lock(&self.kept));
         let mut served = lock(&self.served);
-        served.retain(|s| match kept.iter().find(|k| k.0 == s.key) {
-            Some(&(_, read_only, verbose)) => {
+        let (stay, gone): (Vec<Served>, Vec<Served>) = std::mem::take(&mut *served)
+            .into_iter()
+            .partition(|s| kept.iter().any(|k| k.0 == s.id));
+        *served = stay;
+        for s in served.iter() {
+            if let Some(&(_, read_only, verbose)) = kept.iter().find(|k| k.0 == s.id) {
                 s.read_only.store(read_only, Ordering::SeqCst);
                 s.verbose.store(verbose, Ordering::SeqCst);
-                true
             }
-            None => false,
-        });
+        }
+        if !gone.is_empty() {
+            match std::thread::Builder::new()
+                .name("control-close".into())
+                .spawn(move || drop(gone))
+            {
+                Ok(t) => lock(&self.closing).push(t),
+                Err(e) => graph::warn!("ControlSocket: closing sockets: {}", e),
+            }
+        }
         for b in bound {
             let (read_only, verbose) = (
                 Arc::new(AtomicBool::new(b.read_only)),
@@ -182,6 +199,7 @@ impl Sockets {
                 verbose: verbose.clone(),
             };
             served.push(Served {
+                id: self.next_id.fetch_add(1, Ordering::SeqCst),
                 key: b.key,
                 address: b.address,
                 read_only,
@@ -207,18 +225,22 @@ impl Sockets {
     pub fn close(&self) {
         let served = std::mem::take(&mut *lock(&self.served));
         drop(served);
+        let closing = std::mem::take(&mut *lock(&self.closing));
+        for t in closing {
+            let _ = t.join();
+        }
     }
 
-    /// The address of the served socket `key`, if the configuration being built has
-    /// not taken it over yet: it takes it over now, with `read_only` and `verbose`.
+    /// The address of a served socket `key` that the configuration being built has
+    /// not taken over yet (two elements may name one `PORT+`): it takes it over now,
+    /// with `read_only` and `verbose`.
     fn take_over(&self, key: &str, read_only: bool, verbose: bool) -> Option<Address> {
         let served = lock(&self.served);
-        let s = served.iter().find(|s| s.key == key)?;
         let mut kept = lock(&self.kept);
-        if kept.iter().any(|k| k.0 == key) {
-            return None;
-        }
-        kept.push((key.to_string(), read_only, verbose));
+        let s = served
+            .iter()
+            .find(|s| s.key == key && !kept.iter().any(|k| k.0 == s.id))?;
+        kept.push((s.id, read_only, verbose));
         Some(s.address.clone())
     }
 }

@@ -45,8 +45,10 @@ pub struct Hotconfig {
     /// stop test reads without a lock.
     next: Mutex<Option<Next>>,
     requested: AtomicBool,
-    /// One build at a time.
+    /// One build, or one takeover, at a time.
     building: Mutex<()>,
+    /// `run` has stopped running configurations: writes are refused.
+    closed: AtomicBool,
     /// The devices the running configuration names.
     in_use: Mutex<BTreeSet<String>>,
     me: Weak<Hotconfig>,
@@ -81,6 +83,7 @@ impl Hotconfig {
             next: Mutex::new(None),
             requested: AtomicBool::new(false),
             building: Mutex::new(()),
+            closed: AtomicBool::new(false),
             in_use,
             me: me.clone(),
         })
@@ -108,19 +111,45 @@ impl Hotconfig {
     }
 
     /// The configuration waiting to take over, once the old one's workers have
-    /// stopped: the interfaces only the old one named are closed now.
-    pub fn take(&self) -> Option<Next> {
+    /// stopped: the interfaces only the old one named are closed, then `install`
+    /// puts the rest of it in place (its sockets served), before another write may
+    /// build.
+    pub fn take(&self, install: impl FnOnce(&Next)) -> Option<Next> {
+        let _one = lock(&self.building);
         let next = lock(&self.next).take()?;
         self.requested.store(false, Ordering::SeqCst);
         self.devices.close_except(&next.devices);
         *lock(&self.in_use) = next.devices.clone();
+        install(&next);
         Some(next)
     }
 
-    fn replace(&self, text: &str) -> Result<(), String> {
-        let _one = lock(&self.building);
+    /// Refuses every write from now on, once a build under way has ended: `run` runs
+    /// no more configurations.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        drop(lock(&self.building));
+    }
+
+    /// Why a write is refused now, if it is: the router is stopping.
+    fn stopping(&self, current: &CurrentRouter) -> Result<(), String> {
+        if self.closed.load(Ordering::SeqCst) || run::signalled() || current.get().stop_flag().was_asked() {
+            Err("the router is stopping".into())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Takes the build lock once the configuration written before has taken over.
+    fn turn(&self, current: &CurrentRouter) -> Result<std::sync::MutexGuard<'_, ()>, String> {
         let deadline = Instant::now() + TAKEOVER_WAIT;
-        while lock(&self.next).is_some() {
+        loop {
+            self.stopping(current)?;
+            let one = lock(&self.building);
+            if lock(&self.next).is_none() {
+                return Ok(one);
+            }
+            drop(one);
             if Instant::now() >= deadline {
                 return Err(format!(
                     "the configuration written before has not taken over after {} s (a worker is still in its pass); try again",
@@ -129,9 +158,13 @@ impl Hotconfig {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    fn replace(&self, text: &str) -> Result<(), String> {
         let Some(current) = self.current.get() else {
             return Err("the router is not running".into());
         };
+        let _one = self.turn(current)?;
         let services = Services {
             sockets: self.sockets.clone(),
             syncs: Syncs::new(),
@@ -154,7 +187,8 @@ impl Hotconfig {
             &self.devices,
             &services,
         )
-        .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers)));
+        .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers)))
+        .and_then(|b| self.stopping(current).map(|()| b));
         let (mut router, followers) = match built {
             Ok(b) => b,
             Err(e) => {

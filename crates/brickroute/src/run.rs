@@ -71,6 +71,11 @@ pub struct RunArgs {
 /// Set by the first stop signal.
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
+/// Whether a stop signal has come.
+pub(crate) fn signalled() -> bool {
+    SIGNALLED.load(Ordering::SeqCst)
+}
+
 /// True until the router is configured (Click's `!started`).
 static CONFIGURING: AtomicBool = AtomicBool::new(true);
 
@@ -416,18 +421,25 @@ pub fn main(args: RunArgs) -> ExitCode {
             drop(addressing);
             drop(resolving);
             drop(following);
+            // A stop asked for (a signal, `stop`, a source's STOP) wins over a
+            // configuration written meanwhile.
+            let stopping = signalled() || router.stop_flag().was_asked();
             let next = match &hot {
-                Some(h) if !SIGNALLED.load(Ordering::Relaxed) && h.requested() => h.take(),
+                Some(h) if !stopping && h.requested() => h.take(|next| {
+                    if let Err(e) = deliver_neighbor_frames(&next.router, &devices) {
+                        graph::warn!("{}: {}", hotconfig::LANDMARK, e);
+                    }
+                    services.sockets.serve(&current);
+                }),
                 _ => None,
             };
             let Some(next) = next else { break };
-            if let Err(e) = deliver_neighbor_frames(&next.router, &devices) {
-                graph::warn!("{}: {}", hotconfig::LANDMARK, e);
-            }
-            services.sockets.serve(&current);
             router = next.router;
             followers = next.followers;
             resolvers = next.resolvers;
+        }
+        if let Some(h) = &hot {
+            h.close();
         }
         drop(scraped);
         services.sockets.close();

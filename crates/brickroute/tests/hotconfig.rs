@@ -185,6 +185,136 @@ fn without_allow_reconfigure_there_is_no_hotconfig_handler() {
     assert!(p.wait_exit(Duration::from_secs(10)).success());
 }
 
+#[test]
+fn a_stop_wins_over_a_configuration_written_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let mut p = start(&["-R"], &traffic(&sock, "a"));
+    let mut c = connect_unix(&sock, &mut p);
+    grows(&mut c, "a0", 0);
+    let next = traffic(&sock, "b");
+    c.send(&format!(
+        "WRITE stop\nWRITEDATA hotconfig {}\n{}",
+        next.len(),
+        next
+    ));
+    assert_eq!(c.line(), "200 Write handler 'stop' OK\r\n");
+    assert_eq!(
+        [c.line(), c.line()],
+        [
+            "520-Write handler 'hotconfig' error:\r\n",
+            "520 the router is stopping\r\n"
+        ]
+    );
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+    let (_, err) = p.output();
+    assert!(!err.contains("configurations"), "{err}");
+}
+
+/// A configuration that closes the socket its write came through, while more writes
+/// wait on that connection: the router takes it over and goes on (it once waited for
+/// that connection's next build while holding what the build needed).
+#[test]
+fn a_configuration_closing_the_writers_socket_takes_over_and_the_router_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.sock"), dir.path().join("b.sock"));
+    let both = format!("ControlSocket(unix, {});\n{}", b.display(), traffic(&a, "a"));
+    let mut p = start(&["-R"], &both);
+    let mut on_b = connect_unix(&b, &mut p);
+    let (only_a, again) = (traffic(&a, "b"), traffic(&a, "c"));
+    on_b.send(&format!(
+        "WRITEDATA hotconfig {}\n{}WRITEDATA hotconfig {}\n{}",
+        only_a.len(),
+        only_a,
+        again.len(),
+        again
+    ));
+    assert_eq!(on_b.line(), "200 Write handler 'hotconfig' OK\r\n");
+    // Whichever of the two took over, the router serves it through a.
+    let mut on_a = connect_unix(&a, &mut p);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let b0 = on_a.status("CHECKREAD b0.count\n").starts_with("200");
+        let c0 = on_a.status("CHECKREAD c0.count\n").starts_with("200");
+        if c0 || b0 && !on_b_open(&b) {
+            grows(&mut on_a, if c0 { "c0" } else { "b0" }, 0);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no configuration took over");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our child's pid.
+    unsafe { libc::kill(p.pid(), libc::SIGTERM) };
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+}
+
+/// Whether anything still listens on UNIX socket `path`.
+fn on_b_open(path: &Path) -> bool {
+    UnixStream::connect(path).is_ok()
+}
+
+#[test]
+fn two_sockets_of_one_port_range_are_taken_over_one_each() {
+    let config = |both: bool| {
+        format!(
+            "c1 :: ControlSocket(TCP, 46200+); {} Idle -> Discard;",
+            if both {
+                "c2 :: ControlSocket(TCP, 46200+);"
+            } else {
+                ""
+            }
+        )
+    };
+    let mut p = start(&["-R"], &config(true));
+    let connect = |port: &str, p: &mut RouterProcess| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())) {
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                return Client::new(s);
+            }
+            assert!(p.exited().is_none() && Instant::now() < deadline, "not served");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The first port of the range is 46200 or a later free one, once served.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut c = loop {
+        let found = (46200..46264).find_map(|port| {
+            let s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut c = Client::new(s);
+            (c.status("CHECKREAD c1.port\n").starts_with("200")).then_some(c)
+        });
+        if let Some(c) = found {
+            break c;
+        }
+        assert!(p.exited().is_none() && Instant::now() < deadline, "not served");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let ports = |c: &mut Client<std::net::TcpStream>| [c.read("c1.port"), c.read("c2.port")];
+    let before = ports(&mut c);
+    for _ in 0..3 {
+        let text = config(true);
+        c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
+        assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
+        assert_eq!(ports(&mut c), before);
+    }
+    // The configuration with c1 alone closes the other one.
+    let text = config(false);
+    c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
+    assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
+    let other: u16 = before[1].parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", other)).is_ok() {
+        assert!(Instant::now() < deadline, "port {other} still open");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut c = connect(&before[0], &mut p);
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+}
+
 /// `ping ARGS` (IPv4) in `ns`: whether it succeeded, and its output.
 fn ping(ns: &netns::Netns, args: &[&str]) -> (bool, String) {
     two_hosts::ping(ns, "-4", args)

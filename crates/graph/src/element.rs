@@ -595,21 +595,42 @@ impl Outputs<'_> {
 /// Router-wide stop request, set by an element (a source's `STOP true`, a Counter's
 /// `COUNT_CALL`) or by the program running the router (a signal, a time limit).
 #[derive(Debug, Default)]
-pub struct StopFlag(AtomicBool);
+pub struct StopFlag {
+    stop: AtomicBool,
+    /// The stop was asked for (a source's STOP, the `stop` handler, a worker's panic),
+    /// not only the end of a run the driver set ([`StopFlag::end_run`]).
+    asked: AtomicBool,
+}
 
 impl StopFlag {
     pub fn new() -> StopFlag {
-        StopFlag(AtomicBool::new(false))
+        StopFlag {
+            stop: AtomicBool::new(false),
+            asked: AtomicBool::new(false),
+        }
     }
+    /// Asks the router to stop.
     pub fn request(&self) {
-        self.0.store(true, Ordering::Release);
+        self.asked.store(true, Ordering::Release);
+        self.stop.store(true, Ordering::Release);
+    }
+    /// Ends the workers' run, as the driver does at a time limit or before another
+    /// configuration takes over: the workers stop as for [`StopFlag::request`], but
+    /// the stop does not count as asked for.
+    pub fn end_run(&self) {
+        self.stop.store(true, Ordering::Release);
     }
     pub fn is_requested(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.stop.load(Ordering::Acquire)
+    }
+    /// Whether the stop was asked for ([`StopFlag::request`]).
+    pub fn was_asked(&self) -> bool {
+        self.asked.load(Ordering::Acquire)
     }
     /// Withdraws the request, for another run of the same router.
     pub fn clear(&self) {
-        self.0.store(false, Ordering::Release);
+        self.asked.store(false, Ordering::Release);
+        self.stop.store(false, Ordering::Release);
     }
 }
 

@@ -283,7 +283,7 @@ impl Runtime {
                 .collect();
             while finished.load(Ordering::Acquire) < threads {
                 if stop_when() || limit.is_some_and(|l| start.elapsed() >= l) {
-                    stop.request();
+                    stop.end_run();
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(1));
