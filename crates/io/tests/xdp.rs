@@ -1388,6 +1388,46 @@ fn five_interfaces_sharing_a_umem_all_receive_and_transmit() {
 
 /// A UMEM too small to give every socket sharing it a receive share of two receive
 /// batches refuses the socket that would not fit, and says why.
+/// A port opened and closed beside another on the same UMEM (a configuration that
+/// takes an interface over and one that lets it go, `run -R`): in copy mode the closed
+/// socket's receive frames, some holding frames it received and never read, go back
+/// to the free list, so opening and closing many times loses none.
+#[test]
+fn a_port_closed_beside_another_gives_its_receive_frames_back() {
+    let ns = Netns::new(1);
+    add_pair(&ns, "p1", 10);
+    ns.enter(move || {
+        let cfg = XdpConfig::default();
+        let umems = UmemSet::new(UmemSet::DEFAULT_FRAMES, cfg.frame_size);
+        let stays = XdpPort::open_shared("xa", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+        let peer = Peer::on("p1b");
+        let mut b = PacketBatch::new();
+        stays.rx_burst(0, &mut b, 32);
+        for round in 0..40 {
+            let goes = XdpPort::open_shared("p1a", 1, &cfg, &umems).unwrap_or_else(|e| panic!("{}", e));
+            goes.rx_burst(0, &mut b, 32);
+            // Frames the closing socket received and nobody read.
+            for i in 0..3 {
+                peer.send(&stream_frame(i));
+            }
+            let deadline = Instant::now() + WAIT;
+            while goes.xdp_stats(0).frames.rx < 3 {
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: {:?}",
+                    goes.xdp_stats(0)
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(goes);
+            stays.rx_burst(0, &mut b, 32);
+            let f = stays.xdp_stats(0).frames;
+            assert_eq!(f.in_kernel(), 0, "round {round}: {:?}", f);
+            assert_eq!(f.free + f.fill + f.rx, 8192, "round {round}: {:?}", f);
+        }
+    });
+}
+
 #[test]
 fn a_umem_too_small_for_its_sockets_is_refused() {
     let ns = Netns::new(1);

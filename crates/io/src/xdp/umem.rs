@@ -543,11 +543,12 @@ fn set_opt<T>(fd: &OwnedFd, opt: libc::c_int, v: &T) -> io::Result<()> {
 
 /// An AF_XDP socket bound to one queue of one interface, using a (shared) UMEM.
 ///
-/// Dropping it leaves the UMEM's sockets (the others' receive share grows back), but
-/// the frames in its rings stay lent until the UMEM goes, since nothing tells when the
-/// kernel is done with them. So a socket closed while another still shares its UMEM
-/// keeps up to its rings' worth of frames out of use; a router opens its ports together
-/// and closes them together.
+/// Dropping it leaves the UMEM's sockets (the others' receive share grows back). In
+/// copy mode the frames it lent for receiving go back to the UMEM's free list once the
+/// socket is closed (the kernel copies into them only while the socket is bound; the
+/// socket keeps a bit a frame of which it lent). In zero-copy mode, and for frames on
+/// its transmit side, they stay lent until the UMEM goes, since nothing tells when the
+/// device is done with them.
 pub struct Xsk {
     fill: Ring<u64>,
     completion: Ring<u64>,
@@ -555,7 +556,13 @@ pub struct Xsk {
     tx: Ring<libc::xdp_desc>,
     // The ring views above point into these mappings; the UMEM counts through them.
     rings: Arc<RingSet>,
-    fd: Arc<OwnedFd>,
+    /// `None` only while the socket is dropped.
+    fd: Option<Arc<OwnedFd>>,
+    /// The frames lent to the receive side (fill and receive rings, the kernel), a bit
+    /// a UMEM chunk.
+    rx_lent: Vec<u64>,
+    /// log2 of the UMEM's chunk size (AF_XDP's aligned chunks are powers of two).
+    chunk_shift: u32,
     umem: Arc<Umem>,
     geometry: Geometry,
     /// Frames in the fill or receive ring.
@@ -596,6 +603,23 @@ unsafe impl Send for Xsk {}
 impl Drop for Xsk {
     fn drop(&mut self) {
         self.umem.leave();
+        let copy_mode = matches!(self.zero_copy(), Ok(false));
+        // Closed here if this was the last reference: the kernel unbinds the socket
+        // (and waits for receives in progress) before close(2) returns.
+        let closed = self.fd.take().is_some_and(|fd| Arc::into_inner(fd).is_some());
+        if !(copy_mode && closed) {
+            return;
+        }
+        let umem = self.umem.clone();
+        let mut chunks = umem.pool().lock();
+        for (w, &word) in self.rx_lent.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let idx = w as u64 * 64 + u64::from(bits.trailing_zeros());
+                bits &= bits - 1;
+                chunks.reclaim(idx << self.chunk_shift);
+            }
+        }
     }
 }
 
@@ -761,7 +785,9 @@ impl Xsk {
             rx,
             tx,
             rings,
-            fd,
+            fd: Some(fd),
+            rx_lent: vec![0; umem.frames().div_ceil(64) as usize],
+            chunk_shift: umem.pool().chunk_size().trailing_zeros(),
             umem: umem.clone(),
             geometry: g,
             rx_side: 0,
@@ -793,6 +819,20 @@ impl Xsk {
         Ok(xsk)
     }
 
+    /// Records that the chunk holding `addr` is lent to the receive side (`lent`) or
+    /// came back from it.
+    fn mark_rx(&mut self, addr: u64, lent: bool) {
+        let idx = (addr >> self.chunk_shift) as usize;
+        if let Some(word) = self.rx_lent.get_mut(idx / 64) {
+            let bit = 1u64 << (idx % 64);
+            if lent {
+                *word |= bit;
+            } else {
+                *word &= !bit;
+            }
+        }
+    }
+
     /// Frames the receive side is topped up to: the socket's cap, or its share of the
     /// UMEM when more sockets share it than the cap allows for.
     fn fill_target(&self) -> u32 {
@@ -800,7 +840,7 @@ impl Xsk {
     }
 
     pub fn fd(&self) -> &OwnedFd {
-        &self.fd
+        self.fd.as_ref().expect("the socket is open until dropped")
     }
 
     /// Whether the socket joined a UMEM another socket registered.
@@ -816,7 +856,7 @@ impl Xsk {
         // SAFETY: `o` is writable for `len` bytes; the kernel writes at most that.
         check(unsafe {
             libc::getsockopt(
-                self.fd.as_raw_fd(),
+                self.fd().as_raw_fd(),
                 libc::SOL_XDP,
                 libc::XDP_OPTIONS,
                 &mut o as *mut _ as *mut libc::c_void,
@@ -852,6 +892,7 @@ impl Xsk {
         let mut given = 0;
         while given < n {
             let Some(addr) = chunks.lend() else { break };
+            self.mark_rx(addr, true);
             self.fill.write(given, addr);
             given += 1;
         }
@@ -881,6 +922,7 @@ impl Xsk {
                 let d = self.rx.read(i);
                 match chunks.receive(d.addr, d.len) {
                     Some(p) => {
+                        self.mark_rx(d.addr, false);
                         bytes += u64::from(d.len);
                         batch.push(p);
                     }
@@ -1077,7 +1119,7 @@ impl Xsk {
         // documented AF_XDP transmit wakeup.
         let r = unsafe {
             libc::sendto(
-                self.fd.as_raw_fd(),
+                self.fd().as_raw_fd(),
                 ptr::null(),
                 0,
                 libc::MSG_DONTWAIT,
@@ -1097,7 +1139,7 @@ impl Xsk {
         // AF_XDP receive wakeup; nothing is written.
         unsafe {
             libc::recvfrom(
-                self.fd.as_raw_fd(),
+                self.fd().as_raw_fd(),
                 ptr::null_mut(),
                 0,
                 libc::MSG_DONTWAIT,
@@ -1115,7 +1157,7 @@ impl Xsk {
         // SAFETY: `st` is writable for `len` bytes; the kernel writes at most that.
         check(unsafe {
             libc::getsockopt(
-                self.fd.as_raw_fd(),
+                self.fd().as_raw_fd(),
                 libc::SOL_XDP,
                 libc::XDP_STATISTICS,
                 &mut st as *mut _ as *mut libc::c_void,
