@@ -605,7 +605,9 @@ impl Drop for Xsk {
         self.umem.leave();
         let copy_mode = matches!(self.zero_copy(), Ok(false));
         // Closed here if this was the last reference: the kernel unbinds the socket
-        // (and waits for receives in progress) before close(2) returns.
+        // (and waits for receives in progress) before close(2) returns. (A child
+        // forked at this moment would hold the descriptor until its exec closes it;
+        // `brickroute run` forks none.)
         let closed = self.fd.take().is_some_and(|fd| Arc::into_inner(fd).is_some());
         if !(copy_mode && closed) {
             return;
