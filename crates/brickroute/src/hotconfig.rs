@@ -186,6 +186,7 @@ impl Hotconfig {
             self.threads,
             &self.devices,
             &services,
+            true,
         )
         .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers)))
         .and_then(|b| self.stopping(current).map(|()| b));

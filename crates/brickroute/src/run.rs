@@ -224,7 +224,9 @@ fn read_configuration(args: &RunArgs) -> Result<Source, String> {
 
 /// Checks and builds configuration `text` (`name` in its errors). `devices` opens the
 /// network interfaces `FromDevice` and `ToDevice` name. `services` takes the
-/// configuration's control sockets (bound) and kernel route syncs.
+/// configuration's control sockets (bound) and kernel route syncs. With `staged`, the
+/// output files its elements create keep temporary names until
+/// [`RouterSpec::commit`].
 pub(crate) fn build(
     text: &str,
     name: &str,
@@ -232,6 +234,7 @@ pub(crate) fn build(
     threads: usize,
     devices: &Arc<DeviceTable>,
     services: &Services,
+    staged: bool,
 ) -> Result<RouterSpec, String> {
     let mut reg = Registry::with_library();
     runtime::register(&mut reg, devices);
@@ -241,7 +244,12 @@ pub(crate) fn build(
     cluster::register(&mut reg);
     let flat = lang::parse_with_classes(text, name, defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
-    RouterSpec::build(&flat, &reg, Path::new("."), threads).map_err(|e| e.to_string())
+    if staged {
+        RouterSpec::build_staged(&flat, &reg, Path::new("."), threads)
+    } else {
+        RouterSpec::build(&flat, &reg, Path::new("."), threads)
+    }
+    .map_err(|e| e.to_string())
 }
 
 /// What `run` serves beside the workers, collected while the configuration is built.
@@ -352,6 +360,7 @@ pub fn main(args: RunArgs) -> ExitCode {
             threads,
             &devices,
             &services,
+            false,
         )
         .and_then(|r| deliver_neighbor_frames(&r, &devices).map(|()| r))
         .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers, source)))
@@ -426,6 +435,9 @@ pub fn main(args: RunArgs) -> ExitCode {
             let stopping = signalled() || router.stop_flag().was_asked();
             let next = match &hot {
                 Some(h) if !stopping && h.requested() => h.take(|next| {
+                    for e in next.router.commit() {
+                        graph::warn!("{}: {}", hotconfig::LANDMARK, e);
+                    }
                     if let Err(e) = deliver_neighbor_frames(&next.router, &devices) {
                         graph::warn!("{}: {}", hotconfig::LANDMARK, e);
                     }

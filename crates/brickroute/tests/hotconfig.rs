@@ -315,6 +315,78 @@ fn two_sockets_of_one_port_range_are_taken_over_one_each() {
     assert!(p.wait_exit(Duration::from_secs(10)).success());
 }
 
+/// The files in `dir`, sorted.
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_refused_configuration_leaves_the_running_ones_capture_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let dump = dir.path().join("out.pcap");
+    let capture = |counter: &str, extra: &str| {
+        format!(
+            "ControlSocket(unix, {}); RatedSource(RATE 1000) -> {counter} :: Counter \
+             -> ToDump({}, UNBUFFERED true); {extra}",
+            sock.display(),
+            dump.display()
+        )
+    };
+    let mut p = start(&["-R"], &capture("a", ""));
+    let mut c = connect_unix(&sock, &mut p);
+    grows(&mut c, "a", 10);
+    let inode = std::fs::metadata(&dump).unwrap().ino();
+    let before = std::fs::read(&dump).unwrap();
+    let size = before.len() as u64;
+    assert!(size > 24);
+
+    // Refused after its ToDump was built: the running capture is neither emptied nor
+    // replaced, and no file of the refused one is left.
+    let answer = hotconfig(&mut c, &capture("b", "Idle -> Counter(NOSUCH 1) -> Discard;"));
+    assert_eq!(
+        answer[0], "520-Write handler 'hotconfig' error:\r\n",
+        "{answer:?}"
+    );
+    let a = c.count("a");
+    grows(&mut c, "a", a);
+    let m = std::fs::metadata(&dump).unwrap();
+    assert_eq!(m.ino(), inode);
+    assert!(m.len() > size, "{} then {}", size, m.len());
+    assert!(std::fs::read(&dump).unwrap().starts_with(&before));
+    assert_eq!(files(dir.path()), ["br.sock", "out.pcap"]);
+
+    // Taken over: the new capture replaces the file, from its own header on.
+    assert_eq!(
+        hotconfig(&mut c, &capture("b", "")),
+        ["200 Write handler 'hotconfig' OK\r\n"]
+    );
+    grows(&mut c, "b", 5);
+    assert_ne!(std::fs::metadata(&dump).unwrap().ino(), inode);
+    assert_eq!(files(dir.path()), ["br.sock", "out.pcap"]);
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+    let bytes = std::fs::read(&dump).unwrap();
+    // pcap's magic, then 16-byte record headers and 14..60-byte RatedSource frames:
+    // as many records as b counted (checked by walking them).
+    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);
+    let mut at = 24;
+    let mut records = 0;
+    while at < bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+        records += 1;
+    }
+    assert_eq!(at, bytes.len());
+    assert!(records >= 5, "{records}");
+}
+
 /// `ping ARGS` (IPv4) in `ns`: whether it succeeded, and its output.
 fn ping(ns: &netns::Netns, args: &[&str]) -> (bool, String) {
     two_hosts::ping(ns, "-4", args)

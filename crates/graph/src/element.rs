@@ -202,6 +202,12 @@ pub trait ElementSpec: Send + Sync {
 
     /// Called once when the router stops, after every worker has finished: flush files.
     fn cleanup(&self) {}
+    /// The configuration became the router's: files the element created under a
+    /// temporary name go in place ([`crate::outfile`]). Called once, before the
+    /// workers start; `Err` says what could not be done.
+    fn commit(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A handler an element offers.

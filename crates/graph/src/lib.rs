@@ -6,6 +6,7 @@ pub mod element;
 pub mod elements;
 pub mod error;
 pub mod lang;
+pub mod outfile;
 pub mod registry;
 pub mod router;
 pub mod stats;

@@ -70,9 +70,26 @@ fn decl(name: &str, class: &str) -> String {
 }
 
 impl RouterSpec {
-    /// Checks and configures `flat` with the classes of `reg`. File names in element
-    /// configurations are relative to `base_dir`.
+    /// Checks and configures `flat` with the classes of `reg`, and commits it
+    /// ([`RouterSpec::commit`]). File names in element configurations are relative to
+    /// `base_dir`.
     pub fn build(
+        flat: &FlatConfig,
+        reg: &Registry,
+        base_dir: &Path,
+        workers: usize,
+    ) -> Result<RouterSpec, ConfigError> {
+        let r = Self::build_staged(flat, reg, base_dir, workers)?;
+        for e in r.commit() {
+            crate::warn!("{}", e);
+        }
+        Ok(r)
+    }
+
+    /// [`RouterSpec::build`] without the commit: the output files its elements
+    /// created keep temporary names (and go if the spec is dropped uncommitted), for a
+    /// configuration that may not run (one written to `hotconfig`).
+    pub fn build_staged(
         flat: &FlatConfig,
         reg: &Registry,
         base_dir: &Path,
@@ -262,6 +279,21 @@ impl RouterSpec {
 
     pub fn stop_flag(&self) -> &Arc<StopFlag> {
         &self.stop
+    }
+
+    /// Makes the configuration the router's: each element puts in place the files it
+    /// created under temporary names ([`ElementSpec::commit`]). Returns what could not
+    /// be done, each with its element.
+    pub fn commit(&self) -> Vec<String> {
+        self.elements
+            .iter()
+            .filter_map(|e| {
+                e.spec
+                    .commit()
+                    .err()
+                    .map(|m| format!("{} :: {}: {}", e.name, e.class, m))
+            })
+            .collect()
     }
 
     /// Keeps the configuration's text for the global `config` handler.

@@ -7,7 +7,8 @@ use packet::{Packet, PacketBatch};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Configures `class` with `config` and the given port counts, as the router would.
+/// Configures `class` with `config` and the given port counts, and commits it, as the
+/// router would.
 pub fn build(
     class: &dyn ElementClass,
     config: &str,
@@ -25,7 +26,9 @@ pub fn build(
         workers: 1,
     };
     let mut args = Args::new(config);
-    class.build(&mut args, &cx)
+    let spec = class.build(&mut args, &cx)?;
+    spec.commit().map_err(|e| cx.error(e))?;
+    Ok(spec)
 }
 
 /// The error message `class` gives for `config` (panics if it is accepted).

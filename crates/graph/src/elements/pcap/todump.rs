@@ -10,8 +10,8 @@ use super::strerror;
 use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
+use crate::outfile;
 use packet::{PacketBatch, Timestamp};
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,10 +51,16 @@ impl Drop for Inner {
 }
 
 struct ToDumpSpec {
+    /// The file, under a temporary name until the configuration commits.
+    staged: Option<outfile::Staged>,
     inner: Arc<Inner>,
 }
 
 impl ElementSpec for ToDumpSpec {
+    fn commit(&self) -> Result<(), String> {
+        self.staged.as_ref().map_or(Ok(()), outfile::Staged::commit)
+    }
+
     fn instantiate(&self, _worker: WorkerInfo) -> Box<dyn Element> {
         Box::new(ToDump {
             inner: self.inner.clone(),
@@ -166,6 +172,7 @@ impl ElementClass for ToDumpClass {
             Some(e) => format::parse_dlt(e).ok_or_else(|| cx.error("bad encapsulation type"))?,
         };
 
+        let mut staged = None;
         let (print_name, mut out): (String, Box<dyn Write + Send>) = if filename == "-" {
             let o: Box<dyn Write + Send> = if unbuffered {
                 Box::new(io::stdout())
@@ -174,8 +181,9 @@ impl ElementClass for ToDumpClass {
             };
             ("<stdout>".to_string(), o)
         } else {
-            let f = File::create(cx.resolve_path(&filename))
+            let (f, s) = outfile::create(&cx.resolve_path(&filename))
                 .map_err(|e| cx.error(format!("{}: {}", filename, strerror(&e))))?;
+            staged = Some(s);
             let o: Box<dyn Write + Send> = if unbuffered {
                 Box::new(f)
             } else {
@@ -188,6 +196,7 @@ impl ElementClass for ToDumpClass {
             .map_err(|_| cx.error(format!("{}: unable to write file header", print_name)))?;
 
         Ok(Arc::new(ToDumpSpec {
+            staged,
             inner: Arc::new(Inner {
                 filename: print_name,
                 snaplen,

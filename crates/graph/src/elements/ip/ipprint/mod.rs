@@ -114,13 +114,15 @@ fn configure(args: &mut Args, cx: &BuildContext) -> Result<IPPrintSpec, ConfigEr
         (Contents::None, c) => (c, true),
         _ => return Err(cx.error("specify at most one of CONTENTS and PAYLOAD")),
     };
+    let mut staged = None;
     let sink = match outfile.as_deref() {
         None => Sink::Stderr,
         Some("-") => Sink::Stdout,
         Some(name) => {
             let path = cx.resolve_path(name);
-            let f = File::create(&path)
+            let (f, s) = crate::outfile::create(&path)
                 .map_err(|err| cx.error(format!("OUTFILE: {}: {}", path.display(), err)))?;
+            staged = Some(s);
             Sink::File(Arc::new(Mutex::new(f)))
         }
     };
@@ -141,6 +143,7 @@ fn configure(args: &mut Args, cx: &BuildContext) -> Result<IPPrintSpec, ConfigEr
             swap,
         },
         sink,
+        staged,
         active: Arc::new(AtomicBool::new(active)),
     })
 }
@@ -148,10 +151,18 @@ fn configure(args: &mut Args, cx: &BuildContext) -> Result<IPPrintSpec, ConfigEr
 struct IPPrintSpec {
     format: Format,
     sink: Sink,
+    /// OUTFILE, under a temporary name until the configuration commits.
+    staged: Option<crate::outfile::Staged>,
     active: Arc<AtomicBool>,
 }
 
 impl ElementSpec for IPPrintSpec {
+    fn commit(&self) -> Result<(), String> {
+        self.staged
+            .as_ref()
+            .map_or(Ok(()), crate::outfile::Staged::commit)
+    }
+
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(IPPrint {
             format: self.format.clone(),
