@@ -80,13 +80,16 @@ struct Served {
     address: Address,
     read_only: Arc<AtomicBool>,
     verbose: Arc<AtomicBool>,
+    /// The socket, shared with its accept loop: taken (closed) as the configuration
+    /// that does not name it takes over, so a later one may bind its address at once.
+    listener: Arc<Mutex<Option<Listener>>>,
     _threads: ServiceThreads,
 }
 
 /// What an accept loop serves: the socket and its current settings.
 struct Serving {
     declaration: String,
-    listener: Listener,
+    listener: Arc<Mutex<Option<Listener>>>,
     read_only: Arc<AtomicBool>,
     verbose: Arc<AtomicBool>,
 }
@@ -178,6 +181,9 @@ impl Sockets {
                 s.verbose.store(verbose, Ordering::SeqCst);
             }
         }
+        for s in &gone {
+            drop(lock(&s.listener).take());
+        }
         if !gone.is_empty() {
             match std::thread::Builder::new()
                 .name("control-close".into())
@@ -192,9 +198,10 @@ impl Sockets {
                 Arc::new(AtomicBool::new(b.read_only)),
                 Arc::new(AtomicBool::new(b.verbose)),
             );
+            let listener = Arc::new(Mutex::new(Some(b.listener)));
             let serving = Serving {
                 declaration: b.declaration,
-                listener: b.listener,
+                listener: listener.clone(),
                 read_only: read_only.clone(),
                 verbose: verbose.clone(),
             };
@@ -204,6 +211,7 @@ impl Sockets {
                 address: b.address,
                 read_only,
                 verbose,
+                listener,
                 _threads: ServiceThreads::spawn("control", vec![serving], current, accept_loop),
             });
         }
@@ -266,7 +274,12 @@ fn accept_loop(b: Serving, current: Arc<CurrentRouter>, stop: Arc<AtomicBool>) {
     let mut last_error: Option<String> = None;
     while !stop.load(Ordering::SeqCst) {
         connections.retain(|c| !c.is_finished());
-        let (mut stream, peer) = match b.listener.accept() {
+        let accepted = match lock(&b.listener).as_ref() {
+            Some(l) => l.accept(),
+            // Closed by the configuration that took over.
+            None => break,
+        };
+        let (mut stream, peer) = match accepted {
             Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
                 std::thread::sleep(POLL / 5);

@@ -360,7 +360,7 @@ pub fn main(args: RunArgs) -> ExitCode {
             threads,
             &devices,
             &services,
-            false,
+            true,
         )
         .and_then(|r| deliver_neighbor_frames(&r, &devices).map(|()| r))
         .and_then(|r| services.syncs.install(&r).map(|followers| (r, followers, source)))
@@ -377,6 +377,10 @@ pub fn main(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Its output files take their names now that it is the router's.
+    for e in router.commit() {
+        graph::warn!("{}", e);
+    }
     router.set_text(source.text);
     let hot = args
         .allow_reconfigure
@@ -432,7 +436,9 @@ pub fn main(args: RunArgs) -> ExitCode {
             drop(following);
             // A stop asked for (a signal, `stop`, a source's STOP) wins over a
             // configuration written meanwhile.
-            let stopping = signalled() || router.stop_flag().was_asked();
+            // (`stop` may have gone to the configuration waiting to take over.)
+            let stopping =
+                signalled() || router.stop_flag().was_asked() || current.get().stop_flag().was_asked();
             let next = match &hot {
                 Some(h) if !stopping && h.requested() => h.take(|next| {
                     for e in next.router.commit() {

@@ -315,6 +315,76 @@ fn two_sockets_of_one_port_range_are_taken_over_one_each() {
     assert!(p.wait_exit(Duration::from_secs(10)).success());
 }
 
+#[test]
+fn a_stop_written_right_after_a_configuration_keeps_it_from_taking_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let mut p = start(&["-R"], &traffic(&sock, "a"));
+    let mut c = connect_unix(&sock, &mut p);
+    grows(&mut c, "a0", 0);
+    let next = traffic(&sock, "b");
+    c.send(&format!(
+        "WRITEDATA hotconfig {}\n{}WRITE stop\n",
+        next.len(),
+        next
+    ));
+    assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
+    assert_eq!(c.line(), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+    let (_, err) = p.output();
+    assert!(!err.contains("configurations"), "{err}");
+}
+
+/// A socket the next configuration drops is closed as that one takes over, so the
+/// configuration written right after it may name it again.
+#[test]
+fn a_socket_dropped_by_one_configuration_may_be_named_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.sock"), dir.path().join("b.sock"));
+    let with_b = |prefix: &str| format!("ControlSocket(unix, {});\n{}", b.display(), traffic(&a, prefix));
+    let mut p = start(&["-R"], &with_b("a"));
+    let mut on_a = connect_unix(&a, &mut p);
+    let _on_b = connect_unix(&b, &mut p);
+    let (without_b, again) = (traffic(&a, "b"), with_b("c"));
+    on_a.send(&format!(
+        "WRITEDATA hotconfig {}\n{}WRITEDATA hotconfig {}\n{}",
+        without_b.len(),
+        without_b,
+        again.len(),
+        again
+    ));
+    assert_eq!(on_a.line(), "200 Write handler 'hotconfig' OK\r\n");
+    assert_eq!(on_a.line(), "200 Write handler 'hotconfig' OK\r\n");
+    let mut on_b = connect_unix(&b, &mut p);
+    grows(&mut on_b, "c0", 0);
+    assert_eq!(on_b.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+}
+
+/// A configuration that fails after its elements are built (here KernelRoutes naming
+/// no lookup element) leaves an existing output file as it was.
+#[test]
+fn a_configuration_that_fails_leaves_an_existing_capture_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("out.pcap");
+    std::fs::write(&dump, b"earlier").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_brickroute"))
+        .args([
+            "run",
+            "-e",
+            &format!(
+                "InfiniteSource(LIMIT 1) -> ToDump({}); KernelRoutes(nosuch, lo 0);",
+                dump.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nosuch"), "{o:?}");
+    assert_eq!(std::fs::read(&dump).unwrap(), b"earlier");
+    assert_eq!(files(dir.path()), ["out.pcap"]);
+}
+
 /// The files in `dir`, sorted.
 fn files(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -11,6 +11,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -33,32 +34,78 @@ pub fn create(path: &Path) -> io::Result<(File, Staged)> {
             (f, s)
         })
     };
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() => return direct(path),
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return direct(path),
-        _ => {}
-    }
+    // A file under another name too (a hard link), or one that is a mount point of
+    // its own (a file bind-mounted into a container), is written where it is.
+    let existing = match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() || m.nlink() > 1 => return direct(path),
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(_) => return direct(path),
+    };
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return direct(path);
     };
-    static SERIAL: AtomicU64 = AtomicU64::new(0);
-    let temp = dir.join(format!(
-        ".{}.brickroute-{}-{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        SERIAL.fetch_add(1, Ordering::Relaxed)
-    ));
-    match OpenOptions::new().write(true).create_new(true).open(&temp) {
-        Ok(f) => Ok((
-            f,
-            Staged {
-                target: path.to_path_buf(),
-                temp: Mutex::new(Some(temp)),
-            },
-        )),
-        // A directory where only the file itself may be written.
-        Err(_) => direct(path),
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if existing.is_some() && (mount_id(path).is_none() || mount_id(path) != mount_id(dir)) {
+        return direct(path);
     }
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    for _ in 0..64 {
+        let temp = dir.join(format!(
+            ".{}.brickroute-{}-{}",
+            name.to_string_lossy(),
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::Relaxed)
+        ));
+        let f = match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(f) => f,
+            // A name left by an earlier run: the next one.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            // A directory where only the file itself may be written.
+            Err(_) => return direct(path),
+        };
+        // The file keeps its mode and owner (a capture readable by its owner only
+        // stays so); where they cannot be kept it is written where it is.
+        if let Some(m) = &existing {
+            let kept = f
+                .set_permissions(m.permissions())
+                .and_then(|()| std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid())));
+            if kept.is_err() {
+                drop(f);
+                let _ = std::fs::remove_file(&temp);
+                return direct(path);
+            }
+        }
+        let staged = Staged {
+            target: path.to_path_buf(),
+            temp: Mutex::new(Some(temp)),
+        };
+        return Ok((f, staged));
+    }
+    direct(path)
+}
+
+/// The mount `path` is on (itself if it is a mount point), without following a final
+/// symbolic link; `None` if the kernel does not say.
+fn mount_id(path: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: an all-zero statx is a valid value of the plain C struct.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `stx` a writable statx the kernel fills.
+    let r = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_MNT_ID,
+            &mut stx,
+        )
+    };
+    (r == 0 && stx.stx_mask & libc::STATX_MNT_ID != 0).then_some(stx.stx_mnt_id)
 }
 
 impl Staged {
@@ -126,6 +173,29 @@ mod tests {
         staged.commit().unwrap();
         drop(staged);
         assert_eq!(std::fs::read(&target).unwrap(), b"new and more");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_a_linked_one_is_written_in_place() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("private.pcap");
+        std::fs::write(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (_f, staged) = create(&target).unwrap();
+        staged.commit().unwrap();
+        let m = std::fs::metadata(&target).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        assert_eq!(m.len(), 0);
+
+        // Under two names: written where it is, so both names see it.
+        let other = dir.path().join("other-name");
+        std::fs::hard_link(&target, &other).unwrap();
+        let (mut f, staged) = create(&target).unwrap();
+        f.write_all(b"both").unwrap();
+        drop(staged);
+        assert_eq!(std::fs::read(&other).unwrap(), b"both");
+        assert_eq!(names(dir.path()), ["other-name", "private.pcap"]);
     }
 
     #[test]

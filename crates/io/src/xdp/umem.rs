@@ -555,7 +555,8 @@ pub struct Xsk {
     rx: Ring<libc::xdp_desc>,
     tx: Ring<libc::xdp_desc>,
     // The ring views above point into these mappings; the UMEM counts through them.
-    rings: Arc<RingSet>,
+    /// `None` only while the socket is dropped (as `fd`).
+    rings: Option<Arc<RingSet>>,
     /// `None` only while the socket is dropped.
     fd: Option<Arc<OwnedFd>>,
     /// The frames lent to the receive side (fill and receive rings, the kernel), a bit
@@ -604,12 +605,18 @@ impl Drop for Xsk {
     fn drop(&mut self) {
         self.umem.leave();
         let copy_mode = matches!(self.zero_copy(), Ok(false));
-        // Closed here if this was the last reference: the kernel unbinds the socket
-        // (and waits for receives in progress) before close(2) returns. (A child
-        // forked at this moment would hold the descriptor until its exec closes it;
-        // `brickroute run` forks none.)
+        // The ring mappings hold the socket's file too: unmapped first (unless a
+        // count of the UMEM's frames holds them this moment), then the descriptor
+        // closed. When both were the last references the kernel has unbound the
+        // socket, and waited for receives in progress, before the last of these calls
+        // returns. (A child forked at this moment would hold the descriptor until its
+        // exec closes it; `brickroute run` forks none.)
+        let unmapped = {
+            let _counting = lock(&self.umem.sockets);
+            self.rings.take().is_some_and(|r| Arc::into_inner(r).is_some())
+        };
         let closed = self.fd.take().is_some_and(|fd| Arc::into_inner(fd).is_some());
-        if !(copy_mode && closed) {
+        if !(copy_mode && unmapped && closed) {
             return;
         }
         let umem = self.umem.clone();
@@ -786,7 +793,7 @@ impl Xsk {
             completion,
             rx,
             tx,
-            rings,
+            rings: Some(rings),
             fd: Some(fd),
             rx_lent: vec![0; umem.frames().div_ceil(64) as usize],
             chunk_shift: umem.pool().chunk_size().trailing_zeros(),
@@ -1184,7 +1191,7 @@ impl Xsk {
     /// Frames this socket gave the kernel that are in none of its rings: being sent
     /// right now, or leaked once nothing is being sent.
     pub fn frames_in_flight(&self) -> i64 {
-        let [fill, rx, tx, completion] = self.rings.occupancy();
+        let [fill, rx, tx, completion] = self.rings.as_ref().map_or([0; 4], |r| r.occupancy());
         i64::from(self.rx_side) + i64::from(self.tx_side)
             - i64::from(fill)
             - i64::from(rx)
