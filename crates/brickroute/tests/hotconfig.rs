@@ -185,13 +185,20 @@ fn without_allow_reconfigure_there_is_no_hotconfig_handler() {
     assert!(p.wait_exit(Duration::from_secs(10)).success());
 }
 
-#[test]
-fn a_stop_wins_over_a_configuration_written_after_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("br.sock");
+/// `run -R` with [`traffic`] (counters `a0`, `a1`) and its socket in `dir`, once
+/// traffic flows: the socket, the process and a connection.
+fn running_with_traffic(dir: &Path) -> (std::path::PathBuf, RouterProcess, Client<UnixStream>) {
+    let sock = dir.join("br.sock");
     let mut p = start(&["-R"], &traffic(&sock, "a"));
     let mut c = connect_unix(&sock, &mut p);
     grows(&mut c, "a0", 0);
+    (sock, p, c)
+}
+
+#[test]
+fn a_stop_wins_over_a_configuration_written_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sock, mut p, mut c) = running_with_traffic(dir.path());
     let next = traffic(&sock, "b");
     c.send(&format!(
         "WRITE stop\nWRITEDATA hotconfig {}\n{}",
@@ -318,10 +325,7 @@ fn two_sockets_of_one_port_range_are_taken_over_one_each() {
 #[test]
 fn a_stop_written_right_after_a_configuration_keeps_it_from_taking_over() {
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("br.sock");
-    let mut p = start(&["-R"], &traffic(&sock, "a"));
-    let mut c = connect_unix(&sock, &mut p);
-    grows(&mut c, "a0", 0);
+    let (sock, mut p, mut c) = running_with_traffic(dir.path());
     let next = traffic(&sock, "b");
     c.send(&format!(
         "WRITEDATA hotconfig {}\n{}WRITE stop\n",
