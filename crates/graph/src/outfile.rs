@@ -50,8 +50,10 @@ pub fn create(path: &Path) -> io::Result<(File, Staged)> {
     } else {
         dir
     };
-    if existing.is_some() && (mount_id(path).is_none() || mount_id(path) != mount_id(dir)) {
-        return direct(path);
+    if let Some(m) = &existing {
+        if !same_mount(path, m, dir) {
+            return direct(path);
+        }
     }
     static SERIAL: AtomicU64 = AtomicU64::new(0);
     for _ in 0..64 {
@@ -89,22 +91,27 @@ pub fn create(path: &Path) -> io::Result<(File, Staged)> {
     direct(path)
 }
 
-/// The mount `path` is on (itself if it is a mount point), without following a final
-/// symbolic link; `None` if the kernel does not say.
-fn mount_id(path: &Path) -> Option<u64> {
+/// Whether file `path` (`meta`, its metadata) is on the mount of directory `dir`, so
+/// that a file renamed there replaces it: by the kernel's mount IDs (Linux 5.8 and
+/// later), else by the device numbers (a file bind-mounted from the same file system
+/// then goes unnoticed, and its rename fails at the commit, which says so).
+fn same_mount(path: &Path, meta: &std::fs::Metadata, dir: &Path) -> bool {
+    // The file without following it (a link was opened directly above), the directory
+    // as the path reaches it (following a link such as /var/run -> /run).
+    match (mount_id(path, libc::AT_SYMLINK_NOFOLLOW), mount_id(dir, 0)) {
+        (Some(f), Some(d)) => f == d,
+        _ => std::fs::metadata(dir).is_ok_and(|d| d.dev() == meta.dev()),
+    }
+}
+
+/// The mount `path` is on (itself if it is a mount point), with statx(2) `flags`;
+/// `None` if the kernel does not say.
+fn mount_id(path: &Path, flags: libc::c_int) -> Option<u64> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
     // SAFETY: an all-zero statx is a valid value of the plain C struct.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is a NUL-terminated path and `stx` a writable statx the kernel fills.
-    let r = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_MNT_ID,
-            &mut stx,
-        )
-    };
+    let r = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), flags, libc::STATX_MNT_ID, &mut stx) };
     (r == 0 && stx.stx_mask & libc::STATX_MNT_ID != 0).then_some(stx.stx_mnt_id)
 }
 
@@ -196,6 +203,21 @@ mod tests {
         drop(staged);
         assert_eq!(std::fs::read(&other).unwrap(), b"both");
         assert_eq!(names(dir.path()), ["other-name", "private.pcap"]);
+    }
+
+    #[test]
+    fn a_file_reached_through_a_linked_directory_is_staged() {
+        // As /var/run -> /run: the directory is a link to another file system.
+        let elsewhere = tempfile::tempdir_in("/dev/shm").unwrap();
+        let here = tempfile::tempdir().unwrap();
+        let linked = here.path().join("run");
+        std::os::unix::fs::symlink(elsewhere.path(), &linked).unwrap();
+        let target = linked.join("x.pcap");
+        std::fs::write(&target, b"running").unwrap();
+        let (_f, staged) = create(&target).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"running");
+        drop(staged);
+        assert_eq!(names(elsewhere.path()), ["x.pcap"]);
     }
 
     #[test]
