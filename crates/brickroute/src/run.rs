@@ -419,15 +419,14 @@ pub fn main(args: RunArgs) -> ExitCode {
             s.add(
                 &runtime::Runtime::new(threads)
                     .idle_spin(Duration::from_micros(args.idle_spin_us))
-                    .run_until(&router, None, || SIGNALLED.load(Ordering::Relaxed) || replacing()),
+                    .run_until(&router, None, || signalled() || replacing()),
             );
             // With a control socket or kernel routes to follow, the router runs until
             // it is stopped (a signal, a source's STOP, or a write to the `stop`
             // handler), as Click's driver does while it has sockets to watch, also
             // once its sources are done.
             if services.sockets.is_serving() || following.is_running() || scraped.is_some() {
-                while !SIGNALLED.load(Ordering::Relaxed) && !router.stop_flag().is_requested() && !replacing()
-                {
+                while !signalled() && !router.stop_flag().is_requested() && !replacing() {
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }
@@ -435,8 +434,8 @@ pub fn main(args: RunArgs) -> ExitCode {
             drop(resolving);
             drop(following);
             // A stop asked for (a signal, `stop`, a source's STOP) wins over a
-            // configuration written meanwhile.
-            // (`stop` may have gone to the configuration waiting to take over.)
+            // configuration written meanwhile (`stop` may have gone to the one waiting
+            // to take over).
             let stopping =
                 signalled() || router.stop_flag().was_asked() || current.get().stop_flag().was_asked();
             let next = match &hot {

@@ -17,7 +17,7 @@ mod router_process;
 mod two_hosts;
 
 use common::root;
-use control_client::{connect_unix, Client};
+use control_client::{connect_unix, write_data, Client};
 use router_process::RouterProcess;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
@@ -53,16 +53,6 @@ fn start(args: &[&str], config: &str) -> RouterProcess {
     )
 }
 
-/// Writes `text` to `hotconfig` in a data block: the answer's lines.
-fn hotconfig(c: &mut Client<UnixStream>, text: &str) -> Vec<String> {
-    c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
-    let mut lines = vec![c.line()];
-    while lines.last().unwrap().as_bytes().get(3) == Some(&b'-') {
-        lines.push(c.line());
-    }
-    lines
-}
-
 /// Waits (10 s at most) until counter `name` counts more than `than`.
 fn grows(c: &mut Client<UnixStream>, name: &str, than: u64) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -95,7 +85,7 @@ fn a_written_configuration_takes_over_and_a_bad_one_changes_nothing() {
     // A configuration that does not build: refused with its error, the running one
     // untouched (its route, its traffic, its configuration text).
     let broken = traffic(&sock, "b").replace("-> Discard;", "-> Discar;");
-    let answer = hotconfig(&mut c, &broken);
+    let answer = c.hotconfig(&broken);
     assert_eq!(
         answer[0], "520-Write handler 'hotconfig' error:\r\n",
         "{answer:?}"
@@ -113,10 +103,7 @@ fn a_written_configuration_takes_over_and_a_bad_one_changes_nothing() {
     // next command on, the old elements are gone, and its state is its own (the route
     // written to the old table is not in the new one).
     let second = traffic(&sock, "b");
-    assert_eq!(
-        hotconfig(&mut c, &second),
-        ["200 Write handler 'hotconfig' OK\r\n"]
-    );
+    assert_eq!(c.hotconfig(&second), ["200 Write handler 'hotconfig' OK\r\n"]);
     assert_eq!(c.status("READ a0.count\n"), "510 No element named 'a0'\r\n");
     grows(&mut c, "b0", 0);
     assert_eq!(c.read("rt.lookup 192.0.2.1"), "0");
@@ -146,7 +133,7 @@ fn sockets_the_new_configuration_does_not_name_close_and_its_own_open() {
     // The answer still reaches the writer, then both connections of the socket the new
     // configuration does not name close, and its file goes.
     assert_eq!(
-        hotconfig(&mut c, &traffic(&new, "b")),
+        c.hotconfig(&traffic(&new, "b")),
         ["200 Write handler 'hotconfig' OK\r\n"]
     );
     let mut rest = Vec::new();
@@ -200,11 +187,7 @@ fn a_stop_wins_over_a_configuration_written_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let (sock, mut p, mut c) = running_with_traffic(dir.path());
     let next = traffic(&sock, "b");
-    c.send(&format!(
-        "WRITE stop\nWRITEDATA hotconfig {}\n{}",
-        next.len(),
-        next
-    ));
+    c.send(&format!("WRITE stop\n{}", write_data("hotconfig", &next)));
     assert_eq!(c.line(), "200 Write handler 'stop' OK\r\n");
     assert_eq!(
         [c.line(), c.line()],
@@ -229,13 +212,7 @@ fn a_configuration_closing_the_writers_socket_takes_over_and_the_router_goes_on(
     let mut p = start(&["-R"], &both);
     let mut on_b = connect_unix(&b, &mut p);
     let (only_a, again) = (traffic(&a, "b"), traffic(&a, "c"));
-    on_b.send(&format!(
-        "WRITEDATA hotconfig {}\n{}WRITEDATA hotconfig {}\n{}",
-        only_a.len(),
-        only_a,
-        again.len(),
-        again
-    ));
+    on_b.send(&(write_data("hotconfig", &only_a) + &write_data("hotconfig", &again)));
     assert_eq!(on_b.line(), "200 Write handler 'hotconfig' OK\r\n");
     // Whichever of the two took over, the router serves it through a.
     let mut on_a = connect_unix(&a, &mut p);
@@ -303,13 +280,13 @@ fn two_sockets_of_one_port_range_are_taken_over_one_each() {
     let before = ports(&mut c);
     for _ in 0..3 {
         let text = config(true);
-        c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
+        c.send(&write_data("hotconfig", &text));
         assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
         assert_eq!(ports(&mut c), before);
     }
     // The configuration with c1 alone closes the other one.
     let text = config(false);
-    c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
+    c.send(&write_data("hotconfig", &text));
     assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
     let other: u16 = before[1].parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -327,11 +304,7 @@ fn a_stop_written_right_after_a_configuration_keeps_it_from_taking_over() {
     let dir = tempfile::tempdir().unwrap();
     let (sock, mut p, mut c) = running_with_traffic(dir.path());
     let next = traffic(&sock, "b");
-    c.send(&format!(
-        "WRITEDATA hotconfig {}\n{}WRITE stop\n",
-        next.len(),
-        next
-    ));
+    c.send(&(write_data("hotconfig", &next) + "WRITE stop\n"));
     assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
     assert_eq!(c.line(), "200 Write handler 'stop' OK\r\n");
     assert!(p.wait_exit(Duration::from_secs(10)).success());
@@ -350,13 +323,7 @@ fn a_socket_dropped_by_one_configuration_may_be_named_by_the_next() {
     let mut on_a = connect_unix(&a, &mut p);
     let _on_b = connect_unix(&b, &mut p);
     let (without_b, again) = (traffic(&a, "b"), with_b("c"));
-    on_a.send(&format!(
-        "WRITEDATA hotconfig {}\n{}WRITEDATA hotconfig {}\n{}",
-        without_b.len(),
-        without_b,
-        again.len(),
-        again
-    ));
+    on_a.send(&(write_data("hotconfig", &without_b) + &write_data("hotconfig", &again)));
     assert_eq!(on_a.line(), "200 Write handler 'hotconfig' OK\r\n");
     assert_eq!(on_a.line(), "200 Write handler 'hotconfig' OK\r\n");
     let mut on_b = connect_unix(&b, &mut p);
@@ -423,7 +390,7 @@ fn a_refused_configuration_leaves_the_running_ones_capture_alone() {
 
     // Refused after its ToDump was built: the running capture is neither emptied nor
     // replaced, and no file of the refused one is left.
-    let answer = hotconfig(&mut c, &capture("b", "Idle -> Counter(NOSUCH 1) -> Discard;"));
+    let answer = c.hotconfig(&capture("b", "Idle -> Counter(NOSUCH 1) -> Discard;"));
     assert_eq!(
         answer[0], "520-Write handler 'hotconfig' error:\r\n",
         "{answer:?}"
@@ -438,7 +405,7 @@ fn a_refused_configuration_leaves_the_running_ones_capture_alone() {
 
     // Taken over: the new capture replaces the file, from its own header on.
     assert_eq!(
-        hotconfig(&mut c, &capture("b", "")),
+        c.hotconfig(&capture("b", "")),
         ["200 Write handler 'hotconfig' OK\r\n"]
     );
     grows(&mut c, "b", 5);
@@ -509,19 +476,13 @@ fn interfaces_stay_open_across_configurations_that_take_them_over() {
     let (ok, out) = through(&t);
     assert!(ok && out.contains("3 received"), "{out}");
     for round in 0..3 {
-        assert_eq!(
-            hotconfig(&mut c, &swallow),
-            ["200 Write handler 'hotconfig' OK\r\n"]
-        );
+        assert_eq!(c.hotconfig(&swallow), ["200 Write handler 'hotconfig' OK\r\n"]);
         let (ok, out) = ping(&t.h0, &["-c", "2", "-i", "0.2", "-W", "1", "10.0.2.2"]);
         assert!(!ok && out.contains("0 received"), "round {round}: {out}");
         assert!(c.count("c") >= 2, "round {round}");
         assert_eq!(c.status("READ arpq0.table\n"), "510 No element named 'arpq0'\r\n");
 
-        assert_eq!(
-            hotconfig(&mut c, &router),
-            ["200 Write handler 'hotconfig' OK\r\n"]
-        );
+        assert_eq!(c.hotconfig(&router), ["200 Write handler 'hotconfig' OK\r\n"]);
         // The router's ARP starts empty: the hosts' next pings resolve it again.
         let deadline = Instant::now() + Duration::from_secs(20);
         while !ping(&t.h0, &["-c", "1", "-W", "1", "10.0.1.1"]).0 {

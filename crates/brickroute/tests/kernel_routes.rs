@@ -47,8 +47,14 @@ fn command_in(ns: &Netns, config: &str, handlers: &[&str], quit: bool) -> Comman
 }
 
 fn router_in(ns: &Netns, config: &str, handlers: &[&str]) -> RouterProcess {
+    router_in_with(ns, &[], config, handlers)
+}
+
+/// [`router_in`] with more options (`-R`).
+fn router_in_with(ns: &Netns, extra: &[&str], config: &str, handlers: &[&str]) -> RouterProcess {
     RouterProcess(
         command_in(ns, config, handlers, false)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -913,23 +919,7 @@ fn a_configuration_that_takes_over_starts_with_the_kernels_table_and_follows_it(
             sock.display()
         )
     };
-    let mut p = RouterProcess(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &ns.name,
-                env!("CARGO_BIN_EXE_brickroute"),
-                "run",
-                "-R",
-            ])
-            .args(["-e", &config("rt", "d0 1, d1 2")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-    );
+    let mut p = router_in_with(&ns, &["-R"], &config("rt", "d0 1, d1 2"), &[]);
     let mut c = connect_unix(&sock, &mut p);
     assert_eq!(
         c.routes("rt.table"),
@@ -942,8 +932,7 @@ fn a_configuration_that_takes_over_starts_with_the_kernels_table_and_follows_it(
 
     // The interfaces' outputs swapped, in a lookup element of another name.
     let swapped = config("other", "d0 2, d1 1");
-    c.send(&format!("WRITEDATA hotconfig {}\n{}", swapped.len(), swapped));
-    assert_eq!(c.line(), "200 Write handler 'hotconfig' OK\r\n");
+    assert_eq!(c.hotconfig(&swapped), ["200 Write handler 'hotconfig' OK\r\n"]);
     assert_eq!(
         c.routes("other.table"),
         [

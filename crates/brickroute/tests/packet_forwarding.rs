@@ -543,18 +543,10 @@ fn configurations_written_to_hotconfig_hold_the_flags_of_the_interfaces_they_nam
     let mut router = Router::start(&t, &["-R"], &routing);
     router.wait_until("d0 and d1 open, forwarding off", || t.open_with_forwarding_off());
     let mut c = control_client::connect_unix(&sock, &mut router.0);
-    let mut hotconfig = |text: &str| {
-        c.send(&format!("WRITEDATA hotconfig {}\n{}", text.len(), text));
-        let mut lines = vec![c.line()];
-        while lines.last().unwrap().as_bytes().get(3) == Some(&b'-') {
-            lines.push(c.line());
-        }
-        lines
-    };
 
     // A configuration naming d0 only: d1 is closed and its flag given back.
     let d0_only = format!("{control}FromDevice(d0, METHOD PACKET) -> routed :: Counter -> Discard;");
-    assert_eq!(hotconfig(&d0_only), ["200 Write handler 'hotconfig' OK\r\n"]);
+    assert_eq!(c.hotconfig(&d0_only), ["200 Write handler 'hotconfig' OK\r\n"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     while open(&t, "d1") || t.flag("d1") != "1" {
         assert!(Instant::now() < deadline, "d1 still open, or its flag still off");
@@ -571,7 +563,7 @@ fn configurations_written_to_hotconfig_hold_the_flags_of_the_interfaces_they_nam
         "{control}FromDevice(d0, METHOD PACKET) -> Discard;\n\
          td :: ToDevice(d1, METHOD PACKET); Idle -> Counter(NOSUCH 1) -> td;"
     );
-    let answer = hotconfig(&failing);
+    let answer = c.hotconfig(&failing);
     assert_eq!(
         answer[0], "520-Write handler 'hotconfig' error:\r\n",
         "{answer:?}"
@@ -586,7 +578,7 @@ fn configurations_written_to_hotconfig_hold_the_flags_of_the_interfaces_they_nam
     assert!(!t.record("d1").exists());
 
     // Routing again: both held, each frame leaves once.
-    assert_eq!(hotconfig(&routing), ["200 Write handler 'hotconfig' OK\r\n"]);
+    assert_eq!(c.hotconfig(&routing), ["200 Write handler 'hotconfig' OK\r\n"]);
     router.wait_until("d0 and d1 open, forwarding off", || t.open_with_forwarding_off());
     assert_eq!(t.send_and_count(), each_once(1));
     let (out, err) = router.terminate();

@@ -44,6 +44,21 @@ impl<S: Read + Write> Client<S> {
         self.line()
     }
 
+    /// The lines of one answer (`CODE-...` lines up to the `CODE ...` one).
+    pub fn answer(&mut self) -> Vec<String> {
+        let mut lines = vec![self.line()];
+        while lines.last().unwrap().as_bytes().get(3) == Some(&b'-') {
+            lines.push(self.line());
+        }
+        lines
+    }
+
+    /// Writes `text` to the global `hotconfig` handler: the answer's lines.
+    pub fn hotconfig(&mut self, text: &str) -> Vec<String> {
+        self.send(&write_data("hotconfig", text));
+        self.answer()
+    }
+
     /// Reads a handler (`NAME` or `NAME PARAMETER`): its data.
     pub fn read(&mut self, handler: &str) -> String {
         let status = self.status(&format!("READ {}\n", handler));
@@ -67,6 +82,11 @@ impl<S: Read + Write> Client<S> {
     pub fn count(&mut self, counter: &str) -> u64 {
         self.read(&format!("{}.count", counter)).trim().parse().unwrap()
     }
+}
+
+/// The command writing `value` to `handler` in a data block.
+pub fn write_data(handler: &str, value: &str) -> String {
+    format!("WRITEDATA {} {}\n{}", handler, value.len(), value)
 }
 
 /// A route table's lines with their fields joined by one space, sorted, without
