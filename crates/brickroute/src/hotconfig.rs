@@ -9,10 +9,14 @@
 //! runs on untouched. If it builds, the write succeeds, the control sockets call the
 //! new configuration's handlers from their next command, and `run` stops the old
 //! configuration's workers after their current pass and starts the new one's
-//! ([`Hotconfig::take`]). Element state is not carried over: counters start at zero,
-//! route tables hold what the new configuration gives (KernelRoutes installs the
-//! kernel's table again before the write succeeds), packets held in queues go with the
-//! old configuration.
+//! ([`Hotconfig::take`]). As in Click, an element of the new configuration takes the
+//! state of the old one's element of the same name and class where it has any to take
+//! (`RouterSpec::take_state`, once the old workers have stopped): an ARPQuerier or
+//! IP6NDSolicitor for the same addresses its resolved entries and counts, an ESPEncap
+//! or ESPDecap of the same association its sequence numbers or anti-replay window.
+//! Everything else starts afresh: counters at zero, route tables with what the new
+//! configuration gives (KernelRoutes installs the kernel's table again before the
+//! write succeeds); packets waiting for an address go with the old configuration.
 
 use crate::control::Sockets;
 use crate::kernelroutes::{Follower, Syncs};

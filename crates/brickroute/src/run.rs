@@ -440,6 +440,9 @@ pub fn main(args: RunArgs) -> ExitCode {
                 signalled() || router.stop_flag().was_asked() || current.get().stop_flag().was_asked();
             let next = match &hot {
                 Some(h) if !stopping && h.requested() => h.take(|next| {
+                    // Its elements take what the old one's of the same name learned
+                    // (ARP tables, IPsec sequence numbers) once those have stopped.
+                    next.router.take_state(&router);
                     for e in next.router.commit() {
                         graph::warn!("{}: {}", hotconfig::LANDMARK, e);
                     }

@@ -201,6 +201,62 @@ fn a_stop_wins_over_a_configuration_written_after_it() {
     assert!(!err.contains("configurations"), "{err}");
 }
 
+/// LIMIT packets through an IPsec tunnel (ESPEncap into ESPDecap, counters `ok` and
+/// `refused` behind) and a neighbour table `q`, served on `socket`.
+fn tunnel(socket: &Path, limit: u32) -> String {
+    let key = "0x000102030405060708090a0b0c0d0e0fdeadbeef";
+    format!(
+        "ControlSocket(unix, {socket});
+         InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 c0000201>, LIMIT {limit}, STOP false)
+           -> enc :: ESPEncap(SPI 0x1000, KEY {key}, SRC 192.0.2.1, DST 192.0.2.2)
+           -> dec :: ESPDecap(0x1000, {key}) -> ok :: Counter -> Discard;
+         dec[1] -> refused :: Counter -> Discard;
+         Idle -> q :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]q;",
+        socket = socket.display()
+    )
+}
+
+/// Waits (10 s at most) until handler `name` reads `want`.
+fn reads(c: &mut Client<UnixStream>, name: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = c.read(name);
+        if v.trim() == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name} stays at {v:?}, not {want}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Click's hotswap: the new configuration's elements take the state of the old one's
+/// of the same name: the tunnel's sequence numbers go on (its next packet is 101, not
+/// 1, so a peer's anti-replay window would take it), and the neighbour table keeps its
+/// entries; counters without state start again.
+#[test]
+fn elements_of_the_same_name_take_over_their_predecessors_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let mut p = start(&["-R"], &tunnel(&sock, 100));
+    let mut c = connect_unix(&sock, &mut p);
+    reads(&mut c, "ok.count", "100");
+    assert_eq!(
+        c.status("WRITE q.insert 10.0.0.2 02:00:00:00:00:02\n"),
+        "200 Write handler 'q.insert' OK\r\n"
+    );
+    assert_eq!(
+        c.hotconfig(&tunnel(&sock, 50)),
+        ["200 Write handler 'hotconfig' OK\r\n"]
+    );
+    reads(&mut c, "enc.seq", "150");
+    reads(&mut c, "ok.count", "50");
+    assert_eq!(c.read("dec.seq").trim(), "150");
+    assert_eq!(c.count("refused"), 0);
+    assert!(c.read("q.table").starts_with("10.0.0.2 1 02:00:00:00:00:02 "));
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+}
+
 /// A configuration that closes the socket its write came through, while more writes
 /// wait on that connection: the router takes it over and goes on (it once waited for
 /// that connection's next build while holding what the build needed).

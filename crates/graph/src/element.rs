@@ -208,6 +208,20 @@ pub trait ElementSpec: Send + Sync {
     fn commit(&self) -> Result<(), String> {
         Ok(())
     }
+
+    /// This element as state a configuration replacing its own may take over
+    /// ([`ElementSpec::take_state`]): `Some(self)` for an element that has any.
+    fn state(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+    /// Takes over the state of `old`, the element of the same name and class in the
+    /// configuration this one replaces (Click's `take_state`, on a `hotconfig`
+    /// write): called once `old`'s workers have stopped and before this one's start.
+    /// An element takes nothing from one configured for something else (another
+    /// address, another key): true if it took anything.
+    fn take_state(&self, _old: &dyn ElementSpec) -> bool {
+        false
+    }
 }
 
 /// A handler an element offers.

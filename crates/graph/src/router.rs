@@ -296,6 +296,24 @@ impl RouterSpec {
             .collect()
     }
 
+    /// Takes over the state of the configuration this one replaces (Click's hotswap):
+    /// each element with the name and class of one of `old`'s takes what it carries
+    /// ([`ElementSpec::take_state`]). Call once `old`'s workers have stopped, before
+    /// this configuration's start. Returns the elements that took state, as
+    /// `name :: Class`.
+    pub fn take_state(&self, old: &RouterSpec) -> Vec<String> {
+        let mut took = Vec::new();
+        for e in &self.elements {
+            let Some(o) = old.by_name.get(&e.name).map(|&i| &old.elements[i]) else {
+                continue;
+            };
+            if o.class == e.class && o.spec.state().is_some() && e.spec.take_state(&*o.spec) {
+                took.push(decl(&e.name, e.class));
+            }
+        }
+        took
+    }
+
     /// Keeps the configuration's text for the global `config` handler.
     pub fn set_text(&mut self, text: String) {
         self.text = Some(text);
@@ -1833,5 +1851,34 @@ mod tests {
         // A handler that is no reconfiguring one leaves config alone (Click's Paint
         // writes its color as data).
         assert_eq!(config_after("Paint", "3", "color", "5"), "3");
+    }
+
+    #[test]
+    fn a_replacing_configuration_takes_state_by_name_and_class() {
+        let reg = crate::registry::Registry::with_library();
+        let build = |text: &str| {
+            let flat = crate::lang::parse(text, "t.click", &Default::default()).unwrap();
+            RouterSpec::build(&flat, &reg, Path::new("."), 1).unwrap()
+        };
+        let old = build(
+            "Idle -> q :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]q;
+             Idle -> p :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]p;
+             Idle -> c :: Counter -> Discard;",
+        );
+        old.write_handler("q.insert", "10.0.0.2 02:00:00:00:00:02")
+            .unwrap();
+        old.write_handler("p.insert", "10.0.0.2 02:00:00:00:00:02")
+            .unwrap();
+        // q as it was; p now another class; s a new name; c a Counter (no state).
+        let new = build(
+            "Idle -> q :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]q;
+             Idle -> p :: IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01) -> Discard; Idle -> [1]p;
+             Idle -> s :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]s;
+             Idle -> c :: Counter -> Discard;",
+        );
+        assert_eq!(new.take_state(&old), vec!["q :: ARPQuerier".to_string()]);
+        assert_eq!(new.read_handler("q.count").unwrap(), "1");
+        assert_eq!(new.read_handler("p.count").unwrap(), "0");
+        assert_eq!(new.read_handler("s.count").unwrap(), "0");
     }
 }

@@ -173,6 +173,11 @@ impl Protocol for Arp4 {
         recordable.then_some((ip, Some(a.sha)))
     }
 
+    fn same_host(&self, other: &Arp4) -> bool {
+        self.ip.load(Ordering::Relaxed) == other.ip.load(Ordering::Relaxed)
+            && self.broadcast == other.broadcast
+    }
+
     fn handlers(&self) -> Vec<HandlerInfo> {
         vec![HandlerInfo::read("broadcast"), HandlerInfo::read_write("ipaddr")]
     }

@@ -106,6 +106,34 @@ impl ElementSpec for ESPDecapSpec {
             _ => None,
         }
     }
+
+    fn state(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// The same association (SPI, key, ESN) goes on with the old element's
+    /// anti-replay window, so a packet taken before the configuration changed is a
+    /// replay after it; the counts go on too.
+    fn take_state(&self, old: &dyn ElementSpec) -> bool {
+        let Some(old) = old.state().and_then(|s| s.downcast_ref::<ESPDecapSpec>()) else {
+            return false;
+        };
+        let (s, o) = (&self.shared, &old.shared);
+        if !s.sa.same(&o.sa) {
+            return false;
+        }
+        s.window().go_on_from(&o.window());
+        let (c, oc) = (&s.counts, &o.counts);
+        for (mine, theirs) in [
+            (&c.bad, &oc.bad),
+            (&c.auth_failures, &oc.auth_failures),
+            (&c.replays, &oc.replays),
+            (&c.dummies, &oc.dummies),
+        ] {
+            mine.fetch_add(theirs.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        true
+    }
 }
 
 /// A packet's fate, decided in steps over the batch.

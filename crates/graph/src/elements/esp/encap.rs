@@ -105,7 +105,7 @@ impl ElementClass for ESPEncapClass {
                 outer,
                 ttl,
                 next_seq: AtomicU64::new(1),
-                iv_mask: u64::from_ne_bytes(mask),
+                iv_mask: AtomicU64::new(u64::from_ne_bytes(mask)),
                 next_id: IpIds::default(),
                 drops: AtomicU64::new(0),
             }),
@@ -121,8 +121,9 @@ pub(super) struct Shared {
     pub(super) ttl: u8,
     /// The next sequence number to give out.
     pub(super) next_seq: AtomicU64,
-    /// XORed into each sequence number to make its IV.
-    pub(super) iv_mask: u64,
+    /// XORed into each sequence number to make its IV (taken over, with the
+    /// sequence numbers, by the association's element in a replacing configuration).
+    pub(super) iv_mask: AtomicU64,
     pub(super) next_id: IpIds,
     pub(super) drops: AtomicU64,
 }
@@ -158,6 +159,31 @@ impl ElementSpec for ESPEncapSpec {
             "drops" => Some(s.drops.load(Ordering::Relaxed).to_string()),
             _ => None,
         }
+    }
+
+    fn state(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// The same association (SPI, key, ESN) goes on with the old element's sequence
+    /// numbers and IV mask, so the peer's anti-replay window takes its packets and no
+    /// nonce repeats under the key; the outer IDs and drops go on too.
+    fn take_state(&self, old: &dyn ElementSpec) -> bool {
+        let Some(old) = old.state().and_then(|s| s.downcast_ref::<ESPEncapSpec>()) else {
+            return false;
+        };
+        let (s, o) = (&self.shared, &old.shared);
+        if !s.sa.same(&o.sa) {
+            return false;
+        }
+        s.next_seq
+            .fetch_max(o.next_seq.load(Ordering::Relaxed), Ordering::Relaxed);
+        s.iv_mask
+            .store(o.iv_mask.load(Ordering::Relaxed), Ordering::Relaxed);
+        s.next_id.go_on_from(&o.next_id);
+        s.drops
+            .fetch_add(o.drops.load(Ordering::Relaxed), Ordering::Relaxed);
+        true
     }
 }
 
@@ -198,7 +224,7 @@ impl Shared {
             p.take(pad + TRAILER + ICV_LEN);
             return false;
         }
-        let iv = (seq ^ self.iv_mask).to_be_bytes();
+        let iv = (seq ^ self.iv_mask.load(Ordering::Relaxed)).to_be_bytes();
         let d = p.data_mut();
         let (front, rest) = d.split_at_mut(front_len);
         let (plain, icv) = rest.split_at_mut(sealed);

@@ -95,6 +95,9 @@ pub(crate) struct Sa {
     /// Extended (64-bit) sequence numbers, RFC 4303 section 2.2.1: only the low 32 bits
     /// travel, the high ones enter the integrity check.
     esn: bool,
+    /// The key material's SHA-256: tells whether another element holds the same
+    /// association without keeping a second copy of the key.
+    fingerprint: [u8; 32],
 }
 
 impl Sa {
@@ -104,6 +107,7 @@ impl Sa {
                 "SPI {spi} is reserved (RFC 4303 2.1): use {MIN_SPI} or more"
             ));
         }
+        let fingerprint = ring::digest::digest(&ring::digest::SHA256, &key.0);
         let (aes, salt) = key.0.split_at(key.0.len() - 4);
         let alg = if aes.len() == 16 {
             &AES_128_GCM
@@ -116,7 +120,14 @@ impl Sa {
             key: LessSafeKey::new(key),
             salt: salt.try_into().expect("4 bytes"),
             esn,
+            fingerprint: fingerprint.as_ref().try_into().expect("32 bytes"),
         })
+    }
+
+    /// Whether `other` is the same association: SPI, key, salt and sequence number
+    /// size. Its sequence numbers and anti-replay window carry over a `hotconfig`.
+    pub(crate) fn same(&self, other: &Sa) -> bool {
+        self.spi == other.spi && self.esn == other.esn && self.fingerprint == other.fingerprint
     }
 
     /// The nonce of a packet whose explicit IV is `iv`: salt, then IV (RFC 4106 4).

@@ -111,6 +111,15 @@ impl Replay {
         Ok(())
     }
 
+    /// Goes on from `old`'s numbers (a replaced configuration's window for the same
+    /// association), with this window's size: the ring records what was accepted
+    /// whatever the window, so a number is refused exactly as `old` would have
+    /// refused it with this window.
+    pub(crate) fn go_on_from(&mut self, old: &Replay) {
+        self.top = old.top;
+        self.ring = old.ring;
+    }
+
     fn word(seq: u64) -> usize {
         (seq / 64 % WORDS) as usize
     }

@@ -99,7 +99,7 @@ fn encap_shared(sa: Sa) -> EncapShared {
         },
         ttl: 64,
         next_seq: AtomicU64::new(1),
-        iv_mask: 0,
+        iv_mask: AtomicU64::new(0),
         next_id: IpIds::default(),
         drops: AtomicU64::new(0),
     }
@@ -569,4 +569,84 @@ fn configuration_errors_say_what_is_wrong() {
         &format!("256, 0x{}, 192.0.2.1, 192.0.2.2", "ab".repeat(28))
     )
     .contains("28 bytes"));
+}
+
+#[test]
+fn a_replacing_encap_of_the_same_association_goes_on_with_its_numbers() {
+    let mut old = encap4();
+    let before = old.push(0, (0..3).map(|_| Packet::from_slice(&hex(INNER4))).collect());
+    let mut new = encap4();
+    assert!(new.spec.take_state(&*old.spec));
+    let after = new.push(0, vec![Packet::from_slice(&hex(INNER4))]);
+    let (first, next) = (before[0][0].data(), after[0][0].data());
+    // Sequence number 4 and outer ID 3, after the old element's 1 to 3 and 0 to 2.
+    assert_eq!(&next[24..28], &[0, 0, 0, 4]);
+    assert_eq!(&next[4..6], &[0, 3]);
+    // The old element's IV mask: the IVs differ as the sequence numbers do, so no
+    // nonce repeats under the key.
+    let iv = |d: &[u8]| u64::from_be_bytes(d[28..36].try_into().unwrap());
+    assert_eq!(iv(first) ^ iv(next), 1 ^ 4);
+    assert_eq!(new.read("seq"), "4");
+    // A receiver that took the old element's packets takes the new one's.
+    let mut d = decap4(2);
+    for p in before[0].iter().chain(&after[0]) {
+        assert_eq!(d.push(0, vec![Packet::from_slice(p.data())])[0].len(), 1);
+    }
+}
+
+#[test]
+fn another_association_starts_afresh() {
+    let mut old = encap4();
+    old.push(0, vec![Packet::from_slice(&hex(INNER4))]);
+    // Another key (its salt differs), another SPI, ESN: not the same association.
+    for config in [
+        format!(
+            "SPI 0x1000, KEY {}, SRC 192.0.2.1, DST 192.0.2.2",
+            KEY128.replace("beef", "beee")
+        ),
+        format!("SPI 0x1001, KEY {KEY128}, SRC 192.0.2.1, DST 192.0.2.2"),
+        format!("SPI 0x1000, KEY {KEY128}, SRC 192.0.2.1, DST 192.0.2.2, ESN true"),
+    ] {
+        let mut new = Harness::new(&ESPEncapClass, &config, 1, 1);
+        assert!(!new.spec.take_state(&*old.spec), "{config}");
+        let out = new.push(0, vec![Packet::from_slice(&hex(INNER4))]);
+        assert_eq!(&out[0][0].data()[24..28], &[0, 0, 0, 1], "{config}");
+    }
+    // Nor does a decapsulation take an encapsulation's state, or the other way round.
+    assert!(!decap4(2).spec.take_state(&*old.spec));
+    assert!(!encap4().spec.take_state(&*decap4(2).spec));
+}
+
+#[test]
+fn a_replacing_decap_of_the_same_association_refuses_what_the_old_one_took() {
+    let pkts = sealed(5);
+    let mut old = decap4(2);
+    let out = old.push(
+        0,
+        [1, 2, 4]
+            .iter()
+            .map(|&s| Packet::from_slice(&pkts[s - 1]))
+            .collect(),
+    );
+    assert_eq!(out[0].len(), 3);
+    old.push(0, vec![Packet::from_slice(&pkts[3])]);
+    assert_eq!(old.read("replays"), "1");
+    // Its own window size: 2, so 1 is too old (4 is the top) and 3 inside.
+    let mut new = Harness::new(&ESPDecapClass, &format!("0x1000, {KEY128}, REPLAY 2"), 1, 2);
+    assert!(new.spec.take_state(&*old.spec));
+    assert_eq!(new.read("seq"), "4");
+    assert_eq!(new.read("replays"), "1");
+    let pass = |h: &mut Harness, s: usize| {
+        let out = h.push(0, vec![Packet::from_slice(&pkts[s - 1])]);
+        (out[0].len(), out[1].len())
+    };
+    // 4 was taken (a replay), 3 was not (within the window), 2 is behind it now.
+    assert_eq!(pass(&mut new, 4), (0, 1));
+    assert_eq!(pass(&mut new, 3), (1, 0));
+    assert_eq!(pass(&mut new, 2), (0, 1));
+    assert_eq!(pass(&mut new, 5), (1, 0));
+    // (The count takes numbers behind the window too.)
+    assert_eq!(new.read("replays"), "3");
+    // A decapsulation that took nothing would have let the replay through.
+    assert_eq!(pass(&mut decap4(2), 4), (1, 0));
 }

@@ -89,6 +89,11 @@ impl IpIds {
     pub(crate) fn take(&self, n: usize) -> u16 {
         self.0.fetch_add(n as u32, Ordering::Relaxed) as u16
     }
+
+    /// Goes on from where `old` is (a replaced configuration's element's IDs).
+    pub(crate) fn go_on_from(&self, old: &IpIds) {
+        self.0.store(old.0.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
 }
 
 /// An encapsulation's settings, shared by the spec and every worker (see

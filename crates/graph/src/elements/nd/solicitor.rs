@@ -148,6 +148,11 @@ impl Protocol for Nd {
         }
     }
 
+    fn same_host(&self, other: &Nd) -> bool {
+        let ip = |n: &Nd| *n.ip.read().unwrap_or_else(|e| e.into_inner());
+        ip(self) == ip(other)
+    }
+
     fn handlers(&self) -> Vec<HandlerInfo> {
         vec![HandlerInfo::read_write("ipaddr")]
     }

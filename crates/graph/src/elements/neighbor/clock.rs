@@ -4,11 +4,13 @@
 use crate::element::Context;
 use crate::tsc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Clone)]
 pub(crate) enum Clock {
-    /// Milliseconds since the element was configured, from the TSC.
+    /// Milliseconds since the process's first querier was configured, from the TSC:
+    /// one epoch for all, so the times in a replaced configuration's table mean the
+    /// same in the table that takes its entries.
     Tsc { start: u64, ticks_per_ms: f64 },
     /// Milliseconds as a test sets them.
     Manual(Arc<AtomicU64>),
@@ -24,8 +26,9 @@ impl Clock {
     }
 
     pub(crate) fn tsc() -> Clock {
+        static EPOCH: OnceLock<u64> = OnceLock::new();
         Clock::Tsc {
-            start: tsc::rdtsc(),
+            start: *EPOCH.get_or_init(tsc::rdtsc),
             ticks_per_ms: (tsc::tsc_hz() / 1000.0).max(1.0),
         }
     }

@@ -54,6 +54,10 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// without an Ethernet address (`None`) confirms the one recorded, if any.
     fn response(&self, frame: &[u8]) -> Option<(Self::Addr, Option<[u8; 6]>)>;
 
+    /// Whether a querier configured with `other` resolves for the same host (Click's
+    /// ARPQuerier takes a replaced one's table only for the same addresses).
+    fn same_host(&self, other: &Self) -> bool;
+
     /// Handlers of the protocol's own, listed after the shared read handlers.
     fn handlers(&self) -> Vec<HandlerInfo>;
     fn read_handler(&self, name: &str) -> Option<String>;
@@ -249,6 +253,32 @@ impl<P: Protocol> ElementSpec for QuerierSpec<P> {
             }
             _ => return self.shared.protocol.write_handler(name, value),
         })
+    }
+
+    fn state(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// As Click's ARPQuerier: a querier for the same host (addresses, Ethernet address)
+    /// takes the resolved entries and the counters. Packets the old one's workers
+    /// held for addresses still being queried are not carried.
+    fn take_state(&self, old: &dyn ElementSpec) -> bool {
+        let Some(old) = old.state().and_then(|s| s.downcast_ref::<QuerierSpec<P>>()) else {
+            return false;
+        };
+        let (s, o) = (&self.shared, &old.shared);
+        if s.eth != o.eth || !s.protocol.same_host(&o.protocol) {
+            return false;
+        }
+        s.table.take_from(&o.table);
+        for (mine, theirs) in [
+            (&s.queries, &o.queries),
+            (&s.responses, &o.responses),
+            (&s.drops, &o.drops),
+        ] {
+            mine.add_shared(0, theirs.sum());
+        }
+        true
     }
 }
 

@@ -136,6 +136,46 @@ impl<A: NeighborAddr> Table<A> {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// Takes `old`'s resolved entries (a replaced configuration's, on `hotconfig`)
+    /// for addresses this table has none for: an entry set here since, by a handler,
+    /// is newer. Under ENTRY_CAPACITY the most recently answered go first. Entries
+    /// still being queried stay behind with the packets the old workers saved for
+    /// them. Returns how many were taken.
+    pub(crate) fn take_from(&self, old: &Table<A>) -> usize {
+        let mut resolved: Vec<(u64, A, [u8; 6], Option<u64>)> = {
+            let o = old.inner.lock().unwrap_or_else(|e| e.into_inner());
+            o.entries
+                .iter()
+                .filter_map(|(a, e)| e.eth.map(|eth| (e.since_ms, *a, eth, e.last_query_ms)))
+                .collect()
+        };
+        resolved.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        let mut t = self.lock();
+        let cap = t.limits.entry_capacity;
+        let mut taken = 0;
+        for (since_ms, ip, eth, last_query_ms) in resolved {
+            if cap != 0 && t.inner.entries.len() >= cap {
+                break;
+            }
+            if let std::collections::hash_map::Entry::Vacant(v) = t.inner.entries.entry(ip) {
+                v.insert(Entry {
+                    eth: Some(eth),
+                    since_ms,
+                    last_query_ms,
+                    saved: 0,
+                });
+                taken += 1;
+            }
+        }
+        if taken > 0 {
+            if cap != 0 {
+                t.rebuild_age();
+            }
+            t.bump();
+        }
+        taken
+    }
+
     pub(crate) fn lock(&self) -> Locked<'_, A> {
         Locked {
             limits: &self.limits,
@@ -394,13 +434,18 @@ impl<A: NeighborAddr> Locked<'_, A> {
         if self.limits.entry_capacity == 0 {
             return;
         }
-        let inner = &mut self.inner;
-        inner.age.push_back((ip, now));
-        if inner.age.len() > 2 * inner.entries.len() + 1024 {
-            let mut live: Vec<(u64, A)> = inner.entries.iter().map(|(a, e)| (e.since_ms, *a)).collect();
-            live.sort_unstable();
-            inner.age = live.into_iter().map(|(t, a)| (a, t)).collect();
+        self.inner.age.push_back((ip, now));
+        if self.inner.age.len() > 2 * self.inner.entries.len() + 1024 {
+            self.rebuild_age();
         }
+    }
+
+    /// The age queue from the entries, oldest first, without stale records.
+    fn rebuild_age(&mut self) {
+        let inner = &mut self.inner;
+        let mut live: Vec<(u64, A)> = inner.entries.iter().map(|(a, e)| (e.since_ms, *a)).collect();
+        live.sort_unstable();
+        inner.age = live.into_iter().map(|(t, a)| (a, t)).collect();
     }
 
     /// Makes room for one more entry under ENTRY_CAPACITY: sweeps when a sweep is due,

@@ -648,3 +648,94 @@ fn at_entry_capacity_the_entry_answered_longest_ago_gives_way() {
         .collect();
     assert_eq!(ips, ["10.0.0.2", "10.0.0.5", "10.0.0.6"]);
 }
+
+/// A querier configured with `config` on the clock `ms`, as a replacing configuration
+/// builds it.
+fn querier_on(ms: &Arc<AtomicU64>, config: &str) -> Harness {
+    Harness::new(&ARPQuerierClass::with_clock(ms.clone()), config, 2, 2)
+}
+
+#[test]
+fn a_replacing_querier_for_the_same_host_takes_the_resolved_entries_and_counts() {
+    const OTHER: [u8; 4] = [10, 0, 0, 3];
+    let config = format!("{}, TIMEOUT 10s, POLL_TIMEOUT 0", CONFIG);
+    let (mut old, ms) = querier(&config, 2);
+    old.push(0, vec![ip_packet(HOP, 1)]);
+    old.push(1, vec![Packet::from_slice(&reply(HOP, HOP_ETH))]);
+    // 10.0.0.3 is still being queried, with a packet waiting.
+    old.push(0, vec![ip_packet(OTHER, 2)]);
+    assert_eq!(
+        (old.read("queries"), old.read("responses")),
+        ("2".into(), "1".into())
+    );
+
+    ms.store(5000, Ordering::Relaxed);
+    let mut new = querier_on(&ms, &config);
+    assert!(new.spec.take_state(&*old.spec));
+    // The answer from 1 s, not one from now: 4.000 s old.
+    assert_eq!(new.read("table"), "10.0.0.2 1 02:00:00:00:00:02 4.000000\n");
+    assert_eq!(
+        (new.read("queries"), new.read("responses")),
+        ("2".into(), "1".into())
+    );
+    let out = new.push(0, vec![ip_packet(HOP, 3)]);
+    assert_eq!(data(&out[0]), vec![encapsulated(HOP_ETH, HOP, 3)]);
+    assert!(out[1].is_empty());
+    // It expires 10 s after the old querier's answer, not 10 s after the takeover.
+    ms.store(11_000, Ordering::Relaxed);
+    let out = new.push(0, vec![ip_packet(HOP, 4)]);
+    assert!(out[0].is_empty());
+    assert_eq!(data(&out[1]), vec![query_for(HOP)]);
+}
+
+#[test]
+fn an_entry_written_before_the_takeover_stays() {
+    let (mut old, ms) = querier(CONFIG, 2);
+    old.push(0, vec![ip_packet(HOP, 1)]);
+    old.push(1, vec![Packet::from_slice(&reply(HOP, HOP_ETH))]);
+    let new = querier_on(&ms, CONFIG);
+    new.write("insert", "10.0.0.2 02:00:00:00:00:09").unwrap();
+    assert!(new.spec.take_state(&*old.spec));
+    assert_eq!(new.read("table"), "10.0.0.2 1 02:00:00:00:00:09 0.000000\n");
+}
+
+#[test]
+fn a_querier_for_another_host_starts_afresh() {
+    let (mut old, ms) = querier(CONFIG, 2);
+    old.push(0, vec![ip_packet(HOP, 1)]);
+    old.push(1, vec![Packet::from_slice(&reply(HOP, HOP_ETH))]);
+    for config in [
+        "10.0.0.9/24, 00:00:c0:ae:67:ef",
+        "10.0.0.1/24, 00:00:c0:ae:67:e0",
+        "10.0.0.1/25, 00:00:c0:ae:67:ef",
+    ] {
+        let new = querier_on(&ms, config);
+        assert!(!new.spec.take_state(&*old.spec), "{config}");
+        assert_eq!(new.read("table"), "", "{config}");
+        assert_eq!(new.read("queries"), "0", "{config}");
+    }
+    // The same addresses once the old one's `ipaddr` said so.
+    old.write("ipaddr", "10.0.0.9").unwrap();
+    let new = querier_on(&ms, "10.0.0.9/24, 00:00:c0:ae:67:ef");
+    assert!(new.spec.take_state(&*old.spec));
+    assert_eq!(new.read("count"), "1");
+}
+
+#[test]
+fn under_an_entry_capacity_the_most_recently_answered_are_taken() {
+    let (old, ms) = querier(CONFIG, 2);
+    for (i, t) in [(2u8, 1000u64), (3, 2000), (4, 3000)] {
+        ms.store(t, Ordering::Relaxed);
+        old.write("insert", &format!("10.0.0.{i} 02:00:00:00:00:0{i}"))
+            .unwrap();
+    }
+    let new = querier_on(&ms, &format!("{}, ENTRY_CAPACITY 2", CONFIG));
+    assert!(new.spec.take_state(&*old.spec));
+    assert_eq!(
+        new.read("table"),
+        "10.0.0.3 1 02:00:00:00:00:03 1.000000\n10.0.0.4 1 02:00:00:00:00:04 0.000000\n"
+    );
+    // The oldest taken goes first when a new address needs room.
+    new.write("insert", "10.0.0.5 02:00:00:00:00:05").unwrap();
+    assert!(!new.read("table").contains("10.0.0.3 "));
+}

@@ -314,3 +314,20 @@ fn configuration_errors() {
         "e :: IP6NDSolicitor: CAPACITY expects unsigned integer"
     );
 }
+
+#[test]
+fn a_replacing_solicitor_for_the_same_host_takes_the_resolved_entries() {
+    let (old, ms) = solicitor(CONFIG, 2);
+    old.write("insert", "2001:db8:2::2 02:00:00:00:02:02").unwrap();
+    let class = IP6NDSolicitorClass::with_clock(ms.clone());
+    let mut new = Harness::new(&class, CONFIG, 2, 2);
+    assert!(new.spec.take_state(&*old.spec));
+    let out = new.push(0, vec![packet_to("2001:db8:9::1", "2001:db8:2::2", 7)]);
+    assert_eq!(out[0].len(), 1);
+    assert_eq!(out[0][0].data(), &encapsulated(HOP_ETH, "2001:db8:9::1", 7)[..]);
+    assert!(out[1].is_empty());
+    // Another address of its own: nothing taken.
+    let other = Harness::new(&class, "2001:db8:2::9, 02:00:00:00:02:01", 2, 2);
+    assert!(!other.spec.take_state(&*old.spec));
+    assert_eq!(other.read("count"), "0");
+}
