@@ -424,6 +424,18 @@ fn files(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_refused_configuration_leaves_the_running_ones_capture_alone() {
+    capture_across_configurations(false);
+}
+
+/// The same with a capture under a second name (a hard link, as an operator's
+/// rotation makes), which is written where it is: not emptied by the refused
+/// configuration, emptied for the one that takes over.
+#[test]
+fn a_refused_configuration_leaves_a_capture_written_in_place_alone() {
+    capture_across_configurations(true);
+}
+
+fn capture_across_configurations(linked: bool) {
     use std::os::unix::fs::MetadataExt;
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("br.sock");
@@ -439,6 +451,13 @@ fn a_refused_configuration_leaves_the_running_ones_capture_alone() {
     let mut p = start(&["-R"], &capture("a", ""));
     let mut c = connect_unix(&sock, &mut p);
     grows(&mut c, "a", 10);
+    let other = dir.path().join("other.pcap");
+    let names: &[&str] = if linked {
+        std::fs::hard_link(&dump, &other).unwrap();
+        &["br.sock", "other.pcap", "out.pcap"]
+    } else {
+        &["br.sock", "out.pcap"]
+    };
     let inode = std::fs::metadata(&dump).unwrap().ino();
     let before = std::fs::read(&dump).unwrap();
     let size = before.len() as u64;
@@ -457,16 +476,17 @@ fn a_refused_configuration_leaves_the_running_ones_capture_alone() {
     assert_eq!(m.ino(), inode);
     assert!(m.len() > size, "{} then {}", size, m.len());
     assert!(std::fs::read(&dump).unwrap().starts_with(&before));
-    assert_eq!(files(dir.path()), ["br.sock", "out.pcap"]);
+    assert_eq!(files(dir.path()), names);
 
-    // Taken over: the new capture replaces the file, from its own header on.
+    // Taken over: the new capture replaces the file, from its own header on (the
+    // same file when it is written in place).
     assert_eq!(
         c.hotconfig(&capture("b", "")),
         ["200 Write handler 'hotconfig' OK\r\n"]
     );
     grows(&mut c, "b", 5);
-    assert_ne!(std::fs::metadata(&dump).unwrap().ino(), inode);
-    assert_eq!(files(dir.path()), ["br.sock", "out.pcap"]);
+    assert_eq!(std::fs::metadata(&dump).unwrap().ino() == inode, linked);
+    assert_eq!(files(dir.path()), names);
     assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
     assert!(p.wait_exit(Duration::from_secs(10)).success());
     let bytes = std::fs::read(&dump).unwrap();
@@ -482,6 +502,9 @@ fn a_refused_configuration_leaves_the_running_ones_capture_alone() {
     }
     assert_eq!(at, bytes.len());
     assert!(records >= 5, "{records}");
+    if linked {
+        assert_eq!(std::fs::read(&other).unwrap(), bytes);
+    }
 }
 
 /// `ping ARGS` (IPv4) in `ns`: whether it succeeded, and its output.

@@ -6,53 +6,78 @@
 //! A name that is a regular file, or nothing yet, is written as a temporary file
 //! beside it, which [`Staged::commit`] renames into place when the configuration
 //! becomes the router's ([`crate::router::RouterSpec::commit`]); dropped uncommitted, the
-//! temporary file goes. A FIFO, a device, a symbolic link, or a directory in which no
-//! temporary file can be made is opened directly, as Click opens it.
+//! temporary file goes. A regular file that must keep its identity (other names, a
+//! mount of its own, a symbolic link to it, a directory in which no temporary file can
+//! be made) is opened at once, so an error shows at the build, but written in memory
+//! until the commit, which empties it and gives the writer its descriptor. A FIFO or a
+//! device is opened directly, as Click opens it.
 
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// A file being written under a temporary name until its configuration commits.
+/// A file being written elsewhere until its configuration commits.
 pub struct Staged {
     target: PathBuf,
-    /// The temporary file, until renamed into place (or `None` when opened directly).
-    temp: Mutex<Option<PathBuf>>,
+    /// Where the writes go until the commit (`None` when opened directly, or once
+    /// committed).
+    pending: Mutex<Option<Pending>>,
 }
 
-/// Creates `path` for writing (see the module's description).
+enum Pending {
+    /// A temporary file beside the target, renamed over it at the commit.
+    Renamed(PathBuf),
+    /// A file written where it is: the target, opened (not emptied), the memory file
+    /// the writes go to until the commit, and the descriptor number the writer holds
+    /// (a duplicate of `memory`'s), which the commit points at the target.
+    InPlace { file: File, memory: File, writer: RawFd },
+}
+
+/// Creates `path` for writing (see the module's description). The file returned must
+/// stay open while the [`Staged`] lives: the commit may change what its descriptor
+/// refers to.
 pub fn create(path: &Path) -> io::Result<(File, Staged)> {
-    let direct = |path: &Path| {
-        File::create(path).map(|f| {
-            let s = Staged {
-                target: path.to_path_buf(),
-                temp: Mutex::new(None),
-            };
-            (f, s)
-        })
-    };
-    // A file under another name too (a hard link), or one that is a mount point of
-    // its own (a file bind-mounted into a container), is written where it is.
+    let direct = |path: &Path| File::create(path).map(|f| (f, staged(path, None)));
     let existing = match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() || m.nlink() > 1 => return direct(path),
+        // Written through the link, which stays.
+        Ok(m) if m.file_type().is_symlink() => {
+            return match std::fs::metadata(path) {
+                Ok(t) if t.is_file() => in_place(path),
+                _ => direct(path),
+            }
+        }
+        Ok(m) if !m.file_type().is_file() => return direct(path),
+        // Under another name too (a hard link): both names must see the new file.
+        Ok(m) if m.nlink() > 1 => return in_place(path),
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(_) => return direct(path),
     };
+    // Where no temporary file can replace it, an existing file is written in place;
+    // a new one is simply created.
+    let fallback = |path: &Path| {
+        if existing.is_some() {
+            in_place(path)
+        } else {
+            direct(path)
+        }
+    };
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return direct(path);
+        return fallback(path);
     };
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
         dir
     };
+    // A file that is a mount point of its own (bind-mounted into a container).
     if let Some(m) = &existing {
         if !same_mount(path, m, dir) {
-            return direct(path);
+            return in_place(path);
         }
     }
     static SERIAL: AtomicU64 = AtomicU64::new(0);
@@ -68,7 +93,7 @@ pub fn create(path: &Path) -> io::Result<(File, Staged)> {
             // A name left by an earlier run: the next one.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             // A directory where only the file itself may be written.
-            Err(_) => return direct(path),
+            Err(_) => return fallback(path),
         };
         // The file keeps its mode and owner (a capture readable by its owner only
         // stays so); where they cannot be kept it is written where it is.
@@ -79,16 +104,46 @@ pub fn create(path: &Path) -> io::Result<(File, Staged)> {
             if kept.is_err() {
                 drop(f);
                 let _ = std::fs::remove_file(&temp);
-                return direct(path);
+                return in_place(path);
             }
         }
-        let staged = Staged {
-            target: path.to_path_buf(),
-            temp: Mutex::new(Some(temp)),
-        };
-        return Ok((f, staged));
+        return Ok((f, staged(path, Some(Pending::Renamed(temp)))));
     }
-    direct(path)
+    fallback(path)
+}
+
+fn staged(target: &Path, pending: Option<Pending>) -> Staged {
+    Staged {
+        target: target.to_path_buf(),
+        pending: Mutex::new(pending),
+    }
+}
+
+/// Opens existing regular file `path` to be written where it is from the commit on:
+/// opened for writing now (an error shows at the build), not emptied until then.
+fn in_place(path: &Path) -> io::Result<(File, Staged)> {
+    let file = OpenOptions::new().write(true).open(path)?;
+    let memory = memory_file()?;
+    let writer = memory.try_clone()?;
+    let fd = writer.as_raw_fd();
+    let pending = Pending::InPlace {
+        file,
+        memory,
+        writer: fd,
+    };
+    Ok((writer, staged(path, Some(pending))))
+}
+
+/// An anonymous file in memory (memfd_create(2)): what a configuration writes before
+/// its commit (a file header) is small.
+fn memory_file() -> io::Result<File> {
+    // SAFETY: the name is a NUL-terminated string; the call has no other effect.
+    let fd = unsafe { libc::memfd_create(c"brickroute-outfile".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a descriptor just created and owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// Whether file `path` (`meta`, its metadata) is on the mount of directory `dir`, so
@@ -118,24 +173,51 @@ fn mount_id(path: &Path, flags: libc::c_int) -> Option<u64> {
 impl Staged {
     /// Puts the file in place under its name (once; later calls do nothing).
     pub fn commit(&self) -> Result<(), String> {
-        let mut temp = self.temp.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(t) = temp.take() else {
-            return Ok(());
-        };
-        std::fs::rename(&t, &self.target).map_err(|e| {
-            format!(
-                "{}: {} (the output goes to {})",
-                self.target.display(),
-                e,
-                t.display()
-            )
-        })
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match pending {
+            None => Ok(()),
+            Some(Pending::Renamed(t)) => std::fs::rename(&t, &self.target).map_err(|e| {
+                format!(
+                    "{}: {} (the output goes to {})",
+                    self.target.display(),
+                    e,
+                    t.display()
+                )
+            }),
+            Some(Pending::InPlace { file, memory, writer }) => {
+                let copied = copy_over(&memory, &file);
+                // Whatever the copy did, the writer's descriptor goes to the file: the
+                // output must not pile up in memory.
+                // SAFETY: `writer` is the descriptor `create` returned, which its
+                // caller keeps open while this lives (so the number is not another
+                // file's); dup2 makes it refer to `file`'s open file, at the end of
+                // what was copied, and closes the memory file under it at once.
+                let pointed = if unsafe { libc::dup2(file.as_raw_fd(), writer) } < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(())
+                };
+                copied
+                    .and(pointed)
+                    .map_err(|e| format!("{}: {}", self.target.display(), e))
+            }
+        }
     }
+}
+
+/// Empties `file` and writes `memory`'s bytes to it from the start, leaving its offset
+/// after them.
+fn copy_over(memory: &File, mut file: &File) -> io::Result<()> {
+    file.set_len(0)?;
+    let mut bytes = vec![0; memory.metadata()?.len() as usize];
+    memory.read_exact_at(&mut bytes, 0)?;
+    file.write_all(&bytes)
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if let Some(t) = self.temp.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+        let pending = self.pending.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(Pending::Renamed(t)) = pending {
             let _ = std::fs::remove_file(t);
         }
     }
@@ -195,14 +277,51 @@ mod tests {
         assert_eq!(m.permissions().mode() & 0o777, 0o600);
         assert_eq!(m.len(), 0);
 
-        // Under two names: written where it is, so both names see it.
+        // Under two names: written where it is, so both names see it, but only from
+        // the commit on.
         let other = dir.path().join("other-name");
         std::fs::hard_link(&target, &other).unwrap();
+        std::fs::write(&target, b"running").unwrap();
         let (mut f, staged) = create(&target).unwrap();
-        f.write_all(b"both").unwrap();
-        drop(staged);
-        assert_eq!(std::fs::read(&other).unwrap(), b"both");
+        f.write_all(b"header").unwrap();
+        assert_eq!(std::fs::read(&other).unwrap(), b"running");
+        staged.commit().unwrap();
+        f.write_all(b", records").unwrap();
+        assert_eq!(std::fs::read(&other).unwrap(), b"header, records");
+        assert_eq!(std::fs::read(&target).unwrap(), b"header, records");
         assert_eq!(names(dir.path()), ["other-name", "private.pcap"]);
+        // Dropped uncommitted, it is left as it was.
+        let (mut f, staged) = create(&other).unwrap();
+        f.write_all(b"refused").unwrap();
+        drop(staged);
+        drop(f);
+        assert_eq!(std::fs::read(&target).unwrap(), b"header, records");
+    }
+
+    #[test]
+    fn a_file_written_in_place_takes_what_a_buffered_writer_still_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("capture");
+        std::fs::write(&target, b"running capture").unwrap();
+        std::fs::hard_link(&target, dir.path().join("link")).unwrap();
+        let (f, staged) = create(&target).unwrap();
+        let mut w = std::io::BufWriter::new(f);
+        w.write_all(b"flushed ").unwrap();
+        w.flush().unwrap();
+        w.write_all(b"buffered").unwrap();
+        staged.commit().unwrap();
+        drop(staged);
+        drop(w);
+        assert_eq!(std::fs::read(&target).unwrap(), b"flushed buffered");
+    }
+
+    #[test]
+    fn a_dangling_link_into_a_missing_directory_fails_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir_link = dir.path().join("d");
+        std::os::unix::fs::symlink(dir.path().join("no-such-dir/f"), &dir_link).unwrap();
+        // A dangling link is opened directly: its directory does not exist.
+        assert!(create(&dir_link).is_err());
     }
 
     #[test]
@@ -221,18 +340,20 @@ mod tests {
     }
 
     #[test]
-    fn what_is_not_a_regular_file_is_opened_directly() {
+    fn a_symbolic_link_is_written_through_and_a_device_directly() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real");
         std::fs::write(&real, b"old").unwrap();
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        // Through the link, as Click writes it: truncated at once, the link kept.
+        // Through the link, as Click writes it, the link kept; emptied only at the
+        // commit.
         let (mut f, staged) = create(&link).unwrap();
-        assert_eq!(std::fs::read(&real).unwrap(), b"");
         f.write_all(b"x").unwrap();
-        drop(staged);
-        assert_eq!(std::fs::read(&real).unwrap(), b"x");
+        assert_eq!(std::fs::read(&real).unwrap(), b"old");
+        staged.commit().unwrap();
+        f.write_all(b"y").unwrap();
+        assert_eq!(std::fs::read(&real).unwrap(), b"xy");
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         assert_eq!(names(dir.path()), ["link", "real"]);
         // A device.
