@@ -440,15 +440,15 @@ fn capture_across_configurations(linked: bool) {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("br.sock");
     let dump = dir.path().join("out.pcap");
-    let capture = |counter: &str, extra: &str| {
+    let capture = |counter: &str, todump: &str, extra: &str| {
         format!(
             "ControlSocket(unix, {}); RatedSource(RATE 1000) -> {counter} :: Counter \
-             -> ToDump({}, UNBUFFERED true); {extra}",
+             -> td :: ToDump({}, UNBUFFERED true{todump}); {extra}",
             sock.display(),
             dump.display()
         )
     };
-    let mut p = start(&["-R"], &capture("a", ""));
+    let mut p = start(&["-R"], &capture("a", "", ""));
     let mut c = connect_unix(&sock, &mut p);
     grows(&mut c, "a", 10);
     let other = dir.path().join("other.pcap");
@@ -465,7 +465,7 @@ fn capture_across_configurations(linked: bool) {
 
     // Refused after its ToDump was built: the running capture is neither emptied nor
     // replaced, and no file of the refused one is left.
-    let answer = c.hotconfig(&capture("b", "Idle -> Counter(NOSUCH 1) -> Discard;"));
+    let answer = c.hotconfig(&capture("b", "", "Idle -> Counter(NOSUCH 1) -> Discard;"));
     assert_eq!(
         answer[0], "520-Write handler 'hotconfig' error:\r\n",
         "{answer:?}"
@@ -478,21 +478,46 @@ fn capture_across_configurations(linked: bool) {
     assert!(std::fs::read(&dump).unwrap().starts_with(&before));
     assert_eq!(files(dir.path()), names);
 
-    // Taken over: the new capture replaces the file, from its own header on (the
-    // same file when it is written in place).
+    // Taken over by a ToDump of the same name, file and encapsulation: as in Click,
+    // it writes on into the running capture.
     assert_eq!(
-        c.hotconfig(&capture("b", "")),
+        c.hotconfig(&capture("b", "", "")),
         ["200 Write handler 'hotconfig' OK\r\n"]
     );
     grows(&mut c, "b", 5);
+    assert_eq!(std::fs::metadata(&dump).unwrap().ino(), inode);
+    // Every record b counted is written (UNBUFFERED), after a's (more than 10).
+    let b = c.count("b");
+    let (header, records) = walk(&std::fs::read(&dump).unwrap());
+    assert_eq!(header, before[..24]);
+    assert!(records >= b + 11, "{records} records, b counted {b}");
+    assert_eq!(files(dir.path()), names);
+
+    // Taken over by one of another encapsulation: the file is replaced, from the new
+    // header on (the same file when it is written in place).
+    assert_eq!(
+        c.hotconfig(&capture("c", ", ENCAP IP", "")),
+        ["200 Write handler 'hotconfig' OK\r\n"]
+    );
+    grows(&mut c, "c", 5);
     assert_eq!(std::fs::metadata(&dump).unwrap().ino() == inode, linked);
     assert_eq!(files(dir.path()), names);
     assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
     assert!(p.wait_exit(Duration::from_secs(10)).success());
     let bytes = std::fs::read(&dump).unwrap();
-    // pcap's magic, then 16-byte record headers and 14..60-byte RatedSource frames:
-    // as many records as b counted (checked by walking them).
-    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);
+    let (header, records) = walk(&bytes);
+    // Raw IP (101) in the header's last word.
+    assert_eq!(&header[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);
+    assert_eq!(&header[20..24], &101u32.to_le_bytes());
+    assert!(records >= 5, "{records}");
+    if linked {
+        assert_eq!(std::fs::read(&other).unwrap(), bytes);
+    }
+}
+
+/// A capture's file header and its number of records, checked by walking them
+/// (16-byte record headers, then the captured bytes) to the file's end.
+fn walk(bytes: &[u8]) -> (Vec<u8>, u64) {
     let mut at = 24;
     let mut records = 0;
     while at < bytes.len() {
@@ -501,10 +526,7 @@ fn capture_across_configurations(linked: bool) {
         records += 1;
     }
     assert_eq!(at, bytes.len());
-    assert!(records >= 5, "{records}");
-    if linked {
-        assert_eq!(std::fs::read(&other).unwrap(), bytes);
-    }
+    (bytes[..24].to_vec(), records)
 }
 
 /// `ping ARGS` (IPv4) in `ns`: whether it succeeded, and its output.

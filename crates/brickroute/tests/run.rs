@@ -199,6 +199,36 @@ fn two_workers_give_the_same_packets_as_one() {
     assert_eq!(outputs[0], outputs[1]);
 }
 
+/// ToDump to standard output: the file header once the configuration is the
+/// router's, then a record a packet (also with `-q`, which runs nothing).
+#[test]
+fn a_capture_to_standard_output_starts_with_its_header() {
+    let config = "InfiniteSource(DATA \\<0102>, LIMIT 2, STOP true) -> ToDump(-, ENCAP IP)";
+    // Magic, version 2.4, zone, sigfigs, SNAPLEN 2000, raw IP (101).
+    let mut header = 0xA1B2_C3D4u32.to_ne_bytes().to_vec();
+    header.extend_from_slice(&2u16.to_ne_bytes());
+    header.extend_from_slice(&4u16.to_ne_bytes());
+    for w in [0u32, 0, 2000, 101] {
+        header.extend_from_slice(&w.to_ne_bytes());
+    }
+    let o = brickroute(&["run", "-q", "-e", config]);
+    assert!(o.status.success());
+    assert_eq!(o.stdout, header);
+    let o = brickroute(&["run", "-e", config]);
+    assert!(o.status.success());
+    let out = &o.stdout;
+    assert_eq!(out.len(), 24 + 2 * (16 + 2), "{out:?}");
+    assert_eq!(&out[..24], &header[..]);
+    for record in out[24..].chunks(18) {
+        // caplen and len 2, then the bytes.
+        assert_eq!(
+            &record[8..16],
+            &[2u32.to_ne_bytes(), 2u32.to_ne_bytes()].concat()[..]
+        );
+        assert_eq!(&record[16..], &[1, 2]);
+    }
+}
+
 #[test]
 fn quit_option_configures_without_running() {
     let o = brickroute(&[

@@ -224,6 +224,12 @@ pub trait ElementSpec: Send + Sync {
     }
 }
 
+/// `old`'s state as a `T`, if `old` offers state and is one (for
+/// [`ElementSpec::take_state`]).
+pub fn state_of<T: 'static>(old: &dyn ElementSpec) -> Option<&T> {
+    old.state().and_then(|s| s.downcast_ref::<T>())
+}
+
 /// A handler an element offers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HandlerInfo {

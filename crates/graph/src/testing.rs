@@ -15,6 +15,20 @@ pub fn build(
     ninputs: usize,
     noutputs: usize,
 ) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+    let spec = build_staged(class, config, ninputs, noutputs)?;
+    spec.commit()
+        .map_err(|e| ConfigError::at(&Landmark::unknown(), format!("e :: {}: {}", class.name(), e)))?;
+    Ok(spec)
+}
+
+/// [`build`] without the commit, as `hotconfig` builds a configuration that may take
+/// over a running one's state first ([`ElementSpec::take_state`]).
+pub fn build_staged(
+    class: &dyn ElementClass,
+    config: &str,
+    ninputs: usize,
+    noutputs: usize,
+) -> Result<Arc<dyn ElementSpec>, ConfigError> {
     let lm = Landmark::unknown();
     let cx = BuildContext {
         name: "e",
@@ -26,9 +40,7 @@ pub fn build(
         workers: 1,
     };
     let mut args = Args::new(config);
-    let spec = class.build(&mut args, &cx)?;
-    spec.commit().map_err(|e| cx.error(e))?;
-    Ok(spec)
+    class.build(&mut args, &cx)
 }
 
 /// The error message `class` gives for `config` (panics if it is accepted).
@@ -50,6 +62,17 @@ pub struct Harness {
 impl Harness {
     pub fn new(class: &dyn ElementClass, config: &str, ninputs: usize, noutputs: usize) -> Harness {
         let spec = build(class, config, ninputs, noutputs).unwrap_or_else(|e| panic!("{}", e));
+        Harness::of(spec, noutputs)
+    }
+
+    /// The element built but not committed: its output files keep temporary names
+    /// until the test calls `spec.commit()` (or it takes a running one's state).
+    pub fn staged(class: &dyn ElementClass, config: &str, ninputs: usize, noutputs: usize) -> Harness {
+        let spec = build_staged(class, config, ninputs, noutputs).unwrap_or_else(|e| panic!("{}", e));
+        Harness::of(spec, noutputs)
+    }
+
+    fn of(spec: Arc<dyn ElementSpec>, noutputs: usize) -> Harness {
         let element = spec.instantiate(WorkerInfo { index: 0, count: 1 });
         Harness {
             spec,

@@ -115,7 +115,7 @@ impl ElementSpec for ESPDecapSpec {
     /// anti-replay window, so a packet taken before the configuration changed is a
     /// replay after it; the counts go on too.
     fn take_state(&self, old: &dyn ElementSpec) -> bool {
-        let Some(old) = old.state().and_then(|s| s.downcast_ref::<ESPDecapSpec>()) else {
+        let Some(old) = state_of::<ESPDecapSpec>(old) else {
             return false;
         };
         let (s, o) = (&self.shared, &old.shared);

@@ -169,7 +169,7 @@ impl ElementSpec for ESPEncapSpec {
     /// numbers and IV mask, so the peer's anti-replay window takes its packets and no
     /// nonce repeats under the key; the outer IDs and drops go on too.
     fn take_state(&self, old: &dyn ElementSpec) -> bool {
-        let Some(old) = old.state().and_then(|s| s.downcast_ref::<ESPEncapSpec>()) else {
+        let Some(old) = state_of::<ESPEncapSpec>(old) else {
             return false;
         };
         let (s, o) = (&self.shared, &old.shared);

@@ -263,7 +263,7 @@ impl<P: Protocol> ElementSpec for QuerierSpec<P> {
     /// takes the resolved entries and the counters. Packets the old one's workers
     /// held for addresses still being queried are not carried.
     fn take_state(&self, old: &dyn ElementSpec) -> bool {
-        let Some(old) = old.state().and_then(|s| s.downcast_ref::<QuerierSpec<P>>()) else {
+        let Some(old) = state_of::<QuerierSpec<P>>(old) else {
             return false;
         };
         let (s, o) = (&self.shared, &old.shared);

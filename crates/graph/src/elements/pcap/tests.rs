@@ -518,3 +518,67 @@ proptest::proptest! {
         }
     }
 }
+
+/// A pcap file header as ToDump writes it: microsecond magic, version 2.4, `snaplen`,
+/// `linktype`.
+fn file_header(snaplen: u32, linktype: u32) -> Vec<u8> {
+    let mut v = Vec::new();
+    ne(&mut v, &[0xA1B2C3D4]);
+    v.extend_from_slice(&2u16.to_ne_bytes());
+    v.extend_from_slice(&4u16.to_ne_bytes());
+    ne(&mut v, &[0, 0, snaplen, linktype]);
+    v
+}
+
+#[test]
+fn a_replacing_todump_of_the_same_file_writes_on_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.pcap");
+    let config = format!("{}, SNAPLEN 4", path.display());
+    let mut old = Harness::new(&ToDumpClass, &config, 1, 0);
+    old.push(0, vec![stamped(&[1, 2], 5, 1000, 0)]);
+    old.spec.cleanup();
+    // The replacing configuration is built (its file staged), takes the old one's
+    // file, and its commit then leaves the file alone.
+    let mut new = Harness::staged(&ToDumpClass, &format!("{}, UNBUFFERED true", config), 1, 0);
+    assert!(new.spec.take_state(&*old.spec));
+    new.spec.commit().unwrap();
+    new.push(0, vec![stamped(&[3, 4, 5, 6, 7], 6, 2000, 0)]);
+    // UNBUFFERED over the old buffered writer: on disk after the batch.
+    let mut want = file_header(4, 1);
+    ne(&mut want, &[5, 1, 2, 2]);
+    want.extend_from_slice(&[1, 2]);
+    ne(&mut want, &[6, 2, 4, 5]);
+    want.extend_from_slice(&[3, 4, 5, 6]);
+    assert_eq!(std::fs::read(&path).unwrap(), want);
+    assert_eq!((old.read("count"), new.read("count")), ("1".into(), "1".into()));
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["out.pcap"]);
+}
+
+#[test]
+fn a_todump_of_another_file_or_encapsulation_starts_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.pcap");
+    let mut old = Harness::new(&ToDumpClass, &format!("{}", path.display()), 1, 0);
+    old.push(0, vec![stamped(&[1, 2], 5, 1000, 0)]);
+    old.spec.cleanup();
+    for config in [
+        format!("{}, ENCAP IP", path.display()),
+        format!("{}, NANO true", path.display()),
+        format!("{}", dir.path().join("other.pcap").display()),
+    ] {
+        let new = Harness::staged(&ToDumpClass, &config, 1, 0);
+        assert!(!new.spec.take_state(&*old.spec), "{config}");
+    }
+    // The one with another encapsulation replaces the file with its own once
+    // committed.
+    let new = Harness::staged(&ToDumpClass, &format!("{}, ENCAP IP", path.display()), 1, 0);
+    assert!(!new.spec.take_state(&*old.spec));
+    new.spec.commit().unwrap();
+    new.spec.cleanup();
+    assert_eq!(std::fs::read(&path).unwrap(), file_header(2000, 101));
+}

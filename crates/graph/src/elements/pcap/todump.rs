@@ -4,6 +4,8 @@
 //!
 //! The file is created and its header written when the element is configured. Every
 //! worker's instance writes into the same file through one lock taken once per batch.
+//! As Click's, a ToDump replacing one of the same name, file and encapsulation on
+//! `hotconfig` goes on writing the capture the old one wrote ([`ElementSpec::take_state`]).
 
 use super::format;
 use super::strerror;
@@ -24,10 +26,17 @@ struct Writer {
     out: Box<dyn Write + Send>,
     /// Cleared after a write error, as Click's ToDump stops writing.
     active: bool,
+    /// UNBUFFERED over a buffered writer taken from a replaced ToDump: flushed after
+    /// each batch.
+    flush_each: bool,
 }
 
 struct Inner {
     filename: String,
+    /// Where the records go: the file's path, or `None` for standard output; with the
+    /// link type and NANO, what a replacing ToDump must share to go on writing them.
+    target: Option<std::path::PathBuf>,
+    linktype: u32,
     snaplen: u32,
     nano: bool,
     extra_length: bool,
@@ -51,14 +60,65 @@ impl Drop for Inner {
 }
 
 struct ToDumpSpec {
-    /// The file, under a temporary name until the configuration commits.
-    staged: Option<outfile::Staged>,
+    /// The file, under a temporary name until the configuration commits (none once
+    /// this element took a replaced one's file).
+    staged: Mutex<Option<outfile::Staged>>,
+    /// Standard output's file header, until the commit writes it.
+    stdout_header: Mutex<Option<[u8; 24]>>,
     inner: Arc<Inner>,
+    unbuffered: bool,
 }
 
 impl ElementSpec for ToDumpSpec {
     fn commit(&self) -> Result<(), String> {
-        self.staged.as_ref().map_or(Ok(()), outfile::Staged::commit)
+        if let Some(h) = self
+            .stdout_header
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let mut w = self.inner.lock();
+            w.out
+                .write_all(&h)
+                .and_then(|_| if self.unbuffered { w.out.flush() } else { Ok(()) })
+                .map_err(|_| format!("{}: unable to write file header", self.inner.filename))?;
+        }
+        let staged = self.staged.lock().unwrap_or_else(|e| e.into_inner());
+        staged.as_ref().map_or(Ok(()), outfile::Staged::commit)
+    }
+
+    fn state(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// Click's hotswap: the same file (and standard output), link type and timestamp
+    /// resolution: this element writes on into the old one's file, whose records stay,
+    /// and its own (the header it wrote under a temporary name) goes.
+    fn take_state(&self, old: &dyn ElementSpec) -> bool {
+        let Some(old) = state_of::<ToDumpSpec>(old) else {
+            return false;
+        };
+        let (mine, theirs) = (&self.inner, &old.inner);
+        if mine.target != theirs.target || mine.linktype != theirs.linktype || mine.nano != theirs.nano {
+            return false;
+        }
+        let (out, active) = {
+            let mut w = theirs.lock();
+            (std::mem::replace(&mut w.out, Box::new(io::sink())), w.active)
+        };
+        let own = {
+            let mut w = mine.lock();
+            w.active = active;
+            w.flush_each = self.unbuffered && !old.unbuffered;
+            std::mem::replace(&mut w.out, out)
+        };
+        drop(own);
+        drop(self.staged.lock().unwrap_or_else(|e| e.into_inner()).take());
+        self.stdout_header
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        true
     }
 
     fn instantiate(&self, _worker: WorkerInfo) -> Box<dyn Element> {
@@ -134,6 +194,12 @@ impl Element for ToDump {
                         }
                     }
                 }
+                if w.flush_each {
+                    if let Err(e) = w.out.flush() {
+                        w.active = false;
+                        crate::warn!("ToDump({}): {}", inner.filename, strerror(&e));
+                    }
+                }
             }
         }
         if written > 0 {
@@ -172,38 +238,53 @@ impl ElementClass for ToDumpClass {
             Some(e) => format::parse_dlt(e).ok_or_else(|| cx.error("bad encapsulation type"))?,
         };
 
+        let header = format::encode_file_header(nano, snaplen, linktype);
         let mut staged = None;
-        let (print_name, mut out): (String, Box<dyn Write + Send>) = if filename == "-" {
+        let mut stdout_header = None;
+        let (print_name, target, out): (String, _, Box<dyn Write + Send>) = if filename == "-" {
             let o: Box<dyn Write + Send> = if unbuffered {
                 Box::new(io::stdout())
             } else {
                 Box::new(BufWriter::new(io::stdout()))
             };
-            ("<stdout>".to_string(), o)
+            // Written at the commit: standard output cannot be staged, and a
+            // configuration that never runs (or that takes a running ToDump's output)
+            // must not write a header into it.
+            stdout_header = Some(header);
+            ("<stdout>".to_string(), None, o)
         } else {
-            let (f, s) = outfile::create(&cx.resolve_path(&filename))
-                .map_err(|e| cx.error(format!("{}: {}", filename, strerror(&e))))?;
+            let path = cx.resolve_path(&filename);
+            let (f, s) =
+                outfile::create(&path).map_err(|e| cx.error(format!("{}: {}", filename, strerror(&e))))?;
             staged = Some(s);
-            let o: Box<dyn Write + Send> = if unbuffered {
+            let mut o: Box<dyn Write + Send> = if unbuffered {
                 Box::new(f)
             } else {
                 Box::new(BufWriter::with_capacity(64 * 1024, f))
             };
-            (filename.clone(), o)
+            o.write_all(&header)
+                .and_then(|_| if unbuffered { o.flush() } else { Ok(()) })
+                .map_err(|_| cx.error(format!("{}: unable to write file header", filename)))?;
+            (filename.clone(), Some(path), o)
         };
-        out.write_all(&format::encode_file_header(nano, snaplen, linktype))
-            .and_then(|_| if unbuffered { out.flush() } else { Ok(()) })
-            .map_err(|_| cx.error(format!("{}: unable to write file header", print_name)))?;
 
         Ok(Arc::new(ToDumpSpec {
-            staged,
+            staged: Mutex::new(staged),
+            stdout_header: Mutex::new(stdout_header),
+            unbuffered,
             inner: Arc::new(Inner {
                 filename: print_name,
+                target,
+                linktype,
                 snaplen,
                 nano,
                 extra_length,
                 count: AtomicU64::new(0),
-                writer: Mutex::new(Writer { out, active: true }),
+                writer: Mutex::new(Writer {
+                    out,
+                    active: true,
+                    flush_each: false,
+                }),
             }),
         }))
     }
