@@ -201,14 +201,14 @@ fn a_stop_wins_over_a_configuration_written_after_it() {
     assert!(!err.contains("configurations"), "{err}");
 }
 
-/// LIMIT packets through an IPsec tunnel (ESPEncap into ESPDecap, counters `ok` and
-/// `refused` behind) and a neighbour table `q`, served on `socket`.
-fn tunnel(socket: &Path, limit: u32) -> String {
+/// LIMIT packets through an IPsec tunnel (ESPEncap `encap` into ESPDecap `dec`,
+/// counters `ok` and `refused` behind) and a neighbour table `q`, served on `socket`.
+fn tunnel(socket: &Path, limit: u32, encap: &str) -> String {
     let key = "0x000102030405060708090a0b0c0d0e0fdeadbeef";
     format!(
         "ControlSocket(unix, {socket});
          InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 c0000201>, LIMIT {limit}, STOP false)
-           -> enc :: ESPEncap(SPI 0x1000, KEY {key}, SRC 192.0.2.1, DST 192.0.2.2)
+           -> {encap} :: ESPEncap(SPI 0x1000, KEY {key}, SRC 192.0.2.1, DST 192.0.2.2)
            -> dec :: ESPDecap(0x1000, {key}) -> ok :: Counter -> Discard;
          dec[1] -> refused :: Counter -> Discard;
          Idle -> q :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]q;",
@@ -231,13 +231,14 @@ fn reads(c: &mut Client<UnixStream>, name: &str, want: &str) {
 
 /// Click's hotswap: the new configuration's elements take the state of the old one's
 /// of the same name: the tunnel's sequence numbers go on (its next packet is 101, not
-/// 1, so a peer's anti-replay window would take it), and the neighbour table keeps its
-/// entries; counters without state start again.
+/// 1, so a peer's anti-replay window would take it), the receiving end's window goes
+/// on (an encapsulation of another name, starting again at 1, is refused), and the
+/// neighbour table keeps its entries; counters without state start again.
 #[test]
 fn elements_of_the_same_name_take_over_their_predecessors_state() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("br.sock");
-    let mut p = start(&["-R"], &tunnel(&sock, 100));
+    let mut p = start(&["-R"], &tunnel(&sock, 100, "enc"));
     let mut c = connect_unix(&sock, &mut p);
     reads(&mut c, "ok.count", "100");
     assert_eq!(
@@ -245,7 +246,7 @@ fn elements_of_the_same_name_take_over_their_predecessors_state() {
         "200 Write handler 'q.insert' OK\r\n"
     );
     assert_eq!(
-        c.hotconfig(&tunnel(&sock, 50)),
+        c.hotconfig(&tunnel(&sock, 50, "enc")),
         ["200 Write handler 'hotconfig' OK\r\n"]
     );
     reads(&mut c, "enc.seq", "150");
@@ -253,6 +254,15 @@ fn elements_of_the_same_name_take_over_their_predecessors_state() {
     assert_eq!(c.read("dec.seq").trim(), "150");
     assert_eq!(c.count("refused"), 0);
     assert!(c.read("q.table").starts_with("10.0.0.2 1 02:00:00:00:00:02 "));
+    // A new encapsulation sends 1 to 50 again: the window taken over has seen them
+    // (or left them behind).
+    assert_eq!(
+        c.hotconfig(&tunnel(&sock, 50, "enc2")),
+        ["200 Write handler 'hotconfig' OK\r\n"]
+    );
+    reads(&mut c, "refused.count", "50");
+    assert_eq!(c.count("ok"), 0);
+    assert_eq!(c.read("dec.seq").trim(), "150");
     assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
     assert!(p.wait_exit(Duration::from_secs(10)).success());
 }

@@ -185,24 +185,44 @@ impl Staged {
                 )
             }),
             Some(Pending::InPlace { file, memory, writer }) => {
-                let copied = copy_over(&memory, &file);
-                // Whatever the copy did, the writer's descriptor goes to the file: the
-                // output must not pile up in memory.
-                // SAFETY: `writer` is the descriptor `create` returned, which its
-                // caller keeps open while this lives (so the number is not another
-                // file's); dup2 makes it refer to `file`'s open file, at the end of
-                // what was copied, and closes the memory file under it at once.
-                let pointed = if unsafe { libc::dup2(file.as_raw_fd(), writer) } < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(())
-                };
-                copied
-                    .and(pointed)
-                    .map_err(|e| format!("{}: {}", self.target.display(), e))
+                let done = still_writing(writer, &memory).and_then(|()| {
+                    let copied = copy_over(&memory, &file);
+                    // Whatever the copy did, the writer's descriptor goes to the
+                    // file: the output must not pile up in memory.
+                    point_at(writer, &file).and(copied)
+                });
+                done.map_err(|e| format!("{}: {}", self.target.display(), e))
             }
         }
     }
+}
+
+/// Whether descriptor `writer`, which `create` returned as a duplicate of `memory`'s,
+/// still refers to it: refused if its `File` was closed (the number may be another
+/// file's now).
+fn still_writing(writer: RawFd, memory: &File) -> io::Result<()> {
+    let m = memory.metadata()?;
+    // SAFETY: an all-zero stat is a valid value of the plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into `st`, a valid stat; a closed `writer` is an error.
+    if unsafe { libc::fstat(writer, &mut st) } < 0 || st.st_dev != m.dev() || st.st_ino != m.ino() {
+        return Err(io::Error::other(
+            "the writer's descriptor was closed before the commit; the file is left as it was",
+        ));
+    }
+    Ok(())
+}
+
+/// Makes descriptor `writer` refer to `file` (at its offset), close-on-exec as it was.
+fn point_at(writer: RawFd, file: &File) -> io::Result<()> {
+    // SAFETY: `writer` refers to the memory file (`still_writing` checked it: its
+    // `File` is open, owned by the element writing, so the number is not another
+    // file's); dup3 makes it refer to `file`'s open file instead and closes the memory
+    // file's reference at once, keeping the descriptor close-on-exec.
+    if unsafe { libc::dup3(file.as_raw_fd(), writer, libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Empties `file` and writes `memory`'s bytes to it from the start, leaving its offset
@@ -313,6 +333,40 @@ mod tests {
         drop(staged);
         drop(w);
         assert_eq!(std::fs::read(&target).unwrap(), b"flushed buffered");
+    }
+
+    #[test]
+    fn a_file_written_in_place_stays_close_on_exec_and_needs_its_writer_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("capture");
+        std::fs::write(&target, b"running").unwrap();
+        std::fs::hard_link(&target, dir.path().join("link")).unwrap();
+        let cloexec = |f: &File| {
+            // SAFETY: F_GETFD on an open descriptor only reads its flags.
+            let flags = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFD) };
+            flags & libc::FD_CLOEXEC != 0
+        };
+        let (f, staged) = create(&target).unwrap();
+        assert!(cloexec(&f));
+        staged.commit().unwrap();
+        assert!(cloexec(&f));
+        drop(f);
+        // A writer closed before the commit, its number taken by another file: the
+        // commit refuses, and neither file is touched.
+        std::fs::write(&target, b"running again").unwrap();
+        let (f, staged) = create(&target).unwrap();
+        let number = f.as_raw_fd();
+        drop(f);
+        let other = File::create(dir.path().join("other")).unwrap();
+        assert_eq!(other.as_raw_fd(), number);
+        let e = staged.commit().unwrap_err();
+        assert!(
+            e.ends_with("the writer's descriptor was closed before the commit; the file is left as it was"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"running again");
+        (&other).write_all(b"other").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("other")).unwrap(), b"other");
     }
 
     #[test]

@@ -107,7 +107,12 @@ impl Replay {
             }
             self.top = seq;
         }
-        self.ring[Self::word(seq)] |= Self::bit(seq);
+        // Only numbers the ring spans are recorded: without a window (REPLAY 0) an old
+        // number would set the bit of a recent one, which a window taken over
+        // (`go_on_from`) would then refuse.
+        if self.top - seq < MAX_WINDOW {
+            self.ring[Self::word(seq)] |= Self::bit(seq);
+        }
         Ok(())
     }
 

@@ -650,3 +650,19 @@ fn a_replacing_decap_of_the_same_association_refuses_what_the_old_one_took() {
     // A decapsulation that took nothing would have let the replay through.
     assert_eq!(pass(&mut decap4(2), 4), (1, 0));
 }
+
+#[test]
+fn a_window_taken_from_one_without_a_window_refuses_only_what_was_taken() {
+    let mut none = Replay::new(0, false);
+    none.accept(2000).unwrap();
+    // Far behind: accepted without a window, but not recorded in place of 1988 (the
+    // ring spans 1,088 numbers).
+    none.accept(900).unwrap();
+    none.accept(1990).unwrap();
+    let mut w = Replay::new(128, false);
+    w.go_on_from(&none);
+    assert_eq!(w.check(1988), Ok(()));
+    assert_eq!(w.check(1990), Err(Stale::Replayed));
+    assert_eq!(w.check(2000), Err(Stale::Replayed));
+    assert_eq!(w.check(900), Err(Stale::TooOld));
+}

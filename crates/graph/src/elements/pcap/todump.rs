@@ -154,6 +154,11 @@ impl ElementSpec for ToDumpSpec {
         let mut w = self.inner.lock();
         if let Err(e) = w.out.flush() {
             crate::warn!("ToDump({}): {}", self.inner.filename, strerror(&e));
+            // What could not be written goes: flushed later (when the element is
+            // dropped, after a replacing configuration emptied a file written in place)
+            // it would land at this writer's old offset in the new capture.
+            w.out = Box::new(io::sink());
+            w.active = false;
         }
     }
 }
