@@ -554,36 +554,16 @@ impl State {
                 if text.is_empty() || router.write_handler(&ctrl, &text).is_ok() {
                     done.fill(true);
                 } else {
-                    // One by one: a prefix already gone is gone; a DirectIPLookup
-                    // route, which `set` does not replace, is removed and added.
+                    // One by one: a prefix already gone is gone; the others that
+                    // are refused are reported, and the rest apply.
                     for (i, change) in changes.iter().enumerate() {
                         let (key, want) = change;
-                        let r = router.write_handler(&ctrl, &line(change));
-                        done[i] = match (r, want) {
-                            (Ok(()), _) => true,
-                            (Err(e), None) => {
-                                e.contains("not found") || {
-                                    refused.push(e);
-                                    false
-                                }
-                            }
-                            (Err(_), Some(_)) => {
-                                let text = format!(
-                                    "remove {}\nadd {}\n",
-                                    self.route_text(key, None),
-                                    self.route_text(key, want.as_ref())
-                                );
-                                match router.write_handler(&ctrl, &text) {
-                                    Ok(()) => true,
-                                    Err(e) => {
-                                        refused.push(format!(
-                                            "{}: {}",
-                                            self.route_text(key, want.as_ref()),
-                                            e
-                                        ));
-                                        false
-                                    }
-                                }
+                        done[i] = match router.write_handler(&ctrl, &line(change)) {
+                            Ok(()) => true,
+                            Err(e) if want.is_none() && e.contains("not found") => true,
+                            Err(e) => {
+                                refused.push(format!("{}: {}", self.route_text(key, want.as_ref()), e));
+                                false
                             }
                         };
                     }

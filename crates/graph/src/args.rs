@@ -507,6 +507,56 @@ macro_rules! unsigned_arg {
 }
 unsigned_arg!(u8, u16, u32, u64, usize);
 
+/// Well-known TCP and UDP port names (Click's built-in table).
+pub(crate) fn port_name(w: &str) -> Option<u16> {
+    Some(match w {
+        "auth" => 113,
+        "bootpc" => 68,
+        "bootps" => 67,
+        "chargen" => 19,
+        "daytime" => 13,
+        "discard" => 9,
+        "dns" | "domain" => 53,
+        "echo" => 7,
+        "finger" => 79,
+        "ftp" => 21,
+        "ftp-data" => 20,
+        "http" | "www" => 80,
+        "https" => 443,
+        "imap3" => 220,
+        "imaps" => 993,
+        "irc" => 194,
+        "netbios-dgm" => 138,
+        "netbios-ns" => 137,
+        "netbios-ssn" => 139,
+        "nntp" => 119,
+        "ntp" => 123,
+        "pop3" => 110,
+        "pop3s" => 995,
+        "rip" | "route" => 520,
+        "smtp" => 25,
+        "snmp" => 161,
+        "snmp-trap" => 162,
+        "ssh" => 22,
+        "sunrpc" => 111,
+        "telnet" => 23,
+        "tftp" => 69,
+        _ => return None,
+    })
+}
+
+/// A TCP or UDP port: a number, or a service name from [`port_name`]'s table (as
+/// Click's `IPPortArg` takes `ssh` or `domain`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortArg(pub u16);
+
+impl FromArg for PortArg {
+    const WHAT: &'static str = "port number or service name";
+    fn from_arg(s: &str) -> Option<Self> {
+        u16::from_arg(s).or_else(|| port_name(s.trim())).map(PortArg)
+    }
+}
+
 macro_rules! signed_arg {
     ($($t:ty),*) => {$(
         impl FromArg for $t {

@@ -38,9 +38,8 @@ pub enum Flavor {
     /// Table in insertion-slot order (freed slots reused newest first), tab-separated;
     /// `set` replaces; `remove` needs a matching gateway and port if given.
     Radix,
-    /// Table in Click's hash order, tab-separated, with `0.0.0.0` for no gateway; no
-    /// `set` handler but a `flush` handler; `remove` ignores gateway and port; `set` in
-    /// `ctrl` acts like `add`.
+    /// Table in Click's hash order, tab-separated, with `0.0.0.0` for no gateway; a
+    /// `flush` handler; `remove` ignores gateway and port.
     Direct,
     /// Like `Linear` but with no write handlers.
     Static,
@@ -412,8 +411,7 @@ impl IpLookupSpec {
         let key = (r.addr, r.len);
         let existing = ctl.index.get(&key).copied();
         if let Some(i) = existing {
-            // DirectIPLookup never replaces.
-            if !set || self.flavor == Flavor::Direct {
+            if !set {
                 return Err(CmdError::Exists(slot_route(ctl, i).unwrap_or(r)));
             }
         }
@@ -656,7 +654,7 @@ impl ElementSpec for IpLookupSpec {
                 }
             }
             Flavor::Direct => {
-                for n in ["add", "remove", "ctrl", "flush"] {
+                for n in ["add", "set", "remove", "ctrl", "flush"] {
                     h.push(HandlerInfo::write(n));
                 }
             }
@@ -677,7 +675,7 @@ impl ElementSpec for IpLookupSpec {
         let cmd = match (name, self.flavor) {
             (_, Flavor::Static) => return None,
             ("add", _) => Cmd::Add,
-            ("set", Flavor::Radix | Flavor::Linear) => Cmd::Set,
+            ("set", _) => Cmd::Set,
             ("remove", _) => Cmd::Remove,
             ("ctrl", _) => return Some(self.ctrl(value)),
             ("flush", Flavor::Direct) => {

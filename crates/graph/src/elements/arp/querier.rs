@@ -142,8 +142,8 @@ impl Protocol for Arp4 {
         is_multicast(dst).then_some([0x01, 0x00, 0x5e, b & 0x7f, c, d])
     }
 
-    /// An ARP request for `target`, carrying `trigger`'s VLAN annotation: broadcast,
-    /// or a poll to the entry's address.
+    /// An ARP request for `target`, carrying `trigger`'s VLAN annotation and
+    /// timestamp: broadcast, or a poll to the entry's address.
     fn query(&self, eth: [u8; 6], target: u32, known: Option<[u8; 6]>, trigger: &Packet) -> Packet {
         let to = match known {
             Some(e) if !self.broadcast_poll => e,
@@ -160,6 +160,9 @@ impl Protocol for Arp4 {
         let at = VLAN_TCI_ANNO_OFFSET;
         let tci: [u8; 2] = trigger.anno().user[at..at + 2].try_into().expect("2 bytes");
         q.set_user_anno(at, &tci);
+        // As Click's: the query is stamped with the trigger's time, which a capture
+        // of the queries then shows.
+        q.anno_mut().timestamp = trigger.anno().timestamp;
         q
     }
 

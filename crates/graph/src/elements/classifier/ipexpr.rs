@@ -114,44 +114,6 @@ fn ip_proto(w: &str) -> Option<i32> {
     })
 }
 
-/// Well-known TCP and UDP port names (Click's built-in table).
-fn port_name(w: &str) -> Option<u32> {
-    Some(match w {
-        "auth" => 113,
-        "bootpc" => 68,
-        "bootps" => 67,
-        "chargen" => 19,
-        "daytime" => 13,
-        "discard" => 9,
-        "dns" | "domain" => 53,
-        "echo" => 7,
-        "finger" => 79,
-        "ftp" => 21,
-        "ftp-data" => 20,
-        "http" | "www" => 80,
-        "https" => 443,
-        "imap3" => 220,
-        "imaps" => 993,
-        "irc" => 194,
-        "netbios-dgm" => 138,
-        "netbios-ns" => 137,
-        "netbios-ssn" => 139,
-        "nntp" => 119,
-        "ntp" => 123,
-        "pop3" => 110,
-        "pop3s" => 995,
-        "rip" | "route" => 520,
-        "smtp" => 25,
-        "snmp" => 161,
-        "snmp-trap" => 162,
-        "ssh" => 22,
-        "sunrpc" => 111,
-        "telnet" => 23,
-        "tftp" => 69,
-        _ => return None,
-    })
-}
-
 fn tcp_opt(w: &str) -> Option<u32> {
     Some(match w {
         "ack" => 0x10,
@@ -260,8 +222,8 @@ fn lookup(word: &str, ty: Kind, proto: i32) -> Lookup {
     }
     let found: [Option<(Kind, u32)>; 5] = [
         ip_proto(word).map(|p| (Kind::Proto, p as u32)),
-        port_name(word).map(|p| (Kind::Port, p)),
-        port_name(word).map(|p| (Kind::Port, p)),
+        crate::args::port_name(word).map(|p| (Kind::Port, u32::from(p))),
+        crate::args::port_name(word).map(|p| (Kind::Port, u32::from(p))),
         tcp_opt(word).map(|v| (Kind::TcpOpt, v)),
         icmp_type(word).map(|v| (Kind::Field(F_ICMP_TYPE), v)),
     ];

@@ -13,7 +13,7 @@
 //! the addresses and ports.
 
 use super::encap::{parse_value, Dst, EncapState, FixedFields, MAX_IP_LEN};
-use crate::args::Args;
+use crate::args::{Args, PortArg};
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::checksum::{fold, pseudo_header_v4, sum};
@@ -45,9 +45,9 @@ impl ElementClass for UDPIPEncapClass {
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
         let e = |m: String| cx.error(m);
         let src = args.required::<Ipv4Addr>("SRC").map_err(e)?;
-        let sport = args.required::<u16>("SPORT").map_err(e)?;
+        let sport = args.required::<PortArg>("SPORT").map_err(e)?.0;
         let dst = args.required::<Dst>("DST").map_err(e)?;
-        let dport = args.required::<u16>("DPORT").map_err(e)?;
+        let dport = args.required::<PortArg>("DPORT").map_err(e)?.0;
         let checksum = args.positional::<bool>("CHECKSUM").map_err(e)?.unwrap_or(true);
         args.finish().map_err(e)?;
         let fixed = FixedFields {
@@ -113,9 +113,9 @@ impl ElementSpec for UDPIPEncapSpec {
             "src" => {
                 Some(parse_value::<Ipv4Addr>("SRC", value).map(|a| s.write(|st| st.fixed.src = a.octets())))
             }
-            "sport" => Some(parse_value::<u16>("SPORT", value).map(|p| s.write(|st| st.sport = p))),
+            "sport" => Some(parse_value::<PortArg>("SPORT", value).map(|p| s.write(|st| st.sport = p.0))),
             "dst" => Some(parse_value::<Dst>("DST", value).map(|d| s.write(|st| st.dst = d))),
-            "dport" => Some(parse_value::<u16>("DPORT", value).map(|p| s.write(|st| st.dport = p))),
+            "dport" => Some(parse_value::<PortArg>("DPORT", value).map(|p| s.write(|st| st.dport = p.0))),
             _ => None,
         }
     }
@@ -262,8 +262,11 @@ mod tests {
         assert_eq!(out[0][0].data(), &want[..]);
         assert_eq!(
             h.write("sport", "65536").unwrap_err(),
-            "SPORT expects unsigned integer"
+            "SPORT expects port number or service name"
         );
+        // Service names, as Click's IPPortArg takes them.
+        h.write("dport", "domain").unwrap();
+        assert_eq!(h.read("dport"), "53");
         assert_eq!(h.read("drops"), "0");
     }
 
@@ -282,8 +285,10 @@ mod tests {
         );
         assert_eq!(
             err("1.0.0.1, x, 2.0.0.2, 2"),
-            "e :: UDPIPEncap: SPORT expects unsigned integer"
+            "e :: UDPIPEncap: SPORT expects port number or service name"
         );
+        let h = Harness::new(&UDPIPEncapClass, "1.0.0.1, 79, 1.0.0.1, ssh", 1, 1);
+        assert_eq!(h.read("dport"), "22");
         assert_eq!(
             err("1.0.0.1, 1, 2.0.0.2, 2, maybe"),
             "e :: UDPIPEncap: CHECKSUM expects bool"

@@ -257,9 +257,11 @@ fn add_set_remove_texts() {
     h.write("remove", "0.0.0.0/0 1.1.1.1").unwrap();
     assert_eq!(h.read("table"), "");
 
-    // DirectIPLookup: no `set`, removal by prefix alone, Click's own not-found text.
+    // DirectIPLookup: `set` replaces (as in Click since its table honours the
+    // replace flag), removal by prefix alone, Click's own not-found text.
     let h = Harness::new(&IpLookupClass::DIRECT, "10.0.0.0/8 1.2.3.4 1", 1, 2);
-    assert!(h.spec.write_handler("set", "10.0.0.0/8 0").is_none());
+    h.write("set", "10.0.0.0/8 0").unwrap();
+    assert_eq!(h.read("table"), "10.0.0.0/8\t\t0.0.0.0\t\t0\n");
     assert_eq!(
         h.write("remove", "11.0.0.0/8"),
         Err("Entry not found".to_string())
@@ -628,19 +630,17 @@ fn workers_see_a_ctrl_write_whole_or_not_at_all() {
 }
 
 #[test]
-fn direct_ctrl_set_adds_but_never_replaces() {
-    // As Click's DirectIPLookup, whose add_route ignores the replace flag: `set` in a
-    // `ctrl` write adds a new prefix and refuses an existing one, and a refused write
-    // is undone whole.
+fn direct_set_replaces_in_ctrl_as_alone() {
+    // As Click's DirectIPLookup: `set` adds a new prefix and replaces an existing one
+    // (its gateway and output), and a refused `ctrl` write is undone whole.
     let mut h = Harness::new(&IpLookupClass::DIRECT, "10.0.0.0/8 1", 1, 3);
     assert_eq!(
-        h.write("ctrl", "set 12.0.0.0/8 2\nset 10.0.0.0/8 10.2.2.2 2"),
-        Err("conflict with existing route '10.0.0.0/8 - 1'".to_string())
+        h.write("ctrl", "set 12.0.0.0/8 2\nset 10.0.0.0/8 10.2.2.2 2\nfrob"),
+        Err("bad command 'frob'".to_string())
     );
     assert_eq!(h.read("table"), "10.0.0.0/8\t\t0.0.0.0\t\t1\n");
-    let out = h.push(0, vec![pkt([12, 1, 1, 1], [12, 1, 1, 1])]);
-    assert!(out.iter().all(|o| o.is_empty()), "12/8 was added");
-    h.write("ctrl", "set 12.0.0.0/8 10.2.2.2 2").unwrap();
+    h.write("ctrl", "set 12.0.0.0/8 10.3.3.3 2\nset 10.0.0.0/8 10.2.2.2 2")
+        .unwrap();
     let out = h.push(
         0,
         vec![
@@ -648,8 +648,11 @@ fn direct_ctrl_set_adds_but_never_replaces() {
             pkt([12, 1, 1, 1], [12, 1, 1, 1]),
         ],
     );
+    assert!(out[1].is_empty());
+    assert_eq!(annos(&out[2]), vec![[10, 2, 2, 2], [10, 3, 3, 3]]);
+    h.write("set", "10.0.0.0/8 1").unwrap();
+    let out = h.push(0, vec![pkt([10, 1, 1, 1], [10, 1, 1, 1])]);
     assert_eq!(annos(&out[1]), vec![[10, 1, 1, 1]]);
-    assert_eq!(annos(&out[2]), vec![[10, 2, 2, 2]]);
 }
 
 /// A second worker instance of `h`'s element, on its own thread, routing one packet to

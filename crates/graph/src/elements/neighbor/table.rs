@@ -41,6 +41,11 @@ impl NeighborAddr for u128 {
 /// sends one query, and a lost query is retried by the next packet 100 ms later.
 pub(crate) const QUERY_INTERVAL_MS: u64 = 100;
 
+/// After this many queries (or polls) without an answer, as Click's ARP table...
+const PATIENCE: u8 = 10;
+/// ... one leaves only every 2 s, until an answer comes.
+const SLOW_QUERY_INTERVAL_MS: u64 = 2000;
+
 /// Saved packets whose address has not resolved this long after the first of them
 /// was saved are dropped (Linux gives up on an address after about 3 s of probes).
 pub(crate) const PENDING_TIMEOUT_MS: u64 = 3000;
@@ -64,14 +69,46 @@ pub(crate) struct Limits {
     pub poll_timeout_ms: u64,
 }
 
+#[derive(Clone, Copy)]
 struct Entry {
     /// The address answered, or `None` while it is being queried.
     eth: Option<[u8; 6]>,
     /// When the last response came (resolved entries), or when querying began.
     since_ms: u64,
     last_query_ms: Option<u64>,
+    /// Queries and polls sent since the last answer (at most 255).
+    unanswered: u8,
     /// Packets saved for this address by all workers.
     saved: usize,
+}
+
+impl Entry {
+    /// An entry being queried from `now`.
+    fn new(now: u64) -> Entry {
+        Entry {
+            eth: None,
+            since_ms: now,
+            last_query_ms: None,
+            unanswered: 0,
+            saved: 0,
+        }
+    }
+
+    /// When the next query or poll may leave.
+    fn next_query_ms(&self) -> u64 {
+        let interval = if self.unanswered >= PATIENCE {
+            SLOW_QUERY_INTERVAL_MS
+        } else {
+            QUERY_INTERVAL_MS
+        };
+        self.last_query_ms.map_or(0, |q| q.saturating_add(interval))
+    }
+
+    /// A query or poll leaves at `now`.
+    fn queried(&mut self, now: u64) {
+        self.last_query_ms = Some(now);
+        self.unanswered = self.unanswered.saturating_add(1);
+    }
 }
 
 struct Inner<A> {
@@ -142,28 +179,24 @@ impl<A: NeighborAddr> Table<A> {
     /// still being queried stay behind with the packets the old workers saved for
     /// them. Returns how many were taken.
     pub(crate) fn take_from(&self, old: &Table<A>) -> usize {
-        let mut resolved: Vec<(u64, A, [u8; 6], Option<u64>)> = {
+        let mut resolved: Vec<(A, Entry)> = {
             let o = old.inner.lock().unwrap_or_else(|e| e.into_inner());
             o.entries
                 .iter()
-                .filter_map(|(a, e)| e.eth.map(|eth| (e.since_ms, *a, eth, e.last_query_ms)))
+                .filter(|(_, e)| e.eth.is_some())
+                .map(|(a, e)| (*a, Entry { saved: 0, ..*e }))
                 .collect()
         };
-        resolved.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        resolved.sort_unstable_by(|(a, x), (b, y)| y.since_ms.cmp(&x.since_ms).then(a.cmp(b)));
         let mut t = self.lock();
         let cap = t.limits.entry_capacity;
         let mut taken = 0;
-        for (since_ms, ip, eth, last_query_ms) in resolved {
+        for (ip, entry) in resolved {
             if cap != 0 && t.inner.entries.len() >= cap {
                 break;
             }
             if let std::collections::hash_map::Entry::Vacant(v) = t.inner.entries.entry(ip) {
-                v.insert(Entry {
-                    eth: Some(eth),
-                    since_ms,
-                    last_query_ms,
-                    saved: 0,
-                });
+                v.insert(entry);
                 taken += 1;
             }
         }
@@ -240,12 +273,13 @@ impl<A: NeighborAddr> Locked<'_, A> {
                 poll: false,
             };
         }
-        let next_query = e.last_query_ms.map_or(0, |q| q.saturating_add(QUERY_INTERVAL_MS));
+        let mut next_query = e.next_query_ms();
         let poll = now >= next_query;
         if poll {
-            self.inner.entries.get_mut(&ip).expect("looked up").last_query_ms = Some(now);
+            let e = self.inner.entries.get_mut(&ip).expect("looked up");
+            e.queried(now);
+            next_query = e.next_query_ms();
         }
-        let next_query = if poll { now + QUERY_INTERVAL_MS } else { next_query };
         Lookup::Known {
             eth,
             recheck_ms: next_query.min(expires),
@@ -267,23 +301,16 @@ impl<A: NeighborAddr> Locked<'_, A> {
         let usable = self.usable(ip, now).is_some();
         let saved_total = self.inner.saved_total;
         let mut aged = !self.inner.entries.contains_key(&ip);
-        let e = self.inner.entries.entry(ip).or_insert(Entry {
-            eth: None,
-            since_ms: now,
-            last_query_ms: None,
-            saved: 0,
-        });
+        let e = self.inner.entries.entry(ip).or_insert_with(|| Entry::new(now));
         if e.eth.is_some() && !usable {
             // Resolved, but too long ago: query it again, from now.
             e.eth = None;
             e.since_ms = now;
             aged = true;
         }
-        let recently_queried =
-            matches!(e.last_query_ms, Some(q) if now < q.saturating_add(QUERY_INTERVAL_MS));
-        let query = !usable && !recently_queried;
+        let query = !usable && now >= e.next_query_ms();
         if query {
-            e.last_query_ms = Some(now);
+            e.queried(now);
         }
         let full = (limits.capacity != 0 && saved_total >= limits.capacity)
             || (limits.entry_packet_capacity != 0 && e.saved >= limits.entry_packet_capacity);
@@ -322,14 +349,13 @@ impl<A: NeighborAddr> Locked<'_, A> {
             return false;
         }
         let before = self.usable(ip, now);
-        let e = self.inner.entries.entry(ip).or_insert(Entry {
-            eth: None,
-            since_ms: now,
-            last_query_ms: None,
-            saved: 0,
-        });
+        let e = self.inner.entries.entry(ip).or_insert_with(|| Entry::new(now));
         e.eth = Some(eth);
         e.since_ms = now;
+        // As Click's: an answer allows a poll at once, and the queries' patience
+        // starts again.
+        e.last_query_ms = None;
+        e.unanswered = 0;
         self.note_age(ip, now);
         // A refresh of the same address changes nothing workers hold: their cached
         // entries come back for the new expiry when the old one passes.
@@ -389,7 +415,7 @@ impl<A: NeighborAddr> Locked<'_, A> {
             let _ = ip.write_text(&mut s);
             let _ = writeln!(
                 s,
-                " {} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} {}.{:06}",
+                " {} {:02X}:{:02X}:{:02X}:{:02X}:{:02X}:{:02X} {}.{:06}",
                 u8::from(usable.is_some()),
                 a,
                 b,

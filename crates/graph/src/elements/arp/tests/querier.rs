@@ -739,3 +739,53 @@ fn under_an_entry_capacity_the_most_recently_answered_are_taken() {
     new.write("insert", "10.0.0.5 02:00:00:00:00:05").unwrap();
     assert!(!new.read("table").contains("10.0.0.3 "));
 }
+
+#[test]
+fn after_ten_unanswered_queries_one_leaves_every_two_seconds() {
+    let (mut h, ms) = querier(CONFIG, 2);
+    let mut sent = Vec::new();
+    // A packet every 50 ms for 4 s to a host that never answers.
+    for t in (1000..5000).step_by(50) {
+        ms.store(t, Ordering::Relaxed);
+        if !h.push(0, vec![ip_packet(HOP, 1)])[1].is_empty() {
+            sent.push(t);
+        }
+    }
+    // Ten at 100 ms, then one 2 s after the tenth.
+    let want: Vec<u64> = (0..10).map(|i| 1000 + 100 * i).chain([3900]).collect();
+    assert_eq!(sent, want);
+    assert_eq!(h.read("queries"), "11");
+}
+
+#[test]
+fn an_answer_allows_a_poll_at_once() {
+    // POLL_TIMEOUT 50 ms: the entry answered at 1.01 s is polled at 1.06 s, although
+    // the query before the answer left at 1.0 s (Click's table lets a poll leave as
+    // soon as an answer came).
+    let (mut h, ms) = querier(&format!("{}, POLL_TIMEOUT 0.05s", CONFIG), 2);
+    let out = h.push(0, vec![ip_packet(HOP, 1)]);
+    assert_eq!(data(&out[1]), vec![query_for(HOP)]);
+    ms.store(1010, Ordering::Relaxed);
+    h.push_bytes(1, &reply(HOP, HOP_ETH));
+    ms.store(1060, Ordering::Relaxed);
+    let out = h.push(0, vec![ip_packet(HOP, 2)]);
+    assert_eq!(data(&out[0]), vec![encapsulated(HOP_ETH, HOP, 2)]);
+    let poll = arp_frame(HOP_ETH, ME, 1, ME, ME_IP, [0; 6], HOP);
+    assert_eq!(data(&out[1]), vec![poll]);
+}
+
+#[test]
+fn the_table_writes_ethernet_addresses_in_capitals_and_queries_carry_the_time() {
+    let (mut h, _) = querier(CONFIG, 2);
+    h.write("insert", "10.0.0.2 0a:bb:cc:dd:ee:ff").unwrap();
+    assert_eq!(h.read("table"), "10.0.0.2 1 0A:BB:CC:DD:EE:FF 0.000000\n");
+    // A query is stamped with the time of the packet that caused it, as Click's.
+    let mut p = ip_packet([10, 0, 0, 3], 1);
+    p.anno_mut().timestamp = packet::Timestamp::new(59, 250_000_000);
+    let out = h.push(0, vec![p]);
+    assert_eq!(data(&out[1]), vec![query_for([10, 0, 0, 3])]);
+    assert_eq!(
+        out[1][0].anno().timestamp,
+        packet::Timestamp::new(59, 250_000_000)
+    );
+}
