@@ -14,7 +14,7 @@
 //! (`RouterSpec::take_state`, once the old workers have stopped): an ARPQuerier or
 //! IP6NDSolicitor for the same addresses its resolved entries and counts, an ESPEncap
 //! or ESPDecap of the same association its sequence numbers or anti-replay window, a
-//! ToDump of the same file its open capture.
+//! FromDump or ToDump of the same file its open file.
 //! Everything else starts afresh: counters at zero, route tables with what the new
 //! configuration gives (KernelRoutes installs the kernel's table again before the
 //! write succeeds); packets waiting for an address go with the old configuration.

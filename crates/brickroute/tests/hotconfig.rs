@@ -267,6 +267,77 @@ fn elements_of_the_same_name_take_over_their_predecessors_state() {
     assert!(p.wait_exit(Duration::from_secs(10)).success());
 }
 
+/// A pcap record of one byte, `tag`, at second `tag` (little-endian, microseconds).
+fn one_byte_record(tag: u8) -> Vec<u8> {
+    let mut v = Vec::new();
+    for w in [u32::from(tag), 0, 1, 1] {
+        v.extend_from_slice(&w.to_le_bytes());
+    }
+    v.push(tag);
+    v
+}
+
+/// A FromDump of standard input replaced by one of the same name reads on from where
+/// it was (Click's FromDump takes its predecessor's file); a FromDump built while
+/// another reads standard input would otherwise read nothing.
+#[test]
+fn a_fromdump_of_standard_input_reads_on_across_configurations() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("br.sock");
+    let config = |counter: &str| {
+        format!(
+            "ControlSocket(unix, {}); fd :: FromDump(-) -> {counter} :: Counter -> Discard;",
+            sock.display()
+        )
+    };
+    let mut p = RouterProcess(
+        Command::new(env!("CARGO_BIN_EXE_brickroute"))
+            .args(["run", "-R", "-e", &config("a")])
+            .current_dir(root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start brickroute"),
+    );
+    let mut input = p.0.stdin.take().unwrap();
+    // Header: magic, 2.4, zone, sigfigs, snaplen 65535, Ethernet.
+    let mut bytes = 0xA1B2_C3D4u32.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0]);
+    for tag in 1..=5 {
+        bytes.extend(one_byte_record(tag));
+    }
+    input.write_all(&bytes).unwrap();
+    let mut c = connect_unix(&sock, &mut p);
+    reads(&mut c, "a.count", "5");
+    assert_eq!(
+        c.hotconfig(&config("b")),
+        ["200 Write handler 'hotconfig' OK\r\n"]
+    );
+    // The old reader waits in its read: records end its pass (it may take a few
+    // first), and the new configuration reads on from where it stopped.
+    let mut tag = 5;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.count("b") == 0 {
+        assert!(Instant::now() < deadline, "the new configuration read nothing");
+        tag += 1;
+        input.write_all(&one_byte_record(tag)).unwrap();
+        input.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Every record written was read, once, by one configuration or the other.
+    reads(&mut c, "fd.filepos", &(24 + 17 * u64::from(tag)).to_string());
+    drop(input);
+    assert_eq!(c.status("WRITE stop\n"), "200 Write handler 'stop' OK\r\n");
+    assert!(p.wait_exit(Duration::from_secs(10)).success());
+    let (_, err) = p.output();
+    assert!(
+        !err.contains("standard input is read by another FromDump"),
+        "{err}"
+    );
+}
+
 /// A configuration that closes the socket its write came through, while more writes
 /// wait on that connection: the router takes it over and goes on (it once waited for
 /// that connection's next build while holding what the build needed).

@@ -72,7 +72,9 @@ impl Harness {
         Harness::of(spec, noutputs)
     }
 
-    fn of(spec: Arc<dyn ElementSpec>, noutputs: usize) -> Harness {
+    /// Worker 0's instance of `spec` (built with [`build_staged`], say, and given a
+    /// replaced element's state first).
+    pub fn of(spec: Arc<dyn ElementSpec>, noutputs: usize) -> Harness {
         let element = spec.instantiate(WorkerInfo { index: 0, count: 1 });
         Harness {
             spec,

@@ -7,6 +7,13 @@
 //! one file, so only worker 0 gets a reading instance; the others get an idle one. One
 //! packet leaves per `run` (Click's task emits one packet per scheduling), unless the
 //! `BURST` keyword asks for more.
+//!
+//! As Click's, a FromDump replacing one of the same name and file on `hotconfig` reads
+//! on from where the old one was ([`ElementSpec::take_state`]): the reading instance
+//! gives its reader back to the spec when its worker stops, and the replacing spec takes
+//! the open file, its position and the packet read ahead. Standard input is read by one
+//! FromDump at a time: one built while another reads it (a replacing configuration's)
+//! reads nothing itself unless it takes the other's.
 
 use super::format::{self, FileHeader, FILE_HEADER_LEN, RECORD_HEADER_LEN};
 use super::{strerror, Fixed28, TimeArg};
@@ -31,14 +38,32 @@ pub struct FromDumpClass;
 
 enum Input {
     File(BufReader<File>),
-    Stdin(BufReader<io::Stdin>),
+    Stdin(BufReader<io::Stdin>, StdinClaim),
+}
+
+/// Standard input is being read by a FromDump (released when its input goes).
+static STDIN_CLAIMED: AtomicBool = AtomicBool::new(false);
+
+struct StdinClaim;
+
+impl StdinClaim {
+    /// The claim, unless another FromDump holds it.
+    fn take() -> Option<StdinClaim> {
+        (!STDIN_CLAIMED.swap(true, Ordering::AcqRel)).then_some(StdinClaim)
+    }
+}
+
+impl Drop for StdinClaim {
+    fn drop(&mut self) {
+        STDIN_CLAIMED.store(false, Ordering::Release);
+    }
 }
 
 impl Read for Input {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Input::File(f) => f.read(buf),
-            Input::Stdin(s) => s.read(buf),
+            Input::Stdin(s, _) => s.read(buf),
         }
     }
 }
@@ -98,6 +123,9 @@ struct Reader {
     timing_base: Option<(Instant, i128)>,
     pending: Option<Packet>,
     finished: bool,
+    /// Built while another FromDump read standard input, and took nothing from it:
+    /// says so once and reads nothing.
+    stdin_busy: bool,
     shared: Arc<Shared>,
 }
 
@@ -281,6 +309,10 @@ impl Element for Reader {
         if self.shared.stop_requested.swap(false, Ordering::AcqRel) {
             cx.request_stop();
         }
+        if self.stdin_busy {
+            self.stdin_busy = false;
+            crate::warn!("{}: standard input is read by another FromDump", self.filename);
+        }
         if self.finished {
             return TaskStatus::Done;
         }
@@ -357,25 +389,104 @@ impl Element for Reader {
 
 struct FromDumpSpec {
     print_name: String,
+    /// The file read (`None`: standard input): a replacing FromDump reading the same
+    /// one takes this one's reader.
+    path: Option<std::path::PathBuf>,
     filesize: Option<u64>,
     linktype: u32,
     sampling_prob: u64,
     shared: Arc<Shared>,
-    reader: Mutex<Option<Reader>>,
+    /// The reader, while no worker's instance holds it (it comes back when the
+    /// instance goes).
+    reader: Arc<Mutex<Option<Reader>>>,
+}
+
+fn lock_reader(r: &Mutex<Option<Reader>>) -> std::sync::MutexGuard<'_, Option<Reader>> {
+    r.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Worker 0's instance: the reader, given back to the spec when the instance goes.
+struct Reading {
+    reader: Option<Reader>,
+    home: Arc<Mutex<Option<Reader>>>,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        *lock_reader(&self.home) = self.reader.take();
+    }
+}
+
+impl Element for Reading {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        batch.clear();
+    }
+
+    fn is_source(&self) -> bool {
+        true
+    }
+
+    fn run(&mut self, out: &mut Outputs<'_>, cx: &mut Context<'_>) -> TaskStatus {
+        match &mut self.reader {
+            Some(r) => r.run(out, cx),
+            None => TaskStatus::Done,
+        }
+    }
 }
 
 impl ElementSpec for FromDumpSpec {
     fn instantiate(&self, worker: WorkerInfo) -> Box<dyn Element> {
         if worker.index == 0 {
-            let taken = match self.reader.lock() {
-                Ok(mut g) => g.take(),
-                Err(p) => p.into_inner().take(),
-            };
-            if let Some(r) = taken {
-                return Box::new(r);
+            if let Some(r) = lock_reader(&self.reader).take() {
+                return Box::new(Reading {
+                    reader: Some(r),
+                    home: self.reader.clone(),
+                });
             }
         }
         Box::new(IdleSource)
+    }
+
+    fn state(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// Click's hotswap: the same file (or standard input): this element reads on
+    /// from the old one's position, with the packet it read ahead, under its own
+    /// settings (times, sampling, TIMING, STOP, BURST).
+    fn take_state(&self, old: &dyn ElementSpec) -> bool {
+        let Some(old) = state_of::<FromDumpSpec>(old) else {
+            return false;
+        };
+        if self.path != old.path {
+            return false;
+        }
+        let Some(theirs) = lock_reader(&old.reader).take() else {
+            return false;
+        };
+        let mut mine = lock_reader(&self.reader);
+        let Some(r) = mine.as_mut() else {
+            return false;
+        };
+        r.input = theirs.input;
+        r.pos = theirs.pos;
+        r.header = theirs.header;
+        r.pending = theirs.pending;
+        r.finished = theirs.finished;
+        r.stdin_busy = false;
+        if r.header.linktype == format::dlt::RAW {
+            r.force_ip = true;
+        }
+        if r.timing {
+            r.timing_base = theirs.timing_base;
+        }
+        let s = &self.shared;
+        s.filepos.store(r.pos, Ordering::Relaxed);
+        s.packet_filepos.store(
+            old.shared.packet_filepos.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        true
     }
 
     fn handlers(&self) -> Vec<HandlerInfo> {
@@ -501,19 +612,35 @@ impl ElementClass for FromDumpClass {
             filename.clone()
         };
         let fail = |msg: String| cx.error(format!("{}: {}", print_name, msg));
-        let (mut input, filesize) = if filename == "-" {
-            (
-                Input::Stdin(BufReader::with_capacity(READ_BUFFER, io::stdin())),
+        let path = (filename != "-").then(|| cx.resolve_path(&filename));
+        let claim = if path.is_none() { StdinClaim::take() } else { None };
+        let stdin_busy = path.is_none() && claim.is_none();
+        let (mut input, filesize) = match (&path, claim) {
+            (None, Some(claim)) => (
+                Input::Stdin(BufReader::with_capacity(READ_BUFFER, io::stdin()), claim),
                 None,
-            )
-        } else {
-            let f = File::open(cx.resolve_path(&filename)).map_err(|e| fail(strerror(&e)))?;
-            let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
-            (Input::File(BufReader::with_capacity(READ_BUFFER, f)), size)
+            ),
+            (None, None) => (
+                Input::File(BufReader::new(
+                    File::open("/dev/null").map_err(|e| fail(strerror(&e)))?,
+                )),
+                None,
+            ),
+            (Some(path), _) => {
+                let f = File::open(path).map_err(|e| fail(strerror(&e)))?;
+                let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                (Input::File(BufReader::with_capacity(READ_BUFFER, f)), size)
+            }
         };
-        let mut hbuf = [0u8; FILE_HEADER_LEN];
-        let got = read_full(&mut input, &mut hbuf).map_err(|e| fail(strerror(&e)))?;
-        let header = format::parse_file_header(&hbuf[..got]).map_err(|e| fail(e.to_string()))?;
+        let header = if stdin_busy {
+            // Nothing is read: the header of the FromDump it may take over is its.
+            format::parse_file_header(&format::encode_file_header(false, 0, format::dlt::EN10MB))
+                .expect("a well-formed header")
+        } else {
+            let mut hbuf = [0u8; FILE_HEADER_LEN];
+            let got = read_full(&mut input, &mut hbuf).map_err(|e| fail(strerror(&e)))?;
+            format::parse_file_header(&hbuf[..got]).map_err(|e| fail(e.to_string()))?
+        };
         if force_ip {
             if !format::dlt_force_ipable(header.linktype) {
                 return Err(fail(format!(
@@ -534,7 +661,7 @@ impl ElementClass for FromDumpClass {
                     f.seek(SeekFrom::Start(filepos)).map_err(|e| fail(strerror(&e)))?;
                     pos = filepos;
                 }
-                Input::Stdin(s) => {
+                Input::Stdin(s, _) => {
                     let skip = filepos.saturating_sub(pos);
                     let k = io::copy(&mut s.take(skip), &mut io::sink()).map_err(|e| fail(strerror(&e)))?;
                     pos += k;
@@ -568,16 +695,18 @@ impl ElementClass for FromDumpClass {
             times,
             timing_base: None,
             pending: None,
-            finished: false,
+            finished: stdin_busy,
+            stdin_busy,
             shared: shared.clone(),
         };
         Ok(Arc::new(FromDumpSpec {
             print_name,
+            path,
             filesize,
             linktype: header.linktype,
             sampling_prob,
             shared,
-            reader: Mutex::new(Some(reader)),
+            reader: Arc::new(Mutex::new(Some(reader))),
         }))
     }
 }

@@ -582,3 +582,41 @@ fn a_todump_of_another_file_or_encapsulation_starts_its_own() {
     new.spec.cleanup();
     assert_eq!(std::fs::read(&path).unwrap(), file_header(2000, 101));
 }
+
+#[test]
+fn a_replacing_fromdump_of_the_same_file_reads_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = le_header(0xA1B2_C3D4, 4, 1);
+    for tag in 1..=3u8 {
+        le_record(&mut bytes, u32::from(tag), 0, 1, 1, &[tag]);
+    }
+    let path = write_file(dir.path(), "in.pcap", &bytes);
+    let mut old = fromdump(&path, "", 1);
+    let (_, outs) = old.run();
+    assert_eq!(outs[0][0].data(), &[1]);
+    // The old configuration's workers stop: the reader goes back to the spec.
+    let old_spec = old.spec.clone();
+    drop(old);
+    let config = format!("{}, STOP true", path.display());
+    let spec = crate::testing::build_staged(&FromDumpClass, &config, 0, 1).unwrap();
+    assert!(spec.take_state(&*old_spec));
+    let mut new = Harness::of(spec, 1);
+    assert_eq!(new.read("filepos"), (24 + 17).to_string());
+    let (got, _) = drain(&mut new);
+    let tags: Vec<u8> = got.iter().map(|p| p.data()[0]).collect();
+    assert_eq!(tags, [2, 3]);
+    // Its own STOP.
+    assert!(new.stop_requested());
+    assert_eq!(new.read("count"), "2");
+
+    // Another file: nothing taken, it reads its own from the start.
+    let other = write_file(dir.path(), "other.pcap", &bytes);
+    let mut old = fromdump(&path, "", 1);
+    old.run();
+    let old_spec = old.spec.clone();
+    drop(old);
+    let spec = crate::testing::build_staged(&FromDumpClass, &other.display().to_string(), 0, 1).unwrap();
+    assert!(!spec.take_state(&*old_spec));
+    let (got, _) = drain(&mut Harness::of(spec, 1));
+    assert_eq!(got.len(), 3);
+}
