@@ -39,13 +39,18 @@ fn traffic(socket: &Path, prefix: &str) -> String {
 }
 
 fn start(args: &[&str], config: &str) -> RouterProcess {
+    start_reading(args, config, Stdio::null())
+}
+
+/// [`start`] with `stdin` as the router's standard input.
+fn start_reading(args: &[&str], config: &str, stdin: Stdio) -> RouterProcess {
     RouterProcess(
         Command::new(env!("CARGO_BIN_EXE_brickroute"))
             .arg("run")
             .args(args)
             .args(["-e", config])
             .current_dir(root())
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -291,16 +296,7 @@ fn a_fromdump_of_standard_input_reads_on_across_configurations() {
             sock.display()
         )
     };
-    let mut p = RouterProcess(
-        Command::new(env!("CARGO_BIN_EXE_brickroute"))
-            .args(["run", "-R", "-e", &config("a")])
-            .current_dir(root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start brickroute"),
-    );
+    let mut p = start_reading(&["-R"], &config("a"), Stdio::piped());
     let mut input = p.0.stdin.take().unwrap();
     // Header: magic, 2.4, zone, sigfigs, snaplen 65535, Ethernet.
     let mut bytes = 0xA1B2_C3D4u32.to_le_bytes().to_vec();
