@@ -79,6 +79,25 @@ fn bad_argument_and_bad_port_fail_with_a_location() {
         "stderr: {}",
         stderr(&o)
     );
+
+    // Every unused port, as Click reports them, then the verdict.
+    let o = brickroute(&["run", "-q", "-e", "p :: Print; Idle -> q :: Print"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let errors: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split_once("error: "))
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "'p :: Print' input 0 unused",
+            "'p :: Print' output 0 unused",
+            "'q :: Print' output 0 unused"
+        ]
+    );
+    assert!(err.ends_with("Router could not be initialized!\n"), "{err}");
 }
 
 #[test]

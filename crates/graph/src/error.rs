@@ -37,6 +37,9 @@ pub struct ConfigError {
     pub landmark: Option<Landmark>,
     pub message: String,
     pub hint: Option<String>,
+    /// Further errors found in the same check (Click reports every unused port, not
+    /// only the first), each printed on lines of its own after this one.
+    pub also: Vec<ConfigError>,
 }
 
 impl ConfigError {
@@ -45,6 +48,7 @@ impl ConfigError {
             landmark: None,
             message: message.into(),
             hint: None,
+            also: Vec::new(),
         }
     }
 
@@ -53,12 +57,21 @@ impl ConfigError {
             landmark: Some(landmark.clone()),
             message: message.into(),
             hint: None,
+            also: Vec::new(),
         }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> ConfigError {
         self.hint = Some(hint.into());
         self
+    }
+
+    /// The first of `errors` carrying the others; `None` if there are none.
+    pub fn all(errors: Vec<ConfigError>) -> Option<ConfigError> {
+        let mut errors = errors.into_iter();
+        let mut first = errors.next()?;
+        first.also.extend(errors);
+        Some(first)
     }
 
     /// Sets the landmark if none is set yet.
@@ -92,6 +105,9 @@ impl fmt::Display for ConfigError {
         }
         if let Some(h) = &self.hint {
             write!(f, "\n  = {}", h)?;
+        }
+        for e in &self.also {
+            write!(f, "\n{}", e)?;
         }
         Ok(())
     }

@@ -171,21 +171,27 @@ impl RouterSpec {
             dest[f][fp] = Some((t, tp));
             input_used[t][tp] = true;
         }
-        for (i, used) in input_used.iter().enumerate() {
-            if let Some(p) = used.iter().position(|u| !u) {
-                return Err(ConfigError::at(
-                    &el(i).landmark,
-                    format!("'{}' input {} unused", decl(&el(i).name, &el(i).class), p),
-                ));
-            }
-        }
-        for (i, d) in dest.iter().enumerate() {
-            if let Some(p) = d.iter().position(|d| d.is_none()) {
-                return Err(ConfigError::at(
-                    &el(i).landmark,
-                    format!("'{}' output {} unused", decl(&el(i).name, &el(i).class), p),
-                ));
-            }
+        // Every unused port is reported (inputs, then outputs), as Click does.
+        let unused_inputs = input_used.iter().enumerate().flat_map(|(i, used)| {
+            used.iter()
+                .enumerate()
+                .filter(|(_, u)| !**u)
+                .map(move |(p, _)| (i, "input", p))
+        });
+        let unused_outputs = dest.iter().enumerate().flat_map(|(i, d)| {
+            d.iter()
+                .enumerate()
+                .filter(|(_, d)| d.is_none())
+                .map(move |(p, _)| (i, "output", p))
+        });
+        let unused = unused_inputs.chain(unused_outputs).map(|(i, kind, p)| {
+            ConfigError::at(
+                &el(i).landmark,
+                format!("'{}' {} {} unused", decl(&el(i).name, &el(i).class), kind, p),
+            )
+        });
+        if let Some(e) = ConfigError::all(unused.collect()) {
+            return Err(e);
         }
 
         // 4. Configure every element.
@@ -1305,10 +1311,11 @@ mod tests {
             elements: vec![el("s", "TestSource", "1", 1), el("d", "Discard", "", 2)],
             ..Default::default()
         };
-        assert_eq!(
-            build(&flat).err().unwrap().message,
-            "'d :: Discard' input 0 unused"
-        );
+        let e = build(&flat).err().unwrap();
+        assert_eq!(e.message, "'d :: Discard' input 0 unused");
+        // And every other unused port after it.
+        let also: Vec<&str> = e.also.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(also, ["'s :: TestSource' output 0 unused"]);
 
         // Split with output 1 connected but not output 0.
         let flat = FlatConfig {
