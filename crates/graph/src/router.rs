@@ -413,13 +413,17 @@ impl RouterSpec {
         self.elements.get(i).map(|e| e.name.as_str())
     }
 
-    /// Reads a global handler (Click's `version`, `list` and `requirements`, and
-    /// `config` when the driver gave the text), or `None` when there is no such one.
+    /// Reads a global handler (Click's `version`, `driver`, `list`, `requirements`,
+    /// `flatconfig`, and `config` when the driver gave the text), or `None` when there
+    /// is no such one.
     pub fn read_global_handler(&self, name: &str) -> Option<String> {
         let lines = |v: Vec<&str>| v.iter().map(|s| format!("{}\n", s)).collect::<String>();
         match name {
             "version" => Some(format!("{}\n", env!("CARGO_PKG_VERSION"))),
+            // Click's user-level driver: brickroute runs as a process.
+            "driver" => Some("userlevel".to_string()),
             "config" => self.text.clone(),
+            "flatconfig" => Some(self.flat_text()),
             "list" => {
                 let names: Vec<&str> = self.element_names().collect();
                 Some(format!("{}\n{}", names.len(), lines(names)))
@@ -427,6 +431,41 @@ impl RouterSpec {
             "requirements" => Some(lines(self.requirements().iter().map(String::as_str).collect())),
             _ => None,
         }
+    }
+
+    /// The flattened configuration, as Click's `Router::unparse` writes it: the
+    /// requirements, each element with its current configuration, then each
+    /// connection; compound elements are expanded, and anonymous elements keep the
+    /// names they were given (`Class@N`). It reads back as the same router.
+    fn flat_text(&self) -> String {
+        let mut s = String::new();
+        for r in &self.requirements {
+            s.push_str(&format!("require({});\n", r));
+        }
+        if !self.requirements.is_empty() {
+            s.push('\n');
+        }
+        for e in &self.elements {
+            let config = lock(&e.config).clone();
+            if config.is_empty() {
+                s.push_str(&format!("{} :: {};\n", e.name, e.class));
+            } else {
+                s.push_str(&format!("{} :: {}({});\n", e.name, e.class, config));
+            }
+        }
+        let mut first = true;
+        for e in &self.elements {
+            for (out, &(to, input)) in e.dest.iter().enumerate() {
+                if std::mem::take(&mut first) {
+                    s.push('\n');
+                }
+                s.push_str(&format!(
+                    "{} [{}] -> [{}] {};\n",
+                    e.name, out, input, self.elements[to].name
+                ));
+            }
+        }
+        s
     }
 
     /// Whether `name` is a global write handler: Click's `stop`, which asks the
@@ -1887,5 +1926,41 @@ mod tests {
         assert_eq!(new.read_handler("q.count").unwrap(), "1");
         assert_eq!(new.read_handler("p.count").unwrap(), "0");
         assert_eq!(new.read_handler("s.count").unwrap(), "0");
+    }
+
+    #[test]
+    fn flatconfig_writes_the_expanded_router_which_reads_back_the_same() {
+        let reg = crate::registry::Registry::with_library();
+        let build = |text: &str| {
+            let flat = crate::lang::parse(text, "t.click", &Default::default()).unwrap();
+            RouterSpec::build(&flat, &reg, Path::new("."), 1).unwrap()
+        };
+        let r = build(
+            "elementclass Foo { input -> Counter -> output }
+             InfiniteSource(LIMIT 1) -> f :: Foo -> c :: Classifier(12/0800, -);
+             c[0] -> Discard; c[1] -> Discard;",
+        );
+        let flat = r.read_global_handler("flatconfig").unwrap();
+        assert_eq!(
+            flat,
+            "InfiniteSource@1 :: InfiniteSource(LIMIT 1);\n\
+             c :: Classifier(12/0800, -);\n\
+             Discard@4 :: Discard;\n\
+             Discard@5 :: Discard;\n\
+             f/Counter@1 :: Counter;\n\
+             \n\
+             InfiniteSource@1 [0] -> [0] f/Counter@1;\n\
+             c [0] -> [0] Discard@4;\n\
+             c [1] -> [0] Discard@5;\n\
+             f/Counter@1 [0] -> [0] c;\n"
+        );
+        let again = build(&flat);
+        assert_eq!(again.read_global_handler("list"), r.read_global_handler("list"));
+        for name in r.element_names() {
+            let ports = format!("{name}.ports");
+            assert_eq!(again.read_handler(&ports), r.read_handler(&ports), "{name}");
+        }
+        assert_eq!(again.read_global_handler("flatconfig").unwrap(), flat);
+        assert_eq!(r.read_global_handler("driver").unwrap(), "userlevel");
     }
 }
