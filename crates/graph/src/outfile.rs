@@ -171,6 +171,13 @@ fn mount_id(path: &Path, flags: libc::c_int) -> Option<u64> {
 }
 
 impl Staged {
+    /// Whether the file is written elsewhere until the commit (a temporary name, or
+    /// memory); false for one opened directly (a FIFO, a device), whose writes reach it
+    /// at once.
+    pub fn is_staged(&self) -> bool {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
     /// Puts the file in place under its name (once; later calls do nothing).
     pub fn commit(&self) -> Result<(), String> {
         let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner()).take();

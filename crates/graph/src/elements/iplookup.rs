@@ -430,7 +430,13 @@ impl IpLookupSpec {
                 ctl.index.insert(key, j);
                 ctl.free.vacate(&mut ctl.slots, i)
             }
-            (Some(i), _) => ctl.slots[i].replace(new),
+            (Some(i), _) => {
+                // In place, keeping its place in the table's order, as Click's tables
+                // replace a route where it is (so an undone write leaves `table` as
+                // it was).
+                let seq = ctl.slots[i].as_ref().map_or(new.seq, |s| s.seq);
+                ctl.slots[i].replace(Slot { seq, ..new })
+            }
             (None, _) => {
                 let j = ctl.free.place(&mut ctl.slots, new);
                 ctl.index.insert(key, j);

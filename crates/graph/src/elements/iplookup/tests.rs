@@ -653,6 +653,22 @@ fn direct_set_replaces_in_ctrl_as_alone() {
     h.write("set", "10.0.0.0/8 1").unwrap();
     let out = h.push(0, vec![pkt([10, 1, 1, 1], [10, 1, 1, 1])]);
     assert_eq!(annos(&out[1]), vec![[10, 1, 1, 1]]);
+
+    // A route replaced keeps its place in Click's hash order (10.0.0.8/32 and
+    // 10.0.0.9/32 share a bucket, newest first), also when the write is undone.
+    let h = Harness::new(&IpLookupClass::DIRECT, "10.0.0.8/32 1, 10.0.0.9/32 2", 1, 3);
+    let before = h.read("table");
+    assert_eq!(
+        before,
+        "10.0.0.9/32\t\t0.0.0.0\t\t2\n10.0.0.8/32\t\t0.0.0.0\t\t1\n"
+    );
+    assert!(h.write("ctrl", "set 10.0.0.8/32 2\nfrob").is_err());
+    assert_eq!(h.read("table"), before);
+    h.write("set", "10.0.0.8/32 0").unwrap();
+    assert_eq!(
+        h.read("table"),
+        "10.0.0.9/32\t\t0.0.0.0\t\t2\n10.0.0.8/32\t\t0.0.0.0\t\t0\n"
+    );
 }
 
 /// A second worker instance of `h`'s element, on its own thread, routing one packet to

@@ -24,7 +24,7 @@ use crate::error::ConfigError;
 use packet::{Packet, PacketBatch};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -393,7 +393,8 @@ struct FromDumpSpec {
     /// one takes this one's reader.
     path: Option<std::path::PathBuf>,
     filesize: Option<u64>,
-    linktype: u32,
+    /// The file's link type (a FromDump that took another's reader has its file's).
+    linktype: AtomicU32,
     sampling_prob: u64,
     shared: Arc<Shared>,
     /// The reader, while no worker's instance holds it (it comes back when the
@@ -461,13 +462,24 @@ impl ElementSpec for FromDumpSpec {
         if self.path != old.path {
             return false;
         }
-        let Some(theirs) = lock_reader(&old.reader).take() else {
-            return false;
-        };
         let mut mine = lock_reader(&self.reader);
         let Some(r) = mine.as_mut() else {
             return false;
         };
+        let mut slot = lock_reader(&old.reader);
+        // FORCE_IP needs a link type it can find IP in (checked at the build against
+        // the file this element opened; standard input held by the other one it could
+        // not read).
+        let linktype = match slot.as_ref() {
+            Some(theirs) => theirs.header.linktype,
+            None => return false,
+        };
+        if r.force_ip && linktype != format::dlt::RAW && !format::dlt_force_ipable(linktype) {
+            return false;
+        }
+        let theirs = slot.take().expect("checked above");
+        drop(slot);
+        self.linktype.store(linktype, Ordering::Relaxed);
         r.input = theirs.input;
         r.pos = theirs.pos;
         r.header = theirs.header;
@@ -510,7 +522,7 @@ impl ElementSpec for FromDumpSpec {
             "count" => s.count.load(Ordering::Relaxed).to_string(),
             "sampling_prob" => format::unparse_fixed(self.sampling_prob as u32, SAMPLING_SHIFT),
             "active" => s.active.load(Ordering::Relaxed).to_string(),
-            "encap" => format::unparse_dlt(self.linktype),
+            "encap" => format::unparse_dlt(self.linktype.load(Ordering::Relaxed)),
             "packet_filepos" => s.packet_filepos.load(Ordering::Relaxed).to_string(),
             "filename" => self.print_name.clone(),
             "filesize" => match self.filesize {
@@ -703,7 +715,7 @@ impl ElementClass for FromDumpClass {
             print_name,
             path,
             filesize,
-            linktype: header.linktype,
+            linktype: AtomicU32::new(header.linktype),
             sampling_prob,
             shared,
             reader: Arc::new(Mutex::new(Some(reader))),

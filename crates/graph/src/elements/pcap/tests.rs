@@ -620,3 +620,101 @@ fn a_replacing_fromdump_of_the_same_file_reads_on() {
     let (got, _) = drain(&mut Harness::of(spec, 1));
     assert_eq!(got.len(), 3);
 }
+
+#[test]
+fn a_replacing_todump_of_a_fifo_writes_no_second_header() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path; mkfifo creates the FIFO and touches nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reading = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            std::fs::File::open(fifo)
+                .unwrap()
+                .read_to_end(&mut bytes)
+                .unwrap();
+            bytes
+        })
+    };
+    let config = format!("{}, SNAPLEN 4", fifo.display());
+    let mut old = Harness::new(&ToDumpClass, &config, 1, 0);
+    old.push(0, vec![stamped(&[1, 2], 5, 1000, 0)]);
+    old.spec.cleanup();
+    // Built beside the running one: it writes nothing into the FIFO until it takes
+    // over, and then no header of its own.
+    let mut new = Harness::staged(&ToDumpClass, &config, 1, 0);
+    assert!(new.spec.take_state(&*old.spec));
+    new.spec.commit().unwrap();
+    new.push(0, vec![stamped(&[3], 6, 2000, 0)]);
+    new.spec.cleanup();
+    drop((old, new));
+    let mut want = file_header(4, 1);
+    ne(&mut want, &[5, 1, 2, 2]);
+    want.extend_from_slice(&[1, 2]);
+    ne(&mut want, &[6, 2, 1, 1]);
+    want.push(3);
+    assert_eq!(reading.join().unwrap(), want);
+}
+
+#[test]
+fn a_writer_stopped_by_an_error_is_not_taken_over() {
+    // Buffered: the header and the record wait in the buffer, whose flush fails.
+    let mut old = Harness::new(&ToDumpClass, "/dev/full", 1, 0);
+    old.push(0, vec![stamped(&[1], 5, 0, 0)]);
+    old.spec.cleanup();
+    let new = Harness::staged(&ToDumpClass, "/dev/full", 1, 0);
+    assert!(!new.spec.take_state(&*old.spec));
+}
+
+#[test]
+fn unbuffered_holds_over_successive_takeovers_of_a_buffered_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.pcap");
+    let a = Harness::new(&ToDumpClass, &path.display().to_string(), 1, 0);
+    a.spec.cleanup();
+    let unbuffered = format!("{}, UNBUFFERED true", path.display());
+    let b = Harness::staged(&ToDumpClass, &unbuffered, 1, 0);
+    assert!(b.spec.take_state(&*a.spec));
+    let mut c = Harness::staged(&ToDumpClass, &unbuffered, 1, 0);
+    assert!(c.spec.take_state(&*b.spec));
+    c.push(0, vec![stamped(&[7], 9, 0, 0)]);
+    // On disk after the batch, though the writer is the first one's buffered one.
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 24 + 16 + 1);
+}
+
+#[test]
+fn a_fromdump_that_takes_a_reader_takes_its_link_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = {
+        let mut b = le_header(0xA1B2_C3D4, 4, 101);
+        le_record(&mut b, 1, 0, 28, 28, &IPV4_UDP);
+        b
+    };
+    let path = write_file(dir.path(), "in.pcap", &raw);
+    let old = fromdump(&path, "", 1);
+    let old_spec = old.spec.clone();
+    drop(old);
+    // The name now holds an Ethernet capture: the replacing element built over it
+    // takes the old reader, raw IP, and says so.
+    write_file(dir.path(), "in.pcap", &le_header(0xA1B2_C3D4, 4, 1));
+    let spec = crate::testing::build_staged(&FromDumpClass, &path.display().to_string(), 0, 1).unwrap();
+    assert_eq!(spec.read_handler("encap").unwrap(), "ETHER");
+    assert!(spec.take_state(&*old_spec));
+    assert_eq!(spec.read_handler("encap").unwrap(), "IP");
+    let (got, _) = drain(&mut Harness::of(spec, 1));
+    assert_eq!(got.len(), 1);
+
+    // FORCE_IP over a link type it cannot find IP in: not taken.
+    let path = write_file(dir.path(), "other.pcap", &le_header(0xA1B2_C3D4, 4, 228));
+    let old = fromdump(&path, "", 1);
+    let old_spec = old.spec.clone();
+    drop(old);
+    write_file(dir.path(), "other.pcap", &le_header(0xA1B2_C3D4, 4, 1));
+    let config = format!("{}, FORCE_IP true", path.display());
+    let spec = crate::testing::build_staged(&FromDumpClass, &config, 0, 1).unwrap();
+    assert!(!spec.take_state(&*old_spec));
+}

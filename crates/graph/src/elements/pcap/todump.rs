@@ -26,6 +26,8 @@ struct Writer {
     out: Box<dyn Write + Send>,
     /// Cleared after a write error, as Click's ToDump stops writing.
     active: bool,
+    /// `out` keeps what is written until flushed (not UNBUFFERED).
+    buffered: bool,
     /// UNBUFFERED over a buffered writer taken from a replaced ToDump: flushed after
     /// each batch.
     flush_each: bool,
@@ -63,8 +65,9 @@ struct ToDumpSpec {
     /// The file, under a temporary name until the configuration commits (none once
     /// this element took a replaced one's file).
     staged: Mutex<Option<outfile::Staged>>,
-    /// Standard output's file header, until the commit writes it.
-    stdout_header: Mutex<Option<[u8; 24]>>,
+    /// The file header of an output written at once (standard output, a FIFO, a
+    /// device), until the commit writes it.
+    deferred_header: Mutex<Option<[u8; 24]>>,
     inner: Arc<Inner>,
     unbuffered: bool,
 }
@@ -72,7 +75,7 @@ struct ToDumpSpec {
 impl ElementSpec for ToDumpSpec {
     fn commit(&self) -> Result<(), String> {
         if let Some(h) = self
-            .stdout_header
+            .deferred_header
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
@@ -93,7 +96,9 @@ impl ElementSpec for ToDumpSpec {
 
     /// Click's hotswap: the same file (and standard output), link type and timestamp
     /// resolution: this element writes on into the old one's file, whose records stay,
-    /// and its own (the header it wrote under a temporary name) goes.
+    /// and its own (the header it wrote under a temporary name, or would write at the
+    /// commit) goes. A writer that stopped on an error is not taken: this element's
+    /// own output starts afresh (a FIFO's new reader gets a whole capture).
     fn take_state(&self, old: &dyn ElementSpec) -> bool {
         let Some(old) = state_of::<ToDumpSpec>(old) else {
             return false;
@@ -102,19 +107,22 @@ impl ElementSpec for ToDumpSpec {
         if mine.target != theirs.target || mine.linktype != theirs.linktype || mine.nano != theirs.nano {
             return false;
         }
-        let (out, active) = {
+        let (out, buffered) = {
             let mut w = theirs.lock();
-            (std::mem::replace(&mut w.out, Box::new(io::sink())), w.active)
+            if !w.active {
+                return false;
+            }
+            (std::mem::replace(&mut w.out, Box::new(io::sink())), w.buffered)
         };
         let own = {
             let mut w = mine.lock();
-            w.active = active;
-            w.flush_each = self.unbuffered && !old.unbuffered;
+            w.buffered = buffered;
+            w.flush_each = self.unbuffered && buffered;
             std::mem::replace(&mut w.out, out)
         };
         drop(own);
         drop(self.staged.lock().unwrap_or_else(|e| e.into_inner()).take());
-        self.stdout_header
+        self.deferred_header
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
@@ -245,7 +253,7 @@ impl ElementClass for ToDumpClass {
 
         let header = format::encode_file_header(nano, snaplen, linktype);
         let mut staged = None;
-        let mut stdout_header = None;
+        let mut deferred_header = None;
         let (print_name, target, out): (String, _, Box<dyn Write + Send>) = if filename == "-" {
             let o: Box<dyn Write + Send> = if unbuffered {
                 Box::new(io::stdout())
@@ -255,27 +263,32 @@ impl ElementClass for ToDumpClass {
             // Written at the commit: standard output cannot be staged, and a
             // configuration that never runs (or that takes a running ToDump's output)
             // must not write a header into it.
-            stdout_header = Some(header);
+            deferred_header = Some(header);
             ("<stdout>".to_string(), None, o)
         } else {
             let path = cx.resolve_path(&filename);
             let (f, s) =
                 outfile::create(&path).map_err(|e| cx.error(format!("{}: {}", filename, strerror(&e))))?;
-            staged = Some(s);
             let mut o: Box<dyn Write + Send> = if unbuffered {
                 Box::new(f)
             } else {
                 Box::new(BufWriter::with_capacity(64 * 1024, f))
             };
-            o.write_all(&header)
-                .and_then(|_| if unbuffered { o.flush() } else { Ok(()) })
-                .map_err(|_| cx.error(format!("{}: unable to write file header", filename)))?;
+            if s.is_staged() {
+                o.write_all(&header)
+                    .and_then(|_| if unbuffered { o.flush() } else { Ok(()) })
+                    .map_err(|_| cx.error(format!("{}: unable to write file header", filename)))?;
+            } else {
+                // A FIFO or device: as standard output.
+                deferred_header = Some(header);
+            }
+            staged = Some(s);
             (filename.clone(), Some(path), o)
         };
 
         Ok(Arc::new(ToDumpSpec {
             staged: Mutex::new(staged),
-            stdout_header: Mutex::new(stdout_header),
+            deferred_header: Mutex::new(deferred_header),
             unbuffered,
             inner: Arc::new(Inner {
                 filename: print_name,
@@ -288,6 +301,7 @@ impl ElementClass for ToDumpClass {
                 writer: Mutex::new(Writer {
                     out,
                     active: true,
+                    buffered: !unbuffered,
                     flush_each: false,
                 }),
             }),
