@@ -724,7 +724,7 @@ const SECONDS_UNITS: [(&str, f64); 8] = [
 /// Click's `preparse_fraction`: an optional `+`, decimal digits with single
 /// underscores between them and at most one `.`, then an optional exponent. Returns
 /// the number in a form `f64::from_str` reads, or None.
-fn decimal_number(s: &str) -> Option<String> {
+pub(crate) fn decimal_number(s: &str) -> Option<String> {
     let s = s.strip_prefix('+').unwrap_or(s);
     let (mantissa, exponent) = match s.find(['e', 'E']) {
         Some(i) => (&s[..i], Some(&s[i + 1..])),

@@ -28,6 +28,10 @@ pub const EXTRA_LENGTH_ANNO_OFFSET: usize = 28;
 pub const PACKET_NUMBER_ANNO_OFFSET: usize = 32;
 /// Sequence number annotation (bytes 36-39).
 pub const SEQUENCE_NUMBER_ANNO_OFFSET: usize = 36;
+/// First timestamp annotation (bytes 32-39, over the packet and sequence numbers, as
+/// in Click), set by `SetTimestamp(FIRST true)`: a signed 64-bit count of nanoseconds
+/// since the epoch, in host order.
+pub const FIRST_TIMESTAMP_ANNO_OFFSET: usize = 32;
 
 /// Click's packet types (`Packet::PacketType`), as the `packet_type_anno`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

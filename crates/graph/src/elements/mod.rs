@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 pub(crate) mod arp;
 pub(crate) mod averagecounter;
+pub(crate) mod checklength;
 pub(crate) mod classifier;
 pub(crate) mod counter;
 pub(crate) mod discard;
@@ -20,17 +21,21 @@ pub mod multipath;
 pub(crate) mod nd;
 pub(crate) mod neighbor;
 pub(crate) mod null;
+pub(crate) mod pad;
 pub(crate) mod paint;
 pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
 pub(crate) mod ratedsplitter;
+pub(crate) mod settimestamp;
 pub mod shared;
 pub(crate) mod slots;
 pub mod sources;
 pub(crate) mod strip;
+pub(crate) mod striptonet;
 pub(crate) mod switch;
 pub(crate) mod tokenbucket;
+pub(crate) mod truncate;
 
 pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(discard::DiscardClass));
@@ -92,4 +97,50 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip::settransportchecksum::SET_UDP_CHECKSUM));
     reg.add(Arc::new(ip::settransportchecksum::SET_TCP_CHECKSUM));
     reg.add(Arc::new(ip::ipprint::IPPrintClass));
+    reg.add(Arc::new(ip::markipheader::MarkIPHeaderClass));
+    reg.add(Arc::new(ip::stripipheader::StripIPHeaderClass));
+    reg.add(Arc::new(ip::stripipheader::UnstripIPHeaderClass));
+    reg.add(Arc::new(ip::storeipaddress::StoreIPAddressClass));
+    reg.add(Arc::new(striptonet::StripToNetworkHeaderClass));
+    reg.add(Arc::new(truncate::TruncateClass));
+    reg.add(Arc::new(pad::PadClass));
+    reg.add(Arc::new(checklength::CheckLengthClass));
+    reg.add(Arc::new(settimestamp::SetTimestampClass));
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry::Registry;
+    use crate::router::RouterSpec;
+
+    #[test]
+    fn header_length_and_timestamp_elements_build_from_the_library() {
+        let flat = crate::lang::parse(
+            "InfiniteSource(LIMIT 1) -> Strip(14) -> MarkIPHeader -> StripIPHeader
+               -> UnstripIPHeader -> StripToNetworkHeader -> st :: StoreIPAddress(10.0.0.1, src)
+               -> t :: Truncate(60) -> Pad -> cl :: CheckLength(1500) -> SetTimestamp
+               -> Discard;
+             st[1] -> Discard; cl[1] -> Discard",
+            "t.click",
+            &Default::default(),
+        )
+        .unwrap();
+        let reg = Registry::with_library();
+        let router = RouterSpec::build(&flat, &reg, std::path::Path::new("."), 1).unwrap();
+        assert_eq!(router.read_handler("t.length").unwrap(), "60");
+        assert_eq!(router.read_handler("cl.length").unwrap(), "1500");
+        for class in [
+            "MarkIPHeader",
+            "StripIPHeader",
+            "UnstripIPHeader",
+            "StripToNetworkHeader",
+            "StoreIPAddress",
+            "Truncate",
+            "Pad",
+            "CheckLength",
+            "SetTimestamp",
+        ] {
+            assert_eq!(router.elements_of_class(class).len(), 1, "{}", class);
+        }
+    }
 }

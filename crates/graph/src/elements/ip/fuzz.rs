@@ -10,12 +10,16 @@ use super::ipencap::IPEncapClass;
 use super::ipfragmenter::IPFragmenterClass;
 use super::ipgwoptions::IPGW_OPTIONS;
 use super::ipprint::IPPrintClass;
+use super::markipheader::MarkIPHeaderClass;
 use super::setipaddress::SetIPAddressClass;
 use super::setipchecksum::SetIPChecksumClass;
 use super::settransportchecksum::{SET_TCP_CHECKSUM, SET_UDP_CHECKSUM};
+use super::storeipaddress::StoreIPAddressClass;
+use super::stripipheader::{StripIPHeaderClass, UnstripIPHeaderClass};
 use super::testutil::cksum;
 use super::udpipencap::UDPIPEncapClass;
 use crate::element::ElementClass;
+use crate::elements::striptonet::StripToNetworkHeaderClass;
 use crate::testing::Harness;
 use packet::anno::PacketType;
 use packet::Packet;
@@ -52,6 +56,16 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
             1,
         ),
         (&IPPrintClass, "PAYLOAD ascii, MAXLENGTH -1, OUTFILE /dev/null", 1),
+        (&MarkIPHeaderClass, "", 1),
+        (&MarkIPHeaderClass, "14", 1),
+        (&MarkIPHeaderClass, "300", 1),
+        (&StripIPHeaderClass, "", 1),
+        (&UnstripIPHeaderClass, "", 1),
+        (&StripToNetworkHeaderClass, "", 1),
+        (&StoreIPAddressClass, "src", 2),
+        (&StoreIPAddressClass, "1.2.3.4, dst", 1),
+        (&StoreIPAddressClass, "4", 2),
+        (&StoreIPAddressClass, "1.2.3.4, 60", 1),
     ]
 }
 

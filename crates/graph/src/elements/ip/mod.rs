@@ -18,9 +18,12 @@ pub(crate) mod ipencap;
 pub(crate) mod ipfragmenter;
 pub(crate) mod ipgwoptions;
 pub(crate) mod ipprint;
+pub(crate) mod markipheader;
 pub(crate) mod setipaddress;
 pub(crate) mod setipchecksum;
 pub(crate) mod settransportchecksum;
+pub(crate) mod storeipaddress;
+pub(crate) mod stripipheader;
 pub(crate) mod udpipencap;
 
 #[cfg(test)]
