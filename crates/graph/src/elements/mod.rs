@@ -20,17 +20,21 @@ pub mod multipath;
 pub(crate) mod nd;
 pub(crate) mod neighbor;
 pub(crate) mod null;
+pub(crate) mod outputswitch;
 pub(crate) mod paint;
 pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
+pub(crate) mod random;
 pub(crate) mod ratedsplitter;
 pub mod shared;
 pub(crate) mod slots;
 pub mod sources;
 pub(crate) mod strip;
 pub(crate) mod switch;
+pub(crate) mod timedsource;
 pub(crate) mod tokenbucket;
+pub(crate) mod vlan;
 
 pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(discard::DiscardClass));
@@ -92,4 +96,13 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip::settransportchecksum::SET_UDP_CHECKSUM));
     reg.add(Arc::new(ip::settransportchecksum::SET_TCP_CHECKSUM));
     reg.add(Arc::new(ip::ipprint::IPPrintClass));
+    reg.add(Arc::new(outputswitch::SwitchClass));
+    reg.add(Arc::new(outputswitch::StaticSwitchClass));
+    reg.add(Arc::new(random::RandomSwitchClass));
+    reg.add(Arc::new(random::RandomSampleClass));
+    reg.add(Arc::new(ip::setipdscp::SetIPDSCPClass));
+    reg.add(Arc::new(ip::setipdscp::SetIPECNClass));
+    reg.add(Arc::new(vlan::VLANEncapClass));
+    reg.add(Arc::new(vlan::VLANDecapClass));
+    reg.add(Arc::new(timedsource::TimedSourceClass));
 }

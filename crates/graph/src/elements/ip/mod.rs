@@ -20,6 +20,7 @@ pub(crate) mod ipgwoptions;
 pub(crate) mod ipprint;
 pub(crate) mod setipaddress;
 pub(crate) mod setipchecksum;
+pub(crate) mod setipdscp;
 pub(crate) mod settransportchecksum;
 pub(crate) mod udpipencap;
 
