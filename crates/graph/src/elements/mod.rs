@@ -21,11 +21,13 @@ pub mod multipath;
 pub(crate) mod nd;
 pub(crate) mod neighbor;
 pub(crate) mod null;
+pub(crate) mod outputswitch;
 pub(crate) mod pad;
 pub(crate) mod paint;
 pub mod pcap;
 pub(crate) mod print;
 pub(crate) mod queue;
+pub(crate) mod random;
 pub(crate) mod ratedsplitter;
 pub(crate) mod settimestamp;
 pub mod shared;
@@ -34,8 +36,10 @@ pub mod sources;
 pub(crate) mod strip;
 pub(crate) mod striptonet;
 pub(crate) mod switch;
+pub(crate) mod timedsource;
 pub(crate) mod tokenbucket;
 pub(crate) mod truncate;
+pub(crate) mod vlan;
 
 pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(discard::DiscardClass));
@@ -106,6 +110,15 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(pad::PadClass));
     reg.add(Arc::new(checklength::CheckLengthClass));
     reg.add(Arc::new(settimestamp::SetTimestampClass));
+    reg.add(Arc::new(outputswitch::SwitchClass));
+    reg.add(Arc::new(outputswitch::StaticSwitchClass));
+    reg.add(Arc::new(random::RandomSwitchClass));
+    reg.add(Arc::new(random::RandomSampleClass));
+    reg.add(Arc::new(ip::setipdscp::SetIPDSCPClass));
+    reg.add(Arc::new(ip::setipdscp::SetIPECNClass));
+    reg.add(Arc::new(vlan::VLANEncapClass));
+    reg.add(Arc::new(vlan::VLANDecapClass));
+    reg.add(Arc::new(timedsource::TimedSourceClass));
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub(crate) mod ipprint;
 pub(crate) mod markipheader;
 pub(crate) mod setipaddress;
 pub(crate) mod setipchecksum;
+pub(crate) mod setipdscp;
 pub(crate) mod settransportchecksum;
 pub(crate) mod storeipaddress;
 pub(crate) mod stripipheader;
