@@ -13,13 +13,18 @@ use super::ipprint::IPPrintClass;
 use super::markipheader::MarkIPHeaderClass;
 use super::setipaddress::SetIPAddressClass;
 use super::setipchecksum::SetIPChecksumClass;
+use super::setipdscp::{SetIPDSCPClass, SetIPECNClass};
 use super::settransportchecksum::{SET_TCP_CHECKSUM, SET_UDP_CHECKSUM};
 use super::storeipaddress::StoreIPAddressClass;
 use super::stripipheader::{StripIPHeaderClass, UnstripIPHeaderClass};
 use super::testutil::cksum;
 use super::udpipencap::UDPIPEncapClass;
 use crate::element::ElementClass;
+use crate::elements::checklength::CheckLengthClass;
+use crate::elements::pad::PadClass;
 use crate::elements::striptonet::StripToNetworkHeaderClass;
+use crate::elements::truncate::TruncateClass;
+use crate::elements::vlan::{VLANDecapClass, VLANEncapClass};
 use crate::testing::Harness;
 use packet::anno::PacketType;
 use packet::Packet;
@@ -66,6 +71,14 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&StoreIPAddressClass, "1.2.3.4, dst", 1),
         (&StoreIPAddressClass, "4", 2),
         (&StoreIPAddressClass, "1.2.3.4, 60", 1),
+        (&SetIPDSCPClass, "46", 1),
+        (&SetIPECNClass, "CE", 1),
+        (&VLANEncapClass, "VLAN_TCI 5, VLAN_PCP 3", 1),
+        (&VLANEncapClass, "ANNO", 1),
+        (&VLANDecapClass, "ANNO true", 1),
+        (&TruncateClass, "10", 1),
+        (&PadClass, "", 1),
+        (&CheckLengthClass, "30", 2),
     ]
 }
 
