@@ -76,7 +76,14 @@ impl Element for RandomSwitch {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let n = out.len().max(1);
         let rng = &mut self.0;
-        out.route_each(batch, |_| rng.below(n) as u8);
+        if n < usize::from(DROP) {
+            out.route_each(batch, |_| rng.below(n) as u8);
+        } else {
+            // More outputs than a one-byte verdict names: packet by packet.
+            for p in batch.drain() {
+                out.push(rng.below(n), p);
+            }
+        }
     }
 }
 
@@ -104,12 +111,12 @@ impl ElementClass for RandomSampleClass {
         let drop = args.keyword::<Fixed28>("DROP").map_err(e)?;
         let active = args.keyword::<bool>("ACTIVE").map_err(e)?.unwrap_or(true);
         args.finish().map_err(e)?;
-        let sampling = match (sample, drop) {
-            (Some(_), Some(_)) => return Err(cx.error("give at most one of SAMPLE and DROP")),
+        // As Click's: SAMPLE (or P) wins; DROP counts only without either.
+        let sampling = match (sample.or(p), drop) {
+            (Some(s), _) => Some(s.0),
             // Above 1, the drop probability leaves no sampling probability in range.
             (None, Some(d)) => u64::from(ONE).checked_sub(d.0),
-            (Some(s), None) => Some(s.0),
-            (None, None) => p.map(|p| p.0),
+            (None, None) => None,
         };
         let sampling = sampling
             .filter(|&s| s <= u64::from(ONE))
@@ -272,6 +279,22 @@ mod tests {
     }
 
     #[test]
+    fn random_switch_reaches_every_one_of_many_outputs() {
+        // 300 outputs: more than a one-byte verdict can name.
+        let mut h = Harness::new(&RandomSwitchClass, "", 1, 300);
+        let mut seen = vec![0usize; 300];
+        for _ in 0..100 {
+            let out = h.push(0, numbered(0, 300));
+            for (i, o) in out.iter().enumerate() {
+                seen[i] += o.len();
+            }
+        }
+        assert_eq!(seen.iter().sum::<usize>(), 30_000, "every packet leaves");
+        // 100 expected each, standard deviation about 10.
+        assert!(seen.iter().all(|&n| (50..160).contains(&n)), "{seen:?}");
+    }
+
+    #[test]
     fn random_sample_extremes_are_exact() {
         let mut h = Harness::new(&RandomSampleClass, "1", 1, 2);
         let got = push_10000(&mut h, 2);
@@ -360,10 +383,11 @@ mod tests {
             err("DROP 2"),
             "e :: RandomSample: sampling probability must be between 0 and 1"
         );
-        assert_eq!(
-            err("SAMPLE 0.5, DROP 0.5"),
-            "e :: RandomSample: give at most one of SAMPLE and DROP"
-        );
+        // SAMPLE (or P) wins over DROP, as in Click.
+        let h = Harness::new(&RandomSampleClass, "0.9, DROP 0.5", 1, 2);
+        assert_eq!(h.read("sampling_prob"), "0.9");
+        let h = Harness::new(&RandomSampleClass, "SAMPLE 0.25, DROP 0.5", 1, 2);
+        assert_eq!(h.read("sampling_prob"), "0.25");
         assert_eq!(err("x"), "e :: RandomSample: P expects real number");
         assert_eq!(err("0.5, ACTIVE 3"), "e :: RandomSample: ACTIVE expects bool");
     }

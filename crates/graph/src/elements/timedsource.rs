@@ -282,14 +282,16 @@ impl Element for TimedSource {
         let shared = self.shared.clone();
         let s = &*shared;
         let now = cx.now_tsc();
+        // The kicks before `active`: a handler stores `active` then kicks, so a kick
+        // seen here comes with the `active` written before it.
+        let kicks = s.kicks.load(Ordering::Acquire);
         let active = s.active.load(Ordering::Relaxed);
         if !self.started {
             self.started = true;
             if active {
-                self.next = Some(now + ticks(s.interval_ns.load(Ordering::Relaxed)));
+                self.next = Some(now.saturating_add(ticks(s.interval_ns.load(Ordering::Relaxed))));
             }
         }
-        let kicks = s.kicks.load(Ordering::Acquire);
         if kicks != self.kicks {
             self.kicks = kicks;
             if self.next.is_none() && active {
@@ -312,7 +314,7 @@ impl Element for TimedSource {
             out.push(0, p);
             s.count.fetch_add(1, Ordering::Relaxed);
             // Click's reschedule_after: INTERVAL after this expiry, not after now.
-            self.next = Some(due + ticks(s.interval_ns.load(Ordering::Relaxed)));
+            self.next = Some(due.saturating_add(ticks(s.interval_ns.load(Ordering::Relaxed))));
             TaskStatus::Busy
         } else if self.stop {
             cx.request_stop();
@@ -418,6 +420,18 @@ mod tests {
         std::thread::sleep(Duration::from_millis(3));
         assert_eq!(h.run().0, TaskStatus::Idle);
         assert_eq!(h.write("active", "2"), Err("bad active".to_string()));
+    }
+
+    #[test]
+    fn an_interval_of_centuries_sends_nothing() {
+        // Beyond what the time-stamp counter counts to: the timer saturates instead of
+        // wrapping round to "due now".
+        let mut h = Harness::new(&TimedSourceClass, "180000d, \\<01>", 0, 1);
+        for _ in 0..3 {
+            let (st, out) = h.run();
+            assert!(out[0].is_empty());
+            assert!(matches!(st, TaskStatus::IdleUntil(_)), "{st:?}");
+        }
     }
 
     #[test]

@@ -199,12 +199,25 @@ impl ElementSpec for VLANEncapSpec {
             }
             "vlan_tci" if c.anno => Some("ANNO".to_string()),
             "vlan_tci" => Some(c.tci.to_string()),
+            // As Click reads them from its `config`: from the TCI in use.
+            "vlan_id" | "vlan_pcp" if c.anno => Some(String::new()),
+            "vlan_id" => Some((c.tci & 0xfff).to_string()),
+            "vlan_pcp" => Some((c.tci >> 13).to_string()),
             _ => field(&mut lock(&self.args), name).map(|f| f.clone().unwrap_or_default()),
         }
     }
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
         let mut args = lock(&self.args);
         let mut next = args.clone();
+        if matches!(name, "vlan_id" | "vlan_pcp") {
+            // Click rebuilds from its `config`, `VLAN_ID n, VLAN_PCP p`: a TCI given
+            // as such becomes its ID and priority, which the write then changes.
+            if let Some(c) = args.resolve().ok().filter(|c| !c.anno) {
+                next.tci = None;
+                next.id = Some((c.tci & 0xfff).to_string());
+                next.pcp = Some((c.tci >> 13).to_string());
+            }
+        }
         *field(&mut next, name)? = Some(uncomment(value).trim().to_string());
         Some(next.resolve().map(|c| {
             self.packed.store(c.pack(), Ordering::Relaxed);
@@ -421,7 +434,8 @@ mod tests {
         assert_eq!(h.read("vlan_tci"), "41251");
         assert_eq!(h.read("config"), "VLAN_ID 291, VLAN_PCP 5");
         assert_eq!(h.read("vlan_pcp"), "5");
-        assert_eq!(h.read("vlan_id"), "");
+        // From the TCI in use, as Click reads them from its `config`.
+        assert_eq!(h.read("vlan_id"), "291");
         h.write("vlan_tci", "10").unwrap();
         assert_eq!(h.read("vlan_tci"), "40970");
         h.write("vlan_pcp", "0").unwrap();
@@ -444,6 +458,14 @@ mod tests {
         assert_eq!(h.read("vlan_tci"), "10");
         h.write("vlan_tci", "ANNO").unwrap();
         assert_eq!(h.read("vlan_tci"), "ANNO");
+        assert_eq!(h.read("vlan_id"), "");
+
+        // A VLAN ID written over a TCI given as such replaces the TCI's ID.
+        let mut h = Harness::new(&VLANEncapClass, "5", 1, 1);
+        h.write("vlan_id", "10").unwrap();
+        assert_eq!(h.read("config"), "VLAN_ID 10, VLAN_PCP 0");
+        let out = h.push_bytes(0, &frame());
+        assert_eq!(out[0][0].data(), &tagged([0x81, 0x00], [0x00, 0x0a])[..]);
         let names: Vec<_> = h.spec.handlers().into_iter().map(|h| h.name).collect();
         assert_eq!(
             names,
