@@ -111,12 +111,14 @@ impl ElementClass for RandomSampleClass {
         let drop = args.keyword::<Fixed28>("DROP").map_err(e)?;
         let active = args.keyword::<bool>("ACTIVE").map_err(e)?.unwrap_or(true);
         args.finish().map_err(e)?;
-        // As Click's: SAMPLE (or P) wins; DROP counts only without either.
-        let sampling = match (sample.or(p), drop) {
-            (Some(s), _) => Some(s.0),
+        // As Click's (its Args version): SAMPLE and DROP exclude each other, and
+        // either wins over P.
+        let sampling = match (sample, drop) {
+            (Some(_), Some(_)) => return Err(cx.error("give at most one of SAMPLE and DROP")),
             // Above 1, the drop probability leaves no sampling probability in range.
             (None, Some(d)) => u64::from(ONE).checked_sub(d.0),
-            (None, None) => None,
+            (Some(s), None) => Some(s.0),
+            (None, None) => p.map(|p| p.0),
         };
         let sampling = sampling
             .filter(|&s| s <= u64::from(ONE))
@@ -383,11 +385,13 @@ mod tests {
             err("DROP 2"),
             "e :: RandomSample: sampling probability must be between 0 and 1"
         );
-        // SAMPLE (or P) wins over DROP, as in Click.
-        let h = Harness::new(&RandomSampleClass, "0.9, DROP 0.5", 1, 2);
-        assert_eq!(h.read("sampling_prob"), "0.9");
-        let h = Harness::new(&RandomSampleClass, "SAMPLE 0.25, DROP 0.5", 1, 2);
-        assert_eq!(h.read("sampling_prob"), "0.25");
+        assert_eq!(
+            err("SAMPLE 0.5, DROP 0.5"),
+            "e :: RandomSample: give at most one of SAMPLE and DROP"
+        );
+        // DROP (or SAMPLE) wins over P, as in Click.
+        let h = Harness::new(&RandomSampleClass, "0.5, DROP 0.25", 1, 2);
+        assert_eq!(h.read("config"), "SAMPLE 0.75, ACTIVE true");
         assert_eq!(err("x"), "e :: RandomSample: P expects real number");
         assert_eq!(err("0.5, ACTIVE 3"), "e :: RandomSample: ACTIVE expects bool");
     }

@@ -203,6 +203,12 @@ impl ElementSpec for VLANEncapSpec {
             "vlan_id" | "vlan_pcp" if c.anno => Some(String::new()),
             "vlan_id" => Some((c.tci & 0xfff).to_string()),
             "vlan_pcp" => Some((c.tci >> 13).to_string()),
+            "native_vlan" => Some(match c.native {
+                Some(0) => String::new(),
+                Some(n) => n.to_string(),
+                None => "-1".to_string(),
+            }),
+            "ethertype" => Some(format!("0x{:04x}", c.ethertype)),
             _ => field(&mut lock(&self.args), name).map(|f| f.clone().unwrap_or_default()),
         }
     }
@@ -459,6 +465,13 @@ mod tests {
         h.write("vlan_tci", "ANNO").unwrap();
         assert_eq!(h.read("vlan_tci"), "ANNO");
         assert_eq!(h.read("vlan_id"), "");
+
+        // The native VLAN as Click reads it from its `config`.
+        let h = Harness::new(&VLANEncapClass, "5, NATIVE_VLAN 0x7", 1, 1);
+        assert_eq!(h.read("native_vlan"), "7");
+        assert_eq!(h.read("ethertype"), "0x8100");
+        let h = Harness::new(&VLANEncapClass, "5", 1, 1);
+        assert_eq!(h.read("native_vlan"), "");
 
         // A VLAN ID written over a TCI given as such replaces the TCI's ID.
         let mut h = Harness::new(&VLANEncapClass, "5", 1, 1);
