@@ -391,7 +391,26 @@ fn clear_leftover(ifname: &str, ifindex: u32, state: &LinkState) -> Result<(), D
         Attached::Generic => bpf::XDP_FLAGS_SKB_MODE,
         _ => 0,
     };
-    netlink::detach_xdp(ifindex, flags).map_err(|e| {
+    // A bpf_link holds it while a port is open; one closed a moment ago (a port
+    // reopened at once, `run -R` giving an interface back and taking it again) lets
+    // go of it in the kernel's deferred work, which then detaches the program: look
+    // again for up to a second before calling it another port's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut detached = netlink::detach_xdp(ifindex, flags);
+    while detached
+        .as_ref()
+        .is_err_and(|e| e.raw_os_error() == Some(libc::EBUSY))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let gone = netlink::link_state(ifindex).is_ok_and(|s| s.xdp_attached == Attached::None);
+        detached = if gone {
+            Ok(())
+        } else {
+            netlink::detach_xdp(ifindex, flags)
+        };
+    }
+    detached.map_err(|e| {
         if e.raw_os_error() == Some(libc::EBUSY) {
             DeviceError::io(
                 ifname,
