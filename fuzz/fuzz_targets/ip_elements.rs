@@ -1,6 +1,6 @@
 //! Packets are untrusted bytes: every IP, IPv6, ARP and neighbour discovery element, the
-//! classifiers and the route lookups (multipath routes too) take any frame without
-//! panicking.
+//! header and VLAN elements, the classifiers and the route lookups (multipath routes
+//! too) take any frame without panicking.
 #![no_main]
 
 use graph::registry::Registry;
@@ -48,6 +48,19 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("ARPQuerier", "10.0.0.1/24, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
     ("IP6NDAdvertiser", "2001:db8::/32 0:1:2:3:4:5, fe80::1 0:1:2:3:4:6", 2),
     ("IP6NDSolicitor", "2001:db8::1, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
+    ("MarkIPHeader", "14", 1),
+    ("StripIPHeader", "", 1),
+    ("UnstripIPHeader", "", 1),
+    ("StripToNetworkHeader", "", 1),
+    ("StoreIPAddress", "src", 2),
+    ("StoreIPAddress", "10.0.0.1, dst", 2),
+    ("Truncate", "30", 1),
+    ("Pad", "", 1),
+    ("CheckLength", "60", 2),
+    ("SetIPDSCP", "46", 1),
+    ("SetIPECN", "CE", 1),
+    ("VLANEncap", "5, 3", 1),
+    ("VLANDecap", "ANNO true", 1),
 ];
 
 fuzz_target!(|data: &[u8]| {
