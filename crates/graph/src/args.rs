@@ -579,7 +579,7 @@ impl FromArg for f64 {
 impl FromArg for Ipv4Addr {
     const WHAT: &'static str = "IP address";
     fn from_arg(s: &str) -> Option<Self> {
-        parse_ipv4(s.trim())
+        parse_ipv4(s.trim()).or_else(|| crate::addressinfo::lookup_ipv4(s).map(|p| p.addr))
     }
 }
 
@@ -613,7 +613,10 @@ pub fn parse_ipv4(s: &str) -> Option<Ipv4Addr> {
 impl FromArg for Ipv6Addr {
     const WHAT: &'static str = "IPv6 address";
     fn from_arg(s: &str) -> Option<Self> {
-        s.trim().parse().ok()
+        s.trim()
+            .parse()
+            .ok()
+            .or_else(|| crate::addressinfo::lookup_ipv6(s))
     }
 }
 
@@ -637,6 +640,13 @@ impl FromArg for Ipv4Prefix {
     const WHAT: &'static str = "IP address prefix";
     fn from_arg(s: &str) -> Option<Self> {
         let s = s.trim();
+        Self::written(s).or_else(|| crate::addressinfo::lookup_ipv4(s))
+    }
+}
+
+impl Ipv4Prefix {
+    /// A prefix written out (not an AddressInfo name).
+    fn written(s: &str) -> Option<Self> {
         match s.split_once('/') {
             None => Some(Ipv4Prefix {
                 addr: parse_ipv4(s)?,
@@ -673,6 +683,13 @@ impl FromArg for EtherAddr {
     const WHAT: &'static str = "Ethernet address";
     fn from_arg(s: &str) -> Option<Self> {
         let s = s.trim();
+        Self::written(s).or_else(|| crate::addressinfo::lookup_ether(s).map(EtherAddr))
+    }
+}
+
+impl EtherAddr {
+    /// An Ethernet address written out (not an AddressInfo name).
+    fn written(s: &str) -> Option<Self> {
         let sep = if s.contains(':') { ':' } else { '-' };
         let parts: Vec<&str> = s.split(sep).collect();
         if parts.len() != 6 {

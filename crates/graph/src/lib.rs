@@ -1,5 +1,6 @@
 //! The Click language and the element graph of brickroute.
 
+pub mod addressinfo;
 pub mod args;
 pub mod control;
 pub mod element;

@@ -48,6 +48,9 @@ pub struct RouterSpec {
     /// What a write to the global `hotconfig` handler calls (set by a driver that
     /// allows reconfiguration).
     hotconfig: Option<Arc<Reconfigure>>,
+    /// The names the configuration's AddressInfo elements give, for handler values
+    /// as for configuration arguments.
+    addresses: Option<Arc<crate::addressinfo::AddressTable>>,
 }
 
 /// A driver's replacement of the running configuration by the text written to the
@@ -194,33 +197,48 @@ impl RouterSpec {
             return Err(e);
         }
 
-        // 4. Configure every element.
-        let mut elements = Vec::with_capacity(n);
-        for i in 0..n {
-            let e = el(i);
-            let cx = BuildContext {
-                name: &e.name,
-                class: classes[i].name(),
-                landmark: &e.landmark,
-                ninputs: nin[i],
-                noutputs: nout[i],
-                base_dir,
-                workers,
-            };
-            let mut args = Args::new(&e.config);
-            let spec = classes[i]
-                .build(&mut args, &cx)
-                .map_err(|err| err.or_at(&e.landmark))?;
-            elements.push(ElementEntry {
-                name: e.name.clone(),
-                class: classes[i].name(),
-                config: Mutex::new(e.config.clone()),
-                spec,
-                ninputs: nin[i],
-                noutputs: nout[i],
-                dest: dest[i].iter().map(|d| d.expect("checked above")).collect(),
-            });
-        }
+        // 4. Configure every element, with the names every AddressInfo gives.
+        let addresses = crate::addressinfo::collect(
+            flat.elements
+                .iter()
+                .map(|e| (e.class.as_str(), e.config.as_str())),
+        )
+        .map_err(|(i, e)| {
+            ConfigError::at(
+                &el(i).landmark,
+                format!("{}: {}", decl(&el(i).name, &el(i).class), e),
+            )
+        })?;
+        let configure = || -> Result<Vec<ElementEntry>, ConfigError> {
+            let mut elements = Vec::with_capacity(n);
+            for i in 0..n {
+                let e = el(i);
+                let cx = BuildContext {
+                    name: &e.name,
+                    class: classes[i].name(),
+                    landmark: &e.landmark,
+                    ninputs: nin[i],
+                    noutputs: nout[i],
+                    base_dir,
+                    workers,
+                };
+                let mut args = Args::new(&e.config);
+                let spec = classes[i]
+                    .build(&mut args, &cx)
+                    .map_err(|err| err.or_at(&e.landmark))?;
+                elements.push(ElementEntry {
+                    name: e.name.clone(),
+                    class: classes[i].name(),
+                    config: Mutex::new(e.config.clone()),
+                    spec,
+                    ninputs: nin[i],
+                    noutputs: nout[i],
+                    dest: dest[i].iter().map(|d| d.expect("checked above")).collect(),
+                });
+            }
+            Ok(elements)
+        };
+        let elements = crate::addressinfo::with_table(addresses.clone(), configure)?;
         // 5. No cycle that packets could never leave: through a queue's output (Click
         //    refuses those), or made only of pass-through elements, which the graph
         //    connects around so that no element call would ever take packets out.
@@ -241,6 +259,7 @@ impl RouterSpec {
             requirements: flat.requirements.clone(),
             text: None,
             hotconfig: None,
+            addresses,
         })
     }
 
@@ -491,6 +510,10 @@ impl RouterSpec {
     /// Reads handler `element.handler`, or `element.handler PARAM` for a read handler
     /// with a parameter (`rt.lookup 10.0.0.1`). Errors use Click's wording.
     pub fn read_handler(&self, path: &str) -> Result<String, String> {
+        crate::addressinfo::with_table(self.addresses.clone(), || self.read_handler_here(path))
+    }
+
+    fn read_handler_here(&self, path: &str) -> Result<String, String> {
         // An empty parameter is none, as in Click.
         let (path, param) = match path.split_once(char::is_whitespace) {
             Some((p, rest)) => (p, Some(rest.trim()).filter(|r| !r.is_empty())),
@@ -592,6 +615,10 @@ impl RouterSpec {
     /// [`HandlerInfo::reconfigures`]) puts the value it accepted into the element's
     /// `config`.
     pub fn write_handler(&self, path: &str, value: &str) -> Result<(), String> {
+        crate::addressinfo::with_table(self.addresses.clone(), || self.write_handler_here(path, value))
+    }
+
+    fn write_handler_here(&self, path: &str, value: &str) -> Result<(), String> {
         let (ename, hname) = split_handler(path)?;
         let e = self
             .find(ename)

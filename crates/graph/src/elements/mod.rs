@@ -119,6 +119,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(vlan::VLANEncapClass));
     reg.add(Arc::new(vlan::VLANDecapClass));
     reg.add(Arc::new(timedsource::TimedSourceClass));
+    reg.add(Arc::new(crate::addressinfo::AddressInfoClass));
 }
 
 #[cfg(test)]

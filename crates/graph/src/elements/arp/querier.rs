@@ -51,14 +51,16 @@ impl ElementClass for ARPQuerierClass {
         let eth_arg = args.positional::<String>("ETH").map_err(err)?;
         let prefix = Ipv4Prefix::from_arg(&ip_arg);
         let (prefix, eth) = match (prefix, eth_arg) {
-            (None, None) => {
-                return Err(cx.error(format!(
-                    "ARPQuerier(NAME) needs AddressInfo to name the addresses, which brickroute does not have; give them as ARPQuerier(IP, ETH), not '{}'",
-                    ip_arg
-                )))
-            }
+            (None, None) => return Err(cx.error(format!(
+                "expected ARPQuerier(IP, ETH) or ARPQuerier(NAME) with an AddressInfo NAME of both, not '{}'",
+                ip_arg
+            ))),
             (None, Some(_)) => return Err(cx.error("IP expects IP address")),
-            (Some(_), None) => return Err(cx.error("missing mandatory ETH argument")),
+            // ARPQuerier(NAME): an AddressInfo name of both.
+            (Some(p), None) => match EtherAddr::from_arg(&ip_arg) {
+                Some(e) => (p, e),
+                None => return Err(cx.error("missing mandatory ETH argument")),
+            },
             (Some(p), Some(e)) => (
                 p,
                 EtherAddr::from_arg(&e).ok_or_else(|| cx.error("ETH expects Ethernet address"))?,

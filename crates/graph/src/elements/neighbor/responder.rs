@@ -71,7 +71,7 @@ fn add_entries<P: Answerer>(entries: &mut Vec<Entry<P::Addr>>, arg: &str) -> Res
     let eth = EtherAddr::from_arg(last).ok_or_else(|| {
         if prefixes == 0 {
             format!(
-                "expected '{}', not '{}' (addresses by name need AddressInfo, which brickroute does not have)",
+                "expected '{}', not '{}' (or an AddressInfo name of both)",
                 P::USAGE,
                 arg
             )
@@ -79,6 +79,13 @@ fn add_entries<P: Answerer>(entries: &mut Vec<Entry<P::Addr>>, arg: &str) -> Res
             format!("'{}' is not an Ethernet address", last)
         }
     })?;
+    // An AddressInfo name giving both an address and an Ethernet address stands for
+    // both, as in Click: its prefix is answered too.
+    let prefixes = if P::parse_prefix(last).is_some() {
+        words.len()
+    } else {
+        prefixes
+    };
     if prefixes == 0 {
         return Err(format!("'{}' has no {} before it", last, P::PREFIX_NAME));
     }

@@ -442,7 +442,7 @@ fn configuration_errors() {
     );
     assert_eq!(
         err("eth0"),
-        "e :: ARPQuerier: ARPQuerier(NAME) needs AddressInfo to name the addresses, which brickroute does not have; give them as ARPQuerier(IP, ETH), not 'eth0'"
+        "e :: ARPQuerier: expected ARPQuerier(IP, ETH) or ARPQuerier(NAME) with an AddressInfo NAME of both, not 'eth0'"
     );
     assert_eq!(
         err("10.0.0.1, 0:1:2:3:4:5, TABLE t"),

@@ -132,7 +132,12 @@ fn handlers_show_and_change_the_table_for_every_worker() {
         h.write("remove", "10.0.1.0/24"),
         Err("no entry for 10.0.1.0/24".to_string())
     );
-    assert_eq!(h.write("add", "1.2.3.4"), Err("expected 'IP/MASK [IP/MASK...] ETH', not '1.2.3.4' (addresses by name need AddressInfo, which brickroute does not have)".to_string()));
+    assert_eq!(
+        h.write("add", "1.2.3.4"),
+        Err(
+            "expected 'IP/MASK [IP/MASK...] ETH', not '1.2.3.4' (or an AddressInfo name of both)".to_string()
+        )
+    );
     assert_eq!(
         h.write("add", "1.2.3.4 zz"),
         Err("'zz' is not an Ethernet address".to_string())
@@ -160,6 +165,6 @@ fn configuration_errors_name_the_bad_word() {
     );
     assert_eq!(
         err("myhost"),
-        "e :: ARPResponder: expected 'IP/MASK [IP/MASK...] ETH', not 'myhost' (addresses by name need AddressInfo, which brickroute does not have)"
+        "e :: ARPResponder: expected 'IP/MASK [IP/MASK...] ETH', not 'myhost' (or an AddressInfo name of both)"
     );
 }

@@ -268,6 +268,6 @@ fn configuration_errors_name_the_bad_word() {
     );
     assert_eq!(
         e("router"),
-        "e :: IP6NDAdvertiser: expected 'IP6/MASK [IP6/MASK...] ETH', not 'router' (addresses by name need AddressInfo, which brickroute does not have)"
+        "e :: IP6NDAdvertiser: expected 'IP6/MASK [IP6/MASK...] ETH', not 'router' (or an AddressInfo name of both)"
     );
 }

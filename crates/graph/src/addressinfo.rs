@@ -1,0 +1,261 @@
+//! `AddressInfo(NAME ADDRESS [ADDRESS...], ...)`: names for addresses, which the other
+//! elements' arguments may use in place of the addresses, as in Click.
+//!
+//! A router collects every AddressInfo of its configuration before it configures any
+//! element ([`collect`]), so a name may be used before the AddressInfo that defines
+//! it. While elements are configured, and while handlers are written, the table is the
+//! thread's ([`with_table`]); the address parsers of [`crate::args`] look a word up in
+//! it when it is not an address ([`lookup`]). A name alone means the address of its
+//! kind (an IPv4 address, with its prefix where one was given, an Ethernet address, an
+//! IPv6 address); `NAME:ip`, `NAME:ipnet` (the prefix's network), `NAME:bcast` (its
+//! broadcast address), `NAME:eth` and `NAME:ip6` pick one.
+
+use crate::args::{split_words, EtherAddr, FromArg, Ipv4Prefix};
+use crate::element::*;
+use crate::error::ConfigError;
+use packet::PacketBatch;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+/// The names a configuration's AddressInfo elements define.
+#[derive(Default, Debug)]
+pub struct AddressTable {
+    ipv4: HashMap<String, Ipv4Prefix>,
+    ether: HashMap<String, [u8; 6]>,
+    ipv6: HashMap<String, Ipv6Addr>,
+}
+
+impl AddressTable {
+    /// Adds the names of one AddressInfo configuration; `Err` says what is wrong.
+    fn add(&mut self, config: &str) -> Result<(), String> {
+        for arg in crate::args::split_args(config) {
+            let words = split_words(&arg);
+            let Some((name, addrs)) = words.split_first().filter(|(_, a)| !a.is_empty()) else {
+                return Err(format!("expected 'NAME ADDRESS...', not '{}'", arg));
+            };
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.@/".contains(c))
+                || name.chars().next().is_some_and(|c| c.is_ascii_digit())
+            {
+                return Err(format!("'{}' is not a name", name));
+            }
+            for a in addrs {
+                if let Some(p) = plain_ipv4_prefix(a) {
+                    self.ipv4.insert(name.clone(), p);
+                } else if let Some(e) = plain_ether(a) {
+                    self.ether.insert(name.clone(), e);
+                } else if let Some(v6) = a.split('/').next().and_then(|h| h.parse::<Ipv6Addr>().ok()) {
+                    self.ipv6.insert(name.clone(), v6);
+                } else {
+                    return Err(format!("'{}' is not an IP, IPv6 or Ethernet address", a));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn ipv4(&self, word: &str) -> Option<Ipv4Prefix> {
+        let (name, part) = split(word);
+        let p = *self.ipv4.get(name)?;
+        let (a, m) = (u32::from(p.addr), u32::from(p.mask));
+        match part {
+            None | Some("ip") => Some(p),
+            Some("ipnet") => Some(Ipv4Prefix {
+                addr: Ipv4Addr::from(a & m),
+                mask: p.mask,
+            }),
+            Some("bcast") => Some(Ipv4Prefix {
+                addr: Ipv4Addr::from(a | !m),
+                mask: Ipv4Addr::BROADCAST,
+            }),
+            _ => None,
+        }
+    }
+
+    fn ether(&self, word: &str) -> Option<[u8; 6]> {
+        match split(word) {
+            (name, None | Some("eth")) => self.ether.get(name).copied(),
+            _ => None,
+        }
+    }
+
+    fn ipv6(&self, word: &str) -> Option<Ipv6Addr> {
+        match split(word) {
+            (name, None | Some("ip6")) => self.ipv6.get(name).copied(),
+            _ => None,
+        }
+    }
+}
+
+fn split(word: &str) -> (&str, Option<&str>) {
+    match word.rsplit_once(':') {
+        Some((n, p)) => (n, Some(p)),
+        None => (word, None),
+    }
+}
+
+/// An address written out, not a name (the table's own entries never recurse).
+fn plain_ipv4_prefix(s: &str) -> Option<Ipv4Prefix> {
+    without_table(|| Ipv4Prefix::from_arg(s))
+}
+
+fn plain_ether(s: &str) -> Option<[u8; 6]> {
+    without_table(|| EtherAddr::from_arg(s).map(|e| e.0))
+}
+
+thread_local! {
+    static TABLE: RefCell<Option<Arc<AddressTable>>> = const { RefCell::new(None) };
+}
+
+fn without_table<R>(f: impl FnOnce() -> R) -> R {
+    with_table(None, f)
+}
+
+/// Runs `f` with `table` as the thread's names (restored after).
+pub fn with_table<R>(table: Option<Arc<AddressTable>>, f: impl FnOnce() -> R) -> R {
+    let before = TABLE.with(|t| t.replace(table));
+    let r = f();
+    TABLE.with(|t| *t.borrow_mut() = before);
+    r
+}
+
+/// Looks `word` up in the thread's names: an IPv4 address with its prefix (a bare
+/// address as a /32) ...
+pub(crate) fn lookup_ipv4(word: &str) -> Option<Ipv4Prefix> {
+    TABLE.with(|t| t.borrow().as_ref().and_then(|t| t.ipv4(word.trim())))
+}
+
+/// ... an Ethernet address ...
+pub(crate) fn lookup_ether(word: &str) -> Option<[u8; 6]> {
+    TABLE.with(|t| t.borrow().as_ref().and_then(|t| t.ether(word.trim())))
+}
+
+/// ... an IPv6 address.
+pub(crate) fn lookup_ipv6(word: &str) -> Option<Ipv6Addr> {
+    TABLE.with(|t| t.borrow().as_ref().and_then(|t| t.ipv6(word.trim())))
+}
+
+/// The table of every AddressInfo among `elements` (class and configuration), or
+/// the first error with the index of its element; `None` if there is none.
+pub fn collect<'a>(
+    elements: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Result<Option<Arc<AddressTable>>, (usize, String)> {
+    let mut table = AddressTable::default();
+    let mut any = false;
+    for (i, (class, config)) in elements.enumerate() {
+        if class == "AddressInfo" {
+            any = true;
+            table.add(config).map_err(|e| (i, e))?;
+        }
+    }
+    Ok(any.then(|| Arc::new(table)))
+}
+
+pub struct AddressInfoClass;
+
+impl ElementClass for AddressInfoClass {
+    fn name(&self) -> &'static str {
+        "AddressInfo"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("0/0")
+    }
+    fn build(
+        &self,
+        _args: &mut crate::args::Args,
+        _cx: &BuildContext,
+    ) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        // The router read the names before configuring anything (`collect`).
+        Ok(Arc::new(AddressInfoSpec))
+    }
+}
+
+struct AddressInfoSpec;
+
+impl ElementSpec for AddressInfoSpec {
+    fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
+        Box::new(NoPackets)
+    }
+}
+
+struct NoPackets;
+
+impl Element for NoPackets {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        batch.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry::Registry;
+    use crate::router::RouterSpec;
+
+    fn build(text: &str) -> Result<RouterSpec, String> {
+        let flat = crate::lang::parse(text, "t.click", &Default::default()).map_err(|e| e.message)?;
+        RouterSpec::build(&flat, &Registry::with_library(), std::path::Path::new("."), 1)
+            .map_err(|e| e.message)
+    }
+
+    fn error(text: &str) -> String {
+        build(text).err().expect("refused")
+    }
+
+    #[test]
+    fn names_stand_for_their_addresses_in_arguments_and_handlers() {
+        // Used before the AddressInfo that names them, as Click allows.
+        let r = build(
+            "Idle -> q :: ARPQuerier(eth0) -> Discard; Idle -> [1]q;
+             Idle -> a :: ARPResponder(eth0) -> Discard;
+             Idle -> rt :: RadixIPLookup(eth0:ipnet 0, 0/0 gw 1, eth0:bcast 0) -> Discard; rt[1] -> Discard;
+             Idle -> s :: IP6NDSolicitor(h6, eth0:eth) -> Discard; Idle -> [1]s;
+             AddressInfo(eth0 10.0.0.1/24 02:00:00:00:00:01, gw 10.0.0.254, h6 2001:db8::1);",
+        )
+        .unwrap();
+        assert_eq!(r.read_handler("q.ipaddr").unwrap(), "10.0.0.1");
+        assert_eq!(r.read_handler("q.broadcast").unwrap(), "10.0.0.255");
+        // ARPResponder(NAME) answers for the name's prefix with its Ethernet address.
+        assert_eq!(
+            r.read_handler("a.table").unwrap(),
+            "10.0.0.0/24 02-00-00-00-00-01\n"
+        );
+        assert_eq!(
+            r.read_handler("rt.table").unwrap(),
+            "10.0.0.0/24\t\t-\t\t0\n0.0.0.0/0\t\t10.0.0.254\t1\n10.0.0.255/32\t\t-\t\t0\n"
+        );
+        assert_eq!(r.read_handler("s.ipaddr").unwrap(), "2001:db8::1");
+        // Handler values too.
+        r.write_handler("rt.add", "gw 1").unwrap();
+        assert_eq!(r.read_handler("rt.lookup 10.0.0.254").unwrap(), "1");
+        assert_eq!(r.read_handler("rt.lookup gw").unwrap(), "1");
+    }
+
+    #[test]
+    fn bad_names_and_addresses_are_configuration_errors() {
+        assert_eq!(
+            error("AddressInfo(eth0 10.0.0.300)"),
+            "AddressInfo@1 :: AddressInfo: '10.0.0.300' is not an IP, IPv6 or Ethernet address"
+        );
+        assert_eq!(
+            error("AddressInfo(eth0)"),
+            "AddressInfo@1 :: AddressInfo: expected 'NAME ADDRESS...', not 'eth0'"
+        );
+        assert_eq!(
+            error("AddressInfo(9lives 10.0.0.1)"),
+            "AddressInfo@1 :: AddressInfo: '9lives' is not a name"
+        );
+        // A name nobody defined is what it was without AddressInfo.
+        assert_eq!(
+            error("AddressInfo(eth0 10.0.0.1); Idle -> q :: ARPQuerier(eth1) -> Discard; Idle -> [1]q"),
+            "q :: ARPQuerier: expected ARPQuerier(IP, ETH) or ARPQuerier(NAME) with an AddressInfo NAME of both, not 'eth1'"
+        );
+        // An IPv4 name is not an Ethernet address.
+        assert!(
+            error("AddressInfo(eth0 10.0.0.1); Idle -> q :: ARPQuerier(eth0) -> Discard; Idle -> [1]q")
+                .ends_with("missing mandatory ETH argument")
+        );
+    }
+}
