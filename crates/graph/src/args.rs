@@ -579,7 +579,7 @@ impl FromArg for f64 {
 impl FromArg for Ipv4Addr {
     const WHAT: &'static str = "IP address";
     fn from_arg(s: &str) -> Option<Self> {
-        parse_ipv4(s.trim()).or_else(|| crate::addressinfo::lookup_ipv4(s).map(|p| p.addr))
+        parse_ipv4(s.trim()).or_else(|| crate::addressinfo::lookup_ipv4(s))
     }
 }
 
@@ -640,7 +640,7 @@ impl FromArg for Ipv4Prefix {
     const WHAT: &'static str = "IP address prefix";
     fn from_arg(s: &str) -> Option<Self> {
         let s = s.trim();
-        Self::written(s).or_else(|| crate::addressinfo::lookup_ipv4(s))
+        Self::written(s).or_else(|| crate::addressinfo::lookup_ipv4_prefix(s))
     }
 }
 

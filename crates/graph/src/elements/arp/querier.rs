@@ -51,10 +51,12 @@ impl ElementClass for ARPQuerierClass {
         let eth_arg = args.positional::<String>("ETH").map_err(err)?;
         let prefix = Ipv4Prefix::from_arg(&ip_arg);
         let (prefix, eth) = match (prefix, eth_arg) {
-            (None, None) => return Err(cx.error(format!(
+            (None, None) => {
+                return Err(cx.error(format!(
                 "expected ARPQuerier(IP, ETH) or ARPQuerier(NAME) with an AddressInfo NAME of both, not '{}'",
                 ip_arg
-            ))),
+            )))
+            }
             (None, Some(_)) => return Err(cx.error("IP expects IP address")),
             // ARPQuerier(NAME): an AddressInfo name of both.
             (Some(p), None) => match EtherAddr::from_arg(&ip_arg) {

@@ -61,7 +61,17 @@ impl FromArg for Ipv6Prefix {
             None => (s, None),
             Some((a, m)) => (a, Some(m)),
         };
-        let addr = u128::from(a.parse::<Ipv6Addr>().ok()?);
+        let addr = match a.parse::<Ipv6Addr>() {
+            Ok(a) => u128::from(a),
+            // An AddressInfo name, alone: its address, a /128.
+            Err(_) if m.is_none() => {
+                return crate::addressinfo::lookup_ipv6(a).map(|a| Ipv6Prefix {
+                    addr: u128::from(a),
+                    len: 128,
+                })
+            }
+            Err(_) => return None,
+        };
         let len = match m {
             None => 128,
             Some(m) if m.contains(':') => {
