@@ -59,7 +59,7 @@ impl AddressTable {
                 ));
             }
             for a in addrs {
-                if let Some(ip) = without_table(|| crate::args::parse_ipv4(a)) {
+                if let Some(ip) = crate::args::parse_ipv4(a) {
                     self.ipv4.entry(name.clone()).or_default().0 = Some(ip);
                 } else if let Some(p) = plain_ipv4_prefix(a) {
                     let e = self.ipv4.entry(name.clone()).or_default();
@@ -276,13 +276,10 @@ impl Element for NoPackets {
 #[cfg(test)]
 mod tests {
     use crate::args::FromArg;
-    use crate::registry::Registry;
     use crate::router::RouterSpec;
 
     fn build(text: &str) -> Result<RouterSpec, String> {
-        let flat = crate::lang::parse(text, "t.click", &Default::default()).map_err(|e| e.message)?;
-        RouterSpec::build(&flat, &Registry::with_library(), std::path::Path::new("."), 1)
-            .map_err(|e| e.message)
+        crate::testing::router(text).map_err(|e| e.message)
     }
 
     fn error(text: &str) -> String {

@@ -12,6 +12,7 @@
 //! until the commit, which empties it and gives the writer its descriptor. A FIFO or a
 //! device is opened directly, as Click opens it.
 
+use crate::elements::shared::lock;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -175,12 +176,12 @@ impl Staged {
     /// memory); false for one opened directly (a FIFO, a device), whose writes reach it
     /// at once.
     pub fn is_staged(&self) -> bool {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        lock(&self.pending).is_some()
     }
 
     /// Puts the file in place under its name (once; later calls do nothing).
     pub fn commit(&self) -> Result<(), String> {
-        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let pending = lock(&self.pending).take();
         match pending {
             None => Ok(()),
             Some(Pending::Renamed(t)) => std::fs::rename(&t, &self.target).map_err(|e| {

@@ -685,11 +685,7 @@ fn not_readable(e: &ElementEntry, hname: &str, path: &str) -> String {
     }
 }
 
-/// `m`'s value, also after a panic while it was held: a configuration string is
-/// whole at every moment.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use crate::elements::shared::lock;
 
 fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -1928,11 +1924,7 @@ mod tests {
 
     #[test]
     fn a_replacing_configuration_takes_state_by_name_and_class() {
-        let reg = crate::registry::Registry::with_library();
-        let build = |text: &str| {
-            let flat = crate::lang::parse(text, "t.click", &Default::default()).unwrap();
-            RouterSpec::build(&flat, &reg, Path::new("."), 1).unwrap()
-        };
+        let build = |text: &str| crate::testing::router(text).unwrap();
         let old = build(
             "Idle -> q :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]q;
              Idle -> p :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01) -> Discard; Idle -> [1]p;
@@ -1957,11 +1949,7 @@ mod tests {
 
     #[test]
     fn flatconfig_writes_the_expanded_router_which_reads_back_the_same() {
-        let reg = crate::registry::Registry::with_library();
-        let build = |text: &str| {
-            let flat = crate::lang::parse(text, "t.click", &Default::default()).unwrap();
-            RouterSpec::build(&flat, &reg, Path::new("."), 1).unwrap()
-        };
+        let build = |text: &str| crate::testing::router(text).unwrap();
         let r = build(
             "elementclass Foo { input -> Counter -> output }
              InfiniteSource(LIMIT 1) -> f :: Foo -> c :: Classifier(12/0800, -);

@@ -21,6 +21,18 @@ pub fn build(
     Ok(spec)
 }
 
+/// A router of Click text `text` with every class of the library, one worker, file
+/// names relative to the working directory.
+pub fn router(text: &str) -> Result<crate::router::RouterSpec, ConfigError> {
+    let flat = crate::lang::parse(text, "t.click", &Default::default())?;
+    crate::router::RouterSpec::build(
+        &flat,
+        &crate::registry::Registry::with_library(),
+        Path::new("."),
+        1,
+    )
+}
+
 /// [`build`] without the commit, as `hotconfig` builds a configuration that may take
 /// over a running one's state first ([`ElementSpec::take_state`]).
 pub fn build_staged(

@@ -124,23 +124,16 @@ pub fn register_all(reg: &mut Registry) {
 
 #[cfg(test)]
 mod tests {
-    use crate::registry::Registry;
-    use crate::router::RouterSpec;
-
     #[test]
     fn header_length_and_timestamp_elements_build_from_the_library() {
-        let flat = crate::lang::parse(
+        let router = crate::testing::router(
             "InfiniteSource(LIMIT 1) -> Strip(14) -> MarkIPHeader -> StripIPHeader
                -> UnstripIPHeader -> StripToNetworkHeader -> st :: StoreIPAddress(10.0.0.1, src)
                -> t :: Truncate(60) -> Pad -> cl :: CheckLength(1500) -> SetTimestamp
                -> Discard;
              st[1] -> Discard; cl[1] -> Discard",
-            "t.click",
-            &Default::default(),
         )
         .unwrap();
-        let reg = Registry::with_library();
-        let router = RouterSpec::build(&flat, &reg, std::path::Path::new("."), 1).unwrap();
         assert_eq!(router.read_handler("t.length").unwrap(), "60");
         assert_eq!(router.read_handler("cl.length").unwrap(), "1500");
         for class in [

@@ -74,15 +74,10 @@ struct RandomSwitch(Rng);
 
 impl Element for RandomSwitch {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        // Packet by packet, as HashSwitch: any number of outputs.
         let n = out.len().max(1);
-        let rng = &mut self.0;
-        if n < usize::from(DROP) {
-            out.route_each(batch, |_| rng.below(n) as u8);
-        } else {
-            // More outputs than a one-byte verdict names: packet by packet.
-            for p in batch.drain() {
-                out.push(rng.below(n), p);
-            }
+        for p in batch.drain() {
+            out.push(self.0.below(n), p);
         }
     }
 }

@@ -1,7 +1,14 @@
 //! Settings an element's workers share and a handler write replaces.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks `m`, going on past a poisoned lock: a worker that panicked while holding it
+/// left the data consistent (every change under these locks is a plain store or a
+/// whole replacement), and a router must not stop for it.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Settings shared by the spec and every worker: handler writes replace them under the
 /// lock and bump the generation, and a worker copies them again only when the generation
@@ -26,7 +33,7 @@ impl<S: Clone> SharedSettings<S> {
     }
 
     pub fn read(&self) -> S {
-        self.settings.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.settings).clone()
     }
 
     pub fn write(&self, f: impl FnOnce(&mut S)) {

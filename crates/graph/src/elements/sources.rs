@@ -4,13 +4,14 @@
 //! gets a generating instance; the other workers get an [`IdleSource`]. Handler state
 //! (count, limit, active, data ...) lives in the spec so handlers see and change it.
 
+use super::shared::lock;
 use super::tokenbucket::{jiffies, TokenCounter, TokenRate};
 use crate::args::{unquote_bytes, Args, Bandwidth, FromArg};
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::{Packet, PacketBatch, Timestamp};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Click's default packet contents.
 pub const DEFAULT_DATA: &[u8] = b"Random bullshit in a packet, at least 64 bytes long. Well, now it is.";
@@ -31,15 +32,8 @@ impl Element for IdleSource {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
-
 /// A DATA argument: bytes after Click's unquoting.
-struct DataArg(Vec<u8>);
+pub(crate) struct DataArg(pub(crate) Vec<u8>);
 
 impl FromArg for DataArg {
     const WHAT: &'static str = "string";

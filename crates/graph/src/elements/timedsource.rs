@@ -7,14 +7,15 @@
 //! the other sources with a LIMIT it runs on worker 0 only; handler state lives in the
 //! spec.
 
-use super::sources::{IdleSource, DEFAULT_DATA};
-use crate::args::{uncomment, unquote_bytes, Args, FromArg, Interval};
+use super::shared::lock;
+use super::sources::{DataArg, IdleSource, DEFAULT_DATA};
+use crate::args::{uncomment, Args, FromArg, Interval};
 use crate::element::*;
 use crate::error::ConfigError;
 use crate::tsc;
 use packet::{Packet, PacketBatch, Timestamp};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Click's default INTERVAL, half a second.
 const DEFAULT_INTERVAL_NS: u64 = 500_000_000;
@@ -23,13 +24,6 @@ const MAX_HEADROOM: u32 = 65535;
 /// How close the next packet must be for the source to keep an idle worker polling
 /// rather than let it sleep (the worker's idle sleeps last at most 10 ms).
 const POLL_WITHIN_NS: u64 = 10_000_000;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
 
 /// Nanoseconds in TSC ticks.
 fn ticks(ns: u64) -> u64 {
@@ -54,16 +48,6 @@ fn unparse_interval(ns: u64) -> String {
         format!("{}.{:06}s", sec, sub / 1000)
     } else {
         format!("{}.{:09}s", sec, sub)
-    }
-}
-
-/// A DATA argument: bytes after Click's unquoting.
-struct DataArg(Vec<u8>);
-
-impl FromArg for DataArg {
-    const WHAT: &'static str = "string";
-    fn from_arg(s: &str) -> Option<Self> {
-        Some(DataArg(unquote_bytes(s)))
     }
 }
 

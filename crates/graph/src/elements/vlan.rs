@@ -3,25 +3,19 @@
 //! addresses of an Ethernet frame, as Click's elements of the same names. The VLAN TCI
 //! annotation (bytes 20-21, network order) carries the tag's TCI between them.
 
+use super::shared::lock;
 use crate::args::{uncomment, Args, FromArg};
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::anno::VLAN_TCI_ANNO_OFFSET;
 use packet::{Packet, PacketBatch};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// 802.1Q's tag protocol identifier, both elements' default ETHERTYPE.
 const ETHERTYPE_8021Q: u16 = 0x8100;
 /// An Ethernet header: two addresses and a type.
 const ETHER_LEN: usize = 14;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
 
 /// An argument kept as its text, read once the others are known.
 struct Text(String);

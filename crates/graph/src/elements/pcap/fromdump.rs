@@ -19,6 +19,7 @@ use super::format::{self, FileHeader, FILE_HEADER_LEN, RECORD_HEADER_LEN};
 use super::{strerror, Fixed28, TimeArg};
 use crate::args::{Args, FromArg};
 use crate::element::*;
+use crate::elements::shared::lock;
 use crate::elements::sources::IdleSource;
 use crate::error::ConfigError;
 use packet::{Packet, PacketBatch};
@@ -402,10 +403,6 @@ struct FromDumpSpec {
     reader: Arc<Mutex<Option<Reader>>>,
 }
 
-fn lock_reader(r: &Mutex<Option<Reader>>) -> std::sync::MutexGuard<'_, Option<Reader>> {
-    r.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Worker 0's instance: the reader, given back to the spec when the instance goes.
 struct Reading {
     reader: Option<Reader>,
@@ -414,7 +411,7 @@ struct Reading {
 
 impl Drop for Reading {
     fn drop(&mut self) {
-        *lock_reader(&self.home) = self.reader.take();
+        *lock(&self.home) = self.reader.take();
     }
 }
 
@@ -438,7 +435,7 @@ impl Element for Reading {
 impl ElementSpec for FromDumpSpec {
     fn instantiate(&self, worker: WorkerInfo) -> Box<dyn Element> {
         if worker.index == 0 {
-            if let Some(r) = lock_reader(&self.reader).take() {
+            if let Some(r) = lock(&self.reader).take() {
                 return Box::new(Reading {
                     reader: Some(r),
                     home: self.reader.clone(),
@@ -462,11 +459,11 @@ impl ElementSpec for FromDumpSpec {
         if self.path != old.path {
             return false;
         }
-        let mut mine = lock_reader(&self.reader);
+        let mut mine = lock(&self.reader);
         let Some(r) = mine.as_mut() else {
             return false;
         };
-        let mut slot = lock_reader(&old.reader);
+        let mut slot = lock(&old.reader);
         // FORCE_IP needs a link type it can find IP in (checked at the build against
         // the file this element opened; standard input held by the other one it could
         // not read).

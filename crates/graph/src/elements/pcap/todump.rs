@@ -11,6 +11,7 @@ use super::format;
 use super::strerror;
 use crate::args::Args;
 use crate::element::*;
+use crate::elements::shared::lock;
 use crate::error::ConfigError;
 use crate::outfile;
 use packet::{PacketBatch, Timestamp};
@@ -74,19 +75,15 @@ struct ToDumpSpec {
 
 impl ElementSpec for ToDumpSpec {
     fn commit(&self) -> Result<(), String> {
-        if let Some(h) = self
-            .deferred_header
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        let header = lock(&self.deferred_header).take();
+        if let Some(h) = header {
             let mut w = self.inner.lock();
             w.out
                 .write_all(&h)
                 .and_then(|_| if self.unbuffered { w.out.flush() } else { Ok(()) })
                 .map_err(|_| format!("{}: unable to write file header", self.inner.filename))?;
         }
-        let staged = self.staged.lock().unwrap_or_else(|e| e.into_inner());
+        let staged = lock(&self.staged);
         staged.as_ref().map_or(Ok(()), outfile::Staged::commit)
     }
 
@@ -121,11 +118,8 @@ impl ElementSpec for ToDumpSpec {
             std::mem::replace(&mut w.out, out)
         };
         drop(own);
-        drop(self.staged.lock().unwrap_or_else(|e| e.into_inner()).take());
-        self.deferred_header
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        drop(lock(&self.staged).take());
+        lock(&self.deferred_header).take();
         true
     }
 
