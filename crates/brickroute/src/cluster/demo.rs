@@ -656,13 +656,8 @@ fn wait_for_routers(
     for (i, ns) in servers.iter().enumerate() {
         loop {
             check(stop)?;
-            if let Ok(Some(st)) = mesh.children[i].try_wait() {
-                let err = routers[i]
-                    .1
-                    .take()
-                    .map(|e| e.join().unwrap_or_default())
-                    .unwrap_or_default();
-                return Err(format!("server {} exited at start ({}): {}", i, st, err.trim()).into());
+            if let Some(e) = exited_at_start(mesh, routers, i) {
+                return Err(e);
             }
             if packet_sockets(ns)? >= servers.len() {
                 break;
@@ -673,7 +668,29 @@ fn wait_for_routers(
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    Ok(())
+    // A server whose configuration fails later in its build (VLBSwitch's arguments
+    // after its interfaces') holds its sockets for a moment before it exits: look
+    // once more after a pause, so it is reported as not starting.
+    std::thread::sleep(Duration::from_millis(100));
+    match (0..servers.len()).find_map(|i| exited_at_start(mesh, routers, i)) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Server `i`'s exit with its error output, if it has exited.
+fn exited_at_start(
+    mesh: &mut Mesh,
+    routers: &mut [(JoinHandle<String>, Option<JoinHandle<String>>)],
+    i: usize,
+) -> Option<Stop> {
+    let st = mesh.children[i].try_wait().ok()??;
+    let err = routers[i]
+        .1
+        .take()
+        .map(|e| e.join().unwrap_or_default())
+        .unwrap_or_default();
+    Some(format!("server {} exited at start ({}): {}", i, st, err.trim()).into())
 }
 
 fn packet_sockets(ns: &str) -> Result<usize, String> {
