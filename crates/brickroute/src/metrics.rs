@@ -234,6 +234,11 @@ pub fn exposition(router: &RouterSpec) -> String {
         let (Ok(class), Ok(handlers)) = (read("class"), read("handlers")) else {
             continue;
         };
+        // A Script's read handlers are calls (`run` runs it; `add` computes from its
+        // parameters), not values to sample.
+        if class.trim() == "Script" {
+            continue;
+        }
         for line in handlers.lines() {
             let mut fields = line.split('\t');
             let (Some(handler), Some(access)) = (fields.next(), fields.next()) else {
@@ -285,6 +290,23 @@ mod tests {
         assert_eq!(number("inf"), None);
         assert_eq!(number("1 2"), None);
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn a_scrape_runs_no_script() {
+        let r = graph::testing::router(
+            "c :: Counter; Idle -> c -> Discard;
+             s :: Script(TYPE PASSIVE, write c.reset, return 5)",
+        )
+        .unwrap();
+        let text = exposition(&r);
+        assert!(
+            text.contains("element=\"c\",class=\"Counter\",handler=\"count\"} 0\n"),
+            "{}",
+            text
+        );
+        assert!(!text.contains("element=\"s\""), "{}", text);
+        assert_eq!(r.read_handler("s.run").unwrap(), "5");
     }
 
     #[test]

@@ -669,3 +669,58 @@ fn a_requirement_brickroute_lacks_is_an_error() {
     ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
 }
+
+/// `brickroute run ARGS`, killed after 30 s if it has not ended.
+fn run_limited(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("timeout")
+        .arg("30")
+        .arg(env!("CARGO_BIN_EXE_brickroute"))
+        .args(args)
+        .output()
+        .expect("run timeout")
+}
+
+#[test]
+fn a_script_times_handler_calls_on_two_workers_and_stops_the_router() {
+    let o = run_limited(&[
+        "run",
+        "--no-summary",
+        "-j",
+        "2",
+        "-e",
+        "InfiniteSource(LIMIT 300, STOP false) -> c :: Counter -> Discard;
+         Script(set i 0, label l, wait 20ms, print \"$i: $(c.count)\", set i $(add $i 1),
+                goto l $(lt $i 2), write c.reset, read c.count, stop)",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o), "0: 300\n1: 300\n");
+    assert_eq!(stderr(&o), "c.count:\n0\n");
+}
+
+#[test]
+fn a_passive_script_is_a_handler() {
+    let o = run_limited(&[
+        "run",
+        "-q",
+        "-e",
+        "s :: Script(TYPE PASSIVE, return $(sprintf \"%d-%s\" $(mul 2 3) x))",
+        "-h",
+        "s.run",
+        "-h",
+        "s.add",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o), "s.run:\n6-x\n\ns.add:\n0\n\n");
+    // A call that fails stays as written, and its error goes to standard error.
+    let o = run_limited(&[
+        "run",
+        "-q",
+        "-e",
+        "s :: Script(TYPE PASSIVE, return $(sprintf \"%d-%s\" $1 $2))",
+        "-h",
+        "s.run",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o), "$(sprintf \"%d-%s\" $1 $2)\n");
+    assert_eq!(stderr(&o), "s :: Script: syntax error\n");
+}

@@ -188,6 +188,28 @@ pub trait ElementSpec: Send + Sync {
         None
     }
 
+    /// Reads handler `name` (with `param`, if given) of an element whose handlers call
+    /// other handlers of the router (a Script). Tried before the other read handlers.
+    fn read_handler_in(
+        &self,
+        _name: &str,
+        _param: Option<&str>,
+        _router: &crate::router::RouterSpec,
+    ) -> Option<Result<String, String>> {
+        None
+    }
+
+    /// Writes handler `name` of an element whose handlers call other handlers of the
+    /// router (a Script). Tried before [`ElementSpec::write_handler`].
+    fn write_handler_in(
+        &self,
+        _name: &str,
+        _value: &str,
+        _router: &crate::router::RouterSpec,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+
     /// Reads handler `name` with a parameter (Click's read handlers with parameters,
     /// such as a route table's `lookup ADDR`). `None` if there is no such handler.
     fn read_handler_with(&self, _name: &str, _param: &str) -> Option<Result<String, String>> {
@@ -340,6 +362,10 @@ pub enum TaskStatus {
     /// `ToDevice` between flush deadlines: polling its timer in every busy pass cost
     /// about 2.5 cycles a packet on the route path.)
     IdleUntil(u64),
+    /// Finished what keeps the router running, but still to be called as a source that
+    /// only serves (see [`Element::keeps_router_running`]): a Script whose instructions
+    /// ended may be run again by a handler and then wait on its timer.
+    Released,
     /// Finished for good.
     Done,
 }
@@ -666,6 +692,9 @@ pub struct Context<'a> {
     stop: &'a StopFlag,
     /// The pass's time-stamp counter reading, once something asked for it.
     now: Option<u64>,
+    /// The router the worker runs, for elements that call its handlers (a Script);
+    /// `None` in a graph run without one (unit tests).
+    router: Option<&'a crate::router::RouterSpec>,
 }
 
 impl<'a> Context<'a> {
@@ -674,6 +703,7 @@ impl<'a> Context<'a> {
             worker,
             stop,
             now: None,
+            router: None,
         }
     }
 
@@ -685,7 +715,19 @@ impl<'a> Context<'a> {
             worker,
             stop,
             now: Some(now),
+            router: None,
         }
+    }
+
+    /// This context, able to reach `router`'s handlers.
+    pub fn in_router(mut self, router: Option<&'a crate::router::RouterSpec>) -> Context<'a> {
+        self.router = router;
+        self
+    }
+
+    /// The router this worker runs, if the caller gave it.
+    pub fn router(&self) -> Option<&'a crate::router::RouterSpec> {
+        self.router
     }
 
     /// The time-stamp counter at this pass: read once per context, so the elements of

@@ -524,6 +524,9 @@ impl RouterSpec {
             .find_index(ename)
             .ok_or_else(|| format!("no element '{}'", ename))?;
         let e = &self.elements[index];
+        if let Some(r) = e.spec.read_handler_in(hname, param, self) {
+            return r;
+        }
         if let Some(param) = param {
             if let Some(r) = e.spec.read_handler_with(hname, param) {
                 return r;
@@ -625,6 +628,11 @@ impl RouterSpec {
             .ok_or_else(|| format!("no element '{}'", ename))?;
         // Held across the write, so that concurrent writes leave `config` showing the
         // value the element took last.
+        if let Some(r) = e.spec.write_handler_in(hname, value, self) {
+            // (Not under the `config` lock: the handler calls other handlers, which
+            // may be this element's own.)
+            return r;
+        }
         let mut config = lock(&e.config);
         match e.spec.write_handler(hname, value) {
             Some(Ok(())) if hname == "config" => {
@@ -806,26 +814,36 @@ impl GraphInstance {
 
     /// Runs every live source once, pushing what it emits through the graph.
     pub fn run_sources(&mut self) -> RunResult {
-        self.run_sources_with(None)
+        self.run_sources_with(None, None)
     }
 
     /// [`Self::run_sources`] for a pass that began at TSC reading `now`, which the
     /// elements' timers then use instead of reading the counter again.
     pub fn run_sources_at(&mut self, now: u64) -> RunResult {
-        self.run_sources_with(Some(now))
+        self.run_sources_with(Some(now), None)
     }
 
-    fn run_sources_with(&mut self, now: Option<u64>) -> RunResult {
+    /// [`Self::run_sources_at`] for the graph of `router`, whose handlers the elements
+    /// may then call (a Script's instructions).
+    pub fn run_sources_in(&mut self, router: &RouterSpec, now: u64) -> RunResult {
+        self.run_sources_with(Some(now), Some(router))
+    }
+
+    fn run_sources_with(&mut self, now: Option<u64>, router: Option<&RouterSpec>) -> RunResult {
         if self.profiling {
-            self.run_sources_timed::<true>(now)
+            self.run_sources_timed::<true>(now, router)
         } else {
-            self.run_sources_timed::<false>(now)
+            self.run_sources_timed::<false>(now, router)
         }
     }
 
     /// A pass; `PROF`: time each element call (two copies of the graph's dispatch, so
     /// the usual one carries no test for it).
-    fn run_sources_timed<const PROF: bool>(&mut self, now: Option<u64>) -> RunResult {
+    fn run_sources_timed<const PROF: bool>(
+        &mut self,
+        now: Option<u64>,
+        router: Option<&RouterSpec>,
+    ) -> RunResult {
         // Borrow the fields apart instead of cloning the Arc: a clone per pass is an
         // atomic write to a cache line every worker shares.
         let GraphInstance {
@@ -843,7 +861,8 @@ impl GraphInstance {
         let mut cx = match now {
             Some(t) => Context::at(*worker, stop, t),
             None => Context::new(*worker, stop),
-        };
+        }
+        .in_router(router);
         // Sources that said they have nothing to do yet are skipped only in a timed pass
         // that is not the one seeing a stop request, once another source moved packets.
         // (`u64::MAX`: none is skipped.)
@@ -879,9 +898,9 @@ impl GraphInstance {
                 TaskStatus::IdleUntil(t) => t,
                 _ => 0,
             };
-            if status == TaskStatus::Done {
-                done[si] = true;
-                if counted[si] {
+            if matches!(status, TaskStatus::Done | TaskStatus::Released) {
+                done[si] = status == TaskStatus::Done;
+                if std::mem::take(&mut counted[si]) {
                     *live -= 1;
                 }
             }

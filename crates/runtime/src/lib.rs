@@ -363,7 +363,7 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration, profile: b
     let mut t0 = tsc::rdtsc();
     loop {
         let stopping = stop.is_requested();
-        let r = g.run_sources_at(t0);
+        let r = g.run_sources_in(spec, t0);
         let t1 = tsc::rdtsc();
         let cycles = t1.wrapping_sub(t0);
         st.iterations += 1;

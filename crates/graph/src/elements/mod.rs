@@ -29,6 +29,7 @@ pub(crate) mod print;
 pub(crate) mod queue;
 pub(crate) mod random;
 pub(crate) mod ratedsplitter;
+pub(crate) mod script;
 pub(crate) mod settimestamp;
 pub mod shared;
 pub(crate) mod slots;
@@ -43,6 +44,7 @@ pub(crate) mod vlan;
 
 pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(discard::DiscardClass));
+    reg.add(Arc::new(script::ScriptClass));
     reg.add(Arc::new(counter::CounterClass));
     reg.add(Arc::new(strip::StripClass));
     reg.add(Arc::new(strip::UnstripClass));

@@ -12,7 +12,7 @@ mod lexer;
 mod parser;
 #[cfg(test)]
 mod tests;
-mod vars;
+pub(crate) mod vars;
 
 /// Parses the Click configuration `source` (read from `file`, for error landmarks)
 /// and flattens it. `defines` are command-line `$NAME` definitions; they override the

@@ -2,7 +2,7 @@
 //! `VariableEnvironment`) and the assignment of compound arguments to formal
 //! parameters (Click's `cp_assign_arguments`).
 
-use crate::args::split_words;
+use crate::args::{skip_comment, split_words};
 use std::rc::Rc;
 
 /// A scope of variables: the file's `define`s (and command-line definitions) at depth
@@ -71,8 +71,8 @@ fn quote_inner(s: &str, out: &mut String) {
 }
 
 /// How a variable was written: `$NAME` (also `$?`, `$#`, `$$`), `${...}` or `$(...)`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum VarForm {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VarForm {
     Plain,
     Braces,
     Parens,
@@ -129,23 +129,6 @@ fn lookup(var: &str, form: VarForm, env: &Env, depth: usize) -> Option<String> {
     }
 }
 
-/// Position after the comment starting at `s` (`//` or `/*`).
-fn skip_comment(b: &[u8], s: usize) -> usize {
-    if b[s + 1] == b'/' {
-        let mut i = s + 2;
-        while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
-            i += 1;
-        }
-        (i + 1).min(b.len())
-    } else {
-        let mut i = s + 2;
-        while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-            i += 1;
-        }
-        (i + 2).min(b.len())
-    }
-}
-
 /// Substitutes `$NAME`, `${NAME}`, `${NAME[N]}`, `${NAME-DEFAULT}` and `$(NAME)` in
 /// `config`, as Click's `cp_expand` does: a variable's value is expanded in turn, and a
 /// variable name containing `$` is expanded before it is looked up. Nothing is
@@ -160,6 +143,24 @@ pub(crate) fn expand(config: &str, env: &Env) -> String {
 const MAX_DEPTH: usize = 10;
 
 fn expand_at(config: &str, env: &Env, depth: usize) -> String {
+    substitute(config, depth, false, &mut |name, form, depth| {
+        lookup(name, form, env, depth)
+    })
+}
+
+/// Click's `cp_expand` over any variables: replaces each `$NAME` (also `$?`, `$#`,
+/// `$$`), `${...}` and `$(...)` in `config` with what `value(name, form, depth)` gives,
+/// leaving a reference it gives nothing for as written. A braced or parenthesised name
+/// holding a `$` is substituted first (one level deeper). Nothing is substituted inside
+/// single quotes or comments, nor deeper than Click's limit; inside double quotes a
+/// value is backslash-quoted, and so is one outside quotes when `quote_values` (which
+/// then puts it in double quotes), so that one unquoting gives the value back.
+pub(crate) fn substitute(
+    config: &str,
+    depth: usize,
+    quote_values: bool,
+    value: &mut dyn FnMut(&str, VarForm, usize) -> Option<String>,
+) -> String {
     if !config.contains('$') {
         return config.to_string();
     }
@@ -184,60 +185,31 @@ fn expand_at(config: &str, env: &Env, depth: usize) -> String {
             }
             b'$' if s + 1 < b.len() && quote != b'\'' && depth <= MAX_DEPTH => {
                 let before = s;
-                let next = b[s + 1];
-                let (form, name_start, name_end, end) = if next == b'{' {
-                    let Some(close) = config[s + 2..].find('}') else {
-                        break;
-                    };
-                    (VarForm::Braces, s + 2, s + 2 + close, s + 2 + close + 1)
-                } else if next == b'(' {
-                    let mut level = 1;
-                    let mut nquote = 0u8;
-                    let mut i = s + 2;
-                    while i < b.len() && level > 0 {
-                        match b[i] {
-                            b'(' if nquote == 0 => level += 1,
-                            b')' if nquote == 0 => level -= 1,
-                            q @ (b'"' | b'\'') => {
-                                if nquote == 0 {
-                                    nquote = q;
-                                } else if nquote == q {
-                                    nquote = 0;
-                                }
-                            }
-                            b'\\' if i + 1 < b.len() && nquote != b'\'' => i += 1,
-                            _ => {}
-                        }
-                        i += 1;
-                    }
-                    if level > 0 {
+                let Some((form, name_start, name_end, end)) = reference_at(config, s) else {
+                    if matches!(b[s + 1], b'{' | b'(') {
+                        // Unclosed: nothing after it is substituted, as in Click.
                         break;
                     }
-                    (VarForm::Parens, s + 2, i - 1, i)
-                } else if next.is_ascii_alphanumeric() || next == b'_' {
-                    let mut i = s + 1;
-                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                        i += 1;
-                    }
-                    (VarForm::Plain, s + 1, i, i)
-                } else if matches!(next, b'?' | b'#' | b'$') {
-                    (VarForm::Plain, s + 1, s + 2, s + 2)
-                } else {
                     s += 1;
                     continue;
                 };
                 let written = &config[name_start..name_end];
                 let name_has_var = form != VarForm::Plain && written.contains('$');
                 let name = if name_has_var {
-                    expand_at(written, env, depth + 1)
+                    substitute(written, depth + 1, false, value)
                 } else {
                     written.to_string()
                 };
                 out.push_str(&config[copied..before]);
                 s = end;
                 copied = end;
-                match lookup(&name, form, env, depth) {
+                match value(&name, form, depth) {
                     Some(text) if quote == b'"' => quote_inner(&text, &mut out),
+                    Some(text) if quote_values => {
+                        out.push('"');
+                        quote_inner(&text, &mut out);
+                        out.push('"');
+                    }
                     Some(text) => out.push_str(&text),
                     None if name_has_var => {
                         out.push_str(&config[before..name_start]);
@@ -254,6 +226,49 @@ fn expand_at(config: &str, env: &Env, depth: usize) -> String {
     }
     out.push_str(&config[copied.min(config.len())..]);
     out
+}
+
+/// The reference starting with the `$` at `s`: how it is written, where its name
+/// starts and ends, and the position after it; `None` if no reference starts there (or
+/// a brace or parenthesis is not closed).
+fn reference_at(config: &str, s: usize) -> Option<(VarForm, usize, usize, usize)> {
+    let b = config.as_bytes();
+    let next = b[s + 1];
+    if next == b'{' {
+        let close = config[s + 2..].find('}')?;
+        Some((VarForm::Braces, s + 2, s + 2 + close, s + 2 + close + 1))
+    } else if next == b'(' {
+        let mut level = 1;
+        let mut nquote = 0u8;
+        let mut i = s + 2;
+        while i < b.len() && level > 0 {
+            match b[i] {
+                b'(' if nquote == 0 => level += 1,
+                b')' if nquote == 0 => level -= 1,
+                q @ (b'"' | b'\'') => {
+                    if nquote == 0 {
+                        nquote = q;
+                    } else if nquote == q {
+                        nquote = 0;
+                    }
+                }
+                b'\\' if i + 1 < b.len() && nquote != b'\'' => i += 1,
+                _ => {}
+            }
+            i += 1;
+        }
+        (level == 0).then_some((VarForm::Parens, s + 2, i - 1, i))
+    } else if next.is_ascii_alphanumeric() || next == b'_' {
+        let mut i = s + 1;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+        }
+        Some((VarForm::Plain, s + 1, i, i))
+    } else if matches!(next, b'?' | b'#' | b'$') {
+        Some((VarForm::Plain, s + 1, s + 2, s + 2))
+    } else {
+        None
+    }
 }
 
 /// Assigns compound arguments to formals (`types[i]` is "" for a positional formal,

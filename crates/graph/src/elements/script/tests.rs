@@ -1,0 +1,447 @@
+use super::machine::{Ending, Machine, World};
+use super::program::Program;
+use super::*;
+use crate::testing::router;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// A world of fixed handlers and a clock the test moves, recording what the script
+/// prints, writes and reports.
+#[derive(Default)]
+struct FakeWorld {
+    reads: HashMap<String, String>,
+    printed: String,
+    files: HashMap<String, String>,
+    written: Vec<String>,
+    messages: Vec<String>,
+    errors: Vec<String>,
+    stops: usize,
+    now: u64,
+}
+
+impl World for FakeWorld {
+    fn read(&mut self, call: &str) -> Result<String, String> {
+        if let Some(r) = super::arith::call(program::first_word(call).0, program::first_word(call).1) {
+            return r;
+        }
+        self.reads
+            .get(call)
+            .cloned()
+            .ok_or_else(|| format!("no read handler '{}'", call))
+    }
+    fn write(&mut self, call: &str) -> Result<(), String> {
+        self.written.push(call.to_string());
+        if call.starts_with("bad.") {
+            Err(format!("refused '{}'", call))
+        } else {
+            Ok(())
+        }
+    }
+    fn print(&mut self, file: Option<(&str, bool)>, text: &str) -> Result<(), String> {
+        match file {
+            None => self.printed.push_str(text),
+            Some((f, append)) => {
+                let e = self.files.entry(f.to_string()).or_default();
+                if !append {
+                    e.clear();
+                }
+                e.push_str(text);
+            }
+        }
+        Ok(())
+    }
+    fn message(&mut self, text: &str) {
+        self.messages.push(text.to_string());
+    }
+    fn error(&mut self, text: &str) {
+        self.errors.push(text.to_string());
+    }
+    fn stop(&mut self) {
+        self.stops += 1;
+    }
+    fn now(&self) -> u64 {
+        self.now
+    }
+    /// One tick a millisecond.
+    fn ticks(&self, d: Duration) -> u64 {
+        d.as_millis() as u64
+    }
+}
+
+fn program(insns: &[&str]) -> Program {
+    Program::parse(&insns.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+}
+
+/// Initializes and runs `insns` once in `w`.
+fn run_in(insns: &[&str], w: &mut FakeWorld) -> (Program, Machine) {
+    let p = program(insns);
+    let mut m = Machine::new(&p);
+    m.initialize(&p, w);
+    m.step(&p, w, 0);
+    (p, m)
+}
+
+#[test]
+fn the_counting_loop_of_clicks_documentation() {
+    let mut w = FakeWorld::default();
+    let (_, m) = run_in(
+        &[
+            "set x 0",
+            "label begin_loop",
+            "print $x",
+            "set x $(add $x 1)",
+            "goto begin_loop $(lt $x 5)",
+            "stop",
+        ],
+        &mut w,
+    );
+    assert_eq!(w.printed, "0\n1\n2\n3\n4\n");
+    assert_eq!((w.stops, m.ending), (1, Some(Ending::Stop)));
+    assert!(w.errors.is_empty());
+}
+
+#[test]
+fn set_setq_and_print_quoting_as_documented() {
+    let mut w = FakeWorld::default();
+    w.reads.insert("c.count".into(), "0".into());
+    run_in(
+        &[
+            "set x $(c.count)",
+            "print $x",
+            "set x \"$(c.count)\"",
+            "print $x",
+            "setq x \"$(c.count)\"",
+            "print $x",
+            "print c.count",
+            "print \"c.count\"",
+            "print '\"c.count\"'",
+            "set y c.count",
+            "print $y",
+            "print $($y)",
+            "printn no newline",
+            "printn \"|\"",
+        ],
+        &mut w,
+    );
+    assert_eq!(w.printed, "0\n\"0\"\n0\n0\nc.count\n\"c.count\"\nc.count\n0\n|");
+}
+
+#[test]
+fn a_value_with_quotes_and_newlines_prints_as_it_is() {
+    let mut w = FakeWorld::default();
+    w.reads.insert("e.text".into(), "say \"hi\"\\\n".into());
+    run_in(&["set t $(e.text)", "print [$t]", "print \"[$t]\""], &mut w);
+    assert_eq!(w.printed, "[say \"hi\"\\\n]\n[say \"hi\"\\\n]\n");
+}
+
+#[test]
+fn print_to_files_read_write_and_their_status() {
+    let mut w = FakeWorld::default();
+    w.reads.insert("c.count".into(), "7\n".into());
+    run_in(
+        &[
+            "print >out \"a\"",
+            "print >>out \"b\"",
+            "print >>log $(c.count)",
+            "print >out2 c.count",
+            "read c.count",
+            "write c.reset",
+            "print $?",
+            "write bad.x 1",
+            "print $?",
+            "writeq \"d.set\" \"a b\"",
+            "read nope",
+        ],
+        &mut w,
+    );
+    assert_eq!(w.files["out"], "a\nb\n");
+    assert_eq!(w.files["log"], "7\n");
+    assert_eq!(w.files["out2"], "7\n");
+    assert_eq!(w.messages, vec!["c.count:\n7"]);
+    assert_eq!(w.written, vec!["c.reset", "bad.x 1", "d.set a b"]);
+    assert_eq!(w.printed, "0\n-22\n");
+    assert_eq!(w.errors, vec!["refused 'bad.x 1'", "no read handler 'nope'"]);
+}
+
+#[test]
+fn pause_waits_for_steps_and_wait_for_time_or_a_step() {
+    let mut w = FakeWorld::default();
+    let (p, mut m) = run_in(
+        &[
+            "print \"a\"",
+            "pause 2",
+            "print \"b\"",
+            "wait 5ms",
+            "print \"c\"",
+            "wait 1s",
+            "print \"d\"",
+        ],
+        &mut w,
+    );
+    assert_eq!((w.printed.as_str(), m.ending.clone()), ("a\n", None));
+    m.step(&p, &mut w, 1);
+    assert_eq!(w.printed, "a\n");
+    m.step(&p, &mut w, 1);
+    assert_eq!(w.printed, "a\nb\n");
+    // Blocked at `wait 5ms`, due at tick 5.
+    assert_eq!(m.deadline, Some(5));
+    w.now = 5;
+    m.step(&p, &mut w, 1);
+    assert_eq!(w.printed, "a\nb\nc\n");
+    assert_eq!(m.deadline, Some(1005));
+    // A step passes a wait before its time.
+    m.step(&p, &mut w, 1);
+    assert_eq!(w.printed, "a\nb\nc\nd\n");
+    assert_eq!((m.deadline, m.ending), (None, Some(Ending::End)));
+}
+
+#[test]
+fn steps_beyond_the_waits_reached_are_dropped() {
+    let mut w = FakeWorld::default();
+    let (p, mut m) = run_in(&["pause", "print \"a\"", "pause", "print \"b\""], &mut w);
+    m.step(&p, &mut w, 5);
+    assert_eq!(w.printed, "a\nb\n");
+    let (p, mut m) = run_in(
+        &["pause", "print 1", "wait 1s", "print 2", "pause", "print 3"],
+        &mut w,
+    );
+    m.step(&p, &mut w, 2);
+    assert_eq!(w.printed, "a\nb\n1\n2\n");
+    assert_eq!(m.ending, None);
+}
+
+#[test]
+fn a_loop_waits_again_at_each_pause() {
+    let mut w = FakeWorld::default();
+    let (p, mut m) = run_in(&["pause", "print \"tick\"", "loop"], &mut w);
+    for _ in 0..3 {
+        m.step(&p, &mut w, 1);
+    }
+    assert_eq!(w.printed, "tick\ntick\ntick\n");
+}
+
+#[test]
+fn gotos_with_conditions_and_builtin_labels() {
+    let mut w = FakeWorld::default();
+    let (_, m) = run_in(
+        &[
+            "goto skip true",
+            "print 1",
+            "label skip",
+            "goto end $(eq 1 1)",
+            "print 2",
+        ],
+        &mut w,
+    );
+    assert_eq!((w.printed.as_str(), m.ending), ("", Some(Ending::End)));
+    let (_, m) = run_in(&["goto exit false", "goto error", "print 1"], &mut w);
+    assert_eq!(m.ending, Some(Ending::Error(String::new())));
+    let (_, m) = run_in(&["goto exit maybe", "print 3"], &mut w);
+    assert_eq!(w.errors, vec!["bad condition 'maybe'"]);
+    assert_eq!((w.printed.as_str(), m.ending), ("3\n", Some(Ending::End)));
+}
+
+#[test]
+fn a_script_that_loops_without_blocking_is_stopped() {
+    let mut w = FakeWorld::default();
+    let (p, mut m) = run_in(&["label a", "goto a"], &mut w);
+    assert_eq!(w.errors, vec!["too many jumps, giving up"]);
+    assert_eq!(m.ending, Some(Ending::End));
+    // It stays disabled.
+    m.step(&p, &mut w, 1);
+    assert_eq!(w.errors.len(), 1);
+}
+
+#[test]
+fn return_error_init_and_run_arguments() {
+    let mut w = FakeWorld::default();
+    w.reads.insert("c.count".into(), "3".into());
+    let p = program(&[
+        "init n $(c.count)",
+        "set n $(add $n 1)",
+        "return \"$n $# [$1] [$2] [$3] $args\"",
+    ]);
+    let mut m = Machine::new(&p);
+    m.initialize(&p, &mut w);
+    w.reads.insert("c.count".into(), "100".into());
+    m.initialize(&p, &mut w);
+    m.restart("a 'b c'");
+    m.step(&p, &mut w, 0);
+    assert_eq!(m.ending, Some(Ending::Return));
+    assert_eq!(m.returned(), "\"4 2 [a] ['b c'] [] a 'b c'\"");
+    m.restart("");
+    m.step(&p, &mut w, 0);
+    assert_eq!(m.returned(), "\"5 0 [] [] [] \"");
+    let (_, m) = run_in(&["returnq \"x y\""], &mut w);
+    assert_eq!(m.returned(), "x y");
+    let (_, m) = run_in(&["errorq \"bad $(add 1 1)\"", "print 1"], &mut w);
+    assert_eq!(m.ending, Some(Ending::Error("bad 2".into())));
+    assert_eq!(w.errors, vec!["bad 2"]);
+}
+
+#[test]
+fn an_ended_script_stepped_runs_its_ending_instruction_again() {
+    let mut w = FakeWorld::default();
+    let (p, mut m) = run_in(&["print \"a\"", "stop", "print \"b\""], &mut w);
+    assert_eq!(w.stops, 1);
+    m.step(&p, &mut w, 1);
+    assert_eq!((w.printed.as_str(), w.stops), ("a\n", 2));
+}
+
+// ---- Through a router ----
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("brickroute-script-{}-{}", std::process::id(), name));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("out")
+}
+
+/// Runs `r` on one worker until every source is done or a stop is asked (at most 5 s).
+fn run_router(r: &RouterSpec) {
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        let res = g.run_sources_in(r, tsc::rdtsc());
+        if res.all_done || r.stop_flag().is_requested() {
+            return;
+        }
+    }
+    panic!("router did not finish");
+}
+
+#[test]
+fn an_active_script_reads_counters_after_a_wait_and_stops_the_router() {
+    let out = temp_path("active");
+    let text = format!(
+        "InfiniteSource(LIMIT 5, STOP false) -> c :: Counter -> Discard;
+         Script(wait 20ms, print >{0} $(c.count), write c.reset, print >>{0} c.count, stop)",
+        out.display()
+    );
+    let r = router(&text).unwrap();
+    let t0 = std::time::Instant::now();
+    run_router(&r);
+    assert!(t0.elapsed() >= Duration::from_millis(20));
+    assert!(r.stop_flag().was_asked());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "5\n0\n");
+}
+
+#[test]
+fn an_active_script_that_ends_lets_the_router_end() {
+    let out = temp_path("ends");
+    let r = router(&format!("Script(print >{} \"done\")", out.display())).unwrap();
+    run_router(&r);
+    assert!(!r.stop_flag().was_asked());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "done\n");
+}
+
+#[test]
+fn a_passive_script_answers_its_run_handler() {
+    let r = router(
+        "Idle -> c1 :: Counter -> Discard; Idle -> c2 :: Counter -> Discard;
+         s :: Script(TYPE PASSIVE, return $(add $(c1.count) $(c2.count) $#))",
+    )
+    .unwrap();
+    assert_eq!(r.read_handler("s.run").unwrap(), "0");
+    assert_eq!(r.read_handler("s.run a b c").unwrap(), "3");
+    // Arithmetic handlers answer anyone.
+    assert_eq!(r.read_handler("s.add 1 2").unwrap(), "3");
+    assert_eq!(r.read_handler("s.sprintf \"%03d\" 7").unwrap(), "007");
+    assert!(r.read_handler("s.handlers").unwrap().contains("step\tw\n"));
+}
+
+#[test]
+fn step_and_goto_handlers_move_a_script() {
+    let out = temp_path("step");
+    let r = router(&format!(
+        "s :: Script(TYPE PASSIVE, print >>{0} 1, pause, print >>{0} 2, label l, print >>{0} 3, error oops)",
+        out.display()
+    ))
+    .unwrap();
+    r.write_handler("s.run", "").unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "1\n");
+    assert_eq!(r.write_handler("s.step", ""), Err("oops".to_string()));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "1\n2\n3\n");
+    assert_eq!(r.write_handler("s.goto", "l"), Err("oops".to_string()));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "1\n2\n3\n3\n");
+    assert_eq!(
+        r.write_handler("s.goto", "nowhere"),
+        Err("jump to nonexistent label".to_string())
+    );
+    assert_eq!(
+        r.write_handler("s.goto", "exit"),
+        Err("jump to nonexistent label".to_string())
+    );
+    assert_eq!(r.write_handler("s.step", "x"), Err("syntax error".to_string()));
+    assert_eq!(
+        r.write_handler("s.add", "1"),
+        Err("'s.add' is a read handler".to_string())
+    );
+}
+
+#[test]
+fn a_script_calling_its_own_run_is_refused_not_deadlocked() {
+    let r = router("s :: Script(TYPE PASSIVE, write s.step, return $?, )").unwrap();
+    assert_eq!(r.read_handler("s.run").unwrap(), "-22");
+    let r = router("s :: Script(TYPE PASSIVE, return $(run))").unwrap();
+    assert_eq!(r.read_handler("s.run").unwrap(), "$(run)");
+}
+
+#[test]
+fn a_script_writes_global_and_element_handlers() {
+    let r = router(
+        "InfiniteSource(LIMIT 3, STOP false) -> c :: Counter -> Discard;
+         s :: Script(TYPE PASSIVE, write c.reset, write stop, return $(c.count))",
+    )
+    .unwrap();
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    for _ in 0..10 {
+        g.run_sources_in(&r, tsc::rdtsc());
+    }
+    assert_eq!(r.read_handler("c.count").unwrap(), "3");
+    assert!(!r.stop_flag().was_asked());
+    assert_eq!(r.read_handler("s.run").unwrap(), "0");
+    assert!(r.stop_flag().was_asked());
+}
+
+#[test]
+fn configuration_errors() {
+    let err = |text: &str| router(text).err().expect("refused").to_string();
+    let e = err("Script(set x 1, frob, goto nowhere)");
+    assert!(e.contains("Script@1 :: Script: syntax error at 'frob'"), "{}", e);
+    assert!(e.contains("Script@1 :: Script: no such label 'nowhere'"), "{}", e);
+    assert!(err("Script(TYPE SOMETIMES, stop)").contains("bad TYPE; expected 'ACTIVE' or 'PASSIVE'"));
+    assert!(err("Script(TYPE DRIVER, stop)").contains("TYPE DRIVER is not supported"));
+    assert!(err("Script(TYPE SIGNAL HUP, stop)").contains("TYPE SIGNAL is not supported"));
+}
+
+mod no_panic {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any instructions, parsed and run (in a world without handlers), end or
+        /// block without panicking.
+        #[test]
+        fn any_script_text_runs_without_panicking(
+            insns in proptest::collection::vec("(set x|print|printn|goto l|label l|wait|pause|return|error|write|read|init y|sprintf) ?[$(){}'\"\\ a-z0-9%.#?*é/-]{0,24}", 0..8),
+            steps in 0u32..4,
+        ) {
+            let Ok(p) = Program::parse(&insns) else { return Ok(()) };
+            let mut w = FakeWorld::default();
+            let mut m = Machine::new(&p);
+            m.initialize(&p, &mut w);
+            m.step(&p, &mut w, 0);
+            m.step(&p, &mut w, steps);
+            m.restart("a 'b c' $x");
+            m.step(&p, &mut w, steps);
+        }
+
+        #[test]
+        fn arithmetic_on_any_words_does_not_panic(
+            name in prop::sample::select(super::super::arith::HANDLERS.to_vec()),
+            args in "[-+0-9a-fx.e%*#'\" dsuXo]{0,24}",
+        ) {
+            let _ = super::super::arith::call(name, &args);
+        }
+    }
+}
