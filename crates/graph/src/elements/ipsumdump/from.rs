@@ -97,6 +97,8 @@ struct Reader {
     pending: VecDeque<Packet>,
     /// `packet parse error` was said (Click says it once).
     complained: bool,
+    /// A `!binary` line came: the records after it are not text, and are not read.
+    binary: bool,
     finished: bool,
     shared: Arc<Shared>,
 }
@@ -212,6 +214,9 @@ impl Reader {
             }
             if line.starts_with('!') {
                 self.bang_line(&line);
+                if self.binary {
+                    return None;
+                }
                 continue;
             }
             if line.trim().is_empty() {
@@ -255,11 +260,8 @@ impl Reader {
     }
 
     fn bang_line(&mut self, line: &str) {
+        // (Click's lines keep their newline, so a word alone still ends in a space.)
         let word = line.split(|c: char| c.is_ascii_whitespace()).next().unwrap_or("");
-        let spaced = line.len() > word.len();
-        if !spaced {
-            return;
-        }
         match word {
             "!data" | "!contents" => self.bang_data(line),
             "!proto" => {
@@ -271,7 +273,10 @@ impl Reader {
                 }
             }
             "!flowid" => self.bang_flowid(line),
-            "!binary" => self.warn("binary IP summary dumps are not supported"),
+            "!binary" => {
+                self.warn("binary IP summary dumps are not supported; reading stops here");
+                self.binary = true;
+            }
             _ => {}
         }
     }
@@ -589,6 +594,7 @@ impl ElementClass for FromIPSummaryDumpClass {
             multipacket,
             pending: VecDeque::new(),
             complained: false,
+            binary: false,
             finished: false,
             shared: shared.clone(),
         };

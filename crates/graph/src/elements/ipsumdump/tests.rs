@@ -449,6 +449,33 @@ fn active_false_holds_the_packets_until_written_true() {
 }
 
 #[test]
+fn flowid_gives_addresses_ports_and_protocol_and_binary_ends_the_reading() {
+    let (h, pkts) = packets_of(
+        "!flowid 1.0.0.1 10 2.0.0.2 20 U\n!data ip_ttl\n9\n!binary\n\0\0\0\x08abcd\n",
+        "",
+    );
+    assert_eq!(pkts.len(), 1);
+    assert_eq!(
+        pkts[0].data(),
+        &[
+            0x45, 0, 0, 28, 0, 0, 0, 0, 9, 17, 0, 0, 1, 0, 0, 1, 2, 0, 0, 2, //
+            0, 10, 0, 20, 0, 8, 0, 0,
+        ][..]
+    );
+    assert_eq!(h.read("bad_lines"), "0");
+    // The keyword does the same for lines without a !flowid; '-' leaves a part 0.
+    let (_, pkts) = packets_of("!data ip_ttl\n9\n", ", FLOWID 1.0.0.1 - 2.0.0.2 20 T");
+    assert_eq!(
+        &pkts[0].data()[9..24],
+        &[6, 0, 0, 1, 0, 0, 1, 2, 0, 0, 2, 0, 0, 0, 20]
+    );
+    assert_eq!(
+        build_error(&FromIPSummaryDumpClass, "DATA x, FLOWID 1.0.0.1 10", 0, 1),
+        "e :: FromIPSummaryDump: bad !flowid specification"
+    );
+}
+
+#[test]
 fn multipacket_lines_make_count_packets() {
     let (_, pkts) = packets_of("!data src ip_len count\n1.0.0.1 200 3\n", ", MULTIPACKET true");
     assert_eq!(pkts.len(), 3);
