@@ -17,6 +17,7 @@ pub(crate) mod idle;
 pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
+pub mod ipsumdump;
 pub mod multipath;
 pub(crate) mod nd;
 pub(crate) mod neighbor;
@@ -73,6 +74,8 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip::ipfragmenter::IPFragmenterClass));
     reg.add(Arc::new(pcap::fromdump::FromDumpClass));
     reg.add(Arc::new(pcap::todump::ToDumpClass));
+    reg.add(Arc::new(ipsumdump::to::ToIPSummaryDumpClass));
+    reg.add(Arc::new(ipsumdump::from::FromIPSummaryDumpClass));
     reg.add(Arc::new(sources::InfiniteSourceClass));
     reg.add(Arc::new(sources::RatedSourceClass));
     reg.add(Arc::new(classifier::ClassifierClass));
