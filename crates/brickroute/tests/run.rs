@@ -711,7 +711,8 @@ fn a_passive_script_is_a_handler() {
     ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     assert_eq!(stdout(&o), "s.run:\n6-x\n\ns.add:\n0\n\n");
-    // A call that fails stays as written, and its error goes to standard error.
+    // A call that fails stays as written (with the references in it substituted), and
+    // its error goes to standard error.
     let o = run_limited(&[
         "run",
         "-q",
@@ -721,6 +722,32 @@ fn a_passive_script_is_a_handler() {
         "s.run",
     ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
-    assert_eq!(stdout(&o), "$(sprintf \"%d-%s\" $1 $2)\n");
+    assert_eq!(stdout(&o), "$(sprintf \"%d-%s\"  )\n");
     assert_eq!(stderr(&o), "s :: Script: syntax error\n");
+}
+
+/// Click's test/handlers/expansion-01.testie, as it is: handler calls whose names come
+/// from script variables, other calls and configuration variables.
+#[test]
+fn clicks_expansion_01_testie() {
+    let o = run_limited(&[
+        "run",
+        "--no-summary",
+        "-e",
+        "
+	define($j sub)
+	Script(print $(add 1 2),
+		set i add,
+		print $($i 3 4),
+		print $($(s.run).name),
+		print $($j 8 5),
+		print $($j.run),
+		stop)
+	s :: Script(TYPE PASSIVE,
+		return i2)
+	sub :: Script(TYPE PASSIVE, return Hello)
+	i1, i2 :: Idle",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o), "3\n7\ni2\n3\nHello\n");
 }

@@ -47,6 +47,15 @@ impl Env {
     }
 }
 
+/// `s` in double quotes, escaped so that unquoting gives it back (Click's `cp_quote`).
+pub(crate) fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    quote_inner(s, &mut out);
+    out.push('"');
+    out
+}
+
 /// Click's `cp_quote` without the surrounding double quotes.
 fn quote_inner(s: &str, out: &mut String) {
     for c in s.chars() {

@@ -3,7 +3,7 @@
 
 use super::expand::{expand, Expander, Reference};
 use super::program::{first_word, Insn, Program, Target};
-use crate::args::{split_words, unquote, FromArg};
+use crate::args::{split_words, unquote, FromArg, Interval};
 
 /// Jumps one step may take before the script is taken for looping and disabled, as
 /// Click's Script does.
@@ -12,10 +12,15 @@ pub const MAX_JUMPS: usize = 1000;
 /// What a script reaches while it runs: the router's handlers, its output, the stop
 /// flag and the clock.
 pub trait World {
-    /// Calls a read handler: `HANDLER [ARGS]`.
-    fn read(&mut self, call: &str) -> Result<String, String>;
-    /// Calls a write handler: `HANDLER [VALUE]`.
-    fn write(&mut self, call: &str) -> Result<(), String>;
+    /// Calls read handler `handler` (`element.handler`, or a name of the script's own
+    /// or a global one) with `param` (empty for none).
+    fn read(&mut self, handler: &str, param: &str) -> Result<String, String>;
+    /// Calls write handler `handler` with `value`.
+    fn write(&mut self, handler: &str, value: &str) -> Result<(), String>;
+    /// `handler` as `element.handler`, the name `read` prints.
+    fn full_name(&self, handler: &str) -> String;
+    /// The script's own handler `handler` names, if it names one (`get`, `s.get`).
+    fn is_own(&self, handler: &str) -> Option<String>;
     /// Writes what `print` prints: to standard output, or to FILE (appended to with
     /// `append`).
     fn print(&mut self, file: Option<(&str, bool)>, text: &str) -> Result<(), String>;
@@ -34,8 +39,11 @@ pub trait World {
 /// How a script's run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ending {
-    /// Its last instruction, `end`, `exit`, or a `goto` to `end`/`exit`.
+    /// Its last instruction, `end`, or a `goto end` (a packet script sends the packet
+    /// to output 0).
     End,
+    /// `exit` (a packet script drops the packet).
+    Exit,
     /// `stop`.
     Stop,
     /// `return`: the value is variable `_`.
@@ -44,17 +52,30 @@ pub enum Ending {
     Error(String),
 }
 
+/// The handler call that runs a script (`run`, or any handler of a PROXY script):
+/// `$0` and `$write` within it.
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    pub handler: String,
+    pub write: bool,
+}
+
 #[derive(Debug)]
 pub struct Machine {
     /// The instruction to run next (or the wait the script is blocked at).
     pub pos: usize,
-    /// The program's variables, by index, and their values.
+    /// The script's variables, by index, and their values; variables the script
+    /// sets only at run time (`input`) are added.
     names: Vec<String>,
     values: Vec<String>,
+    /// The variables `export` makes readable as handlers.
+    exported: Vec<String>,
     /// `$?`: 0 after a write handler succeeded, Click's -EINVAL after one failed.
     write_status: i32,
     /// `$args` (and `$1`, `$#`): what the `run` handler was given.
     pub run_args: String,
+    /// `$0`, `$write`.
+    pub caller: Caller,
     /// Steps taken so far at each `pause`.
     steps_taken: Vec<u32>,
     /// While blocked at a `wait TIME`: when it ends (TSC).
@@ -73,8 +94,14 @@ impl Machine {
             pos: 0,
             names: program.vars.clone(),
             values: vec![String::new(); program.vars.len()],
+            exported: program
+                .exported
+                .iter()
+                .map(|&v| program.vars[v].clone())
+                .collect(),
             write_status: 0,
             run_args: String::new(),
+            caller: Caller::default(),
             steps_taken: vec![0; program.insns.len()],
             deadline: None,
             initialized: false,
@@ -82,7 +109,7 @@ impl Machine {
         }
     }
 
-    /// Evaluates the `init` instructions, once.
+    /// Evaluates the `init` and `export` instructions, once.
     pub fn initialize(&mut self, program: &Program, world: &mut dyn World) {
         if std::mem::replace(&mut self.initialized, true) {
             return;
@@ -100,11 +127,89 @@ impl Machine {
         }
     }
 
-    /// The value of variable `_`, which `return` sets.
+    /// Variable `name`'s value, if the script has one of that name (`args` is the
+    /// run's arguments).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        if name == "args" {
+            return Some(&self.run_args);
+        }
+        let i = self.names.iter().position(|n| n == name)?;
+        Some(&self.values[i])
+    }
+
+    /// Sets variable `name`, adding it if new (`args` is the run's arguments).
+    pub fn set(&mut self, name: &str, value: String) {
+        if name == "args" {
+            self.run_args = value;
+        } else if let Some(i) = self.names.iter().position(|n| n == name) {
+            self.values[i] = value;
+        } else {
+            self.names.push(name.to_string());
+            self.values.push(value);
+        }
+    }
+
+    /// Removes the first word of variable `name` and returns it (the `shift`
+    /// handler); `None` if there is no such variable.
+    pub fn shift(&mut self, name: &str) -> Option<String> {
+        let value = self.get(name)?.to_string();
+        let (word, rest) = first_word(&value);
+        let word = word.to_string();
+        self.set(name, rest.to_string());
+        Some(word)
+    }
+
+    /// The variable handlers: `get VAR`, `shift [VAR]` (`args` by default), and an
+    /// exported variable's own handler.
+    pub fn read_variable(&mut self, handler: &str, param: &str) -> Result<String, String> {
+        let (var, rest) = first_word(param);
+        let var = match (handler, var) {
+            ("shift", "") => "args",
+            ("get", "") => return Err("no variable".to_string()),
+            ("get" | "shift", v) => v,
+            (exported, _) => exported,
+        };
+        if !rest.is_empty() {
+            return Err("too many arguments".to_string());
+        }
+        let undefined = || format!("undefined variable '{}'", var);
+        if handler == "shift" {
+            self.shift(var).ok_or_else(undefined)
+        } else {
+            self.get(var).map(str::to_string).ok_or_else(undefined)
+        }
+    }
+
+    /// Whether `handler`, one of the script's own, is answered from its variables.
+    pub fn is_variable_handler(&self, handler: &str) -> bool {
+        handler == "get" || handler == "shift" || self.exported.iter().any(|e| e == handler)
+    }
+
+    /// Calls read handler `handler`: the script's variable handlers here (the script
+    /// is running, so its state is this), the others through `world`.
+    fn call_read(&mut self, world: &mut dyn World, handler: &str, param: &str) -> Result<String, String> {
+        match world.is_own(handler) {
+            Some(h) if self.is_variable_handler(&h) => self.read_variable(&h, param),
+            _ => world.read(handler, param),
+        }
+    }
+
+    /// What the run answers: the value `return` gave, or empty.
     pub fn returned(&self) -> String {
-        match self.names.iter().position(|v| v == "_") {
-            Some(i) if self.ending == Some(Ending::Return) => self.values[i].clone(),
+        match self.ending {
+            Some(Ending::Return) => self.get("_").unwrap_or("").to_string(),
             _ => String::new(),
+        }
+    }
+
+    /// The output a packet script's run sends its packet to: 0 after `end`, the
+    /// number `return` gave; `None` (drop) after `exit`, `stop`, `error`, a wait or a
+    /// return value that is not a port number.
+    pub fn output(&self) -> Option<usize> {
+        match self.ending {
+            Some(Ending::End) => Some(0),
+            Some(Ending::Return) => usize::from_arg(self.get("_").unwrap_or("")),
+            _ => None,
         }
     }
 
@@ -118,7 +223,7 @@ impl Machine {
     }
 
     /// Moves to `target` (the `goto` handler). `Err` for a label that is not an
-    /// instruction (`exit`, `end`, `error`), which Click refuses too.
+    /// instruction (`exit`, `end`, `stop`, `error`), which Click refuses too.
     pub fn jump(&mut self, target: Target) -> Result<(), String> {
         let Target::At(i) = target else {
             return Err("jump to nonexistent label".to_string());
@@ -161,35 +266,59 @@ impl Machine {
                         return;
                     }
                 }
-                Insn::WaitTime(d) => {
+                Insn::WaitTime(text) => {
                     if pending > 0 {
                         pending -= 1;
                         self.deadline = None;
-                    } else {
-                        if self.deadline.is_none() {
-                            self.deadline = Some(world.now().saturating_add(world.ticks(*d)));
-                        }
+                    } else if self.deadline.is_some() {
                         self.pos = at;
                         return;
+                    } else {
+                        let time = self.expand(text, world, false);
+                        match Interval::from_arg(&time) {
+                            Some(Interval(ns)) => {
+                                let d = std::time::Duration::from_nanos(ns);
+                                self.deadline = Some(world.now().saturating_add(world.ticks(d)));
+                                self.pos = at;
+                                return;
+                            }
+                            // Click reports it and goes on past the wait.
+                            None => world.error(&format!("syntax error at 'wait' ('{}')", time)),
+                        }
                     }
                 }
-                Insn::Print { newline, text } => self.print(text, *newline, world),
+                Insn::Print {
+                    newline,
+                    unquote: q,
+                    text,
+                } => self.print(text, *newline, *q, world),
                 Insn::Read { unquote: q, text } => {
-                    let arg = if *q { unquote(text) } else { text.clone() };
-                    let call = self.expand(&arg, world, false);
-                    match world.read(&call) {
+                    let call = self.expand(text, world, false);
+                    let (handler, param) = call_parts(&call, *q);
+                    match self.call_read(world, handler, &param) {
                         Ok(v) => {
-                            let (name, _) = first_word(&call);
                             let v = v.strip_suffix('\n').unwrap_or(&v);
-                            world.message(&format!("{}:\n{}", name, v));
+                            world.message(&format!("{}:\n{}", world.full_name(handler), v));
                         }
                         Err(e) => world.error(&e),
                     }
                 }
                 Insn::Write { unquote: q, text } => {
-                    let arg = if *q { unquote(text) } else { text.clone() };
-                    let call = self.expand(&arg, world, false);
-                    self.write_status = match world.write(&call) {
+                    let call = self.expand(text, world, false);
+                    let (handler, value) = call_parts(&call, *q);
+                    let written = match world.is_own(handler).as_deref() {
+                        // The script's own variables are this state.
+                        Some("set") => match first_word(&value) {
+                            ("", _) => Err("no variable".to_string()),
+                            (var, v) => {
+                                let v = v.to_string();
+                                self.set(var, v);
+                                Ok(())
+                            }
+                        },
+                        _ => world.write(handler, &value),
+                    };
+                    self.write_status = match written {
                         Ok(()) => 0,
                         Err(e) => {
                             world.error(&e);
@@ -226,37 +355,29 @@ impl Machine {
                         }
                     };
                     if go {
-                        match *target {
+                        let ending = match *target {
                             Target::At(i) => {
                                 // The pauses a backward jump goes back over wait again.
                                 for s in self.steps_taken.iter_mut().take(at).skip(i) {
                                     *s = 0;
                                 }
                                 self.pos = i;
+                                None
                             }
-                            Target::End => {
-                                self.pos = at;
-                                self.ending = Some(Ending::End);
-                                return;
+                            Target::End => Some(Ending::End),
+                            Target::Exit => Some(Ending::Exit),
+                            Target::Stop => {
+                                world.stop();
+                                Some(Ending::Stop)
                             }
-                            Target::Error => {
-                                self.pos = at;
-                                self.ending = Some(Ending::Error(String::new()));
-                                return;
-                            }
+                            Target::Error => Some(Ending::Error(String::new())),
+                        };
+                        if let Some(e) = ending {
+                            self.pos = at;
+                            self.ending = Some(e);
+                            return;
                         }
                     }
-                }
-                Insn::Stop => {
-                    world.stop();
-                    self.pos = at;
-                    self.ending = Some(Ending::Stop);
-                    return;
-                }
-                Insn::End => {
-                    self.pos = at;
-                    self.ending = Some(Ending::End);
-                    return;
                 }
                 Insn::Error { unquote: q, text } => {
                     let m = self.expand(text, world, false);
@@ -283,8 +404,9 @@ impl Machine {
     }
 
     /// `print [>FILE | >>FILE] [TEXT | HANDLER]`: text starting with a letter, `@` or
-    /// `_` names a read handler; other text is printed with one layer of quotes removed.
-    fn print(&mut self, text: &str, newline: bool, world: &mut dyn World) {
+    /// `_` names a read handler (whose parameter `printq` unquotes); other text is
+    /// printed with one layer of quotes removed.
+    fn print(&mut self, text: &str, newline: bool, unquote_param: bool, world: &mut dyn World) {
         let mut text = text;
         let mut file = None;
         if let Some(rest) = text.strip_prefix('>') {
@@ -304,7 +426,8 @@ impl Machine {
             .is_some_and(|c| c.is_ascii_alphabetic() || c == b'@' || c == b'_');
         let mut out = if handler {
             let call = self.expand(text, world, false);
-            match world.read(&call) {
+            let (handler, param) = call_parts(&call, unquote_param);
+            match self.call_read(world, handler, &param) {
                 Ok(v) => v,
                 Err(e) => {
                     world.error(&e);
@@ -328,16 +451,29 @@ impl Machine {
     }
 }
 
+/// A handler call's handler name and its parameter, unquoted for the `q` forms.
+fn call_parts(call: &str, unquote_param: bool) -> (&str, String) {
+    let (handler, param) = first_word(call);
+    (
+        handler,
+        if unquote_param {
+            unquote(param)
+        } else {
+            param.to_string()
+        },
+    )
+}
+
 struct ScriptExpander<'a> {
-    machine: &'a Machine,
+    machine: &'a mut Machine,
     world: &'a mut dyn World,
 }
 
 impl Expander for ScriptExpander<'_> {
     fn value(&mut self, name: &str, how: Reference) -> Option<String> {
-        let m = self.machine;
         if how == Reference::Call {
-            return match self.world.read(name) {
+            let (handler, param) = first_word(name);
+            return match self.machine.call_read(self.world, handler, param) {
                 Ok(v) => Some(v),
                 Err(e) => {
                     self.world.error(&e);
@@ -345,14 +481,17 @@ impl Expander for ScriptExpander<'_> {
                 }
             };
         }
+        let m = &*self.machine;
         // Script variables first, as in Click: a variable may be named `args`.
-        if let Some(i) = m.names.iter().position(|x| x == name) {
-            return Some(m.values[i].clone());
+        if let Some(v) = m.get(name) {
+            return Some(v.to_string());
         }
         let args = || split_words(&m.run_args);
         match name {
             "?" => Some(m.write_status.to_string()),
-            "args" => Some(m.run_args.clone()),
+            "$" => Some(std::process::id().to_string()),
+            "0" => Some(m.caller.handler.clone()),
+            "write" => Some(m.caller.write.to_string()),
             "#" => Some(args().len().to_string()),
             n if n.starts_with(|c: char| ('1'..='9').contains(&c)) => {
                 let k: usize = n.parse().ok()?;

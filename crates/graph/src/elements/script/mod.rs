@@ -1,15 +1,17 @@
-//! `Script(INSTRUCTIONS..., TYPE ACTIVE|PASSIVE)`: Click's scripting element. A script
-//! sets variables, calls the router's handlers, prints, waits for time or for its
-//! `step` handler, and stops the router (see docs/ELEMENTS.md).
+//! `Script(INSTRUCTIONS..., TYPE ACTIVE|PASSIVE|PACKET|PROXY)`: Click's scripting
+//! element. A script sets variables, calls the router's handlers, prints, waits for
+//! time or for its `step` handler, stops the router, and (TYPE PACKET) decides where
+//! each packet goes (see docs/ELEMENTS.md).
 //!
 //! The script runs on worker 0, as a source: it takes its timer there (its `run`
 //! answers `IdleUntil` the next wait's end), and it calls handlers there as Click
 //! calls them from its one driver thread. Writes to its `run`, `step` and `goto`
-//! handlers run it at once in the writer's thread. Its state is under one lock, which
-//! the worker takes only when the script's time has come.
+//! handlers run it at once in the writer's thread; a packet script runs in the thread
+//! of the worker the packet is on. Its state is under one lock, which worker 0 takes
+//! only when the script's time has come.
 
-mod arith;
 mod expand;
+mod functions;
 mod machine;
 mod program;
 
@@ -19,7 +21,7 @@ use crate::elements::shared::lock;
 use crate::error::ConfigError;
 use crate::router::RouterSpec;
 use crate::tsc;
-use machine::{Ending, Machine, World};
+use machine::{Caller, Ending, Machine, World};
 use packet::PacketBatch;
 use program::{first_word, Program};
 use std::io::Write as _;
@@ -35,6 +37,10 @@ enum Kind {
     Active,
     /// Runs when its `run` handler is called.
     Passive,
+    /// Runs for each packet pushed into it; its ending chooses the packet's output.
+    Packet,
+    /// Runs when any handler other than its own is called on it.
+    Proxy,
 }
 
 impl ElementClass for ScriptClass {
@@ -42,26 +48,36 @@ impl ElementClass for ScriptClass {
         "Script"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::parse("0/0")
+        PortCount::parse("-/-")
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
         let e = |m: String| cx.error(m);
+        let has_ports = cx.ninputs > 0 || cx.noutputs > 0;
         let kind = match args
             .keyword::<String>("TYPE")
             .map_err(e)?
             .as_deref()
             .map(str::trim)
         {
+            None if has_ports => Kind::Packet,
             None | Some("ACTIVE") => Kind::Active,
             Some("PASSIVE") => Kind::Passive,
+            Some("PACKET" | "PUSH") => Kind::Packet,
+            Some("PROXY") => Kind::Proxy,
             Some(t) if t == "DRIVER" || t.starts_with("SIGNAL") => {
                 return Err(e(format!(
-                    "TYPE {} is not supported (brickroute runs ACTIVE and PASSIVE scripts)",
+                    "TYPE {} is not supported (brickroute runs ACTIVE, PASSIVE, PACKET and PROXY scripts)",
                     t.split_whitespace().next().unwrap_or(t)
                 )))
             }
-            Some(_) => return Err(e("bad TYPE; expected 'ACTIVE' or 'PASSIVE'".to_string())),
+            Some(_) => return Err(e("bad TYPE".to_string())),
         };
+        if kind == Kind::Packet && cx.ninputs == 0 {
+            return Err(e("PACKET script must have inputs".to_string()));
+        }
+        if kind != Kind::Packet && has_ports {
+            return Err(e("ports allowed only on PACKET scripts".to_string()));
+        }
         let program = Program::parse(&args.rest())
             .map_err(|errors| ConfigError::all(errors.into_iter().map(e).collect()).expect("an error"))?;
         let machine = Mutex::new(Machine::new(&program));
@@ -101,8 +117,8 @@ enum Advance<'a> {
     Steps(u32),
     /// `goto`: from this label.
     Goto(&'a str),
-    /// `run`: from the beginning, with these arguments.
-    Run(&'a str),
+    /// `run` (or a PROXY script's handler): from the beginning, with these arguments.
+    Run(&'a str, Caller),
 }
 
 thread_local! {
@@ -112,17 +128,25 @@ thread_local! {
     static RUNNING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// The handlers that run or move a script.
+const STEP_HANDLERS: [&str; 3] = ["run", "step", "goto"];
+/// The handlers over the script's variables.
+const VARIABLE_HANDLERS: [&str; 3] = ["get", "set", "shift"];
+/// The handlers that look at the router's handlers.
+const LOOKUP_HANDLERS: [&str; 2] = ["readable", "writable"];
+
 impl Script {
-    /// Runs the script as `how` asks. `Ok` with what `return` gave (empty if it did not
-    /// end with one), `Err` if it ended with `error` or could not be moved. `stopped`
-    /// says whether it asked the router to stop.
-    fn advance(&self, router: Option<&RouterSpec>, how: Advance) -> (Result<String, String>, bool) {
+    /// Runs `f` on the script's state, which it holds alone meanwhile; `Err` if this
+    /// thread is already running the script. Also says whether the script asked the
+    /// router to stop.
+    fn with_machine<R>(
+        &self,
+        router: Option<&RouterSpec>,
+        f: impl FnOnce(&mut Machine, &mut RouterWorld) -> R,
+    ) -> Result<(R, bool), String> {
         let me = self as *const Script as usize;
         if RUNNING.with(|r| r.borrow().contains(&me)) {
-            return (
-                Err(format!("{}: the script is already running", self.name)),
-                false,
-            );
+            return Err(format!("{}: the script is already running", self.name));
         }
         RUNNING.with(|r| r.borrow_mut().push(me));
         struct Leave;
@@ -132,48 +156,167 @@ impl Script {
             }
         }
         let _leave = Leave;
-
         let mut m = lock(&self.machine);
         let mut world = RouterWorld {
             script: self,
             router,
             stopped: false,
         };
-        let p = &self.program;
-        m.initialize(p, &mut world);
-        let result = match how {
-            Advance::Start => {
-                m.step(p, &mut world, 0);
-                Ok(())
-            }
-            Advance::Timer => {
-                if m.deadline.is_some_and(|t| tsc::rdtsc() >= t) {
-                    m.step(p, &mut world, 1);
-                }
-                Ok(())
-            }
-            Advance::Steps(n) => {
-                m.step(p, &mut world, n);
-                Ok(())
-            }
-            Advance::Goto(label) => match p.label(label).ok_or("jump to nonexistent label".to_string()) {
-                Ok(target) => m.jump(target).map(|()| m.step(p, &mut world, 0)),
-                Err(err) => Err(err),
-            },
-            Advance::Run(args) => {
-                m.restart(args);
-                m.step(p, &mut world, 0);
-                Ok(())
-            }
-        };
+        m.initialize(&self.program, &mut world);
+        let r = f(&mut m, &mut world);
         self.wake.store(m.deadline.unwrap_or(u64::MAX), Ordering::Release);
         self.ended.store(m.ending.is_some(), Ordering::Release);
-        let result = result.and_then(|()| match &m.ending {
-            Some(Ending::Error(msg)) if msg.is_empty() => Err(format!("{}: script error", self.name)),
-            Some(Ending::Error(msg)) => Err(msg.clone()),
-            _ => Ok(m.returned()),
+        Ok((r, world.stopped))
+    }
+
+    /// Runs the script as `how` asks. `Ok` with what `return` gave (empty if it did not
+    /// end with one), `Err` if it ended with `error` or could not be moved. The flag
+    /// says whether it asked the router to stop.
+    fn advance(&self, router: Option<&RouterSpec>, how: Advance) -> (Result<String, String>, bool) {
+        let p = &self.program;
+        let r = self.with_machine(router, |m, world| {
+            let moved = match how {
+                Advance::Start => {
+                    m.step(p, world, 0);
+                    Ok(())
+                }
+                Advance::Timer => {
+                    if m.deadline.is_some_and(|t| tsc::rdtsc() >= t) {
+                        m.step(p, world, 1);
+                    }
+                    Ok(())
+                }
+                Advance::Steps(n) => {
+                    m.step(p, world, n);
+                    Ok(())
+                }
+                Advance::Goto(label) => p
+                    .label(label)
+                    .ok_or("jump to nonexistent label".to_string())
+                    .and_then(|target| m.jump(target))
+                    .map(|()| m.step(p, world, 0)),
+                Advance::Run(args, caller) => {
+                    m.restart(args);
+                    m.caller = caller;
+                    m.step(p, world, 0);
+                    m.caller = Caller::default();
+                    Ok(())
+                }
+            };
+            moved.and_then(|()| match &m.ending {
+                Some(Ending::Error(msg)) if msg.is_empty() => Err(format!("{}: script error", self.name)),
+                Some(Ending::Error(msg)) => Err(msg.clone()),
+                _ => Ok(m.returned()),
+            })
         });
-        (result, world.stopped)
+        match r {
+            Ok((result, stopped)) => (result, stopped),
+            Err(e) => (Err(e), false),
+        }
+    }
+
+    /// Whether `handler` is one the script answers itself (not its PROXY handlers).
+    fn is_own(&self, handler: &str) -> bool {
+        STEP_HANDLERS.contains(&handler)
+            || VARIABLE_HANDLERS.contains(&handler)
+            || LOOKUP_HANDLERS.contains(&handler)
+            || functions::HANDLERS.contains(&handler)
+            || functions::FILE_HANDLERS.contains(&handler)
+            || self.exported(handler).is_some()
+    }
+
+    /// The variable `export` made readable as handler `name`.
+    fn exported(&self, name: &str) -> Option<usize> {
+        self.program
+            .exported
+            .iter()
+            .copied()
+            .find(|&v| self.program.vars[v] == name)
+    }
+
+    /// Reads one of the script's own handlers from outside it (a handler call, not
+    /// its own instructions), or runs a PROXY script; `None` if there is no such
+    /// handler.
+    fn read(
+        &self,
+        name: &str,
+        param: &str,
+        router: Option<&RouterSpec>,
+        private: bool,
+    ) -> Option<Result<String, String>> {
+        if name == "run" {
+            return Some(self.advance(router, Advance::Run(param, Caller::default())).0);
+        }
+        if name == "get" || name == "shift" || self.exported(name).is_some() {
+            return Some(
+                self.with_machine(router, |m, _| m.read_variable(name, param))
+                    .and_then(|(r, _)| r),
+            );
+        }
+        if LOOKUP_HANDLERS.contains(&name) {
+            let world = RouterWorld {
+                script: self,
+                router,
+                stopped: false,
+            };
+            return Some(world.all_exist(param, name == "writable").map(|b| b.to_string()));
+        }
+        if functions::FILE_HANDLERS.contains(&name) && !private {
+            return Some(Err(format!("'{}.{}' is private", self.name, name)));
+        }
+        if let Some(r) = functions::call(name, param) {
+            return Some(r);
+        }
+        if self.kind == Kind::Proxy && !self.is_own(name) {
+            let caller = Caller {
+                handler: name.to_string(),
+                write: false,
+            };
+            return Some(self.advance(router, Advance::Run(param, caller)).0);
+        }
+        None
+    }
+
+    /// Writes one of the script's own handlers, or runs a PROXY script; `None` if
+    /// there is no such handler.
+    fn write(&self, name: &str, value: &str, router: Option<&RouterSpec>) -> Option<Result<(), String>> {
+        let how = match name {
+            "run" => Advance::Run(value, Caller::default()),
+            "goto" => Advance::Goto(value.trim()),
+            "step" => match value.trim() {
+                "" => Advance::Steps(1),
+                n => match n.parse::<u32>() {
+                    Ok(n) => Advance::Steps(n),
+                    Err(_) => return Some(Err("syntax error".to_string())),
+                },
+            },
+            "set" => {
+                let (var, v) = first_word(value);
+                if var.is_empty() {
+                    return Some(Err("no variable".to_string()));
+                }
+                let v = v.to_string();
+                return Some(self.with_machine(router, |m, _| m.set(var, v)).map(|_| ()));
+            }
+            _ if self.kind == Kind::Proxy && !self.is_own(name) => Advance::Run(
+                value,
+                Caller {
+                    handler: name.to_string(),
+                    write: true,
+                },
+            ),
+            _ if self.is_own(name) => {
+                return Some(Err(format!("'{}.{}' is a read handler", self.name, name)))
+            }
+            _ => return None,
+        };
+        let (r, stopped) = self.advance(router, how);
+        if stopped {
+            if let Some(r) = router {
+                r.stop_flag().request();
+            }
+        }
+        Some(r.map(|_| ()))
     }
 }
 
@@ -184,20 +327,15 @@ struct RouterWorld<'a> {
     stopped: bool,
 }
 
-/// The handlers a script answers itself.
-const OWN_HANDLERS: [&str; 3] = ["run", "step", "goto"];
-
 impl RouterWorld<'_> {
-    /// `path` with the script's own handlers named in full: `add` and `run` without an
-    /// element are the script's, as in Click; other names without one are global.
-    fn resolve<'p>(&self, path: &'p str) -> (Option<&'p str>, String) {
+    /// The script's own handler `path` names (`add`, or `s.add` for script `s`), if
+    /// it names one; handler names without an element that are not the script's are
+    /// global, as in Click.
+    fn own<'p>(&self, path: &'p str) -> Option<&'p str> {
         match path.split_once('.') {
-            Some((e, h)) if e == self.script.name => (Some(h), path.to_string()),
-            Some(_) => (None, path.to_string()),
-            None if arith::HANDLERS.contains(&path) || OWN_HANDLERS.contains(&path) => {
-                (Some(path), format!("{}.{}", self.script.name, path))
-            }
-            None => (None, path.to_string()),
+            Some((e, h)) if e == self.script.name => Some(h),
+            Some(_) => None,
+            None => self.script.is_own(path).then_some(path),
         }
     }
 
@@ -205,38 +343,57 @@ impl RouterWorld<'_> {
         self.router
             .ok_or_else(|| "no router to call handlers of".to_string())
     }
+
+    /// Whether every handler named in `names` exists with `write` (or read) access.
+    fn all_exist(&self, names: &str, write: bool) -> Result<bool, String> {
+        let router = self.router()?;
+        Ok(crate::args::split_words(names).iter().all(|path| {
+            if let Some(h) = self.own(path) {
+                return if write {
+                    STEP_HANDLERS.contains(&h) || h == "set"
+                } else {
+                    h != "step" && h != "goto" && h != "set"
+                };
+            }
+            match path.split_once('.') {
+                None if write => router.has_global_write_handler(path),
+                None => router.read_global_handler(path).is_some(),
+                Some((e, h)) => router
+                    .handler_access(e, h)
+                    .is_some_and(|(r, w)| if write { w } else { r }),
+            }
+        }))
+    }
 }
 
 impl World for RouterWorld<'_> {
-    fn read(&mut self, call: &str) -> Result<String, String> {
-        let (path, args) = first_word(call);
-        let (own, full) = self.resolve(path);
-        if let Some(r) = own.and_then(|h| arith::call(h, args)) {
-            return r;
+    fn read(&mut self, handler: &str, param: &str) -> Result<String, String> {
+        if let Some(h) = self.own(handler) {
+            // The script's own functions; its variables are the machine's (which
+            // answers them before asking here), and `run` refuses to re-enter.
+            if let Some(r) = self.script.read(h, param, self.router, true) {
+                return r;
+            }
         }
         let router = self.router()?;
-        if !full.contains('.') {
-            if !args.is_empty() {
-                return Err(format!("read handler '{}' does not take parameters", full));
+        if !handler.contains('.') {
+            if !param.is_empty() {
+                return Err(format!("read handler '{}' does not take parameters", handler));
             }
             return router
-                .read_global_handler(&full)
-                .ok_or_else(|| format!("no read handler '{}'", full));
+                .read_global_handler(handler)
+                .ok_or_else(|| format!("no read handler '{}'", handler));
         }
-        if args.is_empty() {
-            router.read_handler(&full)
+        if param.is_empty() {
+            router.read_handler(handler)
         } else {
-            router.read_handler(&format!("{} {}", full, args))
+            router.read_handler(&format!("{} {}", handler, param))
         }
     }
 
-    fn write(&mut self, call: &str) -> Result<(), String> {
-        let (path, value) = first_word(call);
-        let (own, full) = self.resolve(path);
-        if own.is_some_and(|h| arith::HANDLERS.contains(&h)) {
-            return Err(format!("'{}' is a read handler", full));
-        }
+    fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
         let router = self.router()?;
+        let full = self.full_name(handler);
         if !full.contains('.') {
             let r = router
                 .write_global_handler(&full, value)
@@ -247,6 +404,17 @@ impl World for RouterWorld<'_> {
             return r;
         }
         router.write_handler(&full, value)
+    }
+
+    fn full_name(&self, handler: &str) -> String {
+        match self.own(handler) {
+            Some(h) if !handler.contains('.') => format!("{}.{}", self.script.name, h),
+            _ => handler.to_string(),
+        }
+    }
+
+    fn is_own(&self, handler: &str) -> Option<String> {
+        self.own(handler).map(str::to_string)
     }
 
     fn print(&mut self, file: Option<(&str, bool)>, text: &str) -> Result<(), String> {
@@ -312,8 +480,13 @@ impl ElementSpec for ScriptSpec {
             HandlerInfo::read_write("run"),
             HandlerInfo::write("step"),
             HandlerInfo::write("goto"),
+            HandlerInfo::read("get"),
+            HandlerInfo::write("set"),
+            HandlerInfo::read("shift"),
+            HandlerInfo::read("readable"),
+            HandlerInfo::read("writable"),
         ];
-        h.extend(arith::HANDLERS.iter().map(|&name| HandlerInfo::read(name)));
+        h.extend(functions::HANDLERS.iter().map(|&name| HandlerInfo::read(name)));
         h
     }
 
@@ -323,32 +496,17 @@ impl ElementSpec for ScriptSpec {
         param: Option<&str>,
         router: &RouterSpec,
     ) -> Option<Result<String, String>> {
-        let param = param.unwrap_or("");
-        if name == "run" {
-            return Some(self.0.advance(Some(router), Advance::Run(param)).0);
-        }
-        arith::call(name, param)
+        self.0.read(name, param.unwrap_or(""), Some(router), false)
     }
 
     fn write_handler_in(&self, name: &str, value: &str, router: &RouterSpec) -> Option<Result<(), String>> {
-        let how = match name {
-            "run" => Advance::Run(value),
-            "goto" => Advance::Goto(value.trim()),
-            "step" => match value.trim() {
-                "" => Advance::Steps(1),
-                n => match n.parse::<u32>() {
-                    Ok(n) => Advance::Steps(n),
-                    Err(_) => return Some(Err("syntax error".to_string())),
-                },
-            },
-            _ => return None,
-        };
-        Some(self.0.advance(Some(router), how).0.map(|_| ()))
+        self.0.write(name, value, Some(router))
     }
 }
 
 /// The script on a worker: on worker 0 a source that runs it when the router starts
-/// (active scripts) and whenever a wait's time comes; elsewhere nothing.
+/// (active scripts) and whenever a wait's time comes; on every worker, a packet
+/// script's element.
 struct ScriptTask {
     script: Arc<Script>,
     on_worker_0: bool,
@@ -358,17 +516,43 @@ struct ScriptTask {
 }
 
 impl Element for ScriptTask {
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
-        // No inputs.
-        batch.clear();
+    /// A packet script runs from its first instruction for each packet, with `$input`
+    /// the input port: `end` sends the packet to output 0, `return N` to output N, and
+    /// `exit`, `stop`, `error`, a wait or an output the element does not have drop it.
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
+        let s = &*self.script;
+        let outputs = out.len().min(usize::from(DROP));
+        let input = port.to_string();
+        let r = s.with_machine(cx.router(), |m, world| {
+            let mut verdicts = Vec::with_capacity(batch.len());
+            for _ in 0..batch.len() {
+                m.set("input", input.clone());
+                m.pos = 0;
+                m.step(&s.program, world, 0);
+                verdicts.push(m.output().filter(|&o| o < outputs).map_or(DROP, |o| o as u8));
+            }
+            verdicts
+        });
+        let (verdicts, stopped) = match r {
+            Ok(v) => v,
+            Err(e) => {
+                crate::warn!("{} :: Script: {}", s.name, e);
+                (Vec::new(), false)
+            }
+        };
+        let mut next = verdicts.into_iter();
+        out.route_each(batch, |_| next.next().unwrap_or(DROP));
+        if stopped {
+            cx.request_stop();
+        }
     }
 
     fn is_source(&self) -> bool {
         self.on_worker_0
     }
 
-    /// An active script keeps the router running until it ends; a passive one only
-    /// serves its waits.
+    /// An active script keeps the router running until it ends; the others only
+    /// serve their waits.
     fn keeps_router_running(&self) -> bool {
         self.script.kind == Kind::Active
     }
@@ -382,10 +566,8 @@ impl Element for ScriptTask {
             (cx.now_tsc() >= s.wake.load(Ordering::Acquire)).then_some(Advance::Timer)
         };
         if let Some(how) = how {
-            let (result, stopped) = s.advance(cx.router(), how);
-            if let Err(e) = result {
-                crate::warn!("{} :: Script: {}", s.name, e);
-            }
+            // An `error` was reported as the script ran.
+            let (_, stopped) = s.advance(cx.router(), how);
             if stopped {
                 cx.request_stop();
             }

@@ -2,16 +2,19 @@
 //! reads them: one instruction per argument, its first word the instruction's name.
 
 use crate::args::{FromArg, Interval};
-use std::time::Duration;
 
 /// Where a `goto` goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
     /// The instruction at this index (a label's, or 0 for `begin` and `loop`).
     At(usize),
-    /// `exit` and `end`: the script ends.
+    /// `end`: the script ends (a packet script emits the packet on output 0).
     End,
-    /// `error`: the script ends with an error.
+    /// `exit`: the script ends (a packet script drops the packet).
+    Exit,
+    /// `stop`: the script ends and asks the router to stop.
+    Stop,
+    /// `error`, `errorq`: the script ends with an error.
     Error,
 }
 
@@ -20,11 +23,14 @@ pub enum Insn {
     /// `pause [COUNT]`, `wait` with no time, `wait_step`, `wait_stop`: until the `step`
     /// handler has been written COUNT times.
     WaitSteps(u32),
-    /// `wait TIME`, `wait_time`, `wait_for`: until TIME has passed or a step.
-    WaitTime(Duration),
-    /// `print`, `printn` (no newline).
+    /// `wait TIME`, `wait_time`, `wait_for`: until TIME (substituted when reached) has
+    /// passed or a step.
+    WaitTime(String),
+    /// `print`, `printn` (no newline), `printq`, `printnq` (a handler's parameter
+    /// unquoted); `save` and `append` are prints to a file.
     Print {
         newline: bool,
+        unquote: bool,
         text: String,
     },
     /// `read`, `readq`: a read handler's name and value to standard error.
@@ -44,22 +50,20 @@ pub enum Insn {
         text: String,
         ends: bool,
     },
-    /// `init`, `initq`: evaluated once, when the script is first run.
+    /// `init`, `initq`, `export`, `exportq`: evaluated once, when the script is first
+    /// run.
     Init {
         unquote: bool,
         var: usize,
         text: String,
     },
     Label(String),
-    /// `goto LABEL [CONDITION]`, `loop`.
+    /// `goto LABEL [CONDITION]`, `loop`; also `end`, `exit`, `stop` (unconditional
+    /// gotos to their labels).
     Goto {
         target: Target,
         condition: String,
     },
-    /// `stop`: asks the router to stop, and ends the script.
-    Stop,
-    /// `end`, `exit`.
-    End,
     /// `error [MSG]`, `errorq [MSG]`.
     Error {
         unquote: bool,
@@ -72,6 +76,8 @@ pub enum Insn {
 pub struct Program {
     pub insns: Vec<Insn>,
     pub vars: Vec<String>,
+    /// Variables `export` makes readable as handlers of the same name.
+    pub exported: Vec<usize>,
 }
 
 impl Program {
@@ -93,13 +99,26 @@ impl Program {
                 "wait" if rest.is_empty() => Some(Insn::WaitSteps(1)),
                 "pause" | "wait_step" | "wait_stop" if rest.is_empty() => Some(Insn::WaitSteps(1)),
                 "pause" | "wait_step" | "wait_stop" => u32::from_arg(rest).map(Insn::WaitSteps),
+                // A time with no `$` in it must be one now; others are read when reached.
                 "wait" | "wait_time" | "wait_for" => {
-                    Interval::from_arg(rest).map(|i| Insn::WaitTime(Duration::from_nanos(i.0)))
+                    (rest.contains('$') || Interval::from_arg(rest).is_some()).then_some(Insn::WaitTime(text))
                 }
-                "print" | "printn" => Some(Insn::Print {
-                    newline: name == "print",
+                "print" | "printn" | "printq" | "printnq" => Some(Insn::Print {
+                    newline: !name.starts_with("printn"),
+                    unquote: name.ends_with('q'),
                     text,
                 }),
+                // `save TEXT [FILE]` is `print >FILE TEXT`, `append` `print >>FILE TEXT`.
+                "save" | "append" => {
+                    let (what, file) = first_word(rest);
+                    let file = if file.is_empty() { "-" } else { file };
+                    let redirect = if name == "save" { ">" } else { ">>" };
+                    Some(Insn::Print {
+                        newline: true,
+                        unquote: false,
+                        text: format!("{}{} {}", redirect, file, what),
+                    })
+                }
                 "read" | "readq" => Some(Insn::Read {
                     unquote: name == "readq",
                     text,
@@ -108,13 +127,16 @@ impl Program {
                     unquote: name == "writeq",
                     text,
                 }),
-                "set" | "setq" | "init" | "initq" => {
+                "set" | "setq" | "init" | "initq" | "export" | "exportq" => {
                     let (var, value) = first_word(rest);
                     if var.is_empty() || name.starts_with("set") && value.is_empty() {
                         None
                     } else {
                         let var = p.variable(var);
                         let (unquote, text) = (name.ends_with('q'), value.to_string());
+                        if name.starts_with("export") && !p.exported.contains(&var) {
+                            p.exported.push(var);
+                        }
                         Some(if name.starts_with("set") {
                             Insn::Set {
                                 unquote,
@@ -145,12 +167,15 @@ impl Program {
                     })
                 }
                 "loop" | "end" | "exit" | "stop" if !rest.is_empty() => None,
-                "loop" => Some(Insn::Goto {
-                    target: Target::At(0),
+                "loop" | "end" | "exit" | "stop" => Some(Insn::Goto {
+                    target: match name {
+                        "loop" => Target::At(0),
+                        "end" => Target::End,
+                        "exit" => Target::Exit,
+                        _ => Target::Stop,
+                    },
                     condition: String::new(),
                 }),
-                "end" | "exit" => Some(Insn::End),
-                "stop" => Some(Insn::Stop),
                 "error" | "errorq" => Some(Insn::Error {
                     unquote: name == "errorq",
                     text,
@@ -198,8 +223,8 @@ impl Program {
         }
     }
 
-    /// Where label `name` is: a `label` instruction's, or Click's built-in `begin`,
-    /// `exit`, `end` and `error`.
+    /// Where label `name` is: a `label` instruction's, or Click's built-in `begin`
+    /// and `loop` (the first instruction), `end`, `exit`, `stop` and `error`.
     pub fn label(&self, name: &str) -> Option<Target> {
         let at = self
             .insns
@@ -207,9 +232,11 @@ impl Program {
             .position(|i| matches!(i, Insn::Label(l) if l == name));
         match (at, name) {
             (Some(i), _) => Some(Target::At(i)),
-            (None, "begin") => Some(Target::At(0)),
-            (None, "exit" | "end") => Some(Target::End),
-            (None, "error") => Some(Target::Error),
+            (None, "begin" | "loop") => Some(Target::At(0)),
+            (None, "end") => Some(Target::End),
+            (None, "exit") => Some(Target::Exit),
+            (None, "stop") => Some(Target::Stop),
+            (None, "error" | "errorq") => Some(Target::Error),
             _ => None,
         }
     }
@@ -272,9 +299,10 @@ mod tests {
                 Insn::Label("top".into()),
                 Insn::Print {
                     newline: true,
+                    unquote: false,
                     text: "$x".into()
                 },
-                Insn::WaitTime(Duration::from_millis(1500)),
+                Insn::WaitTime("1.5s".into()),
                 Insn::WaitSteps(1),
                 Insn::WaitSteps(3),
                 Insn::Goto {
@@ -291,14 +319,25 @@ mod tests {
                     text: "$x".into(),
                     ends: true
                 },
-                Insn::Stop,
+                Insn::Goto {
+                    target: Target::Stop,
+                    condition: String::new()
+                },
             ]
         );
     }
 
     #[test]
     fn labels_may_come_after_their_goto_and_builtin_ones_exist() {
-        let p = parse(&["goto done", "goto exit $c", "goto error", "label done"]).unwrap();
+        let p = parse(&[
+            "goto done",
+            "goto exit $c",
+            "goto error",
+            "label done",
+            "goto loop",
+            "goto stop",
+        ])
+        .unwrap();
         assert_eq!(
             p.insns[..3],
             [
@@ -307,13 +346,53 @@ mod tests {
                     condition: String::new()
                 },
                 Insn::Goto {
-                    target: Target::End,
+                    target: Target::Exit,
                     condition: "$c".into()
                 },
                 Insn::Goto {
                     target: Target::Error,
                     condition: String::new()
                 },
+            ]
+        );
+        assert_eq!(
+            p.insns[4..],
+            [
+                Insn::Goto {
+                    target: Target::At(0),
+                    condition: String::new()
+                },
+                Insn::Goto {
+                    target: Target::Stop,
+                    condition: String::new()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn save_append_export_and_late_waits() {
+        let p = parse(&["save $x out", "append c.count", "exportq v \"a b\"", "wait $t"]).unwrap();
+        assert_eq!(p.exported, vec![0]);
+        assert_eq!(
+            p.insns,
+            vec![
+                Insn::Print {
+                    newline: true,
+                    unquote: false,
+                    text: ">out $x".into()
+                },
+                Insn::Print {
+                    newline: true,
+                    unquote: false,
+                    text: ">>- c.count".into()
+                },
+                Insn::Init {
+                    unquote: true,
+                    var: 0,
+                    text: "\"a b\"".into()
+                },
+                Insn::WaitTime("$t".into()),
             ]
         );
     }

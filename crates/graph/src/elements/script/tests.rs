@@ -20,22 +20,43 @@ struct FakeWorld {
 }
 
 impl World for FakeWorld {
-    fn read(&mut self, call: &str) -> Result<String, String> {
-        if let Some(r) = super::arith::call(program::first_word(call).0, program::first_word(call).1) {
+    fn read(&mut self, handler: &str, param: &str) -> Result<String, String> {
+        if let Some(r) = super::functions::call(handler, param) {
             return r;
         }
+        let call = if param.is_empty() {
+            handler.to_string()
+        } else {
+            format!("{} {}", handler, param)
+        };
         self.reads
-            .get(call)
+            .get(&call)
             .cloned()
             .ok_or_else(|| format!("no read handler '{}'", call))
     }
-    fn write(&mut self, call: &str) -> Result<(), String> {
-        self.written.push(call.to_string());
+    fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        let call = if value.is_empty() {
+            handler.to_string()
+        } else {
+            format!("{} {}", handler, value)
+        };
+        self.written.push(call.clone());
         if call.starts_with("bad.") {
             Err(format!("refused '{}'", call))
         } else {
             Ok(())
         }
+    }
+    fn full_name(&self, handler: &str) -> String {
+        if handler.contains('.') {
+            handler.to_string()
+        } else {
+            format!("s.{}", handler)
+        }
+    }
+    fn is_own(&self, handler: &str) -> Option<String> {
+        let h = handler.strip_prefix("s.").unwrap_or(handler);
+        (!h.contains('.') && ["get", "set", "shift", "v"].contains(&h)).then(|| h.to_string())
     }
     fn print(&mut self, file: Option<(&str, bool)>, text: &str) -> Result<(), String> {
         match file {
@@ -149,7 +170,7 @@ fn print_to_files_read_write_and_their_status() {
             "print $?",
             "write bad.x 1",
             "print $?",
-            "writeq \"d.set\" \"a b\"",
+            "writeq d.set \"a b\"",
             "read nope",
         ],
         &mut w,
@@ -409,9 +430,167 @@ fn configuration_errors() {
     let e = err("Script(set x 1, frob, goto nowhere)");
     assert!(e.contains("Script@1 :: Script: syntax error at 'frob'"), "{}", e);
     assert!(e.contains("Script@1 :: Script: no such label 'nowhere'"), "{}", e);
-    assert!(err("Script(TYPE SOMETIMES, stop)").contains("bad TYPE; expected 'ACTIVE' or 'PASSIVE'"));
+    assert!(err("Script(TYPE SOMETIMES, stop)").contains("Script@1 :: Script: bad TYPE"));
+    assert!(err("Script(TYPE PASSIVE, stop) -> Discard").contains("ports allowed only on PACKET scripts"));
+    assert!(
+        err("Idle -> Script(TYPE PACKET, end) -> Discard; Script(TYPE PACKET)")
+            .contains("PACKET script must have inputs")
+    );
     assert!(err("Script(TYPE DRIVER, stop)").contains("TYPE DRIVER is not supported"));
     assert!(err("Script(TYPE SIGNAL HUP, stop)").contains("TYPE SIGNAL is not supported"));
+}
+
+/// Runs `text` on one worker until its sources are done, then cleans up (files
+/// flushed).
+fn run_to_end(text: &str) -> RouterSpec {
+    let r = router(text).unwrap_or_else(|e| panic!("{}", e));
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    let start = std::time::Instant::now();
+    while !g.run_sources_in(&r, tsc::rdtsc()).all_done {
+        assert!(start.elapsed() < Duration::from_secs(5), "router did not finish");
+    }
+    drop(g);
+    r.cleanup();
+    r
+}
+
+/// Click's test/standard/Script-01.testie, as it is: packet scripts send each packet
+/// to output 0 (`end`, or falling off the end), to the output `return` names, or drop
+/// it (`exit`, an output the element does not have); `init` happens once.
+#[test]
+fn clicks_script_01_testie() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("IN"), dir.path().join("OUT"));
+    std::fs::write(
+        &input,
+        "!data link sport\n0 0\n1 1\n2 2\n3 3\n0 4\n1 5\n2 6\n3 7\n3 8\n3 9\n4 10\n4 11\n4 12\n4 13\n4 14\n4 15\n",
+    )
+    .unwrap();
+    run_to_end(&format!(
+        "FromIPSummaryDump({}, STOP true)
+         -> ps :: PaintSwitch;
+         t :: ToIPSummaryDump({}, DATA link sport);
+         ps[0] -> Script(TYPE PACKET) -> Paint(0) -> t;
+         ps[1] -> Script(TYPE PACKET, end) -> Paint(1) -> t;
+         ps[2] -> Script(TYPE PACKET, exit) -> Paint(2) -> t;
+         ps[3] -> sx :: Script(TYPE PACKET, init i 0, set j $i, set i $(if $(eq $i 0) 1 0), return $j) -> Paint(3) -> t;
+               sx [1] -> Paint(4) -> t;
+         ps[4] -> sy :: Script(TYPE PACKET, init i 0, set j $i, set i $(add $i 1), set i $(if $(eq $i 3) 0 $i), return $j) -> Paint(5) -> t;
+               sy [1] -> Paint(6) -> t;",
+        input.display(),
+        out.display()
+    ));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('!')).collect();
+    assert_eq!(
+        lines,
+        ["0 0", "1 1", "3 3", "0 4", "1 5", "4 7", "3 8", "4 9", "5 10", "6 11", "5 13", "6 14"]
+    );
+}
+
+/// Click's test/standard/Script-02.testie: a quoted argument reaches a passive
+/// script's `$1` as written, `returnq` unquotes it to its three bytes, and `printn`
+/// writes them as they are.
+#[test]
+fn clicks_script_02_testie() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("FILE");
+    let r = run_to_end(&format!(
+        "s0 :: Script(printn >{} $(s.run \"\\<0a 09 01>\"), readq length \"\\<0a 09 01>\", stop)
+         s :: Script(TYPE PASSIVE, returnq $1)",
+        file.display()
+    ));
+    assert_eq!(std::fs::read(&file).unwrap(), b"\n\t\x01");
+    assert!(r.stop_flag().was_asked());
+    assert_eq!(r.read_handler("s0.length \"\\<0a 09 01>\"").unwrap(), "13");
+}
+
+#[test]
+fn a_proxy_script_answers_any_handler() {
+    let r = router(
+        "s :: Script(TYPE PROXY,
+                goto nota $(ne $0 a),
+                returnq \"you called 'a'\",
+                label nota,
+                goto notb $(ne $0 b),
+                returnq \"you called 'b' with $args, write $write\",
+                label notb,
+                error bad handler)",
+    )
+    .unwrap();
+    assert_eq!(r.read_handler("s.a").unwrap(), "you called 'a'");
+    assert_eq!(
+        r.read_handler("s.b 1 2").unwrap(),
+        "you called 'b' with 1 2, write false"
+    );
+    assert_eq!(r.write_handler("s.b", "x"), Ok(()));
+    assert_eq!(r.read_handler("s.c"), Err("bad handler".to_string()));
+    assert_eq!(r.write_handler("s.c", ""), Err("bad handler".to_string()));
+    // Its own handlers stay its own.
+    assert_eq!(r.read_handler("s.add 1 2").unwrap(), "3");
+}
+
+#[test]
+fn variables_through_handlers_and_export() {
+    let r = router(
+        "s :: Script(TYPE PASSIVE, export v 5, set w $(get v), write set v $(add $w 1),
+                     return \"$(shift) $(shift) [$args] $v $(s.v)\")",
+    )
+    .unwrap();
+    assert_eq!(r.read_handler("s.v").unwrap(), "5");
+    assert_eq!(r.read_handler("s.run a b c").unwrap(), "\"a b [c] 6 6\"");
+    assert_eq!(r.read_handler("s.v").unwrap(), "6");
+    r.write_handler("s.set", "v 9").unwrap();
+    assert_eq!(r.read_handler("s.get v").unwrap(), "9");
+    assert_eq!(
+        r.read_handler("s.get nope"),
+        Err("undefined variable 'nope'".to_string())
+    );
+    assert_eq!(r.read_handler("s.get"), Err("no variable".to_string()));
+    assert!(r.read_handler("s.handlers").unwrap().contains("shift\tr\n"));
+}
+
+#[test]
+fn readable_writable_cat_and_the_stop_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, out) = (dir.path().join("data"), dir.path().join("out"));
+    std::fs::write(&data, "x \"y\"\n").unwrap();
+    let r = run_to_end(&format!(
+        "Idle -> c :: Counter -> Discard;
+         Script(print >{out} $(readable c.count c.rate version add),
+                print >>{out} $(readable c.nope),
+                print >>{out} $(writable c.reset stop step),
+                print >>{out} $(writable c.count),
+                printn >>{out} $(cat {data}),
+                print >>{out} $(catq {data}),
+                goto stop $(eq 1 1),
+                print >>{out} \"not reached\")",
+        out = out.display(),
+        data = data.display()
+    ));
+    assert!(r.stop_flag().was_asked());
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "true\nfalse\ntrue\nfalse\nx \"y\"\n\"x \\\"y\\\"\\n\"\n"
+    );
+    // `cat` reads files for the script only, not for a handler caller.
+    assert_eq!(
+        r.read_handler(&format!("Script@4.cat {}", data.display())),
+        Err("'Script@4.cat' is private".to_string())
+    );
+}
+
+#[test]
+fn save_append_printq_and_a_wait_time_from_a_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let r = run_to_end(&format!(
+        "s :: Script(set t 10ms, wait $t, set two $(add 1 1), save $two {out}, append \"x y\" {out},
+                     printq >>{out} s.length \"a b\", print >>{out} s.length \"a b\", stop)",
+        out = out.display()
+    ));
+    assert!(r.stop_flag().was_asked());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "2\nx y\n3\n5\n");
 }
 
 mod no_panic {
@@ -438,10 +617,10 @@ mod no_panic {
 
         #[test]
         fn arithmetic_on_any_words_does_not_panic(
-            name in prop::sample::select(super::super::arith::HANDLERS.to_vec()),
+            name in prop::sample::select(super::super::functions::HANDLERS.to_vec()),
             args in "[-+0-9a-fx.e%*#'\" dsuXo]{0,24}",
         ) {
-            let _ = super::super::arith::call(name, &args);
+            let _ = super::super::functions::call(name, &args);
         }
     }
 }

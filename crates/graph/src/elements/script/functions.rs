@@ -1,28 +1,175 @@
-//! Script's read handlers with parameters for arithmetic and comparisons (`add`, `sub`,
-//! `mul`, `div`, `idiv`, `eq`, `ne`, `lt`, `gt`, `le`, `ge`, `not`, `sprintf`,
-//! `first`), as Click's: integers while every operand is one (C syntax: `0x1f`, `017`),
-//! real numbers otherwise, printed as C's `%.12g`.
+//! Script's read handlers with parameters that compute from their parameters alone,
+//! as Click's: arithmetic (`add`, `sub`, `min`, `max`, `avg`, `count`, `popcount`,
+//! `gt_vec`, `mul`, `div`, `idiv`, `mod`, `rem`, `neg`, `abs`, `ceil`) on integers
+//! while every operand is one (C syntax: `0x1f`, `017`) and on real numbers otherwise,
+//! printed as C's `%.12g`; comparisons; Booleans (`not`, `and`, `or`, `nand`, `nor`,
+//! `if`, `in`); text (`sprintf`, `first`, `length`, `unquote`); byte order (`htons`,
+//! `htonl`, `ntohs`, `ntohl`); `random`, `now`, `now_steady`; and the files `cat`
+//! and `catq` read.
 
 use crate::args::{split_words, unquote, FromArg};
+use crate::elements::script::program::first_word;
 
 /// The names of the handlers this module answers.
-pub const HANDLERS: [&str; 14] = [
-    "add", "sub", "mul", "div", "idiv", "eq", "ne", "lt", "gt", "le", "ge", "not", "sprintf", "first",
+pub const HANDLERS: [&str; 40] = [
+    "add",
+    "sub",
+    "min",
+    "max",
+    "avg",
+    "count",
+    "popcount",
+    "gt_vec",
+    "mul",
+    "div",
+    "idiv",
+    "mod",
+    "rem",
+    "neg",
+    "abs",
+    "ceil",
+    "eq",
+    "ne",
+    "lt",
+    "gt",
+    "le",
+    "ge",
+    "not",
+    "and",
+    "or",
+    "nand",
+    "nor",
+    "if",
+    "in",
+    "sprintf",
+    "first",
+    "random",
+    "length",
+    "unquote",
+    "htons",
+    "htonl",
+    "ntohs",
+    "ntohl",
+    "now",
+    "now_steady",
 ];
 
-/// Calls handler `name` on `args`; `None` if `name` is not one of [`HANDLERS`].
+/// Handlers that read files (`cat`, `catq`): a script's own calls only, never the
+/// control socket's, as Click makes them private.
+pub const FILE_HANDLERS: [&str; 2] = ["cat", "catq"];
+
+/// Calls handler `name` on `args`; `None` if `name` is not one of [`HANDLERS`] or
+/// [`FILE_HANDLERS`].
 pub fn call(name: &str, args: &str) -> Option<Result<String, String>> {
     Some(match name {
-        "add" | "sub" | "mul" | "div" | "idiv" => fold(name, args),
+        "add" | "sub" | "min" | "max" | "avg" | "count" | "popcount" | "gt_vec" | "mul" | "div" | "idiv" => {
+            fold(name, args)
+        }
+        "mod" | "rem" => modulo(name, args),
+        "neg" | "abs" | "ceil" => unary(name, args),
         "eq" | "ne" | "lt" | "gt" | "le" | "ge" => compare(name, args),
-        "not" => match bool::from_arg(args.trim()) {
-            Some(b) => Ok((!b).to_string()),
-            None => Err("syntax error".to_string()),
-        },
+        "not" => boolean(args.trim()).map(|b| (!b).to_string()),
+        "and" | "or" | "nand" | "nor" => logic(name, args),
+        "if" => choose(args),
+        "in" => {
+            let mut words = split_words(args).into_iter().map(|w| unquote(&w));
+            let word = words.next().unwrap_or_default();
+            Ok((!word.is_empty() && words.any(|w| w == word)).to_string())
+        }
         "sprintf" => sprintf(args),
-        "first" => Ok(split_words(args).into_iter().next().unwrap_or_default()),
+        "first" => Ok(first_word(args).0.to_string()),
+        "length" => Ok(args.len().to_string()),
+        "unquote" => Ok(unquote(args)),
+        "htons" | "ntohs" => i64::from_arg(args.trim())
+            .map(|x| (x as u16).swap_bytes().to_string())
+            .ok_or_else(|| "syntax error".to_string()),
+        "htonl" | "ntohl" => i64::from_arg(args.trim())
+            .map(|x| (x as u32).swap_bytes().to_string())
+            .ok_or_else(|| "syntax error".to_string()),
+        "random" => random(args),
+        "now" => Ok(timestamp(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default(),
+        )),
+        "now_steady" => Ok(timestamp(steady_epoch().elapsed())),
+        "cat" | "catq" => std::fs::read(args.trim())
+            .map_err(|e| format!("{}: {}", args.trim(), e))
+            .map(|bytes| {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                if name == "catq" {
+                    crate::lang::vars::quoted(&text)
+                } else {
+                    text
+                }
+            }),
         _ => return None,
     })
+}
+
+fn boolean(word: &str) -> Result<bool, String> {
+    bool::from_arg(word).ok_or_else(|| "syntax error".to_string())
+}
+
+/// `and`, `or` (stopping at the first word that decides), `nand`, `nor`.
+fn logic(op: &str, args: &str) -> Result<String, String> {
+    let all = matches!(op, "and" | "nand");
+    let mut value = all;
+    for word in split_words(args) {
+        if value != all {
+            break;
+        }
+        let b = boolean(&word)?;
+        value = if all { value && b } else { value || b };
+    }
+    Ok((if op.starts_with('n') { !value } else { value }).to_string())
+}
+
+/// `if BOOL A B`: A if BOOL is true, else B (empty when missing).
+fn choose(args: &str) -> Result<String, String> {
+    let (cond, rest) = first_word(args);
+    let (a, rest) = first_word(rest);
+    let (b, _) = first_word(rest);
+    Ok(if boolean(cond)? { a } else { b }.to_string())
+}
+
+/// `random`: a number in 0..=2^31-1; `random N`: in 0..N; `random N1 N2`: in N1..=N2.
+fn random(args: &str) -> Result<String, String> {
+    thread_local! {
+        static RNG: std::cell::RefCell<crate::elements::random::Rng> =
+            std::cell::RefCell::new(crate::elements::random::Rng::new(0));
+    }
+    let words = split_words(args);
+    let n = |w: &String| u32::from_arg(w).ok_or_else(|| "bad N".to_string());
+    // The first value and how many follow it.
+    let (low, span) = match words.as_slice() {
+        [] => (0, 1u64 << 31),
+        [a] => match n(a)? {
+            0 => return Err("bad N".to_string()),
+            a => (0, u64::from(a)),
+        },
+        [a, b] => {
+            let (a, b) = (n(a)?, n(b)?);
+            if b < a {
+                return Err("bad N".to_string());
+            }
+            (a, u64::from(b - a) + 1)
+        }
+        _ => return Err("too many arguments".to_string()),
+    };
+    let v = RNG.with(|r| r.borrow_mut().below(span as usize)) as u64 + u64::from(low);
+    Ok(v.to_string())
+}
+
+/// A time as Click's `Timestamp::unparse`: seconds, a point, microseconds.
+fn timestamp(d: std::time::Duration) -> String {
+    format!("{}.{:06}", d.as_secs(), d.subsec_micros())
+}
+
+/// The steady clock's origin: the first time it is read.
+fn steady_epoch() -> std::time::Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
 }
 
 #[derive(Clone, Copy)]
@@ -38,6 +185,13 @@ impl Number {
             Number::Real(r) => r,
         }
     }
+
+    fn greater(self, than: Number) -> bool {
+        match (self, than) {
+            (Number::Int(x), Number::Int(y)) => x > y,
+            (x, y) => x.real() > y.real(),
+        }
+    }
 }
 
 fn number(word: &str) -> Option<Number> {
@@ -46,44 +200,109 @@ fn number(word: &str) -> Option<Number> {
         .or_else(|| word.trim().parse::<f64>().ok().map(Number::Real))
 }
 
-/// `add`, `sub`, `mul`, `div`, `idiv` over a space-separated list: the first operand,
-/// then each next one applied to it. `div` divides as real numbers, `idiv` truncates
-/// that to an integer; integer overflow wraps, as in C.
+/// The list handlers over space-separated numbers: `add`, `sub`, `mul`, `div`,
+/// `idiv`, `min`, `max` fold the list from its first number (`div` as real numbers,
+/// `idiv` truncating that); `avg` is the mean; `count` counts the numbers, `popcount`
+/// the non-zero ones, `gt_vec` the ones after the first greater than it. Integer
+/// overflow wraps, as in C.
 fn fold(op: &str, args: &str) -> Result<String, String> {
-    let mut acc: Option<Number> = None;
-    for word in split_words(args) {
-        let n = number(&word).ok_or("expected list of numbers")?;
-        acc = Some(match acc {
-            None if matches!(op, "div" | "idiv") => Number::Real(n.real()),
-            None => n,
-            Some(a) => apply(op, a, n),
-        });
+    let counts = matches!(op, "count" | "popcount" | "gt_vec");
+    let mut acc = Number::Int(if matches!(op, "add" | "sub") || counts {
+        0
+    } else {
+        1
+    });
+    if matches!(op, "div" | "idiv") {
+        acc = Number::Real(1.0);
     }
-    let identity = if matches!(op, "add" | "sub") { 0 } else { 1 };
-    Ok(match (op, acc.unwrap_or(Number::Int(identity))) {
-        ("idiv", n) => (n.real() as i64).to_string(),
+    let mut first: Option<Number> = None;
+    let mut n = 0i64;
+    for word in split_words(args) {
+        let x = number(&word).ok_or("expected list of numbers")?;
+        n += 1;
+        let is_first = first.is_none();
+        if is_first {
+            first = Some(x);
+        }
+        acc = match op {
+            "count" => add(acc, Number::Int(1)),
+            "popcount" => add(acc, Number::Int(i64::from(x.real() != 0.0))),
+            "gt_vec" if is_first => acc,
+            "gt_vec" => add(acc, Number::Int(i64::from(x.greater(first.expect("first"))))),
+            _ if is_first => match op {
+                "div" | "idiv" => Number::Real(x.real()),
+                _ => x,
+            },
+            _ => apply(op, acc, x),
+        };
+    }
+    Ok(match (op, acc) {
+        ("avg", _) if n == 0 => i32::MAX.to_string(),
+        ("avg", Number::Int(sum)) => (sum / n).to_string(),
+        ("avg", Number::Real(sum)) => format_real(sum / n as f64),
+        ("idiv", a) => (a.real() as i64).to_string(),
         (_, Number::Int(i)) => i.to_string(),
         (_, Number::Real(r)) => format_real(r),
     })
 }
 
+fn add(a: Number, b: Number) -> Number {
+    apply("add", a, b)
+}
+
 fn apply(op: &str, a: Number, b: Number) -> Number {
     match (a, b) {
         (Number::Int(x), Number::Int(y)) if !matches!(op, "div" | "idiv") => Number::Int(match op {
-            "add" => x.wrapping_add(y),
+            "add" | "avg" => x.wrapping_add(y),
             "sub" => x.wrapping_sub(y),
+            "min" => x.min(y),
+            "max" => x.max(y),
             _ => x.wrapping_mul(y),
         }),
         _ => {
             let (x, y) = (a.real(), b.real());
             Number::Real(match op {
-                "add" => x + y,
+                "add" | "avg" => x + y,
                 "sub" => x - y,
+                "min" => x.min(y),
+                "max" => x.max(y),
                 "mul" => x * y,
                 _ => x / y,
             })
         }
     }
+}
+
+/// `mod A B` on integers; `rem A B` also on real numbers (C's `fmod`).
+fn modulo(op: &str, args: &str) -> Result<String, String> {
+    let two = || "expected two numbers".to_string();
+    let words = split_words(args);
+    let [a, b] = words.as_slice() else {
+        return Err(two());
+    };
+    match (number(a).ok_or_else(two)?, number(b).ok_or_else(two)?) {
+        (Number::Int(_), Number::Int(0)) => Err("division by zero".to_string()),
+        (Number::Int(x), Number::Int(y)) => Ok(x.wrapping_rem(y).to_string()),
+        (x, y) if op == "rem" => Ok(format_real(x.real() % y.real())),
+        _ => Err(two()),
+    }
+}
+
+/// `neg`, `abs`, `ceil` of one number.
+fn unary(op: &str, args: &str) -> Result<String, String> {
+    Ok(match number(args).ok_or("expected one number")? {
+        Number::Int(x) => match op {
+            "neg" => x.wrapping_neg(),
+            "abs" => x.wrapping_abs(),
+            _ => x,
+        }
+        .to_string(),
+        Number::Real(x) => format_real(match op {
+            "neg" => -x,
+            "abs" => x.abs(),
+            _ => x.ceil(),
+        }),
+    })
 }
 
 /// Two operands compared as numbers when both are, else as unquoted text, bytewise.
