@@ -61,6 +61,9 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("SetIPECN", "CE", 1),
     ("VLANEncap", "5, 3", 1),
     ("VLANDecap", "ANNO true", 1),
+    ("CheckUDPHeader", "DETAILS true", 2),
+    ("CheckTCPHeader", "", 1),
+    ("CheckICMPHeader", "DETAILS true", 2),
 ];
 
 fuzz_target!(|data: &[u8]| {

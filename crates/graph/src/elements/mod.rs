@@ -64,6 +64,9 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ether::EtherMirrorClass));
     reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER));
     reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER2));
+    reg.add(Arc::new(ip::checktransport::CHECK_UDP_HEADER));
+    reg.add(Arc::new(ip::checktransport::CHECK_TCP_HEADER));
+    reg.add(Arc::new(ip::checktransport::CHECK_ICMP_HEADER));
     reg.add(Arc::new(ip::getipaddress::GetIPAddressClass));
     reg.add(Arc::new(ip::setipaddress::SetIPAddressClass));
     reg.add(Arc::new(ip::decipttl::DecIPTTLClass));

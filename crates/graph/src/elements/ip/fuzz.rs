@@ -1,6 +1,7 @@
 //! Property: no IP element panics on any bytes, wherever the network header points.
 
 use super::checkipheader::{CHECK_IP_HEADER, CHECK_IP_HEADER2};
+use super::checktransport::{CHECK_ICMP_HEADER, CHECK_TCP_HEADER, CHECK_UDP_HEADER};
 use super::decipttl::DecIPTTLClass;
 use super::dropbroadcasts::DropBroadcastsClass;
 use super::fixipsrc::FixIPSrcClass;
@@ -79,6 +80,9 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&TruncateClass, "10", 1),
         (&PadClass, "", 1),
         (&CheckLengthClass, "30", 2),
+        (&CHECK_UDP_HEADER, "DETAILS true", 2),
+        (&CHECK_TCP_HEADER, "", 1),
+        (&CHECK_ICMP_HEADER, "DETAILS true", 2),
     ]
 }
 

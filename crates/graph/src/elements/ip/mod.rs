@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 pub(crate) mod checkipheader;
+pub(crate) mod checktransport;
 pub(crate) mod decipttl;
 pub(crate) mod dropbroadcasts;
 pub(crate) mod encap;
