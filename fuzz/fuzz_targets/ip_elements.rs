@@ -64,6 +64,8 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("CheckUDPHeader", "DETAILS true", 2),
     ("CheckTCPHeader", "", 1),
     ("CheckICMPHeader", "DETAILS true", 2),
+    ("Meter", "1000", 2),
+    ("BandwidthMeter", "8kbps, 1MBps", 3),
 ];
 
 fuzz_target!(|data: &[u8]| {

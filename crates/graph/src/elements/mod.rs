@@ -17,6 +17,7 @@ pub(crate) mod idle;
 pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
+pub(crate) mod meter;
 pub mod multipath;
 pub(crate) mod nd;
 pub(crate) mod neighbor;
@@ -52,6 +53,8 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(switch::HashSwitchClass));
     reg.add(Arc::new(switch::RoundRobinSwitchClass));
     reg.add(Arc::new(ratedsplitter::RatedSplitterClass));
+    reg.add(Arc::new(meter::METER));
+    reg.add(Arc::new(meter::BANDWIDTH_METER));
     reg.add(Arc::new(print::PrintClass));
     reg.add(Arc::new(null::NullClass::NULL));
     reg.add(Arc::new(null::NullClass::PUSH));

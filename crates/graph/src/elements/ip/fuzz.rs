@@ -22,6 +22,7 @@ use super::testutil::cksum;
 use super::udpipencap::UDPIPEncapClass;
 use crate::element::ElementClass;
 use crate::elements::checklength::CheckLengthClass;
+use crate::elements::meter::{BANDWIDTH_METER, METER};
 use crate::elements::pad::PadClass;
 use crate::elements::striptonet::StripToNetworkHeaderClass;
 use crate::elements::truncate::TruncateClass;
@@ -83,6 +84,8 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&CHECK_UDP_HEADER, "DETAILS true", 2),
         (&CHECK_TCP_HEADER, "", 1),
         (&CHECK_ICMP_HEADER, "DETAILS true", 2),
+        (&METER, "1000", 2),
+        (&BANDWIDTH_METER, "8kbps, 1MBps", 3),
     ]
 }
 
