@@ -66,6 +66,7 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("CheckICMPHeader", "DETAILS true", 2),
     ("Meter", "1000", 2),
     ("BandwidthMeter", "8kbps, 1MBps", 3),
+    ("BandwidthRatedSplitter", "1kBps, BURST_BYTES 100", 2),
 ];
 
 fuzz_target!(|data: &[u8]| {

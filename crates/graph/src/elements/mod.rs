@@ -53,6 +53,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(switch::HashSwitchClass));
     reg.add(Arc::new(switch::RoundRobinSwitchClass));
     reg.add(Arc::new(ratedsplitter::RatedSplitterClass));
+    reg.add(Arc::new(ratedsplitter::BandwidthRatedSplitterClass));
     reg.add(Arc::new(meter::METER));
     reg.add(Arc::new(meter::BANDWIDTH_METER));
     reg.add(Arc::new(print::PrintClass));

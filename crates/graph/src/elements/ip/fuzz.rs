@@ -24,6 +24,7 @@ use crate::element::ElementClass;
 use crate::elements::checklength::CheckLengthClass;
 use crate::elements::meter::{BANDWIDTH_METER, METER};
 use crate::elements::pad::PadClass;
+use crate::elements::ratedsplitter::BandwidthRatedSplitterClass;
 use crate::elements::striptonet::StripToNetworkHeaderClass;
 use crate::elements::truncate::TruncateClass;
 use crate::elements::vlan::{VLANDecapClass, VLANEncapClass};
@@ -86,6 +87,7 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&CHECK_ICMP_HEADER, "DETAILS true", 2),
         (&METER, "1000", 2),
         (&BANDWIDTH_METER, "8kbps, 1MBps", 3),
+        (&BandwidthRatedSplitterClass, "1kBps, BURST_BYTES 100", 2),
     ]
 }
 
