@@ -67,6 +67,7 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("Meter", "1000", 2),
     ("BandwidthMeter", "8kbps, 1MBps", 3),
     ("BandwidthRatedSplitter", "1kBps, BURST_BYTES 100", 2),
+    ("ICMPPingEncap", "10.0.0.1, 10.0.0.2, IDENTIFIER 3", 1),
 ];
 
 fuzz_target!(|data: &[u8]| {

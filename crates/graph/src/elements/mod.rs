@@ -95,6 +95,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip6::icmp6ping::ICMP6_PING_RESPONDER));
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
     reg.add(Arc::new(icmpping::ICMP_PING_RESPONDER));
+    reg.add(Arc::new(ip::icmppingencap::ICMPPingEncapClass));
     reg.add(Arc::new(esp::encap::ESPEncapClass));
     reg.add(Arc::new(esp::decap::ESPDecapClass));
     arp::register(reg);

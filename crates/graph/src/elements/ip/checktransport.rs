@@ -598,11 +598,11 @@ mod tests {
     fn click_icmppingencap_testie_packets_pass() {
         // test/icmp/ICMPPingEncap-01.testie runs ICMPPingEncap's packets through
         // CheckICMPHeader and CheckIPHeader: an echo request of 1.0.0.1 -> 2.0.0.2,
-        // identifier 3, sequence 0, no payload, as written here by hand.
-        let mut m = vec![8, 0, 0, 0, 0, 3, 0, 0];
+        // identifier 3, sequence and IP ID 1, no payload, as written here by hand.
+        let mut m = vec![8, 0, 0, 0, 0, 3, 0, 1];
         let c = cksum(&m);
         m[2..4].copy_from_slice(&c.to_be_bytes());
-        let mut b = ip_header(0, 28, 0, 0, 255, 1, [1, 0, 0, 1], [2, 0, 0, 2]);
+        let mut b = ip_header(0, 28, 1, 0, 255, 1, [1, 0, 0, 1], [2, 0, 0, 2]);
         b.extend_from_slice(&m);
         let mut h = Harness::new(&CHECK_ICMP_HEADER, "", 1, 1);
         assert!(passes(&mut h, &b));

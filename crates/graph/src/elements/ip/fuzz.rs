@@ -7,6 +7,7 @@ use super::dropbroadcasts::DropBroadcastsClass;
 use super::fixipsrc::FixIPSrcClass;
 use super::getipaddress::GetIPAddressClass;
 use super::icmperror::ICMPErrorClass;
+use super::icmppingencap::ICMPPingEncapClass;
 use super::ipencap::IPEncapClass;
 use super::ipfragmenter::IPFragmenterClass;
 use super::ipgwoptions::IPGW_OPTIONS;
@@ -88,6 +89,7 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&METER, "1000", 2),
         (&BANDWIDTH_METER, "8kbps, 1MBps", 3),
         (&BandwidthRatedSplitterClass, "1kBps, BURST_BYTES 100", 2),
+        (&ICMPPingEncapClass, "1.0.0.1, 2.0.0.2, IDENTIFIER 3", 1),
     ]
 }
 

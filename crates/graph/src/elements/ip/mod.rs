@@ -15,6 +15,7 @@ pub(crate) mod encap;
 pub(crate) mod fixipsrc;
 pub(crate) mod getipaddress;
 pub(crate) mod icmperror;
+pub(crate) mod icmppingencap;
 pub(crate) mod ipencap;
 pub(crate) mod ipfragmenter;
 pub(crate) mod ipgwoptions;
