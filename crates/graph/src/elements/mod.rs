@@ -126,6 +126,10 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip::setipdscp::SetIPECNClass));
     reg.add(Arc::new(vlan::VLANEncapClass));
     reg.add(Arc::new(vlan::VLANDecapClass));
+    reg.add(Arc::new(vlan::SET_VLAN_ANNO));
+    reg.add(Arc::new(vlan::SET_VLAN_ANNO_ALIAS));
+    reg.add(Arc::new(vlan::ETHER_VLAN_ENCAP));
+    reg.add(Arc::new(vlan::ETHER_VLAN_ENCAP_ALIAS));
     reg.add(Arc::new(timedsource::TimedSourceClass));
     reg.add(Arc::new(crate::addressinfo::AddressInfoClass));
 }

@@ -28,7 +28,7 @@ use crate::elements::pad::PadClass;
 use crate::elements::ratedsplitter::BandwidthRatedSplitterClass;
 use crate::elements::striptonet::StripToNetworkHeaderClass;
 use crate::elements::truncate::TruncateClass;
-use crate::elements::vlan::{VLANDecapClass, VLANEncapClass};
+use crate::elements::vlan::{VLANDecapClass, VLANEncapClass, ETHER_VLAN_ENCAP, SET_VLAN_ANNO};
 use crate::testing::Harness;
 use packet::anno::PacketType;
 use packet::Packet;
@@ -90,6 +90,8 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&BANDWIDTH_METER, "8kbps, 1MBps", 3),
         (&BandwidthRatedSplitterClass, "1kBps, BURST_BYTES 100", 2),
         (&ICMPPingEncapClass, "1.0.0.1, 2.0.0.2, IDENTIFIER 3", 1),
+        (&SET_VLAN_ANNO, "5, 3", 1),
+        (&ETHER_VLAN_ENCAP, "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b, ANNO, NATIVE_VLAN 1", 1),
     ]
 }
 
