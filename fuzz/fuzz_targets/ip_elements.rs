@@ -61,6 +61,15 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("SetIPECN", "CE", 1),
     ("VLANEncap", "5, 3", 1),
     ("VLANDecap", "ANNO true", 1),
+    ("CheckUDPHeader", "DETAILS true", 2),
+    ("CheckTCPHeader", "", 1),
+    ("CheckICMPHeader", "DETAILS true", 2),
+    ("Meter", "1000", 2),
+    ("BandwidthMeter", "8kbps, 1MBps", 3),
+    ("BandwidthRatedSplitter", "1kBps, BURST_BYTES 100", 2),
+    ("ICMPPingEncap", "10.0.0.1, 10.0.0.2, IDENTIFIER 3", 1),
+    ("SetVLANAnno", "5, 3", 1),
+    ("EtherVLANEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b, ANNO, NATIVE_VLAN 1", 1),
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -33,26 +33,26 @@ const COMPENSATION: u64 = 1 << (STABILITY_SHIFT - 1);
 /// Epochs per second (Click's user-level jiffies are milliseconds).
 const EPOCH_FREQUENCY: u64 = 1000;
 /// Bits of fraction of the packet-rate average.
-const PACKET_SCALE: u32 = 10;
+pub(crate) const PACKET_SCALE: u32 = 10;
 /// Bits of fraction of the byte-rate average (fewer, to avoid overflow, as Click).
 const BYTE_SCALE: u32 = 4;
 
 /// An exponentially weighted moving average with `scale` bits of fraction, using
 /// Click's integer arithmetic (arithmetic right shift of the signed difference).
 #[derive(Clone, Copy, Debug, Default)]
-struct Ewma {
-    scaled: u64,
+pub(crate) struct Ewma {
+    pub(crate) scaled: u64,
 }
 
 impl Ewma {
-    fn update(&mut self, x: u64, scale: u32) {
+    pub(crate) fn update(&mut self, x: u64, scale: u32) {
         let target = (x << scale).wrapping_add(COMPENSATION);
         let step = (target.wrapping_sub(self.scaled) as i64) >> STABILITY_SHIFT;
         self.scaled = self.scaled.wrapping_add(step as u64);
     }
 
     /// `n` observations of zero (idle epochs). Like Click, 100 or more clear it.
-    fn update_idle(&mut self, n: u64, scale: u32) {
+    pub(crate) fn update_idle(&mut self, n: u64, scale: u32) {
         if n >= 100 {
             self.scaled = 0;
         } else {

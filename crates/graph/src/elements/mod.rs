@@ -18,6 +18,7 @@ pub(crate) mod ip;
 pub(crate) mod ip6;
 pub mod iplookup;
 pub mod ipsumdump;
+pub(crate) mod meter;
 pub mod multipath;
 pub(crate) mod nd;
 pub(crate) mod neighbor;
@@ -55,6 +56,9 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(switch::HashSwitchClass));
     reg.add(Arc::new(switch::RoundRobinSwitchClass));
     reg.add(Arc::new(ratedsplitter::RatedSplitterClass));
+    reg.add(Arc::new(ratedsplitter::BandwidthRatedSplitterClass));
+    reg.add(Arc::new(meter::METER));
+    reg.add(Arc::new(meter::BANDWIDTH_METER));
     reg.add(Arc::new(print::PrintClass));
     reg.add(Arc::new(null::NullClass::NULL));
     reg.add(Arc::new(null::NullClass::PUSH));
@@ -67,6 +71,9 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ether::EtherMirrorClass));
     reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER));
     reg.add(Arc::new(ip::checkipheader::CHECK_IP_HEADER2));
+    reg.add(Arc::new(ip::checktransport::CHECK_UDP_HEADER));
+    reg.add(Arc::new(ip::checktransport::CHECK_TCP_HEADER));
+    reg.add(Arc::new(ip::checktransport::CHECK_ICMP_HEADER));
     reg.add(Arc::new(ip::getipaddress::GetIPAddressClass));
     reg.add(Arc::new(ip::setipaddress::SetIPAddressClass));
     reg.add(Arc::new(ip::decipttl::DecIPTTLClass));
@@ -93,6 +100,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip6::icmp6ping::ICMP6_PING_RESPONDER));
     reg.add(Arc::new(ip6::lookupip6route::LookupIP6RouteClass));
     reg.add(Arc::new(icmpping::ICMP_PING_RESPONDER));
+    reg.add(Arc::new(ip::icmppingencap::ICMPPingEncapClass));
     reg.add(Arc::new(esp::encap::ESPEncapClass));
     reg.add(Arc::new(esp::decap::ESPDecapClass));
     arp::register(reg);
@@ -123,6 +131,10 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(ip::setipdscp::SetIPECNClass));
     reg.add(Arc::new(vlan::VLANEncapClass));
     reg.add(Arc::new(vlan::VLANDecapClass));
+    reg.add(Arc::new(vlan::SET_VLAN_ANNO));
+    reg.add(Arc::new(vlan::SET_VLAN_ANNO_ALIAS));
+    reg.add(Arc::new(vlan::ETHER_VLAN_ENCAP));
+    reg.add(Arc::new(vlan::ETHER_VLAN_ENCAP_ALIAS));
     reg.add(Arc::new(timedsource::TimedSourceClass));
     reg.add(Arc::new(crate::addressinfo::AddressInfoClass));
 }

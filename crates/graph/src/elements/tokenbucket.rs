@@ -102,6 +102,21 @@ impl TokenCounter {
         }
     }
 
+    /// Whether the counter holds `t` tokens (Click's `contains`): false for more than
+    /// the bucket can hold.
+    pub fn contains(&self, rate: &TokenRate, t: u32) -> bool {
+        rate.scaled(t).is_some_and(|f| f <= self.tokens)
+    }
+
+    /// Takes `t` tokens, or all there are if fewer (Click's `remove`, which a
+    /// bandwidth bucket uses to take a packet's bytes once it holds its threshold).
+    pub fn remove(&mut self, rate: &TokenRate, t: u32) {
+        self.tokens = match rate.scaled(t) {
+            Some(f) => self.tokens.saturating_sub(f),
+            None => 0,
+        };
+    }
+
     /// Keeps the token count when the rate's scale changes (Click's `adjust`).
     pub fn adjust(&mut self, old: &TokenRate, new: &TokenRate) {
         if old.token_scale != new.token_scale {

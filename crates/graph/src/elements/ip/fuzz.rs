@@ -1,11 +1,13 @@
 //! Property: no IP element panics on any bytes, wherever the network header points.
 
 use super::checkipheader::{CHECK_IP_HEADER, CHECK_IP_HEADER2};
+use super::checktransport::{CHECK_ICMP_HEADER, CHECK_TCP_HEADER, CHECK_UDP_HEADER};
 use super::decipttl::DecIPTTLClass;
 use super::dropbroadcasts::DropBroadcastsClass;
 use super::fixipsrc::FixIPSrcClass;
 use super::getipaddress::GetIPAddressClass;
 use super::icmperror::ICMPErrorClass;
+use super::icmppingencap::ICMPPingEncapClass;
 use super::ipencap::IPEncapClass;
 use super::ipfragmenter::IPFragmenterClass;
 use super::ipgwoptions::IPGW_OPTIONS;
@@ -21,10 +23,12 @@ use super::testutil::cksum;
 use super::udpipencap::UDPIPEncapClass;
 use crate::element::ElementClass;
 use crate::elements::checklength::CheckLengthClass;
+use crate::elements::meter::{BANDWIDTH_METER, METER};
 use crate::elements::pad::PadClass;
+use crate::elements::ratedsplitter::BandwidthRatedSplitterClass;
 use crate::elements::striptonet::StripToNetworkHeaderClass;
 use crate::elements::truncate::TruncateClass;
-use crate::elements::vlan::{VLANDecapClass, VLANEncapClass};
+use crate::elements::vlan::{VLANDecapClass, VLANEncapClass, ETHER_VLAN_ENCAP, SET_VLAN_ANNO};
 use crate::testing::Harness;
 use packet::anno::PacketType;
 use packet::Packet;
@@ -79,6 +83,15 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&TruncateClass, "10", 1),
         (&PadClass, "", 1),
         (&CheckLengthClass, "30", 2),
+        (&CHECK_UDP_HEADER, "DETAILS true", 2),
+        (&CHECK_TCP_HEADER, "", 1),
+        (&CHECK_ICMP_HEADER, "DETAILS true", 2),
+        (&METER, "1000", 2),
+        (&BANDWIDTH_METER, "8kbps, 1MBps", 3),
+        (&BandwidthRatedSplitterClass, "1kBps, BURST_BYTES 100", 2),
+        (&ICMPPingEncapClass, "1.0.0.1, 2.0.0.2, IDENTIFIER 3", 1),
+        (&SET_VLAN_ANNO, "5, 3", 1),
+        (&ETHER_VLAN_ENCAP, "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b, ANNO, NATIVE_VLAN 1", 1),
     ]
 }
 

@@ -8,12 +8,14 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 pub(crate) mod checkipheader;
+pub(crate) mod checktransport;
 pub(crate) mod decipttl;
 pub(crate) mod dropbroadcasts;
 pub(crate) mod encap;
 pub(crate) mod fixipsrc;
 pub(crate) mod getipaddress;
 pub(crate) mod icmperror;
+pub(crate) mod icmppingencap;
 pub(crate) mod ipencap;
 pub(crate) mod ipfragmenter;
 pub(crate) mod ipgwoptions;
