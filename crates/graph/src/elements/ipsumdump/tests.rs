@@ -600,9 +600,9 @@ fn clicks_ipsummarydump_01_testie() {
     );
 }
 
-/// Click's test/analysis/FromIPSummaryDump-02.clicktest, with one change: Click's
-/// CheckICMPHeader, which brickroute does not have, is CheckIPHeader (both pass these
-/// checksummed packets). The data names ICMP types, written back by name.
+/// Click's test/analysis/FromIPSummaryDump-02.clicktest, as it is: the data names
+/// ICMP types, the packets are checksummed (CheckICMPHeader passes them), and the types
+/// are written back by name.
 #[test]
 fn clicks_fromipsummarydump_02_clicktest() {
     let dir = tempfile::tempdir().unwrap();
@@ -612,7 +612,7 @@ fn clicks_fromipsummarydump_02_clicktest() {
 !proto I
 18.26.4.44 10.0.0.4 echo
 10.0.0.4 18.26.4.44 echo-reply\")
-	-> CheckIPHeader
+	-> CheckICMPHeader
 	-> ToIPSummaryDump({out}, FIELDS src dst icmp_type_name)"
     ));
     let text = read(&out);
@@ -624,7 +624,7 @@ fn clicks_fromipsummarydump_02_clicktest() {
 }
 
 /// Click's test/analysis/FromIPSummaryDump-01.testie: the same from a file, the
-/// fields given with the deprecated DATA keyword (CheckICMPHeader as above).
+/// fields given with the deprecated DATA keyword.
 #[test]
 fn clicks_fromipsummarydump_01_testie() {
     let dir = tempfile::tempdir().unwrap();
@@ -637,7 +637,7 @@ fn clicks_fromipsummarydump_01_testie() {
     .unwrap();
     run_router(&format!(
         "FromIPSummaryDump({in1}, STOP true, CHECKSUM true)
-         -> CheckIPHeader
+         -> CheckICMPHeader
          -> ToIPSummaryDump({out}, DATA src dst icmp_type_name)"
     ));
     let text = read(&out);
