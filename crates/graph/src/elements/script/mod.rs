@@ -128,6 +128,9 @@ thread_local! {
     static RUNNING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// How long a script called from another script waits for it to be free.
+const NESTED_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The handlers that run or move a script.
 const STEP_HANDLERS: [&str; 3] = ["run", "step", "goto"];
 /// The handlers over the script's variables.
@@ -156,7 +159,14 @@ impl Script {
             }
         }
         let _leave = Leave;
-        let mut m = lock(&self.machine);
+        // A script called from another script's instructions does not wait for ever:
+        // two scripts on two threads calling each other would otherwise deadlock.
+        let nested = RUNNING.with(|r| r.borrow().len() > 1);
+        let mut m = if nested {
+            self.lock_within(NESTED_WAIT)?
+        } else {
+            lock(&self.machine)
+        };
         let mut world = RouterWorld {
             script: self,
             router,
@@ -167,6 +177,26 @@ impl Script {
         self.wake.store(m.deadline.unwrap_or(u64::MAX), Ordering::Release);
         self.ended.store(m.ending.is_some(), Ordering::Release);
         Ok((r, world.stopped))
+    }
+
+    /// The script's state, if its lock comes free within `limit`.
+    fn lock_within(&self, limit: std::time::Duration) -> Result<std::sync::MutexGuard<'_, Machine>, String> {
+        let start = std::time::Instant::now();
+        loop {
+            match self.machine.try_lock() {
+                Ok(m) => return Ok(m),
+                Err(std::sync::TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < limit => {
+                    std::thread::sleep(std::time::Duration::from_micros(50))
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    return Err(format!(
+                        "{}: the script is busy (is it calling a script that calls it back?)",
+                        self.name
+                    ))
+                }
+            }
+        }
     }
 
     /// Runs the script as `how` asks. `Ok` with what `return` gave (empty if it did not

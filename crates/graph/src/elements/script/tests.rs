@@ -593,6 +593,44 @@ fn save_append_printq_and_a_wait_time_from_a_variable() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "2\nx y\n3\n5\n");
 }
 
+/// A script called from within another script waits at most NESTED_WAIT for its lock,
+/// so two scripts on two threads calling each other end in an error, not a deadlock.
+#[test]
+fn a_script_called_from_a_script_does_not_wait_for_ever() {
+    let program = program(&["return 1"]);
+    let script = Arc::new(Script {
+        name: "b".into(),
+        kind: Kind::Passive,
+        machine: Mutex::new(Machine::new(&program)),
+        program,
+        wake: AtomicU64::new(u64::MAX),
+        ended: AtomicBool::new(false),
+        base_dir: ".".into(),
+    });
+    // Another thread runs it.
+    let held = script.machine.lock().unwrap();
+    let other = script.clone();
+    let caller = std::thread::spawn(move || {
+        // As if script `a` (any other script) were running on this thread.
+        RUNNING.with(|r| r.borrow_mut().push(1));
+        let t0 = std::time::Instant::now();
+        let r = other.with_machine(None, |m, _| m.returned()).map(|(v, _)| v);
+        (r, t0.elapsed())
+    });
+    let (r, waited) = caller.join().unwrap();
+    drop(held);
+    assert_eq!(
+        r,
+        Err("b: the script is busy (is it calling a script that calls it back?)".to_string())
+    );
+    assert!(waited >= NESTED_WAIT, "{:?}", waited);
+    // Free, it answers; and a call that is not nested simply waits its turn.
+    assert_eq!(
+        script.advance(None, Advance::Run("", Caller::default())).0,
+        Ok("1".to_string())
+    );
+}
+
 mod no_panic {
     use super::*;
     use proptest::prelude::*;
