@@ -188,6 +188,12 @@ pub trait ElementSpec: Send + Sync {
         None
     }
 
+    /// True if the element answers handlers of any name, beyond those it lists (a
+    /// PROXY Script): every name is then readable and writable.
+    fn answers_any_handler(&self) -> bool {
+        false
+    }
+
     /// Reads handler `name` (with `param`, if given) of an element whose handlers call
     /// other handlers of the router (a Script). Tried before the other read handlers.
     fn read_handler_in(

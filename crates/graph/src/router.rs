@@ -408,10 +408,7 @@ impl RouterSpec {
 
     /// Whether `element.handler` exists and is readable.
     pub fn has_read_handler(&self, element: &str, handler: &str) -> bool {
-        self.find(element).is_some_and(|e| {
-            STANDARD_HANDLERS.contains(&handler)
-                || e.spec.handlers().iter().any(|h| h.name == handler && h.read)
-        })
+        self.find(element).is_some_and(|e| access(e, handler).0)
     }
 
     /// Whether `element.handler` can be read and written: `None` when there is no
@@ -677,6 +674,9 @@ const STANDARD_HANDLERS: [&str; 5] = ["class", "config", "handlers", "name", "po
 /// reconfiguration).
 fn access(e: &ElementEntry, handler: &str) -> (bool, bool) {
     let standard = STANDARD_HANDLERS.contains(&handler);
+    if !standard && e.spec.answers_any_handler() {
+        return (true, true);
+    }
     e.spec
         .handlers()
         .iter()

@@ -520,6 +520,10 @@ impl ElementSpec for ScriptSpec {
         h
     }
 
+    fn answers_any_handler(&self) -> bool {
+        self.0.kind == Kind::Proxy
+    }
+
     fn read_handler_in(
         &self,
         name: &str,

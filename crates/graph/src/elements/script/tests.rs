@@ -528,6 +528,18 @@ fn a_proxy_script_answers_any_handler() {
     assert_eq!(r.write_handler("s.c", ""), Err("bad handler".to_string()));
     // Its own handlers stay its own.
     assert_eq!(r.read_handler("s.add 1 2").unwrap(), "3");
+    // Any name is a handler to a handler client.
+    assert_eq!(r.handler_access("s", "anything"), Some((true, true)));
+    assert!(r.has_read_handler("s", "zz"));
+    assert_eq!(r.handler_access("s", "class"), Some((true, false)));
+    let mut session = crate::control::Session::new(&r, false);
+    let mut out = Vec::new();
+    session.feed(b"READ s.a\r\n", false, &mut out);
+    assert!(
+        String::from_utf8_lossy(&out).contains("200 Read handler 's.a' OK\r\nDATA 14\r\nyou called 'a'"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
 }
 
 #[test]
