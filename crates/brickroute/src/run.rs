@@ -416,20 +416,18 @@ pub fn main(args: RunArgs) -> ExitCode {
             // One worker per thread (pinned to cores) until a source asks to stop,
             // every source is done, a stop signal arrives, or another configuration
             // takes over.
-            s.add(
-                &runtime::Runtime::new(threads)
-                    .idle_spin(Duration::from_micros(args.idle_spin_us))
-                    .run_until(&router, None, || signalled() || replacing()),
-            );
             // With a control socket or kernel routes to follow, the router runs until
             // it is stopped (a signal, a source's STOP, or a write to the `stop`
             // handler), as Click's driver does while it has sockets to watch, also
-            // once its sources are done.
-            if services.sockets.is_serving() || following.is_running() || scraped.is_some() {
-                while !signalled() && !router.stop_flag().is_requested() && !replacing() {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
+            // once its sources are done: the workers go on (asleep when idle), so what
+            // a handler starts (a Script's wait) still runs.
+            let serving = services.sockets.is_serving() || following.is_running() || scraped.is_some();
+            s.add(
+                &runtime::Runtime::new(threads)
+                    .idle_spin(Duration::from_micros(args.idle_spin_us))
+                    .until_stopped(serving)
+                    .run_until(&router, None, || signalled() || replacing()),
+            );
             drop(addressing);
             drop(resolving);
             drop(following);

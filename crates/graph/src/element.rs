@@ -237,6 +237,11 @@ pub trait ElementSpec: Send + Sync {
         Ok(())
     }
 
+    /// The configuration is the router's and every element is committed: an element
+    /// whose initialization reads other elements' handlers (a Script's `init`) does
+    /// it here, before any packet moves, as Click's `initialize`.
+    fn initialize(&self, _router: &crate::router::RouterSpec) {}
+
     /// This element as state a configuration replacing its own may take over
     /// ([`ElementSpec::take_state`]): `Some(self)` for an element that has any.
     fn state(&self) -> Option<&dyn std::any::Any> {
@@ -400,6 +405,14 @@ pub trait Element: Send {
     /// it.
     fn keeps_router_running(&self) -> bool {
         true
+    }
+
+    /// For a source that does not keep the router running (or no longer does, having
+    /// said [`TaskStatus::Released`]): whether it has work coming all the same (a
+    /// Script's wait that a handler started). A worker whose other sources are done
+    /// keeps running while one has. Asked only once no source keeps it running.
+    fn is_pending(&self) -> bool {
+        false
     }
 
     /// True if this element, with one input and one output, sends every batch pushed

@@ -310,7 +310,8 @@ impl RouterSpec {
     /// created under temporary names ([`ElementSpec::commit`]). Returns what could not
     /// be done, each with its element.
     pub fn commit(&self) -> Vec<String> {
-        self.elements
+        let errors = self
+            .elements
             .iter()
             .filter_map(|e| {
                 e.spec
@@ -318,7 +319,13 @@ impl RouterSpec {
                     .err()
                     .map(|m| format!("{} :: {}: {}", e.name, e.class, m))
             })
-            .collect()
+            .collect();
+        crate::addressinfo::with_table(self.addresses.clone(), || {
+            for e in &self.elements {
+                e.spec.initialize(self);
+            }
+        });
+        errors
     }
 
     /// Takes over the state of the configuration this one replaces (Click's hotswap):
@@ -907,8 +914,17 @@ impl GraphInstance {
         }
         RunResult {
             packets,
-            all_done: self.live == 0,
+            all_done: self.live == 0 && !self.any_pending(),
         }
+    }
+
+    /// Whether a live source that does not keep the router running has work coming
+    /// all the same ([`Element::is_pending`]).
+    fn any_pending(&self) -> bool {
+        self.sources
+            .iter()
+            .enumerate()
+            .any(|(si, &idx)| !self.done[si] && !self.counted[si] && self.nodes[idx].elem.is_pending())
     }
 
     /// The descriptors this worker may sleep on when idle: `None` if a live source

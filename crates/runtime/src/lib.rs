@@ -160,6 +160,7 @@ pub struct Runtime {
     prefill: usize,
     idle_spin: Duration,
     profile: bool,
+    until_stopped: bool,
 }
 
 /// The most workers a router runs: `brickroute run --threads` and `bench pipeline
@@ -179,7 +180,16 @@ impl Runtime {
             prefill: 4096,
             idle_spin: IDLE_SPIN,
             profile: false,
+            until_stopped: false,
         }
+    }
+
+    /// Whether workers keep running (asleep when idle) after their sources are done,
+    /// until the stop flag is set: for a router that serves handlers meanwhile (a
+    /// ControlSocket), whose writes may give its elements work (a Script's wait).
+    pub fn until_stopped(mut self, on: bool) -> Runtime {
+        self.until_stopped = on;
+        self
     }
 
     /// How long a worker polls without receiving anything before it may sleep until
@@ -257,6 +267,7 @@ impl Runtime {
                     let prefill = self.prefill;
                     let idle_spin = self.idle_spin;
                     let profile = self.profile;
+                    let until_stopped = self.until_stopped;
                     std::thread::Builder::new()
                         .name(format!("worker{}", i))
                         .spawn_scoped(s, move || {
@@ -274,6 +285,7 @@ impl Runtime {
                                 },
                                 idle_spin,
                                 profile,
+                                until_stopped,
                             );
                             st.core = pinned;
                             st
@@ -346,7 +358,13 @@ fn sleep_until_readable(fds: &[std::os::fd::RawFd], pollfds: &mut Vec<libc::poll
 }
 
 /// One worker: its own graph, polled until done or stopped.
-fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration, profile: bool) -> WorkerStats {
+fn worker_loop(
+    spec: &RouterSpec,
+    w: WorkerInfo,
+    idle_spin: Duration,
+    profile: bool,
+    until_stopped: bool,
+) -> WorkerStats {
     let mut g = spec.instantiate(w);
     g.set_profiling(profile);
     let stop = spec.stop_flag().clone();
@@ -377,7 +395,7 @@ fn worker_loop(spec: &RouterSpec, w: WorkerInfo, idle_spin: Duration, profile: b
         }
         // A pass that began with the stop flag set was the last one: every source saw
         // the request (a ToDevice flushed its partial group).
-        if r.all_done || stopping {
+        if r.all_done && !until_stopped || stopping {
             break;
         }
         if r.packets == 0 {

@@ -7,8 +7,8 @@
 //! `htonl`, `ntohs`, `ntohl`); `random`, `now`, `now_steady`; and the files `cat`
 //! and `catq` read.
 
-use crate::args::{split_words, unquote, FromArg};
-use crate::elements::script::program::first_word;
+use crate::args::{unquote, FromArg};
+use crate::elements::script::program::{first_word, words};
 
 /// The names of the handlers this module answers.
 pub const HANDLERS: [&str; 40] = [
@@ -72,7 +72,7 @@ pub fn call(name: &str, args: &str) -> Option<Result<String, String>> {
         "and" | "or" | "nand" | "nor" => logic(name, args),
         "if" => choose(args),
         "in" => {
-            let mut words = split_words(args).into_iter().map(|w| unquote(&w));
+            let mut words = words(args).into_iter().map(unquote);
             let word = words.next().unwrap_or_default();
             Ok((!word.is_empty() && words.any(|w| w == word)).to_string())
         }
@@ -115,11 +115,11 @@ fn boolean(word: &str) -> Result<bool, String> {
 fn logic(op: &str, args: &str) -> Result<String, String> {
     let all = matches!(op, "and" | "nand");
     let mut value = all;
-    for word in split_words(args) {
+    for word in words(args) {
         if value != all {
             break;
         }
-        let b = boolean(&word)?;
+        let b = boolean(word)?;
         value = if all { value && b } else { value || b };
     }
     Ok((if op.starts_with('n') { !value } else { value }).to_string())
@@ -139,8 +139,8 @@ fn random(args: &str) -> Result<String, String> {
         static RNG: std::cell::RefCell<crate::elements::random::Rng> =
             std::cell::RefCell::new(crate::elements::random::Rng::new(0));
     }
-    let words = split_words(args);
-    let n = |w: &String| u32::from_arg(w).ok_or_else(|| "bad N".to_string());
+    let words = words(args);
+    let n = |w: &&str| u32::from_arg(w).ok_or_else(|| "bad N".to_string());
     // The first value and how many follow it.
     let (low, span) = match words.as_slice() {
         [] => (0, 1u64 << 31),
@@ -217,8 +217,8 @@ fn fold(op: &str, args: &str) -> Result<String, String> {
     }
     let mut first: Option<Number> = None;
     let mut n = 0i64;
-    for word in split_words(args) {
-        let x = number(&word).ok_or("expected list of numbers")?;
+    for word in words(args) {
+        let x = number(word).ok_or("expected list of numbers")?;
         n += 1;
         let is_first = first.is_none();
         if is_first {
@@ -276,7 +276,7 @@ fn apply(op: &str, a: Number, b: Number) -> Number {
 /// `mod A B` on integers; `rem A B` also on real numbers (C's `fmod`).
 fn modulo(op: &str, args: &str) -> Result<String, String> {
     let two = || "expected two numbers".to_string();
-    let words = split_words(args);
+    let words = words(args);
     let [a, b] = words.as_slice() else {
         return Err(two());
     };
@@ -307,7 +307,7 @@ fn unary(op: &str, args: &str) -> Result<String, String> {
 
 /// Two operands compared as numbers when both are, else as unquoted text, bytewise.
 fn compare(op: &str, args: &str) -> Result<String, String> {
-    let words = split_words(args);
+    let words = words(args);
     let [a, b] = words.as_slice() else {
         return Err("expected two numbers".to_string());
     };
@@ -371,9 +371,9 @@ const MAX_FIELD: usize = 4096;
 /// modifiers `h l ll L q`.
 fn sprintf(args: &str) -> Result<String, String> {
     let syntax = || "syntax error".to_string();
-    let mut words = split_words(args).into_iter();
-    let format = unquote(&words.next().unwrap_or_default());
-    let next_int = |words: &mut std::vec::IntoIter<String>| words.next().and_then(|w| i64::from_arg(&w));
+    let mut words = words(args).into_iter();
+    let format = unquote(words.next().unwrap_or_default());
+    let next_int = |words: &mut std::vec::IntoIter<&str>| words.next().and_then(i64::from_arg);
     let mut out = String::new();
     let mut chars = format.chars().peekable();
     while let Some(c) = chars.next() {
@@ -426,7 +426,7 @@ fn sprintf(args: &str) -> Result<String, String> {
         let body = match conv {
             '%' => "%".to_string(),
             's' => {
-                let s = unquote(&words.next().ok_or_else(syntax)?);
+                let s = unquote(words.next().ok_or_else(syntax)?);
                 match precision {
                     Some(p) => s.chars().take(p).collect(),
                     None => s,

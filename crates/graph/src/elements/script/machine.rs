@@ -2,8 +2,8 @@
 //! instructions from the current one until it blocks on a wait or ends.
 
 use super::expand::{expand, Expander, Reference};
-use super::program::{first_word, Insn, Program, Target};
-use crate::args::{split_words, unquote, FromArg, Interval};
+use super::program::{first_word, words, Insn, Program, Target};
+use crate::args::{unquote, FromArg, Interval};
 
 /// Jumps one step may take before the script is taken for looping and disabled, as
 /// Click's Script does.
@@ -21,6 +21,8 @@ pub trait World {
     fn full_name(&self, handler: &str) -> String;
     /// The script's own handler `handler` names, if it names one (`get`, `s.get`).
     fn is_own(&self, handler: &str) -> Option<String>;
+    /// Whether `handler` exists and can be read.
+    fn readable(&self, handler: &str) -> bool;
     /// Writes what `print` prints: to standard output, or to FILE (appended to with
     /// `append`).
     fn print(&mut self, file: Option<(&str, bool)>, text: &str) -> Result<(), String>;
@@ -213,13 +215,13 @@ impl Machine {
         }
     }
 
-    /// Starts over from the first instruction (the `run` handler) with `args`.
+    /// Starts over from the first instruction (the `run` handler) with `args`. Steps
+    /// already taken at `pause`s count on, as in Click.
     pub fn restart(&mut self, args: &str) {
         self.pos = 0;
         self.run_args = args.to_string();
         self.deadline = None;
         self.ending = None;
-        self.steps_taken.iter_mut().for_each(|s| *s = 0);
     }
 
     /// Moves to `target` (the `goto` handler). `Err` for a label that is not an
@@ -282,8 +284,12 @@ impl Machine {
                                 self.pos = at;
                                 return;
                             }
-                            // Click reports it and goes on past the wait.
-                            None => world.error(&format!("syntax error at 'wait' ('{}')", time)),
+                            // Click reports it and ends the step after the wait: the
+                            // script goes on at the next step.
+                            None => {
+                                world.error(&format!("syntax error at 'wait' ('{}')", time));
+                                return;
+                            }
                         }
                     }
                 }
@@ -473,11 +479,13 @@ impl Expander for ScriptExpander<'_> {
     fn value(&mut self, name: &str, how: Reference) -> Option<String> {
         if how == Reference::Call {
             let (handler, param) = first_word(name);
+            // A handler that exists answers, with nothing if its call failed (the error
+            // is reported); a reference to one that does not stays as written.
             return match self.machine.call_read(self.world, handler, param) {
                 Ok(v) => Some(v),
                 Err(e) => {
                     self.world.error(&e);
-                    None
+                    self.world.readable(handler).then(String::new)
                 }
             };
         }
@@ -486,7 +494,7 @@ impl Expander for ScriptExpander<'_> {
         if let Some(v) = m.get(name) {
             return Some(v.to_string());
         }
-        let args = || split_words(&m.run_args);
+        let args = || words(&m.run_args);
         match name {
             "?" => Some(m.write_status.to_string()),
             "$" => Some(std::process::id().to_string()),
@@ -495,7 +503,7 @@ impl Expander for ScriptExpander<'_> {
             "#" => Some(args().len().to_string()),
             n if n.starts_with(|c: char| ('1'..='9').contains(&c)) => {
                 let k: usize = n.parse().ok()?;
-                Some(args().into_iter().nth(k - 1).unwrap_or_default())
+                Some(args().into_iter().nth(k - 1).unwrap_or_default().to_string())
             }
             _ => None,
         }

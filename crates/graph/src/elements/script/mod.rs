@@ -131,6 +131,8 @@ thread_local! {
 /// How long a script called from another script waits for it to be free.
 const NESTED_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The handlers every element has (the router answers them).
+const STANDARD_HANDLERS: [&str; 5] = ["class", "config", "handlers", "name", "ports"];
 /// The handlers that run or move a script.
 const STEP_HANDLERS: [&str; 3] = ["run", "step", "goto"];
 /// The handlers over the script's variables.
@@ -217,14 +219,27 @@ impl Script {
                     Ok(())
                 }
                 Advance::Steps(n) => {
+                    m.caller = Caller {
+                        handler: "step".to_string(),
+                        write: true,
+                    };
                     m.step(p, world, n);
+                    m.caller = Caller::default();
                     Ok(())
                 }
-                Advance::Goto(label) => p
-                    .label(label)
-                    .ok_or("jump to nonexistent label".to_string())
-                    .and_then(|target| m.jump(target))
-                    .map(|()| m.step(p, world, 0)),
+                Advance::Goto(label) => {
+                    m.caller = Caller {
+                        handler: "goto".to_string(),
+                        write: true,
+                    };
+                    let r = p
+                        .label(label)
+                        .ok_or("jump to nonexistent label".to_string())
+                        .and_then(|target| m.jump(target))
+                        .map(|()| m.step(p, world, 0));
+                    m.caller = Caller::default();
+                    r
+                }
                 Advance::Run(args, caller) => {
                     m.restart(args);
                     m.caller = caller;
@@ -247,7 +262,8 @@ impl Script {
 
     /// Whether `handler` is one the script answers itself (not its PROXY handlers).
     fn is_own(&self, handler: &str) -> bool {
-        STEP_HANDLERS.contains(&handler)
+        STANDARD_HANDLERS.contains(&handler)
+            || STEP_HANDLERS.contains(&handler)
             || VARIABLE_HANDLERS.contains(&handler)
             || LOOKUP_HANDLERS.contains(&handler)
             || functions::HANDLERS.contains(&handler)
@@ -275,7 +291,11 @@ impl Script {
         private: bool,
     ) -> Option<Result<String, String>> {
         if name == "run" {
-            return Some(self.advance(router, Advance::Run(param, Caller::default())).0);
+            let caller = Caller {
+                handler: "run".to_string(),
+                write: false,
+            };
+            return Some(self.advance(router, Advance::Run(param, caller)).0);
         }
         if name == "get" || name == "shift" || self.exported(name).is_some() {
             return Some(
@@ -311,7 +331,13 @@ impl Script {
     /// there is no such handler.
     fn write(&self, name: &str, value: &str, router: Option<&RouterSpec>) -> Option<Result<(), String>> {
         let how = match name {
-            "run" => Advance::Run(value, Caller::default()),
+            "run" => Advance::Run(
+                value,
+                Caller {
+                    handler: "run".to_string(),
+                    write: true,
+                },
+            ),
             "goto" => Advance::Goto(value.trim()),
             "step" => match value.trim() {
                 "" => Advance::Steps(1),
@@ -363,7 +389,7 @@ impl RouterWorld<'_> {
     /// global, as in Click.
     fn own<'p>(&self, path: &'p str) -> Option<&'p str> {
         match path.split_once('.') {
-            Some((e, h)) if e == self.script.name => Some(h),
+            Some((e, h)) if e == self.script.name => self.script.is_own(h).then_some(h),
             Some(_) => None,
             None => self.script.is_own(path).then_some(path),
         }
@@ -398,12 +424,15 @@ impl RouterWorld<'_> {
 
 impl World for RouterWorld<'_> {
     fn read(&mut self, handler: &str, param: &str) -> Result<String, String> {
-        if let Some(h) = self.own(handler) {
+        let mut handler = handler.to_string();
+        if let Some(h) = self.own(&handler) {
             // The script's own functions; its variables are the machine's (which
             // answers them before asking here), and `run` refuses to re-enter.
             if let Some(r) = self.script.read(h, param, self.router, true) {
                 return r;
             }
+            // The standard handlers, which the router answers.
+            handler = format!("{}.{}", self.script.name, h);
         }
         let router = self.router()?;
         if !handler.contains('.') {
@@ -411,11 +440,11 @@ impl World for RouterWorld<'_> {
                 return Err(format!("read handler '{}' does not take parameters", handler));
             }
             return router
-                .read_global_handler(handler)
+                .read_global_handler(&handler)
                 .ok_or_else(|| format!("no read handler '{}'", handler));
         }
         if param.is_empty() {
-            router.read_handler(handler)
+            router.read_handler(&handler)
         } else {
             router.read_handler(&format!("{} {}", handler, param))
         }
@@ -445,6 +474,10 @@ impl World for RouterWorld<'_> {
 
     fn is_own(&self, handler: &str) -> Option<String> {
         self.own(handler).map(str::to_string)
+    }
+
+    fn readable(&self, handler: &str) -> bool {
+        self.all_exist(handler, false).unwrap_or(false)
     }
 
     fn print(&mut self, file: Option<(&str, bool)>, text: &str) -> Result<(), String> {
@@ -518,6 +551,14 @@ impl ElementSpec for ScriptSpec {
         ];
         h.extend(functions::HANDLERS.iter().map(|&name| HandlerInfo::read(name)));
         h
+    }
+
+    /// Its `init` and `export` values, read as the router starts (as Click's
+    /// `initialize`).
+    fn initialize(&self, router: &RouterSpec) {
+        if let Err(e) = self.0.with_machine(Some(router), |_, _| ()) {
+            crate::warn!("{} :: Script: {}", self.0.name, e);
+        }
     }
 
     fn answers_any_handler(&self) -> bool {
@@ -611,6 +652,11 @@ impl Element for ScriptTask {
             return TaskStatus::Released;
         }
         TaskStatus::IdleUntil(s.wake.load(Ordering::Acquire))
+    }
+
+    /// A wait a handler started keeps the worker running.
+    fn is_pending(&self) -> bool {
+        self.script.wake.load(Ordering::Acquire) != u64::MAX
     }
 
     fn idle_wait(&mut self) -> IdleWait {

@@ -242,8 +242,9 @@ impl Program {
     }
 }
 
-/// The first space-separated word of `s` (a quoted string counts as part of a word)
-/// and the rest, trimmed (Click's `cp_pop_spacevec`).
+/// The first space-separated word of `s` and the rest, trimmed (Click's
+/// `cp_shift_spacevec`): a quoted string (with its backslash escapes, in double quotes)
+/// and a `\<...>` hex string count as part of a word.
 pub fn first_word(s: &str) -> (&str, &str) {
     let s = s.trim_start();
     let b = s.as_bytes();
@@ -254,13 +255,34 @@ pub fn first_word(s: &str) -> (&str, &str) {
             c @ (b'"' | b'\'') if quote == 0 => quote = c,
             c if c == quote => quote = 0,
             b'\\' if quote == b'"' => i += 1,
+            b'\\' if quote == 0 && b.get(i + 1) == Some(&b'<') => {
+                i = b[i..].iter().position(|&c| c == b'>').map_or(b.len(), |p| i + p);
+            }
             c if quote == 0 && c.is_ascii_whitespace() => break,
             _ => {}
         }
         i += 1;
     }
-    let i = i.min(b.len());
+    // (A backslash before a multibyte character may leave `i` inside it.)
+    let mut i = i.min(b.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
     (&s[..i], s[i..].trim())
+}
+
+/// Every space-separated word of `s`, as [`first_word`] takes them.
+pub fn words(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    loop {
+        let (w, r) = first_word(rest);
+        if w.is_empty() {
+            return out;
+        }
+        out.push(w);
+        rest = r;
+    }
 }
 
 #[cfg(test)]
@@ -420,6 +442,15 @@ mod tests {
                 "no such label 'nowhere'",
             ]
         );
+    }
+
+    #[test]
+    fn words_keep_escaped_quotes_and_hex_strings_together() {
+        assert_eq!(words(r#""a\" b" c d"#), vec![r#""a\" b""#, "c", "d"]);
+        assert_eq!(words(r"\<41 42> z"), vec![r"\<41 42>", "z"]);
+        assert_eq!(words(r"'a\' b"), vec![r"'a\'", "b"]);
+        assert_eq!(words("  "), Vec::<&str>::new());
+        assert_eq!(words("\\é x"), vec!["\\é", "x"]);
     }
 
     #[test]

@@ -54,6 +54,9 @@ impl World for FakeWorld {
             format!("s.{}", handler)
         }
     }
+    fn readable(&self, handler: &str) -> bool {
+        self.reads.contains_key(handler) || super::functions::HANDLERS.contains(&handler)
+    }
     fn is_own(&self, handler: &str) -> Option<String> {
         let h = handler.strip_prefix("s.").unwrap_or(handler);
         (!h.contains('.') && ["get", "set", "shift", "v"].contains(&h)).then(|| h.to_string())
@@ -403,8 +406,9 @@ fn step_and_goto_handlers_move_a_script() {
 fn a_script_calling_its_own_run_is_refused_not_deadlocked() {
     let r = router("s :: Script(TYPE PASSIVE, write s.step, return $?, )").unwrap();
     assert_eq!(r.read_handler("s.run").unwrap(), "-22");
-    let r = router("s :: Script(TYPE PASSIVE, return $(run))").unwrap();
-    assert_eq!(r.read_handler("s.run").unwrap(), "$(run)");
+    // The call fails (reported), and a handler that exists answers nothing.
+    let r = router("s :: Script(TYPE PASSIVE, return [$(run)])").unwrap();
+    assert_eq!(r.read_handler("s.run").unwrap(), "[]");
 }
 
 #[test]
@@ -640,6 +644,123 @@ fn a_script_called_from_a_script_does_not_wait_for_ever() {
     assert_eq!(
         script.advance(None, Advance::Run("", Caller::default())).0,
         Ok("1".to_string())
+    );
+}
+
+/// A wait that a handler starts after the script ended still ends, though no other
+/// source keeps the router running (Click's timer fires).
+#[test]
+fn a_wait_started_by_a_handler_keeps_the_router_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let r = run_to_end(&format!(
+        "s :: Script(print >>{0} \"s-start\", end, label l, wait 0.05, print >>{0} \"s-late\", stop);
+         Script(wait 0.02, write s.goto l, print >>{0} \"written\")",
+        out.display()
+    ));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "s-start\nwritten\ns-late\n"
+    );
+    assert!(r.stop_flag().was_asked());
+    // A passive script's wait too.
+    let r = router(&format!(
+        "s :: Script(TYPE PASSIVE, wait 0.02, print >>{0} \"passive\", stop)",
+        out.display()
+    ))
+    .unwrap();
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    assert!(g.run_sources_in(&r, tsc::rdtsc()).all_done);
+    r.write_handler("s.run", "").unwrap();
+    let start = std::time::Instant::now();
+    while !g.run_sources_in(&r, tsc::rdtsc()).all_done {
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+    assert!(r.stop_flag().was_asked());
+    assert!(std::fs::read_to_string(&out).unwrap().ends_with("passive\n"));
+}
+
+#[test]
+fn the_standard_handlers_stay_the_routers_on_a_proxy() {
+    let r = router("p :: Script(TYPE PROXY, return \"proxied $0\")").unwrap();
+    assert_eq!(r.read_handler("p.class").unwrap(), "Script");
+    assert_eq!(r.read_handler("p.name").unwrap(), "p");
+    assert_eq!(r.read_handler("p.other").unwrap(), "\"proxied other\"");
+    let r = router(
+        "s :: Script(TYPE PASSIVE, return \"$(class) $(s.name) $(readable s.bogus) $(readable s.get)\")",
+    )
+    .unwrap();
+    assert_eq!(r.read_handler("s.run").unwrap(), "\"Script s false true\"");
+}
+
+#[test]
+fn run_step_and_goto_set_the_caller_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let r = router(&format!(
+        "s :: Script(TYPE PASSIVE, print >>{} \"[$0][$write]\", pause, label l, print >>{} \"[$0][$write]\")",
+        out.display(),
+        out.display()
+    ))
+    .unwrap();
+    r.read_handler("s.run a").unwrap();
+    r.write_handler("s.run", "x").unwrap();
+    r.write_handler("s.step", "").unwrap();
+    r.write_handler("s.goto", "l").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "[run][false]\n[run][true]\n[step][true]\n[goto][true]\n"
+    );
+}
+
+#[test]
+fn init_happens_as_the_router_starts() {
+    let r = router(
+        "InfiniteSource(LIMIT 5, STOP false) -> c :: Counter -> Discard;
+         p :: Script(TYPE PASSIVE, init start $(c.count), export seen $(c.count), return $start)",
+    )
+    .unwrap();
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    // (Without STOP, the source stays, idle, after its LIMIT.)
+    let start = std::time::Instant::now();
+    while r.read_handler("c.count").unwrap() != "5" {
+        g.run_sources_in(&r, tsc::rdtsc());
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+    assert_eq!(r.read_handler("p.run").unwrap(), "0");
+    assert_eq!(r.read_handler("p.seen").unwrap(), "0");
+}
+
+#[test]
+fn a_bad_wait_time_ends_the_step_after_the_wait() {
+    let mut w = FakeWorld::default();
+    let (p, mut m) = run_in(&["set t bogus", "wait $t", "print \"b\"", "stop"], &mut w);
+    assert_eq!(w.errors, vec!["syntax error at 'wait' ('bogus')"]);
+    assert_eq!((w.printed.as_str(), m.ending.clone()), ("", None));
+    m.step(&p, &mut w, 0);
+    assert_eq!((w.printed.as_str(), w.stops), ("b\n", 1));
+}
+
+#[test]
+fn run_keeps_the_steps_a_pause_took_as_click_does() {
+    let mut w = FakeWorld::default();
+    let (p, mut m) = run_in(&["print \"a\"", "pause", "print \"b\""], &mut w);
+    m.step(&p, &mut w, 1);
+    m.restart("");
+    m.step(&p, &mut w, 0);
+    assert_eq!(w.printed, "a\nb\na\nb\n");
+}
+
+#[test]
+fn words_of_arguments_keep_escaped_quotes() {
+    let r = router("s :: Script(TYPE PASSIVE, return \"$# [$2]\")").unwrap();
+    assert_eq!(r.read_handler("s.run \"a\\\" b\" c d").unwrap(), "\"3 [c]\"");
+    assert_eq!(r.read_handler("s.run \\<41 42> z").unwrap(), "\"2 [z]\"");
+    assert_eq!(r.read_handler("s.eq \"a\\\" b\" \"a\\\" b\"").unwrap(), "true");
+    assert_eq!(r.read_handler("s.in \"x\\\" y\" \"x\\\" y\"").unwrap(), "true");
+    assert_eq!(
+        r.read_handler("s.sprintf \"%s|%s\" \"a\\\" b\" c").unwrap(),
+        "a\" b|c"
     );
 }
 
