@@ -5,6 +5,9 @@
 //!
 //! The file is opened when the element is configured (a missing file is a configuration
 //! error naming it) and read on worker 0 only, one packet a `run`, as FromDump reads.
+//! With MULTIPACKET, a line standing for several packets keeps one packet (Click's work
+//! packet) and gives copies of it a batch a `run`, so a count of billions takes no more
+//! memory than 1 and the worker sees a stop between batches.
 //! Lines starting with `!` set the fields (`!data`), the default protocol (`!proto`)
 //! and the default addresses and ports (`!flowid`); `#` lines are comments. A data
 //! line whose field text does not parse loses that field; a line of which no field
@@ -22,7 +25,6 @@ use crate::elements::sources::{DataArg, IdleSource};
 use crate::error::ConfigError;
 use packet::anno::EXTRA_PACKETS_ANNO_OFFSET;
 use packet::{Packet, PacketBatch};
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -93,8 +95,10 @@ struct Reader {
     settings: BuildSettings,
     stop: bool,
     multipacket: bool,
-    /// Packets of a MULTIPACKET line still to go.
-    pending: VecDeque<Packet>,
+    /// The packet of the last line read, not yet sent.
+    pending: Option<Packet>,
+    /// The packets of a MULTIPACKET line still to go.
+    multi: Option<Multi>,
     /// `packet parse error` was said (Click says it once).
     complained: bool,
     /// A `!binary` line came: the records after it are not text, and are not read.
@@ -198,8 +202,8 @@ impl Reader {
         false
     }
 
-    /// Reads lines until one makes packets (queued in `pending`); false at the end or
-    /// after [`LINES_PER_RUN`] lines.
+    /// Reads lines until one makes packets (in `pending` or `multi`); false at the end
+    /// or after [`LINES_PER_RUN`] lines.
     fn next_packets(&mut self) -> Option<bool> {
         for _ in 0..LINES_PER_RUN {
             if !self.read_line() {
@@ -237,9 +241,12 @@ impl Reader {
             match built.packet {
                 Some(p) => {
                     if self.multipacket {
-                        split_multipacket(p, &mut self.pending);
+                        match Multi::new(p) {
+                            Ok(m) => self.multi = Some(m),
+                            Err(p) => self.pending = Some(p),
+                        }
                     } else {
-                        self.pending.push_back(p);
+                        self.pending = Some(p);
                     }
                     return Some(true);
                 }
@@ -326,36 +333,68 @@ fn parse_flowid(text: &str) -> Option<(FlowId, Option<String>)> {
     Some((flowid, words.get(4).map(|s| s.to_string())))
 }
 
+/// Packets a `run` sends at most of a MULTIPACKET line.
+const MULTI_BATCH: u32 = packet::MAX_BATCH as u32;
+
 /// Click's MULTIPACKET: a line standing for several packets (`count` above 1) makes
-/// that many, the length (with the extra length) shared out among them.
-fn split_multipacket(mut p: Packet, out: &mut VecDeque<Packet>) {
-    let extra_packets = p.anno().u32_at(EXTRA_PACKETS_ANNO_OFFSET);
-    if extra_packets == 0 || p.network_header().is_none_or(|ip| ip.len() < 20) {
-        out.push_back(p);
-        return;
-    }
-    let count = extra_packets.wrapping_add(1);
-    let len = p.len() as u32;
-    let mut extra = p.anno().extra_length();
-    let mut each = len.wrapping_add(extra) / count;
-    if each < len {
-        each = len;
-        extra = len.wrapping_mul(count - 1);
-    }
-    set_packet_length(&mut p, each);
-    for left in (1..count).rev() {
-        let mut c = p.clone();
-        c.anno_mut().set_u32_at(EXTRA_PACKETS_ANNO_OFFSET, 0);
-        c.anno_mut().set_extra_length(each - len);
-        out.push_back(c);
-        extra = extra.wrapping_sub(each);
-        if left == 1 {
-            set_packet_length(&mut p, len.wrapping_add(extra));
+/// that many, the length (with the extra length) shared out among them. Like Click's
+/// work packet, one packet is kept and the others are copies of it made as they go.
+struct Multi {
+    /// The line's packet, as long as each copy (its own length is set at the end).
+    work: Packet,
+    /// The bytes the line's packet holds.
+    len: u32,
+    /// Each copy's length.
+    each: u32,
+    /// The extra length not yet given to copies: the last packet's, once they are made.
+    extra: u32,
+    /// Copies still to make before the last packet (the work packet itself).
+    copies: u32,
+}
+
+impl Multi {
+    /// The packets of `p`; `Err(p)` for a packet standing for itself only (or with no
+    /// IP header to share a length in), which goes as it is.
+    fn new(mut p: Packet) -> Result<Multi, Packet> {
+        let extra_packets = p.anno().u32_at(EXTRA_PACKETS_ANNO_OFFSET);
+        let count = match extra_packets.checked_add(1) {
+            Some(c) if c > 1 && p.network_header().is_some_and(|ip| ip.len() >= 20) => c,
+            _ => return Err(p),
+        };
+        let len = p.len() as u32;
+        let mut extra = p.anno().extra_length();
+        let mut each = len.wrapping_add(extra) / count;
+        if each < len {
+            each = len;
+            extra = len.wrapping_mul(count - 1);
         }
+        set_packet_length(&mut p, each);
+        Ok(Multi {
+            work: p,
+            len,
+            each,
+            extra,
+            copies: count - 1,
+        })
     }
-    p.anno_mut().set_u32_at(EXTRA_PACKETS_ANNO_OFFSET, 0);
-    p.anno_mut().set_extra_length(extra);
-    out.push_back(p);
+
+    /// The next packet: a copy, or the work packet itself once no copy is left (with
+    /// `None`: the line is done).
+    fn next(mut self) -> (Packet, Option<Multi>) {
+        if self.copies == 0 {
+            let mut p = self.work;
+            set_packet_length(&mut p, self.len.wrapping_add(self.extra));
+            p.anno_mut().set_u32_at(EXTRA_PACKETS_ANNO_OFFSET, 0);
+            p.anno_mut().set_extra_length(self.extra);
+            return (p, None);
+        }
+        let mut c = self.work.clone();
+        c.anno_mut().set_u32_at(EXTRA_PACKETS_ANNO_OFFSET, 0);
+        c.anno_mut().set_extra_length(self.each - self.len);
+        self.extra = self.extra.wrapping_sub(self.each);
+        self.copies -= 1;
+        (c, Some(self))
+    }
 }
 
 /// Click's `set_packet_lengths`: the IP length (and a UDP length) of a packet that
@@ -405,7 +444,7 @@ impl Element for Reading {
         if !r.shared.active.load(Ordering::Relaxed) {
             return TaskStatus::Idle;
         }
-        if r.pending.is_empty() {
+        if r.pending.is_none() && r.multi.is_none() {
             match r.next_packets() {
                 Some(_) => {}
                 None => {
@@ -419,9 +458,22 @@ impl Element for Reading {
             }
         }
         r.shared.filepos.store(r.pos, Ordering::Relaxed);
-        if let Some(p) = r.pending.pop_front() {
+        if let Some(p) = r.pending.take() {
             out.push(0, p);
             r.shared.count.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // A batch at most, so the worker gets to see a stop between two.
+            let mut sent = 0;
+            while sent < MULTI_BATCH {
+                let Some(m) = r.multi.take() else {
+                    break;
+                };
+                let (p, rest) = m.next();
+                out.push(0, p);
+                r.multi = rest;
+                sent += 1;
+            }
+            r.shared.count.fetch_add(u64::from(sent), Ordering::Relaxed);
         }
         TaskStatus::Busy
     }
@@ -592,7 +644,8 @@ impl ElementClass for FromIPSummaryDumpClass {
             settings,
             stop,
             multipacket,
-            pending: VecDeque::new(),
+            pending: None,
+            multi: None,
             complained: false,
             binary: false,
             finished: false,
@@ -604,5 +657,108 @@ impl ElementClass for FromIPSummaryDumpClass {
             shared,
             reader: Mutex::new(Some(reader)),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Worker 0's instance reading `data`, with MULTIPACKET.
+    fn reading(data: &str) -> Reading {
+        let (fields, lines) = data.split_once('\n').unwrap();
+        let mut r = Reading {
+            reader: Reader {
+                input: Input::Data(Cursor::new(lines.as_bytes().to_vec())),
+                print_name: "<data>".to_string(),
+                line_no: 1,
+                pos: 0,
+                line: Vec::new(),
+                ranges: Vec::new(),
+                columns: Columns::default(),
+                settings: BuildSettings {
+                    default_proto: 6,
+                    flowid: None,
+                    minor_version: MINOR_VERSION,
+                    checksum: false,
+                },
+                stop: false,
+                multipacket: true,
+                pending: None,
+                multi: None,
+                complained: false,
+                binary: false,
+                finished: false,
+                shared: Arc::new(Shared {
+                    count: AtomicU64::new(0),
+                    bad_lines: AtomicU64::new(0),
+                    bad_fields: AtomicU64::new(0),
+                    active: AtomicBool::new(true),
+                    stop_requested: AtomicBool::new(false),
+                    filepos: AtomicU64::new(0),
+                }),
+            },
+        };
+        r.reader.bang_data(fields);
+        r
+    }
+
+    /// Runs `r` once: its status and the packets it sent.
+    fn run(r: &mut Reading, stop: &StopFlag) -> (TaskStatus, PacketBatch) {
+        let mut outs = vec![PacketBatch::new()];
+        let mut cx = Context::new(WorkerInfo { index: 0, count: 1 }, stop);
+        let st = r.run(&mut Outputs::new(&mut outs), &mut cx);
+        (st, outs.pop().unwrap())
+    }
+
+    #[test]
+    fn a_huge_count_holds_one_packet_and_goes_a_batch_a_run() {
+        let mut r = reading("!data ip_src ip_len count\n1.2.3.4 100 4000000000\n");
+        let stop = StopFlag::new();
+        for i in 1..=3u32 {
+            let (st, sent) = run(&mut r, &stop);
+            assert_eq!(st, TaskStatus::Busy);
+            assert_eq!(sent.len(), MULTI_BATCH as usize);
+            // 100 bytes is less than a byte a packet: each is the 40 bytes made.
+            assert!(sent
+                .iter()
+                .all(|p| p.len() == 40 && p.data()[3] == 40 && p.anno().extra_length() == 0));
+            // What is held: the one work packet and what is left to make of it.
+            assert!(r.reader.pending.is_none());
+            let m = r.reader.multi.as_ref().expect("the line is not done");
+            assert_eq!(m.copies, 4_000_000_000 - 1 - i * MULTI_BATCH);
+            assert_eq!(m.work.len(), 40);
+            assert_eq!(
+                r.reader.shared.count.load(Ordering::Relaxed),
+                u64::from(i * MULTI_BATCH)
+            );
+        }
+        // The stop handler: the next run asks the router to stop and sends nothing.
+        r.reader.shared.active.store(false, Ordering::Relaxed);
+        r.reader.shared.stop_requested.store(true, Ordering::Release);
+        let (st, sent) = run(&mut r, &stop);
+        assert!(stop.is_requested());
+        assert_eq!(st, TaskStatus::Idle);
+        assert!(sent.is_empty());
+    }
+
+    #[test]
+    fn the_last_packet_of_a_line_ends_its_batch() {
+        // 3 packets of 200 bytes: 66, 66 and 68 (IP lengths), as one batch.
+        let mut r = reading("!data ip_src ip_len count\n1.0.0.1 200 3\n1.0.0.2 -\n");
+        let stop = StopFlag::new();
+        let (_, sent) = run(&mut r, &stop);
+        let lens: Vec<(u8, u32, usize)> = sent
+            .iter()
+            .map(|p| (p.data()[3], p.anno().extra_length(), p.len()))
+            .collect();
+        assert_eq!(lens, vec![(66, 26, 40), (66, 26, 40), (68, 28, 40)]);
+        assert!(r.reader.multi.is_none());
+        // The next line is the next run's.
+        let (_, sent) = run(&mut r, &stop);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(&sent.iter().next().unwrap().data()[12..16], &[1, 0, 0, 2]);
+        assert_eq!(run(&mut r, &stop).0, TaskStatus::Done);
+        assert_eq!(r.reader.shared.count.load(Ordering::Relaxed), 4);
     }
 }

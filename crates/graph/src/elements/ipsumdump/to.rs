@@ -5,7 +5,9 @@
 //!
 //! The file is created and its header written when the element is configured, through
 //! [`crate::outfile`] as ToDump's capture is. Each worker's instance formats its batch
-//! into its own buffer, then writes the buffer under the file's lock, once a batch.
+//! into its own buffer, then writes the buffer under the file's lock, once a batch and
+//! whenever the buffer passes [`FLUSH_AT`] bytes (a MULTIPACKET packet standing for
+//! billions of packets has a line for each), so the buffer stays small.
 
 use super::fields::{self, Field};
 use super::write::{summary, LineOptions};
@@ -23,6 +25,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub struct ToIPSummaryDumpClass;
+
+/// Bytes of lines a worker's buffer holds before they go to the file in the middle of
+/// a batch (it holds one line more at most).
+const FLUSH_AT: usize = 64 * 1024;
 
 struct Writer {
     out: Box<dyn Write + Send>,
@@ -60,6 +66,7 @@ impl ElementSpec for ToIPSummaryDumpSpec {
         Box::new(ToIPSummaryDump {
             shared: self.shared.clone(),
             text: Vec::with_capacity(4096),
+            held: 0,
             bad: Vec::new(),
         })
     }
@@ -114,14 +121,17 @@ impl ElementSpec for ToIPSummaryDumpSpec {
 /// A worker's instance: its own buffers, reused batch after batch.
 struct ToIPSummaryDump {
     shared: Arc<Shared>,
-    /// The batch's lines.
+    /// The batch's lines not yet written.
     text: Vec<u8>,
+    /// How many lines `text` holds (`!bad` lines aside).
+    held: u64,
     /// One packet's `!bad` line.
     bad: Vec<u8>,
 }
 
 impl ToIPSummaryDump {
     fn line(&mut self, p: &Packet) {
+        self.held += 1;
         let s = &*self.shared;
         self.bad.clear();
         let start = self.text.len();
@@ -133,13 +143,34 @@ impl ToIPSummaryDump {
         }
     }
 
+    /// Writes the lines `text` holds under the file's lock, and counts them; false
+    /// once the file takes no more (after a write error).
+    fn flush(&mut self) -> bool {
+        let active = {
+            let mut w = lock(&self.shared.writer);
+            if w.active && !self.text.is_empty() {
+                if let Err(e) = w.out.write_all(&self.text) {
+                    w.active = false;
+                    crate::warn!("ToIPSummaryDump({}): {}", self.shared.filename, strerror(&e));
+                } else {
+                    self.shared.count.fetch_add(self.held, Ordering::Relaxed);
+                }
+            }
+            w.active
+        };
+        self.text.clear();
+        self.held = 0;
+        active
+    }
+
     /// Click's MULTIPACKET: a packet standing for `1 + extra packets` packets gets a
-    /// line for each, the length (with the extra length) shared out among them.
-    fn lines(&mut self, p: &mut Packet) -> u64 {
+    /// line for each, the length (with the extra length) shared out among them. The
+    /// lines go to the file as the buffer fills, as Click writes them one by one.
+    fn lines(&mut self, p: &mut Packet) {
         let extra_packets = p.anno().u32_at(EXTRA_PACKETS_ANNO_OFFSET);
         if !self.shared.multipacket || extra_packets == 0 {
             self.line(p);
-            return 1;
+            return;
         }
         let count = extra_packets.wrapping_add(1);
         let len = p.len() as u32;
@@ -155,36 +186,25 @@ impl ToIPSummaryDump {
             p.anno_mut().set_extra_length(l.wrapping_sub(len));
             total -= l;
             self.line(p);
+            if self.text.len() >= FLUSH_AT && !self.flush() {
+                // Nothing more is written: the rest of the lines would go nowhere.
+                break;
+            }
         }
         // The packet goes on as it came.
         p.anno_mut().set_u32_at(EXTRA_PACKETS_ANNO_OFFSET, extra_packets);
         p.anno_mut().set_extra_length(saved_extra);
-        u64::from(count)
     }
 }
 
 impl Element for ToIPSummaryDump {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         self.text.clear();
-        let mut written = 0u64;
+        self.held = 0;
         for p in batch.as_mut_slice() {
-            written += self.lines(p);
+            self.lines(p);
         }
-        {
-            let mut w = lock(&self.shared.writer);
-            if w.active {
-                if let Err(e) = w.out.write_all(&self.text) {
-                    w.active = false;
-                    written = 0;
-                    crate::warn!("ToIPSummaryDump({}): {}", self.shared.filename, strerror(&e));
-                }
-            } else {
-                written = 0;
-            }
-        }
-        if written > 0 {
-            self.shared.count.fetch_add(written, Ordering::Relaxed);
-        }
+        self.flush();
         out.push_batch(0, batch);
     }
 }
@@ -335,7 +355,73 @@ impl ElementClass for ToIPSummaryDumpClass {
 
 #[cfg(test)]
 mod tests {
-    use super::ctime;
+    use super::*;
+    use crate::elements::ipsumdump::fields::parse_list;
+
+    /// An output that keeps what is written, and the longest single write.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<(Vec<u8>, usize)>>);
+
+    impl Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let mut r = lock(&self.0);
+            r.0.extend_from_slice(buf);
+            r.1 = r.1.max(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_huge_multipacket_packet_is_written_as_its_lines_fill_the_buffer() {
+        let rec = Recorder::default();
+        let mut e = ToIPSummaryDump {
+            shared: Arc::new(Shared {
+                filename: "rec".to_string(),
+                fields: parse_list("wire_len ip_len").unwrap(),
+                opts: LineOptions {
+                    bad_packets: false,
+                    careful_trunc: true,
+                    extra_length: true,
+                },
+                multipacket: true,
+                count: AtomicU64::new(0),
+                writer: Mutex::new(Writer {
+                    out: Box::new(rec.clone()),
+                    active: true,
+                }),
+            }),
+            text: Vec::with_capacity(4096),
+            held: 0,
+            bad: Vec::new(),
+        };
+        // 200,000 packets of 20 bytes (an IP header, protocol 0, IP length 20).
+        let mut ip = [0u8; 20];
+        ip[0] = 0x45;
+        ip[3] = 20;
+        let mut p = Packet::from_slice(&ip);
+        p.set_network_header(0, 20);
+        p.anno_mut().set_u32_at(EXTRA_PACKETS_ANNO_OFFSET, 199_999);
+        let mut batch: PacketBatch = std::iter::once(p).collect();
+        let mut outs = vec![PacketBatch::new()];
+        let stop = StopFlag::new();
+        let mut cx = Context::new(WorkerInfo { index: 0, count: 1 }, &stop);
+        e.push(0, &mut batch, &mut Outputs::new(&mut outs), &mut cx);
+        let (text, longest) = lock(&rec.0).clone();
+        assert_eq!(text, "20 20\n".repeat(200_000).into_bytes());
+        assert_eq!(e.shared.count.load(Ordering::Relaxed), 200_000);
+        // Every write was a buffer of one line past FLUSH_AT at most (the last less),
+        // and the buffer never grew past that.
+        assert!(longest <= FLUSH_AT + 6, "a write of {} bytes", longest);
+        assert!(e.text.is_empty());
+        assert!(e.text.capacity() <= 2 * FLUSH_AT, "{}", e.text.capacity());
+        // The packet went on as it came.
+        let p = outs[0].iter().next().unwrap();
+        assert_eq!(p.anno().u32_at(EXTRA_PACKETS_ANNO_OFFSET), 199_999);
+        assert_eq!(p.anno().extra_length(), 0);
+    }
 
     #[test]
     fn ctime_reads_as_cs() {
