@@ -44,7 +44,8 @@ const IPOPT_SSRR: u8 = 0x89;
 const UNREACH_NEEDFRAG: u8 = 4;
 const PARAMPROB_ERRATPTR: u8 = 0;
 
-const TYPE_NAMES: [(&str, u8); 15] = [
+/// Click's ICMP type names (`NameInfo`'s `T_ICMP_TYPE` table).
+pub(crate) const TYPE_NAMES: [(&str, u8); 15] = [
     ("echo-reply", 0),
     ("unreachable", 3),
     ("sourcequench", 4),

@@ -191,31 +191,18 @@ pub(crate) fn parse_list(text: &str) -> Result<Vec<Field>, String> {
     Ok(out)
 }
 
-/// Click's ICMP type names (`NameInfo`'s `T_ICMP_TYPE` table).
-const ICMP_TYPES: [(&str, u8); 15] = [
-    ("echo-reply", 0),
-    ("unreachable", 3),
-    ("sourcequench", 4),
-    ("redirect", 5),
-    ("echo", 8),
-    ("routeradvert", 9),
-    ("routersolicit", 10),
-    ("timeexceeded", 11),
-    ("parameterproblem", 12),
-    ("timestamp", 13),
-    ("timestamp-reply", 14),
-    ("inforeq", 15),
-    ("inforeq-reply", 16),
-    ("maskreq", 17),
-    ("maskreq-reply", 18),
-];
-
 pub(crate) fn icmp_type_name(t: u8) -> Option<&'static str> {
-    ICMP_TYPES.iter().find(|(_, v)| *v == t).map(|(n, _)| *n)
+    crate::elements::ip::icmperror::TYPE_NAMES
+        .iter()
+        .find(|(_, v)| *v == t)
+        .map(|(n, _)| *n)
 }
 
 pub(crate) fn icmp_type_by_name(name: &str) -> Option<u8> {
-    ICMP_TYPES.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    crate::elements::ip::icmperror::TYPE_NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
 }
 
 #[cfg(test)]
