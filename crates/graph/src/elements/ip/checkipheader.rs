@@ -7,16 +7,15 @@
 //! GOODDST. Good packets get the network header annotation, are trimmed to the IP
 //! length (Ethernet padding goes) and get the destination IP annotation.
 
+use super::checkdrops::CheckDrops;
 use super::IpList;
 use crate::args::{split_words, Args, FromArg, Ipv4Prefix};
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::{checksum, Packet, PacketBatch};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-const NREASONS: usize = 6;
-const REASON_TEXTS: [&str; NREASONS] = [
+const REASON_TEXTS: [&str; 6] = [
     "tiny packet",
     "bad IP version",
     "bad IP header length",
@@ -119,76 +118,56 @@ impl ElementClass for CheckIPHeaderClass {
             }
             (Some(_), Some(_)) => return Err(cx.error("too many arguments")),
         }
-        let reason_drops = details.then(|| Arc::new(std::array::from_fn(|_| AtomicU64::new(0))));
         Ok(Arc::new(CheckIPHeaderSpec {
             cfg: Arc::new(Config {
-                name: cx.name.to_string(),
                 offset: offset as usize,
                 check_src: !bad_src.is_empty(),
                 bad_src,
                 good_dst,
                 checksum,
-                verbose,
             }),
-            drops: Arc::new(AtomicU64::new(0)),
-            reason_drops,
+            check_drops: Arc::new(CheckDrops::new(
+                format!("{}: IP header check failed", cx.name),
+                &REASON_TEXTS,
+                details,
+                verbose,
+            )),
         }))
     }
 }
 
 struct Config {
-    name: String,
     offset: usize,
     bad_src: Vec<[u8; 4]>,
     good_dst: Vec<[u8; 4]>,
     /// `bad_src` is not empty (one flag test per packet instead of a list walk).
     check_src: bool,
     checksum: bool,
-    verbose: bool,
 }
-
-type ReasonCounts = Arc<[AtomicU64; NREASONS]>;
 
 struct CheckIPHeaderSpec {
     cfg: Arc<Config>,
-    drops: Arc<AtomicU64>,
-    reason_drops: Option<ReasonCounts>,
+    check_drops: Arc<CheckDrops>,
 }
 
 impl ElementSpec for CheckIPHeaderSpec {
     fn instantiate(&self, _w: WorkerInfo) -> Box<dyn Element> {
         Box::new(CheckIPHeader {
             cfg: self.cfg.clone(),
-            drops: self.drops.clone(),
-            reason_drops: self.reason_drops.clone(),
+            check_drops: self.check_drops.clone(),
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
-        let mut h = vec![HandlerInfo::read("drops")];
-        if self.reason_drops.is_some() {
-            h.push(HandlerInfo::read("drop_details"));
-        }
-        h
+        self.check_drops.handlers()
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        match name {
-            "drops" => Some(self.drops.load(Ordering::Relaxed).to_string()),
-            "drop_details" => self.reason_drops.as_ref().map(|r| {
-                let mut s = String::new();
-                for (c, t) in r.iter().zip(REASON_TEXTS) {
-                    s.push_str(&format!("{}\t{}\n", c.load(Ordering::Relaxed), t));
-                }
-                s
-            }),
-            _ => None,
-        }
+        self.check_drops.read_handler(name)
     }
 }
 
 struct CheckIPHeader {
     cfg: Arc<Config>,
-    drops: Arc<AtomicU64>,
-    reason_drops: Option<ReasonCounts>,
+    check_drops: Arc<CheckDrops>,
 }
 
 impl Config {
@@ -245,26 +224,6 @@ impl Config {
     }
 }
 
-impl CheckIPHeader {
-    /// The rare path of a failed check: counts it, and prints it as Click does (the
-    /// first failure of each element, or every one if VERBOSE).
-    #[cold]
-    #[inline(never)]
-    fn failed(&self, r: Reason, batch_failures: &mut u64) {
-        if self.cfg.verbose || (*batch_failures == 0 && self.drops.load(Ordering::Relaxed) == 0) {
-            crate::warn!(
-                "{}: IP header check failed: {}",
-                self.cfg.name,
-                REASON_TEXTS[r as usize]
-            );
-        }
-        *batch_failures += 1;
-        if let Some(rd) = &self.reason_drops {
-            rd[r as usize].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
 /// The settings every packet's check reads, copied out of the shared [`Config`] for
 /// the batch: kept in registers, where fields behind the `Arc` are reloaded after each
 /// store into a packet (the compiler cannot rule out that they alias).
@@ -299,7 +258,7 @@ impl<const USUAL: bool> PerPacket for Verdicts<'_, USUAL> {
         match self.me.cfg.check(p, fast) {
             Ok(()) => 0,
             Err(r) => {
-                self.me.failed(r, self.drops);
+                self.me.check_drops.failed(r as usize, self.drops);
                 // Output 1 if it exists; otherwise the packet is dropped.
                 1
             }
@@ -337,9 +296,7 @@ impl Element for CheckIPHeader {
                 },
             );
         }
-        if drops > 0 {
-            self.drops.fetch_add(drops, Ordering::Relaxed);
-        }
+        self.check_drops.add(drops);
     }
 }
 

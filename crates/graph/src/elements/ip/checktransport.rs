@@ -32,12 +32,12 @@
 //! they count in `drops` (and in `drop_details` with DETAILS true). The first failure is
 //! reported on standard error, or every one with VERBOSE true.
 
+use super::checkdrops::CheckDrops;
 use crate::args::Args;
 use crate::element::*;
 use crate::error::ConfigError;
 use packet::checksum::{fold, pseudo_header_v4, sum};
 use packet::{Packet, PacketBatch};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const NREASONS: usize = 3;
@@ -72,11 +72,11 @@ impl Proto {
             Proto::Icmp => "ICMP",
         }
     }
-    fn reason_texts(self) -> [&'static str; NREASONS] {
+    fn reason_texts(self) -> &'static [&'static str; NREASONS] {
         match self {
-            Proto::Udp => ["not UDP", "bad packet length", "bad UDP checksum"],
-            Proto::Tcp => ["not TCP", "bad packet length", "bad TCP checksum"],
-            Proto::Icmp => ["not ICMP", "bad packet length", "bad ICMP checksum"],
+            Proto::Udp => &["not UDP", "bad packet length", "bad UDP checksum"],
+            Proto::Tcp => &["not TCP", "bad packet length", "bad TCP checksum"],
+            Proto::Icmp => &["not ICMP", "bad packet length", "bad ICMP checksum"],
         }
     }
 }
@@ -114,11 +114,13 @@ impl ElementClass for CheckTransportClass {
         args.finish().map_err(e)?;
         Ok(Arc::new(Spec {
             shared: Arc::new(Shared {
-                name: cx.name.to_string(),
                 proto: self.proto,
-                verbose,
-                drops: AtomicU64::new(0),
-                reason_drops: details.then(|| std::array::from_fn(|_| AtomicU64::new(0))),
+                drops: CheckDrops::new(
+                    format!("{}: {} header check failed", cx.name, self.proto.label()),
+                    self.proto.reason_texts(),
+                    details,
+                    verbose,
+                ),
             }),
         }))
     }
@@ -126,12 +128,8 @@ impl ElementClass for CheckTransportClass {
 
 /// What every worker's instance shares: settings and counters.
 struct Shared {
-    name: String,
     proto: Proto,
-    verbose: bool,
-    drops: AtomicU64,
-    /// Per-reason counts, kept only with DETAILS true (Click's `drop_details`).
-    reason_drops: Option<[AtomicU64; NREASONS]>,
+    drops: CheckDrops,
 }
 
 struct Spec {
@@ -145,24 +143,10 @@ impl ElementSpec for Spec {
         })
     }
     fn handlers(&self) -> Vec<HandlerInfo> {
-        let mut h = vec![HandlerInfo::read("drops")];
-        if self.shared.reason_drops.is_some() {
-            h.push(HandlerInfo::read("drop_details"));
-        }
-        h
+        self.shared.drops.handlers()
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        let s = &self.shared;
-        match name {
-            "drops" => Some(s.drops.load(Ordering::Relaxed).to_string()),
-            "drop_details" => s.reason_drops.as_ref().map(|r| {
-                r.iter()
-                    .zip(s.proto.reason_texts())
-                    .map(|(c, t)| format!("{}\t{}\n", c.load(Ordering::Relaxed), t))
-                    .collect()
-            }),
-            _ => None,
-        }
+        self.shared.drops.read_handler(name)
     }
 }
 
@@ -260,28 +244,6 @@ fn check(p: &Packet, proto: Proto) -> Result<(), Reason> {
     Ok(())
 }
 
-impl CheckTransport {
-    /// The rare path of a failed check: counts it, and reports it as Click does (the
-    /// element's first failure, or every one with VERBOSE).
-    #[cold]
-    #[inline(never)]
-    fn failed(&self, r: Reason, batch_failures: &mut u64) {
-        let s = &self.shared;
-        if s.verbose || (*batch_failures == 0 && s.drops.load(Ordering::Relaxed) == 0) {
-            crate::warn!(
-                "{}: {} header check failed: {}",
-                s.name,
-                s.proto.label(),
-                s.proto.reason_texts()[r as usize]
-            );
-        }
-        *batch_failures += 1;
-        if let Some(rd) = &s.reason_drops {
-            rd[r as usize].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
 impl Element for CheckTransport {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         let proto = self.shared.proto;
@@ -290,13 +252,11 @@ impl Element for CheckTransport {
         out.route_each(batch, |p| match check(p, proto) {
             Ok(()) => 0,
             Err(r) => {
-                self.failed(r, &mut failures);
+                self.shared.drops.failed(r as usize, &mut failures);
                 1
             }
         });
-        if failures > 0 {
-            self.shared.drops.fetch_add(failures, Ordering::Relaxed);
-        }
+        self.shared.drops.add(failures);
     }
 }
 

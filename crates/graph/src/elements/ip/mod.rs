@@ -7,6 +7,7 @@ use crate::registry::Registry;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
+pub(crate) mod checkdrops;
 pub(crate) mod checkipheader;
 pub(crate) mod checktransport;
 pub(crate) mod decipttl;
