@@ -529,21 +529,7 @@ impl ElementSpec for FromIPSummaryDumpSpec {
 
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
         let s = &self.shared;
-        Some(match name {
-            "active" => match bool::from_arg(crate::args::uncomment(value).trim()) {
-                Some(b) => {
-                    s.active.store(b, Ordering::Relaxed);
-                    Ok(())
-                }
-                None => Err("type mismatch".to_string()),
-            },
-            "stop" => {
-                s.active.store(false, Ordering::Relaxed);
-                s.stop_requested.store(true, Ordering::Release);
-                Ok(())
-            }
-            _ => return None,
-        })
+        crate::elements::pcap::fromdump::write_reading_switch(name, value, &s.active, &s.stop_requested)
     }
 }
 

@@ -533,19 +533,10 @@ impl ElementSpec for FromDumpSpec {
 
     fn write_handler(&self, name: &str, value: &str) -> Option<Result<(), String>> {
         let s = &self.shared;
+        if let Some(r) = write_reading_switch(name, value, &s.active, &s.stop_requested) {
+            return Some(r);
+        }
         Some(match name {
-            "active" => match bool::from_arg(crate::args::uncomment(value).trim()) {
-                Some(b) => {
-                    s.active.store(b, Ordering::Relaxed);
-                    Ok(())
-                }
-                None => Err("type mismatch".to_string()),
-            },
-            "stop" => {
-                s.active.store(false, Ordering::Relaxed);
-                s.stop_requested.store(true, Ordering::Release);
-                Ok(())
-            }
             "reset_counts" => {
                 s.count.store(0, Ordering::Relaxed);
                 Ok(())
@@ -553,6 +544,32 @@ impl ElementSpec for FromDumpSpec {
             _ => return None,
         })
     }
+}
+
+/// The `active` and `stop` write handlers of an element reading a file (FromDump,
+/// FromIPSummaryDump), as Click's: `active` pauses or resumes the reading, `stop`
+/// ends it and asks the router to stop. `None` for other handlers.
+pub(crate) fn write_reading_switch(
+    name: &str,
+    value: &str,
+    active: &std::sync::atomic::AtomicBool,
+    stop_requested: &std::sync::atomic::AtomicBool,
+) -> Option<Result<(), String>> {
+    Some(match name {
+        "active" => match bool::from_arg(crate::args::uncomment(value).trim()) {
+            Some(b) => {
+                active.store(b, Ordering::Relaxed);
+                Ok(())
+            }
+            None => Err("type mismatch".to_string()),
+        },
+        "stop" => {
+            active.store(false, Ordering::Relaxed);
+            stop_requested.store(true, Ordering::Release);
+            Ok(())
+        }
+        _ => return None,
+    })
 }
 
 fn arg<T>(r: Result<T, String>, cx: &BuildContext) -> Result<T, ConfigError> {
