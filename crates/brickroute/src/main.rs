@@ -16,6 +16,7 @@ mod gen;
 mod handlers;
 mod hotconfig;
 mod kernelroutes;
+mod kerneltun;
 mod metrics;
 mod neighbors;
 mod report;

@@ -242,6 +242,7 @@ pub(crate) fn build(
     kernelroutes::register(&mut reg, &services.syncs);
     neighbors::register(&mut reg, &services.resolvers);
     cluster::register(&mut reg);
+    crate::kerneltun::register(&mut reg);
     let flat = lang::parse_with_classes(text, name, defines, &|c| reg.get(c).is_some())
         .map_err(|e| reg.hint_unknown_name(e).to_string())?;
     if staged {

@@ -26,6 +26,8 @@ mod mem;
 mod port;
 #[cfg(target_os = "linux")]
 pub mod rtnl;
+#[cfg(target_os = "linux")]
+mod tun;
 mod xdp;
 
 #[cfg(target_os = "linux")]
@@ -33,6 +35,8 @@ pub use afpacket::{rss_program_build_time, rss_program_cost, AfPacketConfig, AfP
 pub use error::DeviceError;
 pub use mem::MemPort;
 pub use port::{CachePadded, Port, QueueStats};
+#[cfg(target_os = "linux")]
+pub use tun::{TunDevice, TunKind, TunSettings};
 pub use xdp::{
     attached_xdp_program, parse_link_reply, xdp_vlan_tags_restorable, AttachRequest, Attached,
     AttachedProgram, FrameCounts, KernelStats, LinkState, ReplyError, UmemSet, XdpAttach, XdpConfig, XdpMode,

@@ -511,6 +511,67 @@ impl RouteSocket {
     }
 }
 
+/// `NLM_F_ACK`, `NLM_F_EXCL` and `NLM_F_CREATE`: a new route, refused if one to the
+/// same destination exists, acknowledged either way.
+const NLM_F_ACK: u16 = 0x4;
+const NLM_F_EXCL: u16 = 0x200;
+const NLM_F_CREATE: u16 = 0x400;
+
+/// The request adding an IPv4 default route via `gateway` to the main table, as
+/// `route add default gw GATEWAY` does (refused if the table has a default route).
+fn default_route_request(gateway: std::net::Ipv4Addr, seq: u32) -> Vec<u8> {
+    // rtmsg: family, dst_len 0, src_len, tos, table main, protocol boot, scope
+    // universe, type unicast; flags.
+    let mut body = vec![
+        libc::AF_INET as u8,
+        0,
+        0,
+        0,
+        libc::RT_TABLE_MAIN,
+        libc::RTPROT_BOOT,
+        0,
+        RTN_UNICAST,
+    ];
+    body.extend_from_slice(&0u32.to_ne_bytes());
+    body.extend_from_slice(&8u16.to_ne_bytes());
+    body.extend_from_slice(&RTA_GATEWAY.to_ne_bytes());
+    body.extend_from_slice(&gateway.octets());
+    neigh::request(
+        RTM_NEWROUTE,
+        NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE,
+        seq,
+        &body,
+    )
+}
+
+/// Adds an IPv4 default route via `gateway` (see [`default_route_request`]) and waits
+/// (a second at most) for the kernel's answer: its refusal is the error.
+pub fn add_default_route(gateway: std::net::Ipv4Addr) -> io::Result<()> {
+    let s = RouteSocket::unsubscribed()?;
+    s.send(&default_route_request(gateway, 1))?;
+    let mut buf = vec![0u8; 8192];
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        let Some(n) = s.recv(&mut buf, left)? else {
+            continue;
+        };
+        let replies = messages(&buf[..n])?;
+        for (ty, _, body) in replies {
+            if ty == NLMSG_ERROR {
+                return match dump_status(ty, body) {
+                    Ok(Some(Err(errno))) => Err(io::Error::from_raw_os_error(errno)),
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(e.into()),
+                };
+            }
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the kernel did not answer",
+    ))
+}
+
 /// Every route of `family` in every table, taken again while the kernel reports the
 /// dump interrupted by a change.
 pub fn dump_routes(family: Family) -> io::Result<Vec<Route>> {

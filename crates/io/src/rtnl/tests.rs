@@ -425,3 +425,22 @@ fn a_multipath_hops_weight_is_its_rtnh_hops_and_one() {
     };
     assert_eq!(r.hops.iter().map(|h| h.weight).collect::<Vec<_>>(), vec![3, 1]);
 }
+
+#[test]
+fn the_default_route_request_is_route_adds() {
+    let m = default_route_request(std::net::Ipv4Addr::new(192, 0, 2, 254), 7);
+    // nlmsghdr: length 36, RTM_NEWROUTE (24), REQUEST|ACK|EXCL|CREATE, seq 7, pid 0.
+    let mut want = Vec::new();
+    want.extend_from_slice(&36u32.to_ne_bytes());
+    want.extend_from_slice(&24u16.to_ne_bytes());
+    want.extend_from_slice(&(0x1u16 | 0x4 | 0x200 | 0x400).to_ne_bytes());
+    want.extend_from_slice(&7u32.to_ne_bytes());
+    want.extend_from_slice(&0u32.to_ne_bytes());
+    // rtmsg: AF_INET, /0, table main (254), protocol boot (3), scope universe,
+    // unicast; no flags. Then RTA_GATEWAY (5), 8 bytes.
+    want.extend_from_slice(&[2, 0, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0]);
+    want.extend_from_slice(&8u16.to_ne_bytes());
+    want.extend_from_slice(&5u16.to_ne_bytes());
+    want.extend_from_slice(&[192, 0, 2, 254]);
+    assert_eq!(m, want);
+}
