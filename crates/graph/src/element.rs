@@ -126,9 +126,43 @@ pub struct BuildContext<'a> {
     pub base_dir: &'a Path,
     /// Number of workers the router will run.
     pub workers: usize,
+    /// The elements configured before this one (see [`ElementClass::configure_phase`]).
+    pub peers: Peers<'a>,
 }
 
-impl BuildContext<'_> {
+/// Click's configure phases ([`ElementClass::configure_phase`]): elements of a lower
+/// phase are configured first, those of one phase in declaration order.
+pub mod configure_phase {
+    /// Elements that give information to others (Click's `CONFIGURE_PHASE_INFO`):
+    /// IPRewriterPatterns.
+    pub const INFO: i32 = 20;
+    /// Every element unless it says otherwise (Click's `CONFIGURE_PHASE_DEFAULT`).
+    pub const DEFAULT: i32 = 100;
+}
+
+/// An element configured before the one being configured, as [`BuildContext::peer`]
+/// finds it.
+pub struct Peer {
+    pub name: String,
+    pub class: &'static str,
+    pub spec: Arc<dyn ElementSpec>,
+}
+
+/// The elements already configured, which an element configured later may look at
+/// (Click's `cp_element` at configure time): IPRewriter finds its IPRewriterPatterns
+/// and mappers this way. Empty outside a router.
+#[derive(Clone, Copy, Default)]
+pub struct Peers<'a> {
+    list: &'a [Peer],
+}
+
+impl<'a> Peers<'a> {
+    pub fn new(list: &'a [Peer]) -> Peers<'a> {
+        Peers { list }
+    }
+}
+
+impl<'a> BuildContext<'a> {
     /// Resolves a file name given in a configuration against `base_dir`; `-`
     /// (standard input or output) and absolute names are kept as they are.
     pub fn resolve_path(&self, name: &str) -> std::path::PathBuf {
@@ -138,6 +172,33 @@ impl BuildContext<'_> {
         } else {
             self.base_dir.join(p)
         }
+    }
+
+    /// The element called `name` among those configured before this one, the name
+    /// resolved as Click's `cp_element` does: inside this element's compound first
+    /// (`c/name` for an element `c/x`), then in each enclosing one, then at the top.
+    pub fn peer(&self, name: &str) -> Option<&'a Peer> {
+        let list = self.peers.list;
+        let mut scope = self.name;
+        while let Some(cut) = scope.rfind('/') {
+            scope = &scope[..cut];
+            let full = format!("{}/{}", scope, name);
+            if let Some(p) = list.iter().find(|p| p.name == full) {
+                return Some(p);
+            }
+        }
+        list.iter().find(|p| p.name == name)
+    }
+
+    /// Every element configured before this one, in the order they were configured.
+    pub fn peers(&self) -> &'a [Peer] {
+        self.peers.list
+    }
+
+    /// The elements of class `class` configured before this one, in the order they
+    /// were configured.
+    pub fn peers_of_class(&self, class: &'a str) -> impl Iterator<Item = &'a Peer> + 'a {
+        self.peers.list.iter().filter(move |p| p.class == class)
     }
 
     /// An error about this element's configuration, placed at its declaration, worded
@@ -155,6 +216,13 @@ pub trait ElementClass: Send + Sync {
     fn port_count(&self) -> PortCount;
     /// Configures one element. Errors name the element (use [`BuildContext::error`]).
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError>;
+    /// When this class's elements are configured, as Click's `configure_phase`:
+    /// elements of lower phases first ([`configure_phase`]), so that an element can
+    /// find those it names among [`BuildContext::peers`]. The router's elements stay
+    /// in declaration order whatever the phases.
+    fn configure_phase(&self) -> i32 {
+        configure_phase::DEFAULT
+    }
 }
 
 /// One worker's identity, given to [`ElementSpec::instantiate`].
@@ -242,6 +310,13 @@ pub trait ElementSpec: Send + Sync {
     /// it here, before any packet moves, as Click's `initialize`.
     fn initialize(&self, _router: &crate::router::RouterSpec) {}
 
+    /// This element, for another element that finds it among its
+    /// [`BuildContext::peers`] and downcasts it ([`spec_as`]): `Some(self)` for an
+    /// element others look at (IPRewriterPatterns, a mapper, a rewriter).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+
     /// This element as state a configuration replacing its own may take over
     /// ([`ElementSpec::take_state`]): `Some(self)` for an element that has any.
     fn state(&self) -> Option<&dyn std::any::Any> {
@@ -261,6 +336,11 @@ pub trait ElementSpec: Send + Sync {
 /// [`ElementSpec::take_state`]).
 pub fn state_of<T: 'static>(old: &dyn ElementSpec) -> Option<&T> {
     old.state().and_then(|s| s.downcast_ref::<T>())
+}
+
+/// `spec` as a `T`, if it offers itself ([`ElementSpec::as_any`]) and is one.
+pub fn spec_as<T: 'static>(spec: &dyn ElementSpec) -> Option<&T> {
+    spec.as_any().and_then(|s| s.downcast_ref::<T>())
 }
 
 /// A handler an element offers.

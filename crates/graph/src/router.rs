@@ -209,9 +209,15 @@ impl RouterSpec {
                 format!("{}: {}", decl(&el(i).name, &el(i).class), e),
             )
         })?;
+        // Elements are configured phase by phase (Click's `configure_phase`), in
+        // declaration order within a phase, each seeing those configured before it;
+        // the router keeps them in declaration order.
         let configure = || -> Result<Vec<ElementEntry>, ConfigError> {
-            let mut elements = Vec::with_capacity(n);
-            for i in 0..n {
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by_key(|&i| classes[i].configure_phase());
+            let mut built: Vec<Option<ElementEntry>> = (0..n).map(|_| None).collect();
+            let mut peers: Vec<Peer> = Vec::with_capacity(n);
+            for i in order {
                 let e = el(i);
                 let cx = BuildContext {
                     name: &e.name,
@@ -221,12 +227,18 @@ impl RouterSpec {
                     noutputs: nout[i],
                     base_dir,
                     workers,
+                    peers: Peers::new(&peers),
                 };
                 let mut args = Args::new(&e.config);
                 let spec = classes[i]
                     .build(&mut args, &cx)
                     .map_err(|err| err.or_at(&e.landmark))?;
-                elements.push(ElementEntry {
+                peers.push(Peer {
+                    name: e.name.clone(),
+                    class: classes[i].name(),
+                    spec: spec.clone(),
+                });
+                built[i] = Some(ElementEntry {
                     name: e.name.clone(),
                     class: classes[i].name(),
                     config: Mutex::new(e.config.clone()),
@@ -236,7 +248,10 @@ impl RouterSpec {
                     dest: dest[i].iter().map(|d| d.expect("checked above")).collect(),
                 });
             }
-            Ok(elements)
+            Ok(built
+                .into_iter()
+                .map(|e| e.expect("every element configured"))
+                .collect())
         };
         let elements = crate::addressinfo::with_table(addresses.clone(), configure)?;
         // 5. No cycle that packets could never leave: through a queue's output (Click

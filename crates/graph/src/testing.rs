@@ -50,6 +50,7 @@ pub fn build_staged(
         noutputs,
         base_dir: Path::new("."),
         workers: 1,
+        peers: Default::default(),
     };
     let mut args = Args::new(config);
     class.build(&mut args, &cx)
@@ -110,8 +111,22 @@ impl Harness {
     /// Pushes `pkts` as one batch into input `port`; returns the packets that came out
     /// of each output, in order.
     pub fn push(&mut self, port: usize, pkts: Vec<Packet>) -> Vec<Vec<Packet>> {
+        self.push_in(port, pkts, None)
+    }
+
+    /// [`Harness::push`] in a pass whose clock reads `now` (TSC ticks), for elements
+    /// with timers or timeouts.
+    pub fn push_at(&mut self, port: usize, pkts: Vec<Packet>, now: u64) -> Vec<Vec<Packet>> {
+        self.push_in(port, pkts, Some(now))
+    }
+
+    fn push_in(&mut self, port: usize, pkts: Vec<Packet>, now: Option<u64>) -> Vec<Vec<Packet>> {
         let mut b: PacketBatch = pkts.into_iter().collect();
-        let mut cx = Context::new(WorkerInfo { index: 0, count: 1 }, &self.stop);
+        let w = WorkerInfo { index: 0, count: 1 };
+        let mut cx = match now {
+            Some(now) => Context::at(w, &self.stop, now),
+            None => Context::new(w, &self.stop),
+        };
         let mut outs = Outputs::for_input(&mut self.outs, &b);
         self.element.push(port, &mut b, &mut outs, &mut cx);
         assert!(

@@ -833,6 +833,7 @@ mod tests {
             noutputs: 1,
             base_dir: Path::new("."),
             workers,
+            peers: Default::default(),
         };
         match class.build(&mut Args::new(config), &cx) {
             Ok(_) => panic!("{:?} accepted", config),
@@ -923,6 +924,7 @@ mod tests {
             noutputs: 1,
             base_dir: Path::new("."),
             workers,
+            peers: Default::default(),
         };
         class.build(&mut Args::new(config), &cx).map_err(|e| e.message)
     }

@@ -31,6 +31,7 @@ pub(crate) mod print;
 pub(crate) mod queue;
 pub(crate) mod random;
 pub(crate) mod ratedsplitter;
+pub(crate) mod rewriter;
 pub(crate) mod script;
 pub(crate) mod settimestamp;
 pub mod shared;
@@ -137,6 +138,7 @@ pub fn register_all(reg: &mut Registry) {
     reg.add(Arc::new(vlan::ETHER_VLAN_ENCAP_ALIAS));
     reg.add(Arc::new(timedsource::TimedSourceClass));
     reg.add(Arc::new(crate::addressinfo::AddressInfoClass));
+    rewriter::register(reg);
 }
 
 #[cfg(test)]

@@ -248,6 +248,7 @@ mod tests {
             noutputs: 1,
             base_dir: Path::new("."),
             workers: 4,
+            peers: Default::default(),
         };
         let spec = configure(&mut Args::new(config), &cx).unwrap_or_else(|e| panic!("{}", e));
         let mut s = String::new();

@@ -15,6 +15,7 @@ fn spec(config: &str) -> IPPrintSpec {
         noutputs: 1,
         base_dir: Path::new("."),
         workers: 1,
+        peers: Default::default(),
     };
     configure(&mut Args::new(config), &cx).unwrap_or_else(|e| panic!("{}", e))
 }

@@ -1,0 +1,1012 @@
+//! The rewriters' tests: Click's testies (test/IPRewriter) reproduced with hand-built
+//! packets pushed through one element on a clock the test sets, plus checksums,
+//! fragments, configuration errors and sharing between workers.
+
+use super::napt::{tsc_at, IP_ADDR_REWRITER, IP_REWRITER, UDP_REWRITER};
+use crate::args::Args;
+use crate::element::*;
+use crate::elements::ip::testutil::cksum;
+use crate::error::Landmark;
+use crate::testing::{build_error, Harness};
+use packet::Packet;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::sync::Arc;
+
+const T: u8 = 6;
+const U: u8 = 17;
+
+fn ip(s: &str) -> [u8; 4] {
+    s.parse::<Ipv4Addr>().unwrap().octets()
+}
+
+#[allow(clippy::too_many_arguments)]
+/// An IPv4 packet of protocol `proto` (TCP: 20-byte header with sequence number
+/// `seq` and `flags`; UDP: 8-byte header; others: the payload alone) with correct
+/// checksums and its network header annotation set.
+fn packet_full(
+    proto: u8,
+    src: &str,
+    sport: u16,
+    dst: &str,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Packet {
+    let mut t = Vec::new();
+    match proto {
+        T => {
+            t.extend_from_slice(&sport.to_be_bytes());
+            t.extend_from_slice(&dport.to_be_bytes());
+            t.extend_from_slice(&seq.to_be_bytes());
+            t.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+        }
+        U => {
+            t.extend_from_slice(&sport.to_be_bytes());
+            t.extend_from_slice(&dport.to_be_bytes());
+            t.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+            t.extend_from_slice(&[0, 0]);
+        }
+        _ => {}
+    }
+    t.extend_from_slice(payload);
+    let (s, d) = (ip(src), ip(dst));
+    if proto == T || proto == U {
+        let mut ph = Vec::new();
+        ph.extend_from_slice(&s);
+        ph.extend_from_slice(&d);
+        ph.extend_from_slice(&[0, proto]);
+        ph.extend_from_slice(&(t.len() as u16).to_be_bytes());
+        ph.extend_from_slice(&t);
+        let c = cksum(&ph);
+        let at = if proto == T { 16 } else { 6 };
+        let c = if proto == U && c == 0 { 0xffff } else { c };
+        t[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    }
+    let mut b = crate::elements::ip::testutil::ip_header(0, (20 + t.len()) as u16, 1, 0, 64, proto, s, d);
+    b.extend_from_slice(&t);
+    let mut p = Packet::from_slice(&b);
+    p.set_network_header(0, 20);
+    p
+}
+
+fn tcp(src: &str, sport: u16, dst: &str, dport: u16, seq: u32) -> Packet {
+    packet_full(T, src, sport, dst, dport, seq, 0x10, b"")
+}
+
+fn tcpd(src: &str, sport: u16, dst: &str, dport: u16, seq: u32) -> Packet {
+    packet_full(T, src, sport, dst, dport, seq, 0x10, b"XXX")
+}
+
+fn udpd(src: &str, sport: u16, dst: &str, dport: u16) -> Packet {
+    packet_full(U, src, sport, dst, dport, 0, 0, b"XXX")
+}
+
+/// The IP and transport checksums verify (recomputed from scratch).
+fn sums_ok(p: &Packet) -> bool {
+    let b = p.data();
+    if cksum(&b[..20]) != 0 {
+        return false;
+    }
+    let proto = b[9];
+    if proto != T && proto != U {
+        return true;
+    }
+    let off = u16::from_be_bytes([b[6], b[7]]) & 0x1fff;
+    if off != 0 {
+        return true;
+    }
+    let t = &b[20..];
+    if proto == U && t[6] == 0 && t[7] == 0 {
+        return true;
+    }
+    let mut ph = Vec::new();
+    ph.extend_from_slice(&b[12..20]);
+    ph.extend_from_slice(&[0, proto]);
+    ph.extend_from_slice(&(t.len() as u16).to_be_bytes());
+    ph.extend_from_slice(t);
+    cksum(&ph) == 0
+}
+
+/// Click's ToIPSummaryDump `src sport dst dport proto` text of a packet, checksums
+/// asserted on the way.
+fn summary(p: &Packet) -> String {
+    assert!(sums_ok(p), "bad checksum: {:02x?}", p.data());
+    let b = p.data();
+    let a = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]);
+    let port = |i: usize| u16::from_be_bytes([b[20 + i], b[21 + i]]);
+    format!(
+        "{} {} {} {} {}",
+        a(12),
+        port(0),
+        a(16),
+        port(2),
+        if b[9] == T { "T" } else { "U" }
+    )
+}
+
+fn seq(p: &Packet) -> u32 {
+    let b = p.data();
+    u32::from_be_bytes([b[24], b[25], b[26], b[27]])
+}
+
+/// Pushes one packet at `secs` seconds; returns its output and summary, or None.
+fn one(h: &mut Harness, port: usize, p: Packet, secs: f64) -> Option<(usize, String)> {
+    let outs = h.push_at(port, vec![p], tsc_at(secs));
+    let mut got = None;
+    for (o, pkts) in outs.iter().enumerate() {
+        for q in pkts {
+            assert!(got.is_none(), "more than one packet out");
+            got = Some((o, summary(q)));
+        }
+    }
+    got
+}
+
+/// Configures `class` as element `name` of a router whose elements configured
+/// before it are `peers`.
+fn build_among(
+    class: &dyn ElementClass,
+    name: &str,
+    config: &str,
+    nin: usize,
+    nout: usize,
+    peers: &[Peer],
+) -> Result<Arc<dyn ElementSpec>, crate::error::ConfigError> {
+    let lm = Landmark::unknown();
+    let cx = BuildContext {
+        name,
+        class: class.name(),
+        landmark: &lm,
+        ninputs: nin,
+        noutputs: nout,
+        base_dir: Path::new("."),
+        workers: 1,
+        peers: Peers::new(peers),
+    };
+    class.build(&mut Args::new(config), &cx)
+}
+
+fn peer(name: &str, class: &dyn ElementClass, spec: &Arc<dyn ElementSpec>) -> Peer {
+    Peer {
+        name: name.to_string(),
+        class: class.name(),
+        spec: spec.clone(),
+    }
+}
+
+/// Click's IPRewriter-01.testie: a sequential source-port range, replies mapped back,
+/// a reply with no mapping dropped.
+#[test]
+fn clicks_iprewriter_01_testie() {
+    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, drop", 2, 2);
+    let out1: Vec<_> = [
+        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+        tcp("18.26.4.44", 20, "10.0.0.8", 80, 0),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 0, p, 1.0))
+    .collect();
+    assert_eq!(
+        out1,
+        [
+            (0, "1.0.0.1 1024 10.0.0.4 40 T".to_string()),
+            (0, "1.0.0.1 1024 10.0.0.4 40 T".to_string()),
+            (0, "1.0.0.1 1025 10.0.0.8 80 T".to_string()),
+        ]
+    );
+    let out2: Vec<_> = [
+        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+        tcp("10.0.0.8", 80, "1.0.0.1", 1025, 0),
+        tcp("10.0.0.8", 80, "1.0.0.1", 1026, 0),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 1, p, 1.0))
+    .collect();
+    assert_eq!(
+        out2,
+        [
+            (1, "10.0.0.4 40 18.26.4.44 30 T".to_string()),
+            (1, "10.0.0.4 40 18.26.4.44 30 T".to_string()),
+            (1, "10.0.0.8 80 18.26.4.44 20 T".to_string()),
+        ]
+    );
+    assert_eq!(h.read("nmappings"), "2");
+    assert_eq!(h.read("patterns"), "1.0.0.1 1024-65535 - - [2]\n<drop>\n");
+}
+
+/// Click's IPRewriter-02.testie: pattern text, and the address rewriter's refusal of
+/// ports, every bad spec reported.
+#[test]
+fn clicks_iprewriter_02_testie() {
+    let h = Harness::new(
+        &IP_REWRITER,
+        "pattern 1.0.0.1 1 - - 0 1, pattern 1.0.0.1 1-65535 - - 0 1, pattern 1.0.0.1 - - - 0 1",
+        3,
+        2,
+    );
+    assert_eq!(
+        h.read("patterns"),
+        "1.0.0.1 1 - -\n1.0.0.1 1-65535 - -\n1.0.0.1 - - -\n"
+    );
+    let e = crate::testing::build(
+        &IP_ADDR_REWRITER,
+        "pattern 1.0.0.1 1x - - 0 1, pattern 1.0.0.0 0-255 - - 0 1, pattern 1.0.0.0 456-19 - - 0 1, pattern 1.0.0.0 456-65536 - - 0 1",
+        4,
+        2,
+    )
+    .err()
+    .unwrap();
+    let text = e.to_string();
+    for i in 0..4 {
+        assert!(
+            text.contains(&format!("e :: IPAddrRewriter: input spec {}: bad source port", i)),
+            "{}",
+            text
+        );
+    }
+}
+
+/// Click's IPRewriter-03.testie: sequential ports skip those whose reply flow is
+/// taken, wrap, and run out (the sixth flow is dropped).
+#[test]
+fn clicks_iprewriter_03_testie() {
+    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-1026# - - 0 1, drop", 2, 2);
+    let input = [
+        (1, "10.0.0.4", 1),
+        (2, "10.0.0.8", 2),
+        (3, "10.0.0.4", 3),
+        (4, "10.0.0.8", 2),
+        (5, "10.0.0.8", 2),
+        (6, "10.0.0.8", 2),
+        (1, "10.0.0.4", 1),
+        (2, "10.0.0.8", 2),
+        (3, "10.0.0.4", 3),
+        (5, "10.0.0.8", 2),
+    ];
+    let mut out = Vec::new();
+    for (i, &(sp, d, dp)) in input.iter().enumerate() {
+        let p = tcp("18.26.4.44", sp, d, dp, i as u32 + 1);
+        let outs = h.push_at(0, vec![p], tsc_at(1.0));
+        for q in &outs[0] {
+            out.push(format!("{} {}", summary(q), seq(q)));
+        }
+    }
+    assert_eq!(
+        out,
+        [
+            "1.0.0.1 1024 10.0.0.4 1 T 1",
+            "1.0.0.1 1025 10.0.0.8 2 T 2",
+            "1.0.0.1 1026 10.0.0.4 3 T 3",
+            "1.0.0.1 1024 10.0.0.8 2 T 4",
+            "1.0.0.1 1026 10.0.0.8 2 T 5",
+            "1.0.0.1 1024 10.0.0.4 1 T 7",
+            "1.0.0.1 1025 10.0.0.8 2 T 8",
+            "1.0.0.1 1026 10.0.0.4 3 T 9",
+            "1.0.0.1 1026 10.0.0.8 2 T 10",
+        ]
+    );
+    let replies: Vec<_> = [
+        ("10.0.0.4", 1, 1024),
+        ("10.0.0.8", 2, 1024),
+        ("10.0.0.4", 1, 1024),
+        ("10.0.0.8", 2, 1025),
+        ("10.0.0.8", 2, 1026),
+    ]
+    .iter()
+    .filter_map(|&(s, sp, dp)| one(&mut h, 1, tcp(s, sp, "1.0.0.1", dp, 0), 1.0))
+    .map(|(o, s)| format!("{} {}", o, s))
+    .collect();
+    assert_eq!(
+        replies,
+        [
+            "1 10.0.0.4 1 18.26.4.44 1 T",
+            "1 10.0.0.8 2 18.26.4.44 4 T",
+            "1 10.0.0.4 1 18.26.4.44 1 T",
+            "1 10.0.0.8 2 18.26.4.44 2 T",
+            "1 10.0.0.8 2 18.26.4.44 5 T",
+        ]
+    );
+    assert_eq!(h.read("mapping_failures"), "1");
+}
+
+/// Click's IPRewriter-04.testie: a flow between two ports of one host; checksums
+/// stay valid (CheckIPHeader's part: every packet's sums are verified here).
+#[test]
+fn clicks_iprewriter_04_testie() {
+    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-1026# - - 0 1, drop", 2, 2);
+    let f: Vec<_> = [
+        tcp("18.26.4.44", 1, "18.26.4.44", 2, 1),
+        tcp("18.26.4.44", 1, "18.26.4.44", 2, 2),
+        tcp("18.26.4.9", 10, "18.26.4.44", 20, 3),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 0, p, 1.0).map(|x| x.1))
+    .collect();
+    assert_eq!(
+        f,
+        [
+            "1.0.0.1 1024 18.26.4.44 2 T",
+            "1.0.0.1 1024 18.26.4.44 2 T",
+            "1.0.0.1 1025 18.26.4.44 20 T"
+        ]
+    );
+    let r: Vec<_> = [
+        tcp("18.26.4.44", 2, "1.0.0.1", 1024, 4),
+        tcp("18.26.4.44", 1, "1.0.0.1", 1024, 5),
+        tcp("18.26.4.44", 20, "1.0.0.1", 1025, 6),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 1, p, 1.0).map(|x| x.1))
+    .collect();
+    assert_eq!(r, ["18.26.4.44 2 18.26.4.44 1 T", "18.26.4.44 20 18.26.4.9 10 T"]);
+}
+
+/// Click's IPRewriter-09.testie: two rewriters share a capacity of 3; guaranteed
+/// flows are not evicted (new ones are refused), a flow whose guarantee ran out is.
+/// (The testie declares rw1 first; here rw2, which rw1's MAPPING_CAPACITY names, is
+/// configured first: see the documentation.)
+#[test]
+fn clicks_iprewriter_09_testie() {
+    let rw2 = build_among(
+        &IP_REWRITER,
+        "rw2",
+        "pattern 1.0.0.3 1024-65534# - - 0 1, drop, MAPPING_CAPACITY 3",
+        2,
+        2,
+        &[],
+    )
+    .unwrap();
+    let peers = [peer("rw2", &IP_REWRITER, &rw2)];
+    let rw1 = build_among(
+        &IP_REWRITER,
+        "rw1",
+        "pattern 1.0.0.2 1024-65534# - - 0 1, drop, MAPPING_CAPACITY rw2",
+        2,
+        2,
+        &peers,
+    )
+    .unwrap();
+    let mut h1 = Harness::of(rw1, 2);
+    let mut h2 = Harness::of(rw2, 2);
+    let input: [(f64, usize, &str, u16, &str, u16, u32); 17] = [
+        (0.1, 0, "53.1.1.1", 1, "2.115.2.2", 2, 1),
+        (0.2, 1, "2.115.2.2", 2, "1.0.0.2", 1024, 2),
+        (0.3, 2, "53.1.1.1", 1, "2.115.2.2", 2, 3),
+        (0.4, 2, "53.1.1.2", 1, "2.115.2.2", 2, 4),
+        (0.5, 2, "53.1.1.3", 1, "2.115.2.2", 2, 5),
+        (0.6, 1, "2.115.2.2", 2, "1.0.0.2", 1024, 6),
+        (0.7, 3, "2.115.2.2", 2, "1.0.0.3", 1024, 7),
+        (0.8, 3, "2.115.2.2", 2, "1.0.0.3", 1025, 8),
+        (0.9, 3, "2.115.2.2", 2, "1.0.0.3", 1026, 9),
+        (5.65, 0, "53.1.1.4", 1, "2.115.2.2", 2, 10),
+        (5.66, 0, "53.1.1.5", 1, "2.115.2.2", 2, 11),
+        (6.1, 1, "2.115.2.2", 2, "1.0.0.2", 1024, 12),
+        (6.2, 3, "2.115.2.2", 2, "1.0.0.3", 1024, 13),
+        (6.3, 3, "2.115.2.2", 2, "1.0.0.3", 1025, 14),
+        (6.4, 3, "2.115.2.2", 2, "1.0.0.3", 1026, 15),
+        (6.5, 1, "2.115.2.2", 2, "1.0.0.2", 1025, 16),
+        (6.6, 1, "2.115.2.2", 2, "1.0.0.2", 1026, 17),
+    ];
+    let mut got = Vec::new();
+    for &(t, link, s, sp, d, dp, sq) in &input {
+        let (h, port) = match link {
+            0 => (&mut h1, 0),
+            1 => (&mut h1, 1),
+            2 => (&mut h2, 0),
+            _ => (&mut h2, 1),
+        };
+        let outs = h.push_at(port, vec![tcp(s, sp, d, dp, sq)], tsc_at(t));
+        for (o, pkts) in outs.iter().enumerate() {
+            for q in pkts {
+                assert_eq!(o, port);
+                let b = summary(q);
+                let w: Vec<&str> = b.split(' ').collect();
+                got.push(format!("{} {} {} {} {} {}", link, w[0], w[1], w[2], w[3], seq(q)));
+            }
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            "0 1.0.0.2 1024 2.115.2.2 2 1",
+            "1 2.115.2.2 2 53.1.1.1 1 2",
+            "2 1.0.0.3 1024 2.115.2.2 2 3",
+            "2 1.0.0.3 1025 2.115.2.2 2 4",
+            "1 2.115.2.2 2 53.1.1.1 1 6",
+            "3 2.115.2.2 2 53.1.1.1 1 7",
+            "3 2.115.2.2 2 53.1.1.2 1 8",
+            "0 1.0.0.2 1025 2.115.2.2 2 10",
+            "3 2.115.2.2 2 53.1.1.1 1 13",
+            "3 2.115.2.2 2 53.1.1.2 1 14",
+            "1 2.115.2.2 2 53.1.1.4 1 16",
+        ]
+    );
+    assert_eq!(h1.read("size"), "3");
+    assert_eq!(h2.read("capacity"), "3");
+}
+
+/// Click's IPRewriter-10.testie: a pattern handler write replaces an input's spec and
+/// drops the flows it made; the mapping table's text.
+#[test]
+fn clicks_iprewriter_10_testie() {
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 1.0.0.2 1024-65534# - - 0 1, pattern 1.0.0.3 1024-65534# - - 0 1, drop",
+        3,
+        3,
+    );
+    let mut got = Vec::new();
+    let mut go = |h: &mut Harness, t: f64, link: usize, s: &str, sp: u16, d: &str, dp: u16, sq: u32| {
+        let outs = h.push_at(link, vec![tcp(s, sp, d, dp, sq)], tsc_at(t));
+        for (o, pkts) in outs.iter().enumerate() {
+            for q in pkts {
+                let b = summary(q);
+                let w: Vec<&str> = b.split(' ').collect();
+                got.push(format!("{} {} {} {} {} {}", o, w[0], w[1], w[2], w[3], seq(q)));
+            }
+        }
+    };
+    go(&mut h, 0.001, 0, "53.1.1.1", 1, "2.115.2.2", 2, 1);
+    go(&mut h, 0.002, 0, "53.1.1.4", 1, "2.115.2.2", 2, 1);
+    go(&mut h, 0.003, 1, "2.115.2.2", 2, "1.0.0.2", 1024, 2);
+    go(&mut h, 0.004, 1, "53.1.1.1", 1, "2.115.2.2", 2, 3);
+    go(&mut h, 0.005, 1, "53.1.1.2", 1, "2.115.2.2", 2, 4);
+    go(&mut h, 0.006, 2, "53.1.1.3", 1, "2.115.2.2", 2, 5);
+    go(&mut h, 0.007, 1, "2.115.2.2", 2, "1.0.0.2", 1024, 6);
+    // ps[3]: the script's write and print.
+    h.write("pattern0", "pattern 1.0.0.4 1024-65534# - - 0 1")
+        .unwrap();
+    assert_eq!(
+        h.read("patterns"),
+        "1.0.0.4 1024-65534 - -\n1.0.0.3 1024-65534 - - [1]\n<drop>\n"
+    );
+    go(&mut h, 0.011, 0, "53.1.1.1", 1, "2.115.2.2", 2, 1);
+    go(&mut h, 0.012, 0, "53.1.1.4", 1, "2.115.2.2", 2, 1);
+    go(&mut h, 0.013, 2, "2.115.2.2", 2, "1.0.0.3", 1024, 40);
+    go(&mut h, 0.013, 1, "2.115.2.2", 2, "1.0.0.2", 1024, 2);
+    go(&mut h, 0.0135, 1, "2.115.2.2", 2, "1.0.0.4", 1024, 21);
+    go(&mut h, 0.014, 1, "53.1.1.1", 1, "2.115.2.2", 2, 3);
+    go(&mut h, 0.015, 1, "53.1.1.2", 1, "2.115.2.2", 2, 4);
+    go(&mut h, 0.016, 2, "53.1.1.3", 1, "2.115.2.2", 2, 5);
+    go(&mut h, 0.017, 1, "2.115.2.2", 2, "1.0.0.2", 1024, 6);
+    assert_eq!(
+        got,
+        [
+            "0 1.0.0.2 1024 2.115.2.2 2 1",
+            "0 1.0.0.2 1025 2.115.2.2 2 1",
+            "1 2.115.2.2 2 53.1.1.1 1 2",
+            "0 1.0.0.2 1024 2.115.2.2 2 3",
+            "0 1.0.0.3 1024 2.115.2.2 2 4",
+            "1 2.115.2.2 2 53.1.1.1 1 6",
+            "0 1.0.0.4 1024 2.115.2.2 2 1",
+            "0 1.0.0.4 1025 2.115.2.2 2 1",
+            "1 2.115.2.2 2 53.1.1.2 1 40",
+            "0 1.0.0.3 1025 1.0.0.2 1024 2",
+            "1 2.115.2.2 2 53.1.1.1 1 21",
+            "0 1.0.0.4 1024 2.115.2.2 2 3",
+            "0 1.0.0.3 1024 2.115.2.2 2 4",
+            "0 1.0.0.3 1025 1.0.0.2 1024 6",
+        ]
+    );
+    let text = h.read("tcp_mappings");
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|l| l[..l.rfind(" exp").unwrap()].to_string())
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "(1.0.0.2, 1024, 1.0.0.3, 1025) => (1.0.0.2, 1024, 2.115.2.2, 2) [0 *1] i1",
+            "(2.115.2.2, 2, 1.0.0.2, 1024) => (1.0.0.3, 1025, 1.0.0.2, 1024) [*0 1] i1",
+            "(2.115.2.2, 2, 1.0.0.3, 1024) => (2.115.2.2, 2, 53.1.1.2, 1) [0 *1] i1",
+            "(2.115.2.2, 2, 1.0.0.4, 1024) => (2.115.2.2, 2, 53.1.1.1, 1) [0 *1] i0",
+            "(2.115.2.2, 2, 1.0.0.4, 1025) => (2.115.2.2, 2, 53.1.1.4, 1) [0 *1] i0",
+            "(53.1.1.1, 1, 2.115.2.2, 2) => (1.0.0.4, 1024, 2.115.2.2, 2) [*0 1] i0",
+            "(53.1.1.2, 1, 2.115.2.2, 2) => (1.0.0.3, 1024, 2.115.2.2, 2) [*0 1] i1",
+            "(53.1.1.4, 1, 2.115.2.2, 2) => (1.0.0.4, 1025, 2.115.2.2, 2) [*0 1] i0",
+        ]
+    );
+    assert!(h.read("udp_mappings").is_empty());
+}
+
+/// The `direction proto src sport dst dport` lines of Click's testies 11, 15-17: `>`
+/// for packets out of output 0, `<` for output 1.
+fn run_directional(h: &mut Harness, input: &[(char, u8, f64, &str, u16, &str, u16)]) -> Vec<String> {
+    let mut got = Vec::new();
+    for &(dir, proto, t, s, sp, d, dp) in input {
+        let port = if dir == '>' { 0 } else { 1 };
+        let p = if proto == T {
+            tcpd(s, sp, d, dp, 0)
+        } else {
+            udpd(s, sp, d, dp)
+        };
+        if let Some((o, text)) = one(h, port, p, t) {
+            let w: Vec<&str> = text.split(' ').collect();
+            got.push(format!(
+                "{} {} {} {} {} {}",
+                if o == 0 { '>' } else { '<' },
+                w[4],
+                w[0],
+                w[1],
+                w[2],
+                w[3]
+            ));
+        }
+    }
+    got
+}
+
+/// Click's IPRewriter-11.testie: the ninth flow of a table of 8 guaranteed flows is
+/// refused; once the guarantees run out, a new flow evicts the flow that expires
+/// first: a bidirectional TCP flow (24 h) outlives a UDP flow (5 min), which
+/// outlives nothing a newer TCP flow without replies (5 min from later).
+#[test]
+fn clicks_iprewriter_11_testie() {
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 2.0.0.1 1024-65535# - - 0 1, drop, MAPPING_CAPACITY 8",
+        2,
+        2,
+    );
+    let mut input: Vec<(char, u8, f64, String, u16, String, u16)> = Vec::new();
+    for i in 1..=9u16 {
+        input.push((
+            '>',
+            T,
+            0.1 * f64::from(i),
+            format!("1.0.0.{}", i),
+            10 + i,
+            "2.0.0.2".into(),
+            20 + i,
+        ));
+    }
+    for i in 1..=9u16 {
+        input.push((
+            '<',
+            T,
+            1.0 + 0.1 * f64::from(i),
+            "2.0.0.2".into(),
+            20 + i,
+            "2.0.0.1".into(),
+            1023 + i,
+        ));
+    }
+    input.push(('>', U, 7.0, "1.0.0.10".into(), 20, "2.0.0.2".into(), 30));
+    for i in 1..=9u16 {
+        input.push((
+            '<',
+            T,
+            7.0 + 0.1 * f64::from(i),
+            "2.0.0.2".into(),
+            20 + i,
+            "2.0.0.1".into(),
+            1023 + i,
+        ));
+    }
+    input.push(('<', U, 8.0, "2.0.0.2".into(), 30, "2.0.0.1".into(), 1033));
+    input.push(('>', T, 14.0, "1.0.0.11".into(), 21, "2.0.0.2".into(), 31));
+    input.push(('<', U, 14.1, "2.0.0.2".into(), 30, "2.0.0.1".into(), 1033));
+    input.push(('>', T, 14.2, "1.0.0.11".into(), 21, "2.0.0.2".into(), 31));
+    input.push(('>', U, 20.0, "1.0.0.12".into(), 22, "2.0.0.2".into(), 32));
+    input.push(('<', T, 20.1, "2.0.0.2".into(), 31, "2.0.0.1".into(), 1034));
+    input.push(('<', U, 20.2, "2.0.0.2".into(), 32, "2.0.0.1".into(), 1035));
+    let input: Vec<_> = input
+        .iter()
+        .map(|(d, p, t, s, sp, dd, dp)| (*d, *p, *t, s.as_str(), *sp, dd.as_str(), *dp))
+        .collect();
+    let got = run_directional(&mut h, &input);
+    let mut want: Vec<String> = (0..8)
+        .map(|i| format!("> T 2.0.0.1 {} 2.0.0.2 {}", 1024 + i, 21 + i))
+        .collect();
+    want.extend((1..=8).map(|i| format!("< T 2.0.0.2 {} 1.0.0.{} {}", 20 + i, i, 10 + i)));
+    want.push("> U 2.0.0.1 1033 2.0.0.2 30".into());
+    want.extend((2..=8).map(|i| format!("< T 2.0.0.2 {} 1.0.0.{} {}", 20 + i, i, 10 + i)));
+    want.push("< U 2.0.0.2 30 1.0.0.10 20".into());
+    want.push("> T 2.0.0.1 1034 2.0.0.2 31".into());
+    want.push("> T 2.0.0.1 1034 2.0.0.2 31".into());
+    want.push("> U 2.0.0.1 1035 2.0.0.2 32".into());
+    want.push("< U 2.0.0.2 32 1.0.0.12 22".into());
+    assert_eq!(got, want);
+}
+
+/// Click's IPRewriter-12.testie: REPLY_ANNO gives replies the annotation the flow's
+/// first packet carried.
+#[test]
+fn clicks_iprewriter_12_testie() {
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 1.0.0.1 1024-65535# - - 0 1, drop, REPLY_ANNO PAINT",
+        2,
+        2,
+    );
+    let painted = |mut p: Packet, c: u8| {
+        p.anno_mut().set_paint(c);
+        p
+    };
+    for (c, sp, d, dp) in [
+        (1, 30, "10.0.0.4", 40),
+        (1, 30, "10.0.0.4", 40),
+        (2, 20, "10.0.0.8", 80),
+    ] {
+        let outs = h.push_at(0, vec![painted(tcp("18.26.4.44", sp, d, dp, 0), c)], tsc_at(1.0));
+        assert_eq!(outs[0][0].anno().paint(), c);
+    }
+    let mut got = Vec::new();
+    for (s, sp, dp) in [
+        ("10.0.0.4", 40, 1024),
+        ("10.0.0.4", 40, 1024),
+        ("10.0.0.8", 80, 1025),
+        ("10.0.0.8", 80, 1026),
+    ] {
+        let outs = h.push_at(1, vec![painted(tcp(s, sp, "1.0.0.1", dp, 0), 0)], tsc_at(1.0));
+        for q in &outs[1] {
+            got.push(format!("{} {}", q.anno().paint(), summary(q)));
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            "1 10.0.0.4 40 18.26.4.44 30 T",
+            "1 10.0.0.4 40 18.26.4.44 30 T",
+            "2 10.0.0.8 80 18.26.4.44 20 T"
+        ]
+    );
+}
+
+/// Click's IPRewriter-15.testie: the capacity handler; a smaller capacity evicts the
+/// flows that expire first.
+#[test]
+fn clicks_iprewriter_15_testie() {
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 2.0.0.1 1024-65535# - - 0 1, drop, MAPPING_CAPACITY 10",
+        2,
+        2,
+    );
+    assert_eq!(h.read("capacity"), "10");
+    let mut input: Vec<(char, u8, f64, String, u16, String, u16)> = Vec::new();
+    for i in 1..=11u16 {
+        input.push((
+            '>',
+            T,
+            f64::from(i),
+            format!("1.0.0.{}", i),
+            10 + i,
+            "2.0.0.2".into(),
+            20 + i,
+        ));
+    }
+    for i in 1..=11u16 {
+        input.push((
+            '<',
+            T,
+            20.0 + f64::from(i),
+            "2.0.0.2".into(),
+            20 + i,
+            "2.0.0.1".into(),
+            1023 + i,
+        ));
+    }
+    let as_refs =
+        |v: &[(char, u8, f64, String, u16, String, u16)]| -> Vec<(char, u8, f64, String, u16, String, u16)> {
+            v.to_vec()
+        };
+    let v = as_refs(&input);
+    let refs: Vec<_> = v
+        .iter()
+        .map(|(d, p, t, s, sp, dd, dp)| (*d, *p, *t, s.as_str(), *sp, dd.as_str(), *dp))
+        .collect();
+    let got = run_directional(&mut h, &refs);
+    let mut want: Vec<String> = (0..11)
+        .map(|i| format!("> T 2.0.0.1 {} 2.0.0.2 {}", 1024 + i, 21 + i))
+        .collect();
+    want.extend((2..=11).map(|i| format!("< T 2.0.0.2 {} 1.0.0.{} {}", 20 + i, i, 10 + i)));
+    assert_eq!(got, want);
+    assert_eq!(h.read("size"), "10");
+    h.write("capacity", "8").unwrap();
+    assert_eq!(h.read("size"), "8");
+    assert_eq!(h.read("capacity"), "8");
+    let second: Vec<(char, u8, f64, String, u16, String, u16)> = (1..=11u16)
+        .map(|i| {
+            (
+                '<',
+                T,
+                40.0 + f64::from(i),
+                "2.0.0.2".to_string(),
+                20 + i,
+                "2.0.0.1".to_string(),
+                1023 + i,
+            )
+        })
+        .collect();
+    let refs: Vec<_> = second
+        .iter()
+        .map(|(d, p, t, s, sp, dd, dp)| (*d, *p, *t, s.as_str(), *sp, dd.as_str(), *dp))
+        .collect();
+    let got = run_directional(&mut h, &refs);
+    let want: Vec<String> = (4..=11)
+        .map(|i| format!("< T 2.0.0.2 {} 1.0.0.{} {}", 20 + i, i, 10 + i))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        h.write("capacity", "lots"),
+        Err("CAPACITY expects integer".to_string())
+    );
+}
+
+/// Click's IPRewriter-16.testie: with GUARANTEE 0 a new flow that would expire first
+/// (no data yet: 5 minutes, against 24 hours) is itself the one evicted, a mapping
+/// failure.
+#[test]
+fn clicks_iprewriter_16_testie() {
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 2.0.0.1 1024-65535# - - 0 1, drop, MAPPING_CAPACITY 10, GUARANTEE 0",
+        2,
+        2,
+    );
+    let mut input: Vec<(char, u8, f64, String, u16, String, u16)> = Vec::new();
+    for i in 1..=10u16 {
+        input.push((
+            '>',
+            T,
+            f64::from(i),
+            format!("1.0.0.{}", i),
+            10 + i,
+            "2.0.0.2".into(),
+            20 + i,
+        ));
+    }
+    for i in 1..=10u16 {
+        input.push((
+            '<',
+            T,
+            20.0 + f64::from(i),
+            "2.0.0.2".into(),
+            20 + i,
+            "2.0.0.1".into(),
+            1023 + i,
+        ));
+    }
+    input.push(('>', T, 31.0, "1.0.0.11".into(), 21, "2.0.0.2".into(), 31));
+    input.push(('<', T, 31.0, "2.0.0.2".into(), 31, "2.0.0.1".into(), 1034));
+    let refs: Vec<_> = input
+        .iter()
+        .map(|(d, p, t, s, sp, dd, dp)| (*d, *p, *t, s.as_str(), *sp, dd.as_str(), *dp))
+        .collect();
+    let got = run_directional(&mut h, &refs);
+    let mut want: Vec<String> = (0..10)
+        .map(|i| format!("> T 2.0.0.1 {} 2.0.0.2 {}", 1024 + i, 21 + i))
+        .collect();
+    want.extend((1..=10).map(|i| format!("< T 2.0.0.2 {} 1.0.0.{} {}", 20 + i, i, 10 + i)));
+    assert_eq!(got, want);
+    assert_eq!(h.read("mapping_failures"), "1");
+}
+
+/// Click's IPRewriter-17.testie: a flow from a host's port to itself maps to itself,
+/// and a packet of it on the reply input leaves by the reply output.
+#[test]
+fn clicks_iprewriter_17_testie() {
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 2.0.0.1 1024-65535# - - 0 1, drop, MAPPING_CAPACITY 10, GUARANTEE 0",
+        2,
+        2,
+    );
+    let got = run_directional(
+        &mut h,
+        &[
+            ('>', T, 1.0, "1.0.0.1", 11, "2.0.0.2", 21),
+            ('>', T, 2.0, "2.0.0.1", 1025, "2.0.0.1", 1025),
+            ('<', T, 2.0, "2.0.0.1", 1025, "2.0.0.1", 1025),
+        ],
+    );
+    assert_eq!(
+        got,
+        [
+            "> T 2.0.0.1 1024 2.0.0.2 21",
+            "> T 2.0.0.1 1025 2.0.0.1 1025",
+            "< T 2.0.0.1 1025 2.0.0.1 1025"
+        ]
+    );
+    assert_eq!(h.read("mapping_failures"), "0");
+}
+
+#[test]
+fn flows_time_out_on_the_elements_clock() {
+    // UDP_TIMEOUT 10 s, no guarantee: a reply 9 s after the last packet passes, one
+    // 11 s after does not; TCP without data both ways: TCP_NODATA_TIMEOUT.
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 1.0.0.1 1024-65535# - - 0 1, drop, UDP_TIMEOUT 10, UDP_GUARANTEE 0, TCP_NODATA_TIMEOUT 20, TCP_GUARANTEE 0",
+        2,
+        2,
+    );
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 53), 100.0).is_some());
+    assert_eq!(
+        one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 109.0),
+        Some((1, "9.9.9.9 53 10.0.0.1 5 U".to_string()))
+    );
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 119.5).is_none());
+    assert!(h.read("udp_table").is_empty());
+    assert!(one(&mut h, 0, tcp("10.0.0.1", 5, "9.9.9.9", 80, 0), 200.0).is_some());
+    assert!(one(&mut h, 1, tcp("9.9.9.9", 80, "1.0.0.1", 1025, 0), 219.0).is_some());
+    assert!(one(&mut h, 1, tcp("9.9.9.9", 80, "1.0.0.1", 1025, 0), 239.5).is_none());
+    // TCP: RST closes both ways, TCP_DONE_TIMEOUT applies.
+    let mut h = Harness::new(
+        &IP_REWRITER,
+        "pattern 1.0.0.1 1024-65535# - - 0 1, drop, TCP_DONE_TIMEOUT 2, TCP_GUARANTEE 0",
+        2,
+        2,
+    );
+    assert!(one(&mut h, 0, tcpd("10.0.0.1", 5, "9.9.9.9", 80, 0), 10.0).is_some());
+    let rst = packet_full(T, "9.9.9.9", 80, "1.0.0.1", 1024, 0, 0x04, b"");
+    assert!(one(&mut h, 1, rst, 10.5).is_some());
+    assert!(one(&mut h, 1, tcp("9.9.9.9", 80, "1.0.0.1", 1024, 0), 12.0).is_some());
+    assert!(one(&mut h, 1, tcp("9.9.9.9", 80, "1.0.0.1", 1024, 0), 14.5).is_none());
+}
+
+#[test]
+fn udp_checksums_fragments_and_other_protocols() {
+    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, pass 1", 2, 2);
+    // A UDP packet without a checksum keeps none.
+    let mut p = udpd("10.0.0.1", 5, "9.9.9.9", 53);
+    p.data_mut()[26] = 0;
+    p.data_mut()[27] = 0;
+    let outs = h.push_at(0, vec![p], tsc_at(1.0));
+    let q = &outs[0][0];
+    assert_eq!(&q.data()[26..28], &[0, 0]);
+    assert_eq!(summary(q), "1.0.0.1 1024 9.9.9.9 53 U");
+    assert_eq!(q.anno().dst_ip(), ip("9.9.9.9"));
+    // A second fragment is dropped on a pattern input, passed on a pass input.
+    let mut frag = udpd("10.0.0.1", 5, "9.9.9.9", 53);
+    frag.data_mut()[6] = 0;
+    frag.data_mut()[7] = 10;
+    crate::elements::ip::testutil::fix_ip_cksum(frag.data_mut());
+    let outs = h.push_at(0, vec![frag.clone()], tsc_at(1.0));
+    assert!(outs.iter().all(|o| o.is_empty()));
+    let outs = h.push_at(1, vec![frag], tsc_at(1.0));
+    assert_eq!(outs[1].len(), 1);
+    // ICMP: not for IPRewriter; no network header: dropped.
+    let icmp = packet_full(1, "10.0.0.1", 0, "9.9.9.9", 0, 0, 0, &[8, 0, 0, 0, 0, 0, 0, 0]);
+    assert!(h.push_at(0, vec![icmp], tsc_at(1.0)).iter().all(|o| o.is_empty()));
+    let bare = Packet::from_slice(&[0x45; 40]);
+    assert!(h.push_at(1, vec![bare], tsc_at(1.0)).iter().all(|o| o.is_empty()));
+    // A TCP header cut short (under 8 bytes) is no flow.
+    let mut short = tcp("10.0.0.1", 5, "9.9.9.9", 80, 0);
+    short.take(16);
+    assert!(h
+        .push_at(0, vec![short], tsc_at(1.0))
+        .iter()
+        .all(|o| o.is_empty()));
+}
+
+#[test]
+fn workers_share_the_table() {
+    let mut a = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, drop", 2, 2);
+    let mut b = a.another_worker();
+    assert!(one(&mut a, 0, tcp("10.0.0.1", 5, "9.9.9.9", 80, 0), 1.0).is_some());
+    assert_eq!(
+        one(&mut b, 1, tcp("9.9.9.9", 80, "1.0.0.1", 1024, 0), 1.0),
+        Some((1, "9.9.9.9 80 10.0.0.1 5 T".to_string()))
+    );
+    assert_eq!(b.read("table_size"), "1");
+    b.write("clear", "").unwrap();
+    assert_eq!(a.read("size"), "0");
+}
+
+#[test]
+fn keep_pass_lookup_and_handlers() {
+    let mut h = Harness::new(&IP_REWRITER, "keep 0 1, pass 1, drop", 3, 2);
+    assert_eq!(
+        one(&mut h, 0, tcp("10.0.0.1", 5, "9.9.9.9", 80, 0), 1.0),
+        Some((0, "10.0.0.1 5 9.9.9.9 80 T".to_string()))
+    );
+    assert_eq!(
+        one(&mut h, 2, tcp("9.9.9.9", 80, "10.0.0.1", 5, 0), 1.0),
+        Some((1, "9.9.9.9 80 10.0.0.1 5 T".to_string()))
+    );
+    assert_eq!(
+        one(&mut h, 1, tcp("9.9.9.8", 80, "10.0.0.1", 5, 0), 1.0),
+        Some((1, "9.9.9.8 80 10.0.0.1 5 T".to_string()))
+    );
+    assert_eq!(h.read("patterns"), "<keep> [1]\n<nochange>\n<drop>\n");
+    assert_eq!(h.read("pattern1"), "<nochange>\n");
+    assert_eq!(
+        h.read_with("tcp_lookup", "10.0.0.1 5 9.9.9.9 80"),
+        Ok("10.0.0.1 5 9.9.9.9 80".to_string())
+    );
+    assert_eq!(
+        h.read_with("tcp_lookup", "10.0.0.1 6 9.9.9.9 80"),
+        Ok(String::new())
+    );
+    let names: Vec<_> = h.spec.handlers().into_iter().map(|h| h.name).collect();
+    assert_eq!(
+        names,
+        [
+            "tcp_table",
+            "udp_table",
+            "tcp_mappings",
+            "udp_mappings",
+            "tcp_lookup",
+            "nmappings",
+            "table_size",
+            "mapping_failures",
+            "patterns",
+            "size",
+            "capacity",
+            "clear",
+            "pattern0",
+            "pattern1",
+            "pattern2"
+        ]
+    );
+    assert_eq!(
+        h.write("pattern2", "pattern 1.0.0.1 - - - 5 1"),
+        Err("input spec 2: output port out of range".to_string())
+    );
+}
+
+#[test]
+fn configuration_errors() {
+    let err = |conf: &str, nin| build_error(&IP_REWRITER, conf, nin, 2);
+    assert_eq!(
+        err("drop", 2),
+        "e :: IPRewriter: need 2 arguments, one per input port"
+    );
+    assert_eq!(
+        err("drop x", 1),
+        "e :: IPRewriter: input spec 0: syntax error, expected 'drop'"
+    );
+    assert_eq!(
+        err("pass 2", 1),
+        "e :: IPRewriter: input spec 0: output port out of range"
+    );
+    assert_eq!(
+        err("pass x", 1),
+        "e :: IPRewriter: input spec 0: syntax error, expected 'nochange [OUTPUT]'"
+    );
+    assert_eq!(
+        err("keep 0", 1),
+        "e :: IPRewriter: input spec 0: bad forward port"
+    );
+    assert_eq!(
+        err("keep 0 x", 1),
+        "e :: IPRewriter: input spec 0: bad reply port"
+    );
+    assert_eq!(
+        err("pattern 1.0.0.1 - - - 0", 1),
+        "e :: IPRewriter: input spec 0: syntax error"
+    );
+    assert_eq!(
+        err("pattern nat 0 1", 1),
+        "e :: IPRewriter: input spec 0: no such pattern 'nat'"
+    );
+    assert_eq!(
+        err("pattern 1.0.0.1 - x - 0 1", 1),
+        "e :: IPRewriter: input spec 0: bad destination address"
+    );
+    assert_eq!(
+        err("frob", 1),
+        "e :: IPRewriter: input spec 0: unknown specification"
+    );
+    assert_eq!(err(", drop", 2), "e :: IPRewriter: input spec 0: empty argument");
+    assert_eq!(
+        err("drop, MAPPING_CAPACITY rw9", 1),
+        "e :: IPRewriter: bad MAPPING_CAPACITY"
+    );
+    assert_eq!(
+        err("drop, TCP_TIMEOUT soon", 1),
+        "e :: IPRewriter: TCP_TIMEOUT expects time interval"
+    );
+    assert_eq!(err("drop, FROB 1", 1), "e :: IPRewriter: bad keyword 'FROB'");
+    assert_eq!(
+        build_error(&UDP_REWRITER, "drop, TCP_TIMEOUT 1", 1, 1),
+        "e :: UDPRewriter: bad keyword 'TCP_TIMEOUT'"
+    );
+}
