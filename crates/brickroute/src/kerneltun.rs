@@ -1,4 +1,5 @@
-//! `KernelTun` and `KernelTap`: Click's user-level interfaces to the kernel's own stack
+//! `KernelTun` and `KernelTap` (and `FromHost`/`ToHost`, the older pair over one TAP
+//! device): Click's user-level interfaces to the kernel's own stack
 //! through a TUN (IP packets) or TAP (Ethernet frames) device (`io::TunDevice`). The
 //! element creates the device, gives the kernel's side ADDR/MASK (and a default route
 //! via GATEWAY), emits what the kernel sends into the device on output 0, and writes
@@ -33,6 +34,8 @@ const ETHER_HEADER: usize = 14;
 pub fn register(reg: &mut Registry) {
     reg.add(Arc::new(KernelTunClass { kind: TunKind::Tun }));
     reg.add(Arc::new(KernelTunClass { kind: TunKind::Tap }));
+    reg.add(Arc::new(FromHostClass));
+    reg.add(Arc::new(ToHostClass));
 }
 
 /// A device and what has been set on it, shared by the element's workers and by the
@@ -41,7 +44,7 @@ struct Device {
     tun: TunDevice,
     /// The element that owns it (a device is never shared by two elements).
     owner: String,
-    applied: Mutex<Applied>,
+    applied: Mutex<Option<Applied>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -90,69 +93,241 @@ impl ElementClass for KernelTunClass {
             None => arg(args.keyword("DEV_NAME"), cx)?,
         };
         arg(args.finish(), cx)?;
-
+        if burst < 1 {
+            return Err(cx.error("BURST must be >= 1"));
+        }
+        if headroom.is_some_and(|h| h > MAX_HEADROOM) {
+            return Err(cx.error("HEADROOM too big"));
+        }
         // KernelTun(..., TAP true) is a KernelTap, as in Click.
         let kind = match tap {
             Some(true) => TunKind::Tap,
             Some(false) => TunKind::Tun,
             None => self.kind,
         };
-        let gateway = gateway.filter(|g| !g.is_unspecified());
-        if let Some(g) = gateway {
-            let m = u32::from(prefix.mask);
-            if u32::from(g) & m != u32::from(prefix.addr) & m {
-                return Err(cx.error("bad GATEWAY"));
-            }
-        }
-        if burst < 1 {
-            return Err(cx.error("BURST must be >= 1"));
-        }
-        if let Some(m) = mtu {
-            if m < MIN_MTU {
-                return Err(cx.error(format!("MTU must be greater than {}", MIN_MTU - 1)));
-            }
-            if m > MAX_MTU {
-                return Err(cx.error(format!("MTU must be at most {}", MAX_MTU)));
-            }
-        }
-        if headroom.is_some_and(|h| h > MAX_HEADROOM) {
-            return Err(cx.error("HEADROOM too big"));
-        }
-        let applied = Applied {
-            settings: TunSettings {
-                addr: prefix.addr,
-                mask: prefix.mask,
-                mtu,
-                ether: ether.map(|e| e.0),
-            },
-            gateway,
+        let wanted = Wanted {
+            kind,
+            devname,
+            applied: Some(applied(cx, prefix, gateway, mtu, ether)?),
+            mtu,
+            headroom,
+            burst,
+            ignore_overflows,
         };
-        let device = open(kind, devname.as_deref(), applied, cx.name).map_err(|e| cx.error(e))?;
-        let mtu = mtu.unwrap_or(1500) as usize;
-        Ok(Arc::new(KernelTunSpec {
+        Ok(Arc::new(wanted.spec(self.class(), cx)?))
+    }
+}
+
+/// The checked settings of a device's kernel side.
+fn applied(
+    cx: &BuildContext,
+    prefix: Ipv4Prefix,
+    gateway: Option<Ipv4Addr>,
+    mtu: Option<u32>,
+    ether: Option<EtherAddr>,
+) -> Result<Applied, ConfigError> {
+    let gateway = gateway.filter(|g| !g.is_unspecified());
+    if let Some(g) = gateway {
+        let m = u32::from(prefix.mask);
+        if u32::from(g) & m != u32::from(prefix.addr) & m {
+            return Err(cx.error("bad GATEWAY"));
+        }
+    }
+    check_mtu(cx, mtu)?;
+    Ok(Applied {
+        settings: TunSettings {
+            addr: prefix.addr,
+            mask: prefix.mask,
+            mtu,
+            ether: ether.map(|e| e.0),
+        },
+        gateway,
+    })
+}
+
+fn check_mtu(cx: &BuildContext, mtu: Option<u32>) -> Result<(), ConfigError> {
+    match mtu {
+        Some(m) if m < MIN_MTU => Err(cx.error(format!("MTU must be greater than {}", MIN_MTU - 1))),
+        Some(m) if m > MAX_MTU => Err(cx.error(format!("MTU must be at most {}", MAX_MTU))),
+        _ => Ok(()),
+    }
+}
+
+/// A device an element asks for, its arguments checked.
+struct Wanted {
+    kind: TunKind,
+    devname: Option<String>,
+    /// The kernel side's settings; `None` leaves the device as it is (FromHost without
+    /// DST, for a device set up beforehand).
+    applied: Option<Applied>,
+    mtu: Option<u32>,
+    headroom: Option<usize>,
+    burst: usize,
+    ignore_overflows: bool,
+}
+
+impl Wanted {
+    /// Opens the device (see [`open`]) for element `cx.name` of class `class`.
+    fn spec(self, class: &'static str, cx: &BuildContext) -> Result<KernelTunSpec, ConfigError> {
+        let device =
+            open(self.kind, self.devname.as_deref(), self.applied, cx.name).map_err(|e| cx.error(e))?;
+        let mtu = self.mtu.unwrap_or(1500) as usize;
+        Ok(KernelTunSpec {
             shared: Arc::new(Shared {
                 device,
-                class: self.class(),
+                class,
                 // What a read may bring: the MTU and, for a TAP device, the Ethernet
                 // header.
-                read_len: mtu + if kind == TunKind::Tap { ETHER_HEADER } else { 0 },
+                read_len: mtu
+                    + if self.kind == TunKind::Tap {
+                        ETHER_HEADER
+                    } else {
+                        0
+                    },
                 mtu,
-                headroom: headroom.unwrap_or(packet::DEFAULT_HEADROOM),
-                burst,
-                ignore_overflows,
+                headroom: self.headroom.unwrap_or(packet::DEFAULT_HEADROOM),
+                burst: self.burst,
+                ignore_overflows: self.ignore_overflows,
                 packets: AtomicU64::new(0),
                 drops: AtomicU64::new(0),
                 complained: Mutex::new(Vec::new()),
                 overflow_reported: AtomicBool::new(false),
             }),
             has_error_output: cx.noutputs > 1,
+        })
+    }
+}
+
+/// Click's user-level FromHost: a TAP device named DEVNAME whose kernel side is DST,
+/// the frames the kernel sends into it on output 0 (KernelTap with a mandatory name;
+/// Click recommends KernelTap).
+struct FromHostClass;
+
+impl ElementClass for FromHostClass {
+    fn name(&self) -> &'static str {
+        "FromHost"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("0/1")
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let devname: String = arg(args.required("DEVNAME"), cx)?;
+        let dst: Option<Ipv4Prefix> = arg(args.positional("DST"), cx)?;
+        let gateway: Option<Ipv4Addr> = arg(args.keyword("GATEWAY"), cx)?;
+        let ether: Option<EtherAddr> = arg(args.keyword("ETHER"), cx)?;
+        let headroom: Option<usize> = arg(args.keyword("HEADROOM"), cx)?;
+        let mtu: Option<u32> = arg(args.keyword("MTU"), cx)?;
+        arg(args.finish(), cx)?;
+        if devname.is_empty() {
+            return Err(cx.error("must specify device name"));
+        }
+        if headroom.is_some_and(|h| h > MAX_HEADROOM) {
+            return Err(cx.error("HEADROOM too large"));
+        }
+        let applied = match dst {
+            Some(prefix) => Some(applied(cx, prefix, gateway, mtu, ether)?),
+            None => {
+                check_mtu(cx, mtu)?;
+                None
+            }
+        };
+        let wanted = Wanted {
+            kind: TunKind::Tap,
+            devname: Some(devname),
+            applied,
+            mtu,
+            headroom,
+            burst: 1,
+            ignore_overflows: false,
+        };
+        Ok(Arc::new(wanted.spec("FromHost", cx)?))
+    }
+}
+
+/// Click's user-level ToHost: hands Ethernet frames to the kernel through the TAP
+/// device of the FromHost with the same DEVNAME, configured before it (a later
+/// configure phase, as Click's).
+struct ToHostClass;
+
+impl ElementClass for ToHostClass {
+    fn name(&self) -> &'static str {
+        "ToHost"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::parse("1/0")
+    }
+    fn configure_phase(&self) -> i32 {
+        configure_phase::DEFAULT + 1
+    }
+    fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
+        let devname: String = arg(args.required("DEVNAME"), cx)?;
+        arg(args.finish(), cx)?;
+        let from = cx
+            .peers_of_class("FromHost")
+            .filter_map(|p| spec_as::<KernelTunSpec>(&*p.spec))
+            .find(|f| f.shared.name() == devname)
+            .ok_or_else(|| {
+                cx.error(format!(
+                    "ToHost({}) requires an initialized FromHost with the same dev_name",
+                    devname
+                ))
+            })?;
+        Ok(Arc::new(ToHostSpec {
+            shared: from.shared.clone(),
+            drops: Arc::new(AtomicU64::new(0)),
         }))
+    }
+}
+
+struct ToHostSpec {
+    shared: Arc<Shared>,
+    drops: Arc<AtomicU64>,
+}
+
+impl ElementSpec for ToHostSpec {
+    fn instantiate(&self, _worker: WorkerInfo) -> Box<dyn Element> {
+        Box::new(ToHost {
+            shared: self.shared.clone(),
+            drops: self.drops.clone(),
+        })
+    }
+
+    fn handlers(&self) -> Vec<HandlerInfo> {
+        vec![HandlerInfo::read("dev_name"), HandlerInfo::read("drops")]
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "dev_name" => self.shared.name().to_string(),
+            "drops" => self.drops.load(Ordering::Relaxed).to_string(),
+            _ => return None,
+        })
+    }
+}
+
+struct ToHost {
+    shared: Arc<Shared>,
+    drops: Arc<AtomicU64>,
+}
+
+impl Element for ToHost {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
+        for p in batch.drain() {
+            if !self.shared.write(&p) {
+                self.drops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 }
 
 /// The device for element `owner`: the one it had in the configuration this one
 /// replaces (DEVNAME given; set up again where the settings changed), or a new one.
-fn open(kind: TunKind, devname: Option<&str>, applied: Applied, owner: &str) -> Result<Arc<Device>, String> {
+fn open(
+    kind: TunKind,
+    devname: Option<&str>,
+    applied: Option<Applied>,
+    owner: &str,
+) -> Result<Arc<Device>, String> {
     let mut named = named_devices().lock().unwrap_or_else(|e| e.into_inner());
     named.retain(|_, d| d.strong_count() > 0);
     if let Some(name) = devname {
@@ -161,9 +336,9 @@ fn open(kind: TunKind, devname: Option<&str>, applied: Applied, owner: &str) -> 
                 return Err(format!("device {} is in use by '{}'", name, d.owner));
             }
             let mut was = d.applied.lock().unwrap_or_else(|e| e.into_inner());
-            if *was != applied {
-                set_up(&d.tun, &applied, was.gateway)?;
-                *was = applied;
+            if let Some(a) = applied.filter(|a| *was != Some(*a)) {
+                set_up(&d.tun, &a, was.and_then(|w| w.gateway))?;
+                *was = Some(a);
             }
             drop(was);
             return Ok(d);
@@ -173,7 +348,9 @@ fn open(kind: TunKind, devname: Option<&str>, applied: Applied, owner: &str) -> 
         Some(n) => format!("could not allocate device {}: {}", n, e),
         None => format!("could not allocate a device: {}", e),
     })?;
-    set_up(&tun, &applied, None)?;
+    if let Some(a) = &applied {
+        set_up(&tun, a, None)?;
+    }
     let d = Arc::new(Device {
         tun,
         owner: owner.to_string(),
@@ -219,52 +396,55 @@ impl Shared {
         self.device.tun.name()
     }
 
-    /// Counts a packet not written and says why, once for each reason (a router must
-    /// not flood its log at line rate); a full queue (ENOBUFS) is said once when
-    /// IGNORE_QUEUE_OVERFLOWS is set, else with each other reason.
-    fn drop_packet(&self, why: String) {
-        self.drops.fetch_add(1, Ordering::Relaxed);
+    /// Says why a packet was not written, once for each reason (a router must not
+    /// flood its log at line rate). Returns false, for [`Shared::write`].
+    fn refuse(&self, why: String) -> bool {
         let mut said = self.complained.lock().unwrap_or_else(|e| e.into_inner());
         if !said.contains(&why) {
             graph::warn!("{}({}): {}", self.class, self.name(), why);
             said.push(why);
         }
+        false
     }
 
-    fn write(&self, p: &Packet) {
+    /// Hands `p` to the kernel; false if it was not written (the caller counts it). A
+    /// full queue (ENOBUFS) is said once when IGNORE_QUEUE_OVERFLOWS is set, else as
+    /// every other reason.
+    fn write(&self, p: &Packet) -> bool {
         let bytes = match self.device.tun.kind() {
             TunKind::Tap => {
                 if p.len() < ETHER_HEADER {
-                    return self.drop_packet("packet too small".into());
+                    return self.refuse("packet too small".into());
                 }
                 if p.len() - ETHER_HEADER > self.mtu {
-                    return self.drop_packet(format!("packet larger than MTU ({})", self.mtu));
+                    return self.refuse(format!("packet larger than MTU ({})", self.mtu));
                 }
                 p.data()
             }
             TunKind::Tun => {
                 let Some(ip) = p.network_header().filter(|h| h.len() >= 20) else {
-                    return self.drop_packet("no network header".into());
+                    return self.refuse("no network header".into());
                 };
                 let version = ip[0] >> 4;
                 if version != 4 && version != 6 {
-                    return self.drop_packet(format!("unknown IP version {}", version));
+                    return self.refuse(format!("unknown IP version {}", version));
                 }
                 if ip.len() > self.mtu {
-                    return self.drop_packet(format!("packet larger than MTU ({})", self.mtu));
+                    return self.refuse(format!("packet larger than MTU ({})", self.mtu));
                 }
                 ip
             }
         };
-        if let Err(e) = self.device.tun.write(bytes) {
-            if e.raw_os_error() == Some(libc::ENOBUFS)
-                && self.ignore_overflows
-                && self.overflow_reported.swap(true, Ordering::Relaxed)
+        match self.device.tun.write(bytes) {
+            Ok(()) => true,
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOBUFS)
+                    && self.ignore_overflows
+                    && self.overflow_reported.swap(true, Ordering::Relaxed) =>
             {
-                self.drops.fetch_add(1, Ordering::Relaxed);
-                return;
+                false
             }
-            self.drop_packet(format!("write failed: {}", e));
+            Err(e) => self.refuse(format!("write failed: {}", e)),
         }
     }
 }
@@ -289,6 +469,10 @@ impl ElementSpec for KernelTunSpec {
             HandlerInfo::read("packets"),
             HandlerInfo::read("drops"),
         ]
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -364,7 +548,9 @@ fn ip_header_length(b: &[u8]) -> Option<usize> {
 impl Element for KernelTun {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _out: &mut Outputs<'_>, _cx: &mut Context<'_>) {
         for p in batch.drain() {
-            self.shared.write(&p);
+            if !self.shared.write(&p) {
+                self.shared.drops.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 

@@ -1,4 +1,4 @@
-//! `KernelTun` and `KernelTap` in a running router, inside a network namespace (root
+//! `KernelTun`, `KernelTap`, `FromHost` and `ToHost` in a running router, inside a network namespace (root
 //! needed): the element makes a TUN or TAP device with the kernel's side at ADDR/MASK,
 //! so the namespace's own `ping` (iputils) reaches the router through the kernel's
 //! routes, and the kernel answers for ADDR itself.
@@ -181,6 +181,31 @@ fn a_kerneltap_takes_ethernet_frames_and_its_gateway_becomes_the_default_route()
     assert!(out.contains("tap.drops:\n0\n"), "{out}\n{err}");
 }
 
+#[test]
+fn fromhost_and_tohost_share_one_tap_device() {
+    let ns = namespace();
+    // Click's idiom for FromHost (its documentation), with the frames to the kernel
+    // written by ToHost(DEVNAME), declared before the FromHost it uses.
+    let mut r = start(
+        &ns,
+        "c :: Classifier(12/0806, 12/0800);
+         out :: ToHost(brfh0);
+         FromHost(brfh0, 192.0.2.1/24, ETHER 02:00:00:00:00:cc) -> c;
+         c[0] -> ARPResponder(0.0.0.0/0 1:1:1:1:1:1) -> out;
+         c[1] -> Strip(14) -> CheckIPHeader -> i :: IPClassifier(icmp type echo, -)
+           -> ICMPPingResponder
+           -> EtherEncap(0x0800, 1:1:1:1:1:1, 02:00:00:00:00:cc) -> out;
+         i[1] -> Discard;",
+        &["out.dev_name", "out.drops"],
+    );
+    wait_for_device(&ns, &mut r, "brfh0");
+    let (ok, out) = ping(&ns, &["-c", "2", "-i", "0.2", "-W", "2", "192.0.2.50"]);
+    assert!(ok && out.contains("2 received"), "{out}");
+    let (out, err) = stop(&mut r);
+    assert!(out.contains("out.dev_name:\nbrfh0\n"), "{out}\n{err}");
+    assert!(out.contains("out.drops:\n0\n"), "{out}\n{err}");
+}
+
 /// The interface index of `dev` in `ns`.
 fn ifindex(ns: &Netns, dev: &str) -> String {
     link(ns, dev).split(':').next().unwrap().trim().to_string()
@@ -262,6 +287,8 @@ fn kerneltun_arguments_are_checked_before_any_device_is_made() {
             "KernelTun(10.0.0.1/8, DEVNAME 'way-too-long-name')",
             "not an interface name",
         ),
+        ("FromHost(fake0, 10.0.0.1/8, HEADROOM 9000)", "HEADROOM too large"),
+        ("FromHost(fake0, 10.0.0.1/8, GATEWAY 11.0.0.1)", "bad GATEWAY"),
     ];
     for (element, want) in cases {
         let config = format!("t :: {element} -> Discard;");
@@ -270,4 +297,12 @@ fn kerneltun_arguments_are_checked_before_any_device_is_made() {
         assert!(!o.status.success(), "{element}: {err}");
         assert!(err.contains(want), "{element}: {err}");
     }
+    // ToHost needs a FromHost of its device (checked without making any device).
+    let o = common::brickroute(&["run", "-q", "-e", "Idle -> ToHost(fake0);"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("ToHost(fake0) requires an initialized FromHost with the same dev_name"),
+        "{err}"
+    );
 }
