@@ -7,10 +7,12 @@
 # namespaces. (Where systemd runs, Debian also starts bird.service and frr.service with
 # their default configurations, which install no routes.) iputils-ping is for the test
 # that pings through conf/iprouter.click (crates/brickroute/tests/iprouter_conf.rs).
+# ethtool turns the NAT test's hosts' transmit checksum offload off
+# (crates/brickroute/tests/nat_conf.rs).
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config python3 iproute2 iputils-ping bird2 frr "$@"; do
+for pkg in build-essential pkg-config python3 iproute2 iputils-ping ethtool bird2 frr "$@"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -251,6 +251,10 @@ fn write_tagged(p: &mut Packet, frame: &[u8], tag: [u8; 4]) {
     d_rest.copy_from_slice(rest);
 }
 
+/// `TP_STATUS_CSUMNOTREADY`: the frame's transport checksum is partial (the sender's
+/// checksum offload; the kernel has not completed it).
+const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
+
 /// Click's packet type for the kernel's `sll_pkttype`.
 fn packet_type(pkttype: u8) -> PacketType {
     match pkttype {
@@ -615,7 +619,7 @@ impl RxRing {
                 // the block, and the block stays ours until `release_block`. Each header
                 // is followed (at TPACKET_ALIGN of its size) by the frame's sockaddr_ll;
                 // the frame's data is `tp_snaplen` bytes at `tp_mac` from its header.
-                let (data, pkttype, sec, nsec, tag) = unsafe {
+                let (data, pkttype, sec, nsec, tag, partial) = unsafe {
                     let h = base.add(self.next) as *const libc::tpacket3_hdr;
                     let snap = std::ptr::read(std::ptr::addr_of!((*h).tp_snaplen)) as usize;
                     let mac = std::ptr::read(std::ptr::addr_of!((*h).tp_mac)) as usize;
@@ -629,7 +633,14 @@ impl RxRing {
                     let pkttype = std::ptr::read(std::ptr::addr_of!((*sll).sll_pkttype));
                     let d = std::slice::from_raw_parts((h as *const u8).add(mac), snap);
                     self.next += step;
-                    (d, pkttype, sec, nsec, vlan_tag(status, tci, tpid))
+                    (
+                        d,
+                        pkttype,
+                        sec,
+                        nsec,
+                        vlan_tag(status, tci, tpid),
+                        status & TP_STATUS_CSUMNOTREADY != 0,
+                    )
                 };
                 let a = p.anno_mut();
                 a.packet_type = packet_type(pkttype);
@@ -638,6 +649,11 @@ impl RxRing {
                 match tag {
                     None => p.write_from(data),
                     Some(tag) => write_tagged(p, data, tag),
+                }
+                if partial {
+                    // A local sender's checksum offload (a veth or TAP peer): finish the
+                    // TCP or UDP checksum the kernel would have completed on delivery.
+                    packet::checksum::complete_transport(p.data_mut());
                 }
                 bytes += p.len() as u64;
             }
