@@ -54,7 +54,7 @@ fn suffix(s: &str) -> (&str, bool, bool) {
 fn addr_variation(s: &str) -> Option<(u32, u32)> {
     if let Some((a, b)) = s.split_once('-') {
         let (a, b) = (parse_addr(a)?, parse_addr(b)?);
-        return (b >= a).then_some((a, b - a));
+        return (b >= a).then(|| (a, b - a));
     }
     let p: crate::args::Ipv4Prefix = crate::args::FromArg::from_arg(s)?;
     let (addr, mask) = (u32::from(p.addr), u32::from(p.mask));

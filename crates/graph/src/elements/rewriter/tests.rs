@@ -2,7 +2,7 @@
 //! packets pushed through one element on a clock the test sets, plus checksums,
 //! fragments, configuration errors and sharing between workers.
 
-use super::napt::{tsc_at, IP_ADDR_REWRITER, IP_REWRITER, UDP_REWRITER};
+use super::napt::{tsc_at, IP_ADDR_PAIR_REWRITER, IP_ADDR_REWRITER, IP_REWRITER, TCP_REWRITER, UDP_REWRITER};
 use crate::args::Args;
 use crate::element::*;
 use crate::elements::ip::testutil::cksum;
@@ -1008,5 +1008,296 @@ fn configuration_errors() {
     assert_eq!(
         build_error(&UDP_REWRITER, "drop, TCP_TIMEOUT 1", 1, 1),
         "e :: UDPRewriter: bad keyword 'TCP_TIMEOUT'"
+    );
+}
+
+/// Runs a router of Click text `text` (one worker) until its sources are done.
+fn run_router(text: &str) -> crate::router::RouterSpec {
+    let r = crate::testing::router(text).unwrap_or_else(|e| panic!("{}", e));
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    let start = std::time::Instant::now();
+    while !g.run_sources_in(&r, crate::tsc::rdtsc()).all_done {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "router did not finish"
+        );
+    }
+    drop(g);
+    r.cleanup();
+    r
+}
+
+fn data_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('!'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Click's RoundRobinIPMapper-01.testie, end to end: new flows take the mapper's
+/// patterns in turn. The mapper is declared after the rewriter here: configure phases
+/// put it first.
+#[test]
+fn clicks_roundrobinipmapper_01_testie() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("DUMP"), dir.path().join("OUT"));
+    std::fs::write(
+        &input,
+        "!data ip_src sport ip_dst dport ip_proto\n1.0.0.1 1 1.0.0.2 2 U\n1.0.0.1 1 1.0.0.2 3 U\n1.0.0.1 1 1.0.0.2 2 U\n\
+         1.0.0.1 1 1.0.0.3 2 U\n1.0.0.1 1 1.0.0.4 2 U\n1.0.0.1 1 1.0.0.2 3 U\n1.0.0.1 1 1.0.0.2 3 U\n",
+    )
+    .unwrap();
+    let r = run_router(&format!(
+        "FromIPSummaryDump({}, STOP true)
+           -> rw::IPRewriter(r)
+           -> Paint(0)
+           -> td::ToIPSummaryDump({}, FIELDS link);
+         rw[1] -> Paint(1) -> td;
+         rw[2] -> Paint(2) -> td;
+         r::RoundRobinIPMapper(- - - - 0 0, - - - - 1 0, - - - - 2 0);",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(data_lines(&out), ["0", "1", "0", "2", "0", "1", "1"]);
+    assert_eq!(r.read_handler("rw.patterns").unwrap(), "<mapper> [4]\n");
+}
+
+/// IPRewriterPatterns, declared after the rewriters that name its patterns, shares
+/// one pattern (and its port allocation) between two of them; a name refers to the
+/// pattern across elements, a duplicate name is refused.
+#[test]
+fn named_patterns_are_shared_between_rewriters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("IN"), dir.path().join("OUT"));
+    std::fs::write(
+        &input,
+        "!data link src sport dst dport proto\n0 10.0.0.1 5 9.9.9.9 80 T\n1 10.0.0.2 5 9.9.9.9 80 U\n0 10.0.0.3 5 9.9.9.9 80 T\n",
+    )
+    .unwrap();
+    let r = run_router(&format!(
+        "FromIPSummaryDump({}, STOP true) -> ps :: PaintSwitch;
+         t :: ToIPSummaryDump({}, FIELDS src sport dst dport proto);
+         ps[0] -> a :: TCPRewriter(pattern nat 0 0) -> t;
+         ps[1] -> b :: UDPRewriter(pattern nat 0 0) -> t;
+         IPRewriterPatterns(nat 1.0.0.1 2000-2010# - -);",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(
+        data_lines(&out),
+        [
+            "1.0.0.1 2000 9.9.9.9 80 T",
+            "1.0.0.1 2001 9.9.9.9 80 U",
+            "1.0.0.1 2002 9.9.9.9 80 T"
+        ]
+    );
+    assert_eq!(
+        r.read_handler("a.patterns").unwrap(),
+        "1.0.0.1 2000-2010 - - [2]\n"
+    );
+    let e = crate::testing::router(
+        "IPRewriterPatterns(nat 1.0.0.1 2000-2010 - -); IPRewriterPatterns(nat 1.0.0.2 - - -);
+         Idle -> IPRewriter(pattern nat 0 0) -> Idle",
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.message.contains("pattern name 'nat' has already been defined"),
+        "{}",
+        e.message
+    );
+    let e = crate::testing::router("i :: Idle; i -> IPRewriter(i) -> i")
+        .err()
+        .unwrap();
+    assert!(
+        e.message.contains("input spec 0: element is not an IPMapper"),
+        "{}",
+        e.message
+    );
+}
+
+/// Click's UDPRewriter-01.testie: UDPRewriter rewrites TCP too.
+#[test]
+fn clicks_udprewriter_01_testie() {
+    let mut h = Harness::new(&UDP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, drop", 2, 2);
+    let f: Vec<_> = [
+        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+        tcp("18.26.4.44", 20, "10.0.0.8", 80, 0),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 0, p, 1.0).map(|x| x.1))
+    .collect();
+    assert_eq!(
+        f,
+        [
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1025 10.0.0.8 80 T"
+        ]
+    );
+    let r: Vec<_> = [
+        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+        tcp("10.0.0.8", 80, "1.0.0.1", 1025, 0),
+        tcp("10.0.0.8", 80, "1.0.0.1", 1026, 0),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 1, p, 1.0).map(|x| x.1))
+    .collect();
+    assert_eq!(
+        r,
+        [
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.8 80 18.26.4.44 20 T"
+        ]
+    );
+    let text = h.read("table");
+    assert_eq!(text.lines().count(), 4, "{}", text);
+    assert_eq!(
+        h.read_with("lookup", "18.26.4.44 30 10.0.0.4 40"),
+        Ok(String::new())
+    );
+}
+
+#[test]
+fn udprewriter_streaming_flows_get_their_own_timeout() {
+    // TIMEOUT 10, STREAMING_TIMEOUT 100: three packets, both ways, make a stream.
+    let mut h = Harness::new(
+        &UDP_REWRITER,
+        "pattern 1.0.0.1 1024-65535# - - 0 1, drop, TIMEOUT 10, STREAMING_TIMEOUT 100, GUARANTEE 0",
+        2,
+        2,
+    );
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 53), 1.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 2.0).is_some());
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 53), 3.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 50.0).is_some());
+    let mut h = Harness::new(
+        &UDP_REWRITER,
+        "pattern 1.0.0.1 1024-65535# - - 0 1, drop, TIMEOUT 10, STREAMING_TIMEOUT 100, GUARANTEE 0",
+        2,
+        2,
+    );
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 53), 1.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 2.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 50.0).is_none());
+}
+
+#[test]
+fn tcprewriter_takes_tcp_only() {
+    let mut h = Harness::new(&TCP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, pass 1", 2, 2);
+    assert_eq!(
+        one(&mut h, 0, tcp("10.0.0.1", 5, "9.9.9.9", 80, 7), 1.0),
+        Some((0, "1.0.0.1 1024 9.9.9.9 80 T".to_string()))
+    );
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 80), 1.0).is_none());
+    assert_eq!(
+        one(&mut h, 1, udpd("10.0.0.1", 5, "9.9.9.9", 80), 1.0),
+        Some((1, "10.0.0.1 5 9.9.9.9 80 U".to_string()))
+    );
+    assert_eq!(
+        h.read_with("lookup", "10.0.0.1 5 9.9.9.9 80"),
+        Ok("1.0.0.1 1024 9.9.9.9 80".to_string())
+    );
+    assert_eq!(h.read("table").lines().count(), 2);
+    assert_eq!(
+        build_error(&TCP_REWRITER, "drop, UDP_TIMEOUT 5", 1, 1),
+        "e :: TCPRewriter: bad keyword 'UDP_TIMEOUT'"
+    );
+}
+
+/// Click's IPAddrRewriter-01.testie: address patterns as Click prints them, and bad
+/// source addresses.
+#[test]
+fn clicks_ipaddrrewriter_01_testie() {
+    let h = Harness::new(
+        &IP_ADDR_REWRITER,
+        "pattern 1.0.0.1 - 0 1, pattern 1.0.0.1-1.0.255.255 - 0 1, pattern 1.0.0.1/24 - 0 1, pattern 1.0.0.1/8 - 0 1",
+        4,
+        2,
+    );
+    assert_eq!(
+        h.read("patterns"),
+        "1.0.0.1 -\n1.0.0.1-1.0.255.255 -\n1.0.0.1-1.0.0.254 -\n1.0.0.1-1.255.255.254 -\n"
+    );
+    let e = crate::testing::build(
+        &IP_ADDR_REWRITER,
+        "pattern 1.0.0.x - 0 1, pattern 1.255.0.0-1.0.255.255 - 0 1",
+        2,
+        2,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("input spec 0: bad source address"), "{}", e);
+    assert!(e.contains("input spec 1: bad source address"), "{}", e);
+}
+
+#[test]
+fn ipaddrrewriter_maps_sources_and_replies_to_them_for_any_protocol() {
+    let mut h = Harness::new(&IP_ADDR_REWRITER, "pattern 3.0.0.1-3.0.0.9# - 0 1, drop", 2, 2);
+    let icmp = |s: &str, d: &str| packet_full(1, s, 0, d, 0, 0, 0, &[8, 0, 0xf7, 0xff, 0, 0, 0, 0]);
+    let outs = h.push_at(0, vec![icmp("10.0.0.1", "9.9.9.9")], tsc_at(1.0));
+    let q = &outs[0][0];
+    assert_eq!(&q.data()[12..20], &[3, 0, 0, 1, 9, 9, 9, 9]);
+    assert_eq!(cksum(&q.data()[..20]), 0);
+    // A TCP packet from the same host keeps its ports; its checksum follows the address.
+    assert_eq!(
+        one(&mut h, 0, tcp("10.0.0.1", 5, "8.8.8.8", 80, 0), 1.0),
+        Some((0, "3.0.0.1 5 8.8.8.8 80 T".to_string()))
+    );
+    assert_eq!(
+        one(&mut h, 0, udpd("10.0.0.2", 5, "8.8.8.8", 80), 1.0),
+        Some((0, "3.0.0.2 5 8.8.8.8 80 U".to_string()))
+    );
+    // Anything sent to 3.0.0.1 goes back to 10.0.0.1, by output 1, whatever its source.
+    assert_eq!(
+        one(&mut h, 1, tcp("7.7.7.7", 80, "3.0.0.1", 5, 0), 1.0),
+        Some((1, "7.7.7.7 80 10.0.0.1 5 T".to_string()))
+    );
+    assert!(one(&mut h, 1, tcp("7.7.7.7", 80, "3.0.0.5", 5, 0), 1.0).is_none());
+    assert_eq!(h.read("nmappings"), "2");
+    let text = h.read("mappings");
+    assert!(
+        text.contains("(10.0.0.1, 0, 0.0.0.0, 0) => (3.0.0.1, 0, 0.0.0.0, 0) [*0 1] i0"),
+        "{}",
+        text
+    );
+}
+
+/// Click's IPAddrPairRewriter-01.testie: a new source address per (source,
+/// destination) pair, allocated in order; replies by the pair.
+#[test]
+fn clicks_ipaddrpairrewriter_01_testie() {
+    let mut h = Harness::new(&IP_ADDR_PAIR_REWRITER, "pattern 3.0.0.1-3.0.0.255# - 0 0", 1, 1);
+    let got: Vec<String> = [
+        ("1.0.0.1", "9.9.9.9"),
+        ("1.0.0.2", "9.9.9.8"),
+        ("1.0.0.1", "9.9.9.9"),
+        ("1.0.0.1", "9.9.9.7"),
+        ("9.9.9.6", "3.0.0.1"),
+        ("9.9.9.7", "3.0.0.3"),
+    ]
+    .iter()
+    .filter_map(|&(s, d)| one(&mut h, 0, udpd(s, 1, d, 2), 1.0))
+    .map(|(_, t)| {
+        let w: Vec<&str> = t.split(' ').collect();
+        format!("{} {}", w[0], w[2])
+    })
+    .collect();
+    assert_eq!(
+        got,
+        [
+            "3.0.0.1 9.9.9.9",
+            "3.0.0.2 9.9.9.8",
+            "3.0.0.1 9.9.9.9",
+            "3.0.0.3 9.9.9.7",
+            "3.0.0.4 3.0.0.1",
+            "9.9.9.7 1.0.0.1"
+        ]
     );
 }
