@@ -75,6 +75,7 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("UDPRewriter", "pattern - 5000-5001? 1.0.0.2 53 0 0", 1),
     ("IPAddrRewriter", "pattern 3.0.0.1-3.0.0.2 - 0 0, GUARANTEE 0", 1),
     ("IPAddrPairRewriter", "pattern 3.0.0.0/30 - 0 0", 1),
+    ("ICMPPingRewriter", "pattern 2.0.0.2 - 0-3# 0 0", 1),
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -27,7 +27,7 @@ use crate::elements::meter::{BANDWIDTH_METER, METER};
 use crate::elements::pad::PadClass;
 use crate::elements::ratedsplitter::BandwidthRatedSplitterClass;
 use crate::elements::rewriter::napt::{
-    IP_ADDR_PAIR_REWRITER, IP_ADDR_REWRITER, IP_REWRITER, TCP_REWRITER, UDP_REWRITER,
+    ICMP_PING_REWRITER, IP_ADDR_PAIR_REWRITER, IP_ADDR_REWRITER, IP_REWRITER, TCP_REWRITER, UDP_REWRITER,
 };
 use crate::elements::striptonet::StripToNetworkHeaderClass;
 use crate::elements::truncate::TruncateClass;
@@ -100,6 +100,7 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&UDP_REWRITER, "pattern - 5000-5001? 1.0.0.2 53 0 0", 1),
         (&IP_ADDR_REWRITER, "pattern 3.0.0.1-3.0.0.2 - 0 0, GUARANTEE 0", 1),
         (&IP_ADDR_PAIR_REWRITER, "pattern 3.0.0.0/30 - 0 0", 1),
+        (&ICMP_PING_REWRITER, "pattern 2.0.0.2 - 0-3# 0 0", 1),
     ]
 }
 
