@@ -1,6 +1,6 @@
 //! Packets are untrusted bytes: every IP, IPv6, ARP and neighbour discovery element, the
-//! header and VLAN elements, the classifiers and the route lookups (multipath routes
-//! too) take any frame without panicking.
+//! header and VLAN elements, the NAT rewriters, the classifiers and the route lookups
+//! (multipath routes too) take any frame without panicking.
 #![no_main]
 
 use graph::registry::Registry;
@@ -70,6 +70,12 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("ICMPPingEncap", "10.0.0.1, 10.0.0.2, IDENTIFIER 3", 1),
     ("SetVLANAnno", "5, 3", 1),
     ("EtherVLANEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b, ANNO, NATIVE_VLAN 1", 1),
+    ("IPRewriter", "pattern 1.0.0.1 1024-1027# - - 0 0, MAPPING_CAPACITY 2", 1),
+    ("TCPRewriter", "keep 0 0", 1),
+    ("UDPRewriter", "pattern - 5000-5001? 1.0.0.2 53 0 0", 1),
+    ("IPAddrRewriter", "pattern 3.0.0.1-3.0.0.2 - 0 0, GUARANTEE 0", 1),
+    ("IPAddrPairRewriter", "pattern 3.0.0.0/30 - 0 0", 1),
+    ("ICMPPingRewriter", "pattern 2.0.0.2 - 0-3# 0 0", 1),
 ];
 
 fuzz_target!(|data: &[u8]| {

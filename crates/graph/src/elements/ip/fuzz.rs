@@ -26,6 +26,9 @@ use crate::elements::checklength::CheckLengthClass;
 use crate::elements::meter::{BANDWIDTH_METER, METER};
 use crate::elements::pad::PadClass;
 use crate::elements::ratedsplitter::BandwidthRatedSplitterClass;
+use crate::elements::rewriter::napt::{
+    ICMP_PING_REWRITER, IP_ADDR_PAIR_REWRITER, IP_ADDR_REWRITER, IP_REWRITER, TCP_REWRITER, UDP_REWRITER,
+};
 use crate::elements::striptonet::StripToNetworkHeaderClass;
 use crate::elements::truncate::TruncateClass;
 use crate::elements::vlan::{VLANDecapClass, VLANEncapClass, ETHER_VLAN_ENCAP, SET_VLAN_ANNO};
@@ -92,6 +95,12 @@ fn configs() -> Vec<(&'static dyn ElementClass, &'static str, usize)> {
         (&ICMPPingEncapClass, "1.0.0.1, 2.0.0.2, IDENTIFIER 3", 1),
         (&SET_VLAN_ANNO, "5, 3", 1),
         (&ETHER_VLAN_ENCAP, "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b, ANNO, NATIVE_VLAN 1", 1),
+        (&IP_REWRITER, "pattern 1.0.0.1 1024-1027# - - 0 0, MAPPING_CAPACITY 2", 1),
+        (&TCP_REWRITER, "keep 0 0", 1),
+        (&UDP_REWRITER, "pattern - 5000-5001? 1.0.0.2 53 0 0", 1),
+        (&IP_ADDR_REWRITER, "pattern 3.0.0.1-3.0.0.2 - 0 0, GUARANTEE 0", 1),
+        (&IP_ADDR_PAIR_REWRITER, "pattern 3.0.0.0/30 - 0 0", 1),
+        (&ICMP_PING_REWRITER, "pattern 2.0.0.2 - 0-3# 0 0", 1),
     ]
 }
 

@@ -8,6 +8,10 @@ use std::net::Ipv4Addr;
 
 pub(crate) const TCP: u8 = 6;
 pub(crate) const UDP: u8 = 17;
+pub(crate) const ICMP: u8 = 1;
+/// ICMP echo request and reply types.
+pub(crate) const ECHO: u8 = 8;
+pub(crate) const ECHO_REPLY: u8 = 0;
 
 /// A flow identifier: source address and port, destination address and port (host
 /// order). Rewriters that change addresses only leave the ports 0.
@@ -190,5 +194,32 @@ pub(crate) fn rewrite(p: &mut Packet, parsed: &Parsed, to: FlowId, ports: bool, 
     }
     if dst_anno {
         p.set_dst_ip_anno(to.daddr.to_be_bytes());
+    }
+}
+
+/// An ICMP echo request's or reply's type and identifier (`parsed` a first fragment
+/// with 8 bytes of ICMP header), or `None` for other ICMP messages.
+pub(crate) fn echo(p: &Packet) -> Option<(u8, u16)> {
+    let h = p.network_header()?;
+    let hl = usize::from(h[0] & 0x0f) * 4;
+    let t = h.get(hl..hl + 8)?;
+    matches!(t[0], ECHO | ECHO_REPLY).then(|| (t[0], u16::from_be_bytes([t[4], t[5]])))
+}
+
+/// Sets an ICMP echo message's identifier, updating the ICMP checksum (which does
+/// not cover the IP addresses).
+pub(crate) fn set_echo_identifier(p: &mut Packet, ident: u16) {
+    let Some(h) = p.network_header_mut() else {
+        return;
+    };
+    let hl = usize::from(h[0] & 0x0f) * 4;
+    let Some(t) = h.get_mut(hl..hl + 8) else {
+        return;
+    };
+    let old = u16::from_be_bytes([t[4], t[5]]);
+    if old != ident {
+        let sum = update16(u16::from_be_bytes([t[2], t[3]]), old, ident);
+        t[2..4].copy_from_slice(&sum.to_be_bytes());
+        t[4..6].copy_from_slice(&ident.to_be_bytes());
     }
 }

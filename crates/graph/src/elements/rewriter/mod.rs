@@ -10,10 +10,12 @@
 //! - `pattern`: `SADDR SPORT DADDR DPORT` patterns and their port/address allocation;
 //! - `input`: input specs (`drop`, `pass`, `keep`, `pattern`, `ELEMENTNAME`);
 //! - `napt`: IPRewriter, TCPRewriter, UDPRewriter, IPAddrRewriter,
-//!   IPAddrPairRewriter over one implementation, and their handlers;
-//! - `patterns`: IPRewriterPatterns; `rrmapper`: RoundRobinIPMapper.
+//!   IPAddrPairRewriter, ICMPPingRewriter over one implementation, and their handlers;
+//! - `patterns`: IPRewriterPatterns; `rrmapper`: RoundRobinIPMapper;
+//! - `icmprewriter`: ICMPRewriter, which rewrites ICMP errors about mapped flows.
 
 pub(crate) mod flow;
+pub(crate) mod icmprewriter;
 pub(crate) mod input;
 pub(crate) mod napt;
 pub(crate) mod pattern;
@@ -32,6 +34,8 @@ pub(crate) fn register(reg: &mut Registry) {
     reg.add(Arc::new(napt::UDP_REWRITER));
     reg.add(Arc::new(napt::IP_ADDR_REWRITER));
     reg.add(Arc::new(napt::IP_ADDR_PAIR_REWRITER));
+    reg.add(Arc::new(napt::ICMP_PING_REWRITER));
     reg.add(Arc::new(patterns::IPRewriterPatternsClass));
     reg.add(Arc::new(rrmapper::RoundRobinIPMapperClass));
+    reg.add(Arc::new(icmprewriter::ICMPRewriterClass));
 }

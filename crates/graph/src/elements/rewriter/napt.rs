@@ -23,6 +23,7 @@ pub(crate) enum Kind {
     Udp,
     Addr,
     AddrPair,
+    Ping,
 }
 
 impl Kind {
@@ -33,6 +34,7 @@ impl Kind {
             Kind::Udp => "UDPRewriter",
             Kind::Addr => "IPAddrRewriter",
             Kind::AddrPair => "IPAddrPairRewriter",
+            Kind::Ping => "ICMPPingRewriter",
         }
     }
 
@@ -46,6 +48,7 @@ impl Kind {
             Kind::Ip | Kind::Udp => proto == TCP || proto == UDP,
             Kind::Tcp => proto == TCP,
             Kind::Addr | Kind::AddrPair => true,
+            Kind::Ping => proto == flow::ICMP,
         }
     }
 
@@ -67,6 +70,7 @@ pub(crate) const TCP_REWRITER: RewriterClass = RewriterClass(Kind::Tcp);
 pub(crate) const UDP_REWRITER: RewriterClass = RewriterClass(Kind::Udp);
 pub(crate) const IP_ADDR_REWRITER: RewriterClass = RewriterClass(Kind::Addr);
 pub(crate) const IP_ADDR_PAIR_REWRITER: RewriterClass = RewriterClass(Kind::AddrPair);
+pub(crate) const ICMP_PING_REWRITER: RewriterClass = RewriterClass(Kind::Ping);
 
 /// Milliseconds of a configured interval.
 fn ms(i: Interval) -> u64 {
@@ -363,14 +367,35 @@ impl Shared {
             return DROPPED;
         };
         let spec = &specs[port];
-        if !self.kind.addresses_only() && (!self.kind.takes(parsed.proto) || !parsed.has_ports()) {
-            return match spec {
-                InputSpec::Pass(o) => usize::from(*o),
-                _ => DROPPED,
+        let pass_or_drop = || match spec {
+            InputSpec::Pass(o) => usize::from(*o),
+            _ => DROPPED,
+        };
+        let mut parsed = parsed;
+        let mut echo = None;
+        if self.kind == Kind::Ping {
+            // Echo requests key on (src, identifier, dst, 0), replies on (src, 0, dst,
+            // identifier): a request's reply entry is then its replies' key.
+            if parsed.proto != flow::ICMP || !parsed.has_ports() {
+                return pass_or_drop();
+            }
+            let Some((ty, ident)) = flow::echo(p) else {
+                return pass_or_drop();
             };
+            let f = parsed.flow;
+            parsed.flow = if ty == flow::ECHO {
+                FlowId::new(f.saddr, ident, f.daddr, 0)
+            } else {
+                FlowId::new(f.saddr, 0, f.daddr, ident)
+            };
+            echo = Some(ty);
+        } else if !self.kind.addresses_only() && (!self.kind.takes(parsed.proto) || !parsed.has_ports()) {
+            return pass_or_drop();
         }
         let entry = match self.find(table, &parsed, now) {
             Some(e) => e,
+            // Only an echo request makes a ping mapping.
+            None if echo == Some(flow::ECHO_REPLY) => return pass_or_drop(),
             None => match self.create(table, spec, port, &parsed, p, now) {
                 Ok(e) => e,
                 Err(verdict) => return verdict,
@@ -399,7 +424,13 @@ impl Shared {
         f.note_packet(dir, tcp);
         let out = usize::from(f.outputs[dir]);
         let reply_anno = f.reply_anno;
-        flow::rewrite(p, &parsed, to, !self.kind.addresses_only(), self.dst_anno);
+        match echo {
+            Some(ty) => {
+                flow::rewrite(p, &parsed, to, false, self.dst_anno);
+                flow::set_echo_identifier(p, if ty == flow::ECHO { to.sport } else { to.dport });
+            }
+            None => flow::rewrite(p, &parsed, to, !self.kind.addresses_only(), self.dst_anno),
+        }
         if dir == 1 {
             if let Some(off) = self.reply_anno {
                 p.set_user_anno(off, &[reply_anno]);
@@ -472,6 +503,38 @@ impl Shared {
         }
         let i = table.insert(f, now).ok_or(DROPPED)?;
         Ok(Entry { flow: i, dir: 0 })
+    }
+
+    /// For ICMPRewriter: the packet an ICMP error quotes, `quoted` (its protocol and
+    /// flow; an echo request's identifier as its source port), was rewritten by a
+    /// mapping of this rewriter: the flow it had before. `None` if no mapping of this
+    /// rewriter's covers it.
+    pub(crate) fn original_of(&self, proto: u8, quoted: FlowId) -> Option<FlowId> {
+        if !self.kind.takes(proto) {
+            return None;
+        }
+        let q = quoted;
+        let sent = match self.kind {
+            Kind::Ping => FlowId::new(q.saddr, q.sport, q.daddr, 0),
+            _ => self.key_flow(q),
+        };
+        let t = lock(&self.table);
+        let e = t.get(&Key {
+            owner: self.owner,
+            map: self.kind.map(proto),
+            flow: sent.reverse(),
+        })?;
+        let orig = t.flow(e.flow).rewritten(usize::from(e.dir)).reverse();
+        Some(match self.kind {
+            Kind::Addr | Kind::AddrPair => FlowId::new(
+                if orig.saddr != 0 { orig.saddr } else { q.saddr },
+                q.sport,
+                if orig.daddr != 0 { orig.daddr } else { q.daddr },
+                q.dport,
+            ),
+            Kind::Ping => FlowId::new(orig.saddr, orig.sport, orig.daddr, q.dport),
+            _ => orig,
+        })
     }
 
     fn maybe_reap(&self, table: &mut Table, now: u64) {

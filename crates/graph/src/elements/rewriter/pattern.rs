@@ -54,7 +54,7 @@ fn suffix(s: &str) -> (&str, bool, bool) {
 fn addr_variation(s: &str) -> Option<(u32, u32)> {
     if let Some((a, b)) = s.split_once('-') {
         let (a, b) = (parse_addr(a)?, parse_addr(b)?);
-        return (b >= a).then_some((a, b - a));
+        return (b >= a).then(|| (a, b - a));
     }
     let p: crate::args::Ipv4Prefix = crate::args::FromArg::from_arg(s)?;
     let (addr, mask) = (u32::from(p.addr), u32::from(p.mask));
@@ -86,7 +86,12 @@ fn port(s: &str) -> Option<u16> {
 
 impl Pattern {
     /// Parses the words of a pattern: four (NAPT) or two (addresses only).
+    /// Three fields are Click's `SADDR DADDR SPORT` (ICMPPingRewriter's identifier
+    /// range is the third).
     pub fn parse(words: &[&str]) -> Result<Pattern, &'static str> {
+        if words.len() == 3 {
+            return Pattern::parse(&[words[0], words[2], words[1], "-"]);
+        }
         if !(words.len() == 2 || words.len() == 4) {
             return Err(SYNTAX);
         }
@@ -249,14 +254,14 @@ impl Pattern {
             "-".to_string()
         };
         if self.napt {
-            if self.sport == 0 {
-                s.push_str(" -");
-            } else if self.variation > 0 {
+            if self.variation > 0 {
                 s.push_str(&format!(
                     " {}-{}",
                     self.sport,
                     u32::from(self.sport) + self.variation
                 ));
+            } else if self.sport == 0 {
+                s.push_str(" -");
             } else {
                 s.push_str(&format!(" {}", self.sport));
             }
@@ -294,6 +299,7 @@ mod tests {
             ("- 1024-2048# 2.0.0.2 80", "- 1024-2048 2.0.0.2 80"),
             ("1.0.0.0/24 -", "1.0.0.1-1.0.0.254 -"),
             ("1.0.0.5-1.0.0.9? 2.0.0.1", "1.0.0.5-1.0.0.9 2.0.0.1"),
+            ("2.0.0.2 - 0-65535#", "2.0.0.2 0-65535 - -"),
         ] {
             let w: Vec<&str> = text.split_whitespace().collect();
             assert_eq!(Pattern::parse(&w).unwrap().unparse(), back, "{}", text);
@@ -305,7 +311,7 @@ mod tests {
             ("1.0.0.x 1 - -", BAD_SADDR),
             ("- 1 x -", BAD_DADDR),
             ("- 1 - 0", BAD_DPORT),
-            ("- 1 -", SYNTAX),
+            ("- 1 - - -", SYNTAX),
         ] {
             let w: Vec<&str> = text.split_whitespace().collect();
             assert_eq!(Pattern::parse(&w).unwrap_err(), err, "{}", text);

@@ -2,7 +2,11 @@
 //! packets pushed through one element on a clock the test sets, plus checksums,
 //! fragments, configuration errors and sharing between workers.
 
-use super::napt::{tsc_at, IP_ADDR_REWRITER, IP_REWRITER, UDP_REWRITER};
+use super::icmprewriter::ICMPRewriterClass;
+use super::napt::{
+    tsc_at, ICMP_PING_REWRITER, IP_ADDR_PAIR_REWRITER, IP_ADDR_REWRITER, IP_REWRITER, TCP_REWRITER,
+    UDP_REWRITER,
+};
 use crate::args::Args;
 use crate::element::*;
 use crate::elements::ip::testutil::cksum;
@@ -980,8 +984,12 @@ fn configuration_errors() {
         "e :: IPRewriter: input spec 0: bad reply port"
     );
     assert_eq!(
-        err("pattern 1.0.0.1 - - - 0", 1),
+        err("pattern 0 1", 1),
         "e :: IPRewriter: input spec 0: syntax error"
+    );
+    assert_eq!(
+        err("pattern 1.0.0.1 - - - 0", 1),
+        "e :: IPRewriter: input spec 0: bad forward port"
     );
     assert_eq!(
         err("pattern nat 0 1", 1),
@@ -1009,4 +1017,584 @@ fn configuration_errors() {
         build_error(&UDP_REWRITER, "drop, TCP_TIMEOUT 1", 1, 1),
         "e :: UDPRewriter: bad keyword 'TCP_TIMEOUT'"
     );
+}
+
+/// Runs a router of Click text `text` (one worker) until its sources are done.
+fn run_router(text: &str) -> crate::router::RouterSpec {
+    let r = crate::testing::router(text).unwrap_or_else(|e| panic!("{}", e));
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    let start = std::time::Instant::now();
+    while !g.run_sources_in(&r, crate::tsc::rdtsc()).all_done {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "router did not finish"
+        );
+    }
+    drop(g);
+    r.cleanup();
+    r
+}
+
+fn data_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('!'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Click's RoundRobinIPMapper-01.testie, end to end: new flows take the mapper's
+/// patterns in turn. The mapper is declared after the rewriter here: configure phases
+/// put it first.
+#[test]
+fn clicks_roundrobinipmapper_01_testie() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("DUMP"), dir.path().join("OUT"));
+    std::fs::write(
+        &input,
+        "!data ip_src sport ip_dst dport ip_proto\n1.0.0.1 1 1.0.0.2 2 U\n1.0.0.1 1 1.0.0.2 3 U\n1.0.0.1 1 1.0.0.2 2 U\n\
+         1.0.0.1 1 1.0.0.3 2 U\n1.0.0.1 1 1.0.0.4 2 U\n1.0.0.1 1 1.0.0.2 3 U\n1.0.0.1 1 1.0.0.2 3 U\n",
+    )
+    .unwrap();
+    let r = run_router(&format!(
+        "FromIPSummaryDump({}, STOP true)
+           -> rw::IPRewriter(r)
+           -> Paint(0)
+           -> td::ToIPSummaryDump({}, FIELDS link);
+         rw[1] -> Paint(1) -> td;
+         rw[2] -> Paint(2) -> td;
+         r::RoundRobinIPMapper(- - - - 0 0, - - - - 1 0, - - - - 2 0);",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(data_lines(&out), ["0", "1", "0", "2", "0", "1", "1"]);
+    assert_eq!(r.read_handler("rw.patterns").unwrap(), "<mapper> [4]\n");
+}
+
+/// IPRewriterPatterns, declared after the rewriters that name its patterns, shares
+/// one pattern (and its port allocation) between two of them; a name refers to the
+/// pattern across elements, a duplicate name is refused.
+#[test]
+fn named_patterns_are_shared_between_rewriters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("IN"), dir.path().join("OUT"));
+    std::fs::write(
+        &input,
+        "!data link src sport dst dport proto\n0 10.0.0.1 5 9.9.9.9 80 T\n1 10.0.0.2 5 9.9.9.9 80 U\n0 10.0.0.3 5 9.9.9.9 80 T\n",
+    )
+    .unwrap();
+    let r = run_router(&format!(
+        "FromIPSummaryDump({}, STOP true) -> ps :: PaintSwitch;
+         t :: ToIPSummaryDump({}, FIELDS src sport dst dport proto);
+         ps[0] -> a :: TCPRewriter(pattern nat 0 0) -> t;
+         ps[1] -> b :: UDPRewriter(pattern nat 0 0) -> t;
+         IPRewriterPatterns(nat 1.0.0.1 2000-2010# - -);",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(
+        data_lines(&out),
+        [
+            "1.0.0.1 2000 9.9.9.9 80 T",
+            "1.0.0.1 2001 9.9.9.9 80 U",
+            "1.0.0.1 2002 9.9.9.9 80 T"
+        ]
+    );
+    assert_eq!(
+        r.read_handler("a.patterns").unwrap(),
+        "1.0.0.1 2000-2010 - - [2]\n"
+    );
+    let e = crate::testing::router(
+        "IPRewriterPatterns(nat 1.0.0.1 2000-2010 - -); IPRewriterPatterns(nat 1.0.0.2 - - -);
+         Idle -> IPRewriter(pattern nat 0 0) -> Idle",
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.message.contains("pattern name 'nat' has already been defined"),
+        "{}",
+        e.message
+    );
+    let e = crate::testing::router("i :: Idle; i -> IPRewriter(i) -> i")
+        .err()
+        .unwrap();
+    assert!(
+        e.message.contains("input spec 0: element is not an IPMapper"),
+        "{}",
+        e.message
+    );
+}
+
+/// Click's UDPRewriter-01.testie: UDPRewriter rewrites TCP too.
+#[test]
+fn clicks_udprewriter_01_testie() {
+    let mut h = Harness::new(&UDP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, drop", 2, 2);
+    let f: Vec<_> = [
+        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+        tcp("18.26.4.44", 20, "10.0.0.8", 80, 0),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 0, p, 1.0).map(|x| x.1))
+    .collect();
+    assert_eq!(
+        f,
+        [
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1025 10.0.0.8 80 T"
+        ]
+    );
+    let r: Vec<_> = [
+        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+        tcp("10.0.0.8", 80, "1.0.0.1", 1025, 0),
+        tcp("10.0.0.8", 80, "1.0.0.1", 1026, 0),
+    ]
+    .into_iter()
+    .filter_map(|p| one(&mut h, 1, p, 1.0).map(|x| x.1))
+    .collect();
+    assert_eq!(
+        r,
+        [
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.8 80 18.26.4.44 20 T"
+        ]
+    );
+    let text = h.read("table");
+    assert_eq!(text.lines().count(), 4, "{}", text);
+    assert_eq!(
+        h.read_with("lookup", "18.26.4.44 30 10.0.0.4 40"),
+        Ok(String::new())
+    );
+}
+
+#[test]
+fn udprewriter_streaming_flows_get_their_own_timeout() {
+    // TIMEOUT 10, STREAMING_TIMEOUT 100: three packets, both ways, make a stream.
+    let mut h = Harness::new(
+        &UDP_REWRITER,
+        "pattern 1.0.0.1 1024-65535# - - 0 1, drop, TIMEOUT 10, STREAMING_TIMEOUT 100, GUARANTEE 0",
+        2,
+        2,
+    );
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 53), 1.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 2.0).is_some());
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 53), 3.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 50.0).is_some());
+    let mut h = Harness::new(
+        &UDP_REWRITER,
+        "pattern 1.0.0.1 1024-65535# - - 0 1, drop, TIMEOUT 10, STREAMING_TIMEOUT 100, GUARANTEE 0",
+        2,
+        2,
+    );
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 53), 1.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 2.0).is_some());
+    assert!(one(&mut h, 1, udpd("9.9.9.9", 53, "1.0.0.1", 1024), 50.0).is_none());
+}
+
+#[test]
+fn tcprewriter_takes_tcp_only() {
+    let mut h = Harness::new(&TCP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, pass 1", 2, 2);
+    assert_eq!(
+        one(&mut h, 0, tcp("10.0.0.1", 5, "9.9.9.9", 80, 7), 1.0),
+        Some((0, "1.0.0.1 1024 9.9.9.9 80 T".to_string()))
+    );
+    assert!(one(&mut h, 0, udpd("10.0.0.1", 5, "9.9.9.9", 80), 1.0).is_none());
+    assert_eq!(
+        one(&mut h, 1, udpd("10.0.0.1", 5, "9.9.9.9", 80), 1.0),
+        Some((1, "10.0.0.1 5 9.9.9.9 80 U".to_string()))
+    );
+    assert_eq!(
+        h.read_with("lookup", "10.0.0.1 5 9.9.9.9 80"),
+        Ok("1.0.0.1 1024 9.9.9.9 80".to_string())
+    );
+    assert_eq!(h.read("table").lines().count(), 2);
+    assert_eq!(
+        build_error(&TCP_REWRITER, "drop, UDP_TIMEOUT 5", 1, 1),
+        "e :: TCPRewriter: bad keyword 'UDP_TIMEOUT'"
+    );
+}
+
+/// Click's IPAddrRewriter-01.testie: address patterns as Click prints them, and bad
+/// source addresses.
+#[test]
+fn clicks_ipaddrrewriter_01_testie() {
+    let h = Harness::new(
+        &IP_ADDR_REWRITER,
+        "pattern 1.0.0.1 - 0 1, pattern 1.0.0.1-1.0.255.255 - 0 1, pattern 1.0.0.1/24 - 0 1, pattern 1.0.0.1/8 - 0 1",
+        4,
+        2,
+    );
+    assert_eq!(
+        h.read("patterns"),
+        "1.0.0.1 -\n1.0.0.1-1.0.255.255 -\n1.0.0.1-1.0.0.254 -\n1.0.0.1-1.255.255.254 -\n"
+    );
+    let e = crate::testing::build(
+        &IP_ADDR_REWRITER,
+        "pattern 1.0.0.x - 0 1, pattern 1.255.0.0-1.0.255.255 - 0 1",
+        2,
+        2,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("input spec 0: bad source address"), "{}", e);
+    assert!(e.contains("input spec 1: bad source address"), "{}", e);
+}
+
+#[test]
+fn ipaddrrewriter_maps_sources_and_replies_to_them_for_any_protocol() {
+    let mut h = Harness::new(&IP_ADDR_REWRITER, "pattern 3.0.0.1-3.0.0.9# - 0 1, drop", 2, 2);
+    let icmp = |s: &str, d: &str| packet_full(1, s, 0, d, 0, 0, 0, &[8, 0, 0xf7, 0xff, 0, 0, 0, 0]);
+    let outs = h.push_at(0, vec![icmp("10.0.0.1", "9.9.9.9")], tsc_at(1.0));
+    let q = &outs[0][0];
+    assert_eq!(&q.data()[12..20], &[3, 0, 0, 1, 9, 9, 9, 9]);
+    assert_eq!(cksum(&q.data()[..20]), 0);
+    // A TCP packet from the same host keeps its ports; its checksum follows the address.
+    assert_eq!(
+        one(&mut h, 0, tcp("10.0.0.1", 5, "8.8.8.8", 80, 0), 1.0),
+        Some((0, "3.0.0.1 5 8.8.8.8 80 T".to_string()))
+    );
+    assert_eq!(
+        one(&mut h, 0, udpd("10.0.0.2", 5, "8.8.8.8", 80), 1.0),
+        Some((0, "3.0.0.2 5 8.8.8.8 80 U".to_string()))
+    );
+    // Anything sent to 3.0.0.1 goes back to 10.0.0.1, by output 1, whatever its source.
+    assert_eq!(
+        one(&mut h, 1, tcp("7.7.7.7", 80, "3.0.0.1", 5, 0), 1.0),
+        Some((1, "7.7.7.7 80 10.0.0.1 5 T".to_string()))
+    );
+    assert!(one(&mut h, 1, tcp("7.7.7.7", 80, "3.0.0.5", 5, 0), 1.0).is_none());
+    assert_eq!(h.read("nmappings"), "2");
+    let text = h.read("mappings");
+    assert!(
+        text.contains("(10.0.0.1, 0, 0.0.0.0, 0) => (3.0.0.1, 0, 0.0.0.0, 0) [*0 1] i0"),
+        "{}",
+        text
+    );
+}
+
+/// Click's IPAddrPairRewriter-01.testie: a new source address per (source,
+/// destination) pair, allocated in order; replies by the pair.
+#[test]
+fn clicks_ipaddrpairrewriter_01_testie() {
+    let mut h = Harness::new(&IP_ADDR_PAIR_REWRITER, "pattern 3.0.0.1-3.0.0.255# - 0 0", 1, 1);
+    let got: Vec<String> = [
+        ("1.0.0.1", "9.9.9.9"),
+        ("1.0.0.2", "9.9.9.8"),
+        ("1.0.0.1", "9.9.9.9"),
+        ("1.0.0.1", "9.9.9.7"),
+        ("9.9.9.6", "3.0.0.1"),
+        ("9.9.9.7", "3.0.0.3"),
+    ]
+    .iter()
+    .filter_map(|&(s, d)| one(&mut h, 0, udpd(s, 1, d, 2), 1.0))
+    .map(|(_, t)| {
+        let w: Vec<&str> = t.split(' ').collect();
+        format!("{} {}", w[0], w[2])
+    })
+    .collect();
+    assert_eq!(
+        got,
+        [
+            "3.0.0.1 9.9.9.9",
+            "3.0.0.2 9.9.9.8",
+            "3.0.0.1 9.9.9.9",
+            "3.0.0.3 9.9.9.7",
+            "3.0.0.4 3.0.0.1",
+            "9.9.9.7 1.0.0.1"
+        ]
+    );
+}
+
+/// An ICMP echo request (type 8) or reply (0) with identifier `ident` and sequence
+/// number `seq`, checksums correct.
+fn echo(ty: u8, src: &str, dst: &str, ident: u16, seq: u16) -> Packet {
+    let mut icmp = vec![ty, 0, 0, 0];
+    icmp.extend_from_slice(&ident.to_be_bytes());
+    icmp.extend_from_slice(&seq.to_be_bytes());
+    icmp.extend_from_slice(b"ping");
+    let c = cksum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut b =
+        crate::elements::ip::testutil::ip_header(0, (20 + icmp.len()) as u16, 1, 0, 64, 1, ip(src), ip(dst));
+    b.extend_from_slice(&icmp);
+    let mut p = Packet::from_slice(&b);
+    p.set_network_header(0, 20);
+    p
+}
+
+/// `src > dst: type (ident, seq)` of an echo, its IP and ICMP checksums asserted.
+fn echo_text(p: &Packet) -> String {
+    let b = p.data();
+    assert_eq!(cksum(&b[..20]), 0, "IP checksum");
+    assert_eq!(cksum(&b[20..]), 0, "ICMP checksum");
+    format!(
+        "{} > {}: {} ({}, {})",
+        Ipv4Addr::new(b[12], b[13], b[14], b[15]),
+        Ipv4Addr::new(b[16], b[17], b[18], b[19]),
+        if b[20] == 8 { "echo" } else { "echo-reply" },
+        u16::from_be_bytes([b[24], b[25]]),
+        u16::from_be_bytes([b[26], b[27]])
+    )
+}
+
+/// ICMPPingResponder's part in the ping testies: the reply to a request.
+fn respond(p: &Packet) -> Packet {
+    let b = p.data();
+    let a = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]).to_string();
+    echo(
+        0,
+        &a(16),
+        &a(12),
+        u16::from_be_bytes([b[24], b[25]]),
+        u16::from_be_bytes([b[26], b[27]]),
+    )
+}
+
+/// Runs the ping testies' chain: request into input 0, out of output 0 (b), the
+/// reply (c) into input 1, out of output 1 (d).
+fn ping_chain(h: &mut Harness, src: &str, ident: u16, seq: u16) -> [String; 3] {
+    let outs = h.push_at(0, vec![echo(8, src, "5.0.0.5", ident, seq)], tsc_at(1.0));
+    let b = &outs[0][0];
+    let c = respond(b);
+    let (tb, tc) = (echo_text(b), echo_text(&c));
+    let outs = h.push_at(1, vec![c], tsc_at(1.0));
+    [tb, tc, echo_text(&outs[1][0])]
+}
+
+/// Click's ICMPPingRewriter-01.testie: a free identifier is kept; a taken one is
+/// replaced, and the reply gets the original back.
+#[test]
+fn clicks_icmppingrewriter_01_testie() {
+    let mut h = Harness::new(&ICMP_PING_REWRITER, "pattern 2.0.0.2 - 0-65535 0 1, drop", 2, 2);
+    assert_eq!(
+        ping_chain(&mut h, "1.0.0.1", 10, 0),
+        [
+            "2.0.0.2 > 5.0.0.5: echo (10, 0)",
+            "5.0.0.5 > 2.0.0.2: echo-reply (10, 0)",
+            "5.0.0.5 > 1.0.0.1: echo-reply (10, 0)"
+        ]
+    );
+    let [b, c, d] = ping_chain(&mut h, "1.0.0.2", 10, 0);
+    assert!(
+        b.starts_with("2.0.0.2 > 5.0.0.5: echo (") && !b.contains("(10, 0)"),
+        "{}",
+        b
+    );
+    assert!(c.starts_with("5.0.0.5 > 2.0.0.2: echo-reply ("), "{}", c);
+    assert_eq!(d, "5.0.0.5 > 1.0.0.2: echo-reply (10, 0)");
+    assert_eq!(h.read("nmappings"), "2");
+    assert_eq!(h.read("patterns"), "2.0.0.2 0-65535 - - [2]\n<drop>\n");
+}
+
+/// Click's ICMPPingRewriter-02.testie: sequential identifiers; sequence numbers
+/// pass unchanged. (The testie's IPPrint shows identifiers byte-swapped: 63015 is
+/// 10230, 256 is 1.)
+#[test]
+fn clicks_icmppingrewriter_02_testie() {
+    let mut h = Harness::new(&ICMP_PING_REWRITER, "pattern 2.0.0.2 - 0-65535# 0 1, drop", 2, 2);
+    let mut got = Vec::new();
+    for (src, ident, seq) in [
+        ("1.0.0.1", 10230, 0),
+        ("1.0.0.1", 10230, 1),
+        ("1.0.0.1", 10230, 65535),
+        ("1.0.0.2", 0, 0),
+        ("1.0.0.2", 0, 1),
+    ] {
+        got.extend(ping_chain(&mut h, src, ident, seq));
+    }
+    assert_eq!(
+        got,
+        [
+            "2.0.0.2 > 5.0.0.5: echo (0, 0)",
+            "5.0.0.5 > 2.0.0.2: echo-reply (0, 0)",
+            "5.0.0.5 > 1.0.0.1: echo-reply (10230, 0)",
+            "2.0.0.2 > 5.0.0.5: echo (0, 1)",
+            "5.0.0.5 > 2.0.0.2: echo-reply (0, 1)",
+            "5.0.0.5 > 1.0.0.1: echo-reply (10230, 1)",
+            "2.0.0.2 > 5.0.0.5: echo (0, 65535)",
+            "5.0.0.5 > 2.0.0.2: echo-reply (0, 65535)",
+            "5.0.0.5 > 1.0.0.1: echo-reply (10230, 65535)",
+            "2.0.0.2 > 5.0.0.5: echo (1, 0)",
+            "5.0.0.5 > 2.0.0.2: echo-reply (1, 0)",
+            "5.0.0.5 > 1.0.0.2: echo-reply (0, 0)",
+            "2.0.0.2 > 5.0.0.5: echo (1, 1)",
+            "5.0.0.5 > 2.0.0.2: echo-reply (1, 1)",
+            "5.0.0.5 > 1.0.0.2: echo-reply (0, 1)",
+        ]
+    );
+    // A reply of no known flow, other ICMP messages: dropped (no pass input).
+    assert!(h
+        .push_at(1, vec![echo(0, "5.0.0.5", "2.0.0.2", 7, 0)], tsc_at(1.0))
+        .iter()
+        .all(|o| o.is_empty()));
+    assert!(h
+        .push_at(0, vec![echo(0, "5.0.0.5", "2.0.0.2", 7, 0)], tsc_at(1.0))
+        .iter()
+        .all(|o| o.is_empty()));
+}
+
+/// An ICMP error of `ty` from `src` to `dst` quoting the first 28 bytes of `about`.
+fn icmp_error(ty: u8, src: &str, dst: &str, about: &Packet) -> Packet {
+    let mut icmp = vec![ty, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&about.data()[..28]);
+    let c = cksum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut b =
+        crate::elements::ip::testutil::ip_header(0, (20 + icmp.len()) as u16, 9, 0, 64, 1, ip(src), ip(dst));
+    b.extend_from_slice(&icmp);
+    let mut p = Packet::from_slice(&b);
+    p.set_network_header(0, 20);
+    p
+}
+
+/// `outer src > outer dst | quoted src sport > quoted dst dport`, every checksum of
+/// the error asserted (outer IP, ICMP, quoted IP header).
+fn error_text(p: &Packet) -> String {
+    let b = p.data();
+    assert_eq!(cksum(&b[..20]), 0, "outer IP checksum");
+    assert_eq!(cksum(&b[20..]), 0, "ICMP checksum");
+    assert_eq!(cksum(&b[28..48]), 0, "quoted IP checksum");
+    let a = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]);
+    let w = |i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
+    if b[37] == 1 {
+        // A quoted echo: its identifier.
+        return format!("{} > {} | {} > {} ident {}", a(12), a(16), a(40), a(44), w(52));
+    }
+    format!(
+        "{} > {} | {} {} > {} {}",
+        a(12),
+        a(16),
+        a(40),
+        w(48),
+        a(44),
+        w(50)
+    )
+}
+
+fn icmp_rewriter(maps: &str, peers: &[Peer], nout: usize) -> Harness {
+    let spec =
+        build_among(&ICMPRewriterClass, "ir", maps, 1, nout, peers).unwrap_or_else(|e| panic!("{}", e));
+    Harness::of(spec, nout)
+}
+
+/// Click's ICMPRewriter-01.testie: a time-exceeded error about a rewritten TCP packet
+/// goes back to the original source, quoting the original packet.
+#[test]
+fn clicks_icmprewriter_01_testie() {
+    let rw = crate::testing::build(&IP_REWRITER, "pattern 21.0.0.1 1024-65535# - - 0 0", 1, 1).unwrap();
+    let mut h = Harness::of(rw.clone(), 1);
+    let out = h.push_at(0, vec![tcp("18.26.4.44", 20, "10.0.0.8", 80, 0)], tsc_at(1.0));
+    let sent = &out[0][0];
+    assert_eq!(summary(sent), "21.0.0.1 1024 10.0.0.8 80 T");
+    let err = icmp_error(11, "19.19.19.19", "21.0.0.1", sent);
+    assert_eq!(
+        error_text(&err),
+        "19.19.19.19 > 21.0.0.1 | 21.0.0.1 1024 > 10.0.0.8 80"
+    );
+    let mut ir = icmp_rewriter("ip", &[peer("ip", &IP_REWRITER, &rw)], 2);
+    let out = ir.push(0, vec![err]);
+    let p = &out[0][0];
+    assert_eq!(
+        error_text(p),
+        "19.19.19.19 > 18.26.4.44 | 18.26.4.44 20 > 10.0.0.8 80"
+    );
+    assert_eq!(p.anno().dst_ip(), ip("18.26.4.44"));
+    // An error about another flow, and an echo, leave by output 1; not ICMP: dropped.
+    let other = icmp_error(
+        3,
+        "19.19.19.19",
+        "21.0.0.1",
+        &tcp("21.0.0.1", 999, "10.0.0.8", 80, 0),
+    );
+    assert_eq!(ir.push(0, vec![other])[1].len(), 1);
+    assert_eq!(ir.push(0, vec![echo(8, "1.0.0.1", "2.0.0.2", 1, 1)])[1].len(), 1);
+    assert!(ir
+        .push(0, vec![tcp("1.0.0.1", 1, "2.0.0.2", 2, 0)])
+        .iter()
+        .all(|o| o.is_empty()));
+}
+
+/// An error about a UDP packet: the quoted UDP checksum follows the quoted addresses
+/// and ports.
+#[test]
+fn icmprewriter_updates_the_quoted_udp_checksum() {
+    let rw = crate::testing::build(&UDP_REWRITER, "pattern 21.0.0.1 1024-65535# - - 0 0", 1, 1).unwrap();
+    let mut h = Harness::of(rw.clone(), 1);
+    let orig = udpd("18.26.4.44", 20, "10.0.0.8", 53);
+    let out = h.push_at(0, vec![orig.clone()], tsc_at(1.0));
+    let err = icmp_error(3, "10.0.0.8", "21.0.0.1", &out[0][0]);
+    let mut ir = icmp_rewriter("rw", &[peer("rw", &UDP_REWRITER, &rw)], 1);
+    let out = ir.push(0, vec![err]);
+    let p = &out[0][0];
+    assert_eq!(
+        error_text(p),
+        "10.0.0.8 > 18.26.4.44 | 18.26.4.44 20 > 10.0.0.8 53"
+    );
+    // The quoted 28 bytes are the original packet's.
+    assert_eq!(&p.data()[28..56], &orig.data()[..28]);
+}
+
+/// Click's ICMPRewriter-02.testie: an unreachable error about a rewritten echo
+/// request quotes the original request.
+#[test]
+fn clicks_icmprewriter_02_testie() {
+    let rw = crate::testing::build(&ICMP_PING_REWRITER, "pattern 2.0.0.2 - 0-65535 0 0", 1, 1).unwrap();
+    let mut h = Harness::of(rw.clone(), 1);
+    let req = echo(8, "1.0.0.1", "5.0.0.5", 10, 0);
+    let out = h.push_at(0, vec![req.clone()], tsc_at(1.0));
+    let err = icmp_error(3, "3.0.0.3", "2.0.0.2", &out[0][0]);
+    let mut ir = icmp_rewriter("icmp", &[peer("icmp", &ICMP_PING_REWRITER, &rw)], 1);
+    let out = ir.push(0, vec![err]);
+    let p = &out[0][0];
+    assert_eq!(error_text(p), "3.0.0.3 > 1.0.0.1 | 1.0.0.1 > 5.0.0.5 ident 10");
+    assert_eq!(&p.data()[28..56], &req.data()[..28]);
+}
+
+#[test]
+fn icmprewriter_configuration_errors() {
+    let idle = crate::testing::build(&crate::elements::idle::IdleClass, "", 0, 0).unwrap();
+    let err = |maps: &str| {
+        build_among(
+            &ICMPRewriterClass,
+            "ir",
+            maps,
+            1,
+            1,
+            &[peer("i", &crate::elements::idle::IdleClass, &idle)],
+        )
+        .err()
+        .unwrap()
+        .to_string()
+    };
+    assert!(err("i").contains("ir :: ICMPRewriter: element 'i' is not an IP rewriter"));
+    assert!(err("x").contains("ir :: ICMPRewriter: no element named 'x'"));
+    assert!(err("").contains("ir :: ICMPRewriter: missing mandatory MAPS argument"));
+    // End to end: the ICMPRewriter is declared first; configure phases put it last.
+    let r = crate::testing::router(
+        "i :: Idle; i -> ICMPRewriter(rw) -> i; j :: Idle -> rw :: IPRewriter(drop) -> j",
+    );
+    assert!(r.is_ok(), "{:?}", r.err());
+}
+
+proptest::proptest! {
+    /// ICMPRewriter takes any bytes (an error quoting anything) without panicking,
+    /// with a rewriter of each kind that has mappings behind it.
+    #[test]
+    fn icmprewriter_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120), net in 0usize..30) {
+        let rw = crate::testing::build(&IP_REWRITER, "keep 0 0", 1, 1).unwrap();
+        let ping = crate::testing::build(&ICMP_PING_REWRITER, "keep 0 0", 1, 1).unwrap();
+        let addr = crate::testing::build(&IP_ADDR_REWRITER, "keep 0 0", 1, 1).unwrap();
+        Harness::of(rw.clone(), 1).push_at(0, vec![tcp("1.0.0.1", 1, "2.0.0.2", 2, 0)], tsc_at(1.0));
+        Harness::of(ping.clone(), 1).push_at(0, vec![echo(8, "1.0.0.1", "2.0.0.2", 1, 1)], tsc_at(1.0));
+        let peers = [peer("rw", &IP_REWRITER, &rw), peer("ping", &ICMP_PING_REWRITER, &ping), peer("addr", &IP_ADDR_REWRITER, &addr)];
+        let mut ir = icmp_rewriter("rw ping addr", &peers, 2);
+        let mut p = Packet::from_slice(&bytes);
+        p.set_network_header(net as isize, 20);
+        let _ = ir.push(0, vec![p]);
+    }
 }
