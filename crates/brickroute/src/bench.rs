@@ -33,8 +33,9 @@ pub struct Shape {
     /// Application: `forward` (conf/forward.click), `route` (conf/router.click),
     /// `route6` (conf/router6.click, UDP/IPv6 frames of at least 66 bytes), `ipsec`
     /// (conf/ipsec.click: every packet routed into an AES-128-GCM ESP tunnel) or
-    /// `filter` (conf/filter.click: every packet through an IPFilter) or `vlb`
-    /// (conf/vlb.click: a cluster server's input side, route lookup then Direct VLB).
+    /// `filter` (conf/filter.click: every packet through an IPFilter), `vlb`
+    /// (conf/vlb.click: a cluster server's input side, route lookup then Direct VLB) or
+    /// `nat` (conf/natpath.click: every flow source-translated by IPRewriter).
     #[arg(long, default_value = "forward")]
     pub app: String,
     /// Frame size on the wire in bytes (64 to 1518, FCS included).
@@ -80,7 +81,8 @@ pub fn check_shape(s: &Shape) -> Result<(), String> {
 pub struct PipelineArgs {
     #[command(flatten)]
     shape: Shape,
-    /// Random BGP-like routes added to the route table (apps route, route6 and ipsec).
+    /// Random BGP-like routes added to the route table (apps route, route6, ipsec, vlb
+    /// and nat).
     #[arg(long, default_value_t = 0)]
     routes: usize,
     /// Deny rules added in front of the IPFilter's own (app filter), none matching the
@@ -112,7 +114,7 @@ pub struct PipelineArgs {
     profile: bool,
     /// Application run right after, with the same frame size, workers, flows, batches
     /// and packets (or seconds) and no added routes, to compare cycles a packet with in
-    /// the same run: `forward`, `route`, `route6`, `ipsec`, `filter`, `vlb` or `none`. Default: `forward`
+    /// the same run: `forward`, `route`, `route6`, `ipsec`, `filter`, `vlb`, `nat` or `none`. Default: `forward`
     /// for the others (RouteBricks' yardstick, minimal forwarding), `none` for forward.
     #[arg(long)]
     baseline: Option<String>,
@@ -141,8 +143,9 @@ fn app_config(app: &str) -> Result<&'static str, String> {
         "ipsec" => Ok("ipsec"),
         "filter" => Ok("filter"),
         "vlb" => Ok("vlb"),
+        "nat" => Ok("natpath"),
         _ => Err(format!(
-            "unknown app '{}' (known: forward, route, route6, ipsec, filter, vlb)",
+            "unknown app '{}' (known: forward, route, route6, ipsec, filter, vlb, nat)",
             app
         )),
     }

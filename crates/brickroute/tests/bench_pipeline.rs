@@ -110,6 +110,33 @@ fn ipsec_encrypts_every_frame_into_the_tunnel() {
 }
 
 #[test]
+fn nat_translates_every_frame() {
+    let out = pipeline_out(&[
+        "--app",
+        "nat",
+        "--packets",
+        "6400",
+        "--flows",
+        "256",
+        "--routes",
+        "1000",
+        "--profile",
+    ]);
+    assert!(
+        out.starts_with("app nat  size 64 B  threads 1  routes 1000"),
+        "{}",
+        out
+    );
+    // conf/natpath.click: every frame is UDP for elsewhere, so each passes the
+    // rewriter (one mapping a flow, made by its first frame) and leaves translated.
+    assert!(out.contains("transmitted 6400 packets"), "{}", out);
+    let calls = |name: &str| profile_row(&out, name);
+    assert_eq!(calls("rw"), ("IPRewriter".to_string(), "6400".to_string()));
+    assert_eq!(calls("translated"), ("Counter".to_string(), "6400".to_string()));
+    assert!(out.contains("nat takes "), "{}", out);
+}
+
+#[test]
 fn vlb_sends_every_frame_across_the_mesh_or_out_of_its_own_port() {
     let out = pipeline_out(&[
         "--app",
@@ -212,7 +239,7 @@ fn forwarding_and_none_have_no_baseline_and_an_unknown_one_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o).trim(),
-        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6, ipsec, filter, vlb) or none"
+        "brickroute bench pipeline: --baseline: unknown app 'bridge' (known: forward, route, route6, ipsec, filter, vlb, nat) or none"
     );
     assert!(stdout(&o).is_empty());
 }
@@ -408,7 +435,7 @@ fn batching_refuses_batches_out_of_range_and_unknown_apps() {
         ),
         (
             &["--app", "bridge"][..],
-            "brickroute bench batching: unknown app 'bridge' (known: forward, route, route6, ipsec, filter, vlb)\n",
+            "brickroute bench batching: unknown app 'bridge' (known: forward, route, route6, ipsec, filter, vlb, nat)\n",
         ),
     ] {
         let mut all = vec!["bench", "batching"];

@@ -16,7 +16,7 @@ mod two_hosts;
 
 use netns::Netns;
 use std::time::{Duration, Instant};
-use two_hosts::{TwoHosts, E0_MAC, E1_MAC, R0_MAC, R1_MAC};
+use two_hosts::{TwoHosts, E0_MAC, E1_MAC, R0_MAC};
 
 /// `ping ARGS` (IPv4) in `ns`: its exit success and standard output.
 fn ping(ns: &Netns, args: &[&str]) -> (bool, String) {
@@ -28,31 +28,25 @@ fn ping(ns: &Netns, args: &[&str]) -> (bool, String) {
 fn testbed() -> TwoHosts {
     TwoHosts::up(
         "conf/iprouter.click",
-        &[
-            "DEV0=r0",
-            &format!("MAC0={R0_MAC}"),
-            "IP0=10.0.1.1",
-            "NET0=10.0.1.0/24",
-            "BCAST0=10.0.1.255",
-            "DEV1=r1",
-            &format!("MAC1={R1_MAC}"),
-            "IP1=10.0.2.1",
-            "NET1=10.0.2.0/24",
-            "BCAST1=10.0.2.255",
-            // A worker for each of the veths' two receive queues: AF_XDP reads one queue
-            // a worker, so the interfaces open with the default METHOD, XDP (and with
-            // one worker would fall back to AF_PACKET).
-            "--threads",
-            "2",
-            "-h",
-            "arpq0.table",
-            "-h",
-            "arpq1.table",
-            "-h",
-            "tohost.count",
-            "-h",
-            "bcast.count",
-        ],
+        &two_hosts::ipv4_router_defines()
+            .iter()
+            .map(String::as_str)
+            .chain([
+                // A worker for each of the veths' two receive queues: AF_XDP reads one queue
+                // a worker, so the interfaces open with the default METHOD, XDP (and with
+                // one worker would fall back to AF_PACKET).
+                "--threads",
+                "2",
+                "-h",
+                "arpq0.table",
+                "-h",
+                "arpq1.table",
+                "-h",
+                "tohost.count",
+                "-h",
+                "bcast.count",
+            ])
+            .collect::<Vec<_>>(),
         two_hosts::ipv4_host,
         |h0| ping(h0, &["-c", "1", "-W", "1", "10.0.1.1"]).0,
     )

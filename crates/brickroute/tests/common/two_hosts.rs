@@ -44,6 +44,25 @@ pub fn ipv4_host(ns: &Netns, dev: &str) {
     ns.ip(&["route", "add", "default", "via", gateway]);
 }
 
+/// The `NAME=value` arguments that give an IPv4 router configuration of Click's shape
+/// (conf/iprouter.click, conf/nat.click) the testbed: interfaces r0 and r1 with their
+/// MACs, the router's addresses 10.0.1.1 and 10.0.2.1 on 10.0.1.0/24 and 10.0.2.0/24.
+pub fn ipv4_router_defines() -> Vec<String> {
+    [
+        "DEV0=r0".to_string(),
+        format!("MAC0={R0_MAC}"),
+        "IP0=10.0.1.1".into(),
+        "NET0=10.0.1.0/24".into(),
+        "BCAST0=10.0.1.255".into(),
+        "DEV1=r1".into(),
+        format!("MAC1={R1_MAC}"),
+        "IP1=10.0.2.1".into(),
+        "NET1=10.0.2.0/24".into(),
+        "BCAST1=10.0.2.255".into(),
+    ]
+    .to_vec()
+}
+
 /// The hosts and the router.
 pub struct TwoHosts {
     pub h0: Netns,
