@@ -86,7 +86,8 @@ pub(crate) fn now_ms(tsc: u64) -> u64 {
 /// clock with it).
 #[cfg(test)]
 pub(crate) fn tsc_at(secs: f64) -> u64 {
-    (secs * crate::tsc::tsc_hz()) as u64
+    // Half a millisecond past the millisecond, so that `now_ms` reads it exactly.
+    (((secs * 1000.0).round() + 0.5) * crate::tsc::tsc_hz() / 1000.0) as u64
 }
 
 /// The capacity a rewriter's MAPPING_CAPACITY shares: another rewriter's table.
@@ -190,10 +191,7 @@ impl ElementClass for RewriterClass {
                     guarantee: guarantee.unwrap_or(5_000),
                 };
                 // UDPRewriter rewrites TCP too, with its one set of timeouts.
-                tcp = Timeouts {
-                    kind: TimeoutKind::Plain,
-                    ..udp
-                };
+                tcp = udp;
             }
             _ => {}
         }
