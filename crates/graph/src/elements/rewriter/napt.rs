@@ -90,11 +90,15 @@ pub(crate) fn tsc_at(secs: f64) -> u64 {
     (((secs * 1000.0).round() + 0.5) * crate::tsc::tsc_hz() / 1000.0) as u64
 }
 
-/// The capacity a rewriter's MAPPING_CAPACITY shares: another rewriter's table.
+/// A configured rewriter. Others find it among their peers: a rewriter whose
+/// MAPPING_CAPACITY names it shares its table, ICMPRewriter looks flows up in it.
 pub(crate) struct RewriterSpec {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// What a rewriter's workers share: its table (perhaps with other rewriters), its
+/// input specs (replaced by `patternN` writes, taken by each worker at its next
+/// batch) and its settings.
 pub(crate) struct Shared {
     kind: Kind,
     pub(crate) owner: u32,
@@ -122,6 +126,9 @@ impl ElementClass for RewriterClass {
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
         let kind = self.0;
+        // The table's clock converts TSC ticks: measure their rate now rather than on
+        // the first packet.
+        let _ = crate::tsc::tsc_hz();
         let e = |m: String| cx.error(m);
         let secs = |args: &mut Args, kw: &str| -> Result<Option<u64>, ConfigError> {
             args.keyword::<Interval>(kw).map(|v| v.map(ms)).map_err(e)

@@ -190,6 +190,8 @@ const GUARANTEED: usize = 1;
 pub(crate) struct Table {
     flows: Vec<Option<Flow>>,
     free: Vec<u32>,
+    /// Keyed by flows outsiders choose (reply flows come from anywhere): std's
+    /// randomly keyed SipHash, so that no one can aim packets at one bucket.
     map: HashMap<Key, Entry>,
     heaps: [Vec<u32>; 2],
     pub capacity: u32,
