@@ -1945,3 +1945,73 @@ fn clicks_ipaddrpairrewriter_02_testie() {
         ]
     );
 }
+
+/// Click's IPRewriter-01.testie end to end: two FromIPSummaryDump sources into the
+/// rewriter's two inputs, ToIPSummaryDump after each output (with CHECKSUM true and
+/// header checks after the rewriter, which the testie does not have).
+#[test]
+fn clicks_iprewriter_01_testie_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(
+        p("IN1"),
+        "!data src sport dst dport proto\n18.26.4.44 30 10.0.0.4 40 T\n18.26.4.44 30 10.0.0.4 40 T\n18.26.4.44 20 10.0.0.8 80 T\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p("IN2"),
+        "!data src sport dst dport proto\n10.0.0.4 40 1.0.0.1 1024 T\n10.0.0.4 40 1.0.0.1 1024 T\n10.0.0.8 80 1.0.0.1 1025 T\n10.0.0.8 80 1.0.0.1 1026 T\n",
+    )
+    .unwrap();
+    run_router(&format!(
+        "rw :: IPRewriter(pattern 1.0.0.1 1024-65535# - - 0 1, drop);
+         FromIPSummaryDump({}, STOP true, CHECKSUM true) -> [0]rw[0] -> CheckIPHeader -> CheckTCPHeader
+           -> ToIPSummaryDump({}, CONTENTS src sport dst dport proto);
+         FromIPSummaryDump({}, STOP true, CHECKSUM true) -> [1]rw[1] -> CheckIPHeader -> CheckTCPHeader
+           -> ToIPSummaryDump({}, CONTENTS src sport dst dport proto);",
+        p("IN1").display(),
+        p("OUT1").display(),
+        p("IN2").display(),
+        p("OUT2").display()
+    ));
+    assert_eq!(
+        data_lines(&p("OUT1")),
+        [
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1025 10.0.0.8 80 T"
+        ]
+    );
+    assert_eq!(
+        data_lines(&p("OUT2")),
+        [
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.8 80 18.26.4.44 20 T"
+        ]
+    );
+}
+
+/// Click's ICMPRewriter-01.testie end to end, with brickroute's ICMPError making the
+/// error.
+#[test]
+fn clicks_icmprewriter_01_testie_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("IN1"), dir.path().join("OUT"));
+    std::fs::write(
+        &input,
+        "!data src sport dst dport proto ip_ttl\n18.26.4.44 20 10.0.0.8 80 T 0\n",
+    )
+    .unwrap();
+    run_router(&format!(
+        "FromIPSummaryDump({}, STOP true, ZERO true)
+           -> ip :: IPRewriter(pattern 21.0.0.1 1024-65535# - - 0 0)
+           -> ICMPError(19.19.19.19, timeexceeded)
+           -> ICMPRewriter(ip)
+           -> CheckIPHeader -> CheckICMPHeader
+           -> ToIPSummaryDump({}, CONTENTS src dst proto);",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(data_lines(&out), ["19.19.19.19 18.26.4.44 I"]);
+}
