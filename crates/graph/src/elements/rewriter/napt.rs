@@ -818,10 +818,19 @@ impl Element for Rewriter {
         let now = now_ms(cx.now_tsc());
         let mut table = lock(&s.table);
         s.maybe_reap(&mut table, now);
-        for mut p in batch.drain() {
-            match s.process(&mut table, &self.specs, port, &mut p, now) {
-                DROPPED => drop(p),
-                o => out.push(o, p),
+        let specs = &self.specs;
+        if s.noutputs < usize::from(DROP) {
+            // Most batches go to one output whole.
+            out.route_each(batch, |p| match s.process(&mut table, specs, port, p, now) {
+                DROPPED => DROP,
+                o => o as u8,
+            });
+        } else {
+            for mut p in batch.drain() {
+                match s.process(&mut table, specs, port, &mut p, now) {
+                    DROPPED => drop(p),
+                    o => out.push(o, p),
+                }
             }
         }
     }

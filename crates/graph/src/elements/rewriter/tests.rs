@@ -2015,3 +2015,30 @@ fn clicks_icmprewriter_01_testie_end_to_end() {
     ));
     assert_eq!(data_lines(&out), ["19.19.19.19 18.26.4.44 I"]);
 }
+
+#[test]
+fn one_batch_splits_by_flow_and_keeps_order() {
+    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, pass 1", 2, 2);
+    assert!(one(&mut h, 0, tcp("10.0.0.1", 5, "9.9.9.9", 80, 0), 1.0).is_some());
+    let outs = h.push_at(
+        1,
+        vec![
+            tcp("9.9.9.9", 80, "1.0.0.1", 1024, 1),
+            tcp("10.0.0.1", 5, "9.9.9.9", 80, 2),
+            tcp("9.9.9.9", 80, "1.0.0.1", 1024, 3),
+            udpd("9.9.9.9", 80, "1.0.0.1", 1024),
+        ],
+        tsc_at(1.0),
+    );
+    let texts = |o: &Vec<Packet>| o.iter().map(summary).collect::<Vec<_>>();
+    assert_eq!(texts(&outs[0]), ["1.0.0.1 1024 9.9.9.9 80 T"]);
+    assert_eq!(
+        texts(&outs[1]),
+        [
+            "9.9.9.9 80 10.0.0.1 5 T",
+            "9.9.9.9 80 10.0.0.1 5 T",
+            "9.9.9.9 80 1.0.0.1 1024 U"
+        ]
+    );
+    assert_eq!(outs[1].iter().map(seq).take(2).collect::<Vec<_>>(), [1, 3]);
+}
