@@ -86,14 +86,19 @@ pub(crate) fn now_ms(tsc: u64) -> u64 {
 /// clock with it).
 #[cfg(test)]
 pub(crate) fn tsc_at(secs: f64) -> u64 {
-    (secs * crate::tsc::tsc_hz()) as u64
+    // Half a millisecond past the millisecond, so that `now_ms` reads it exactly.
+    (((secs * 1000.0).round() + 0.5) * crate::tsc::tsc_hz() / 1000.0) as u64
 }
 
-/// The capacity a rewriter's MAPPING_CAPACITY shares: another rewriter's table.
+/// A configured rewriter. Others find it among their peers: a rewriter whose
+/// MAPPING_CAPACITY names it shares its table, ICMPRewriter looks flows up in it.
 pub(crate) struct RewriterSpec {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// What a rewriter's workers share: its table (perhaps with other rewriters), its
+/// input specs (replaced by `patternN` writes, taken by each worker at its next
+/// batch) and its settings.
 pub(crate) struct Shared {
     kind: Kind,
     pub(crate) owner: u32,
@@ -121,6 +126,9 @@ impl ElementClass for RewriterClass {
     }
     fn build(&self, args: &mut Args, cx: &BuildContext) -> Result<Arc<dyn ElementSpec>, ConfigError> {
         let kind = self.0;
+        // The table's clock converts TSC ticks: measure their rate now rather than on
+        // the first packet.
+        let _ = crate::tsc::tsc_hz();
         let e = |m: String| cx.error(m);
         let secs = |args: &mut Args, kw: &str| -> Result<Option<u64>, ConfigError> {
             args.keyword::<Interval>(kw).map(|v| v.map(ms)).map_err(e)
@@ -190,10 +198,7 @@ impl ElementClass for RewriterClass {
                     guarantee: guarantee.unwrap_or(5_000),
                 };
                 // UDPRewriter rewrites TCP too, with its one set of timeouts.
-                tcp = Timeouts {
-                    kind: TimeoutKind::Plain,
-                    ..udp
-                };
+                tcp = udp;
             }
             _ => {}
         }
@@ -813,10 +818,19 @@ impl Element for Rewriter {
         let now = now_ms(cx.now_tsc());
         let mut table = lock(&s.table);
         s.maybe_reap(&mut table, now);
-        for mut p in batch.drain() {
-            match s.process(&mut table, &self.specs, port, &mut p, now) {
-                DROPPED => drop(p),
-                o => out.push(o, p),
+        let specs = &self.specs;
+        if s.noutputs < usize::from(DROP) {
+            // Most batches go to one output whole.
+            out.route_each(batch, |p| match s.process(&mut table, specs, port, p, now) {
+                DROPPED => DROP,
+                o => o as u8,
+            });
+        } else {
+            for mut p in batch.drain() {
+                match s.process(&mut table, specs, port, &mut p, now) {
+                    DROPPED => drop(p),
+                    o => out.push(o, p),
+                }
             }
         }
     }

@@ -143,6 +143,12 @@ impl Flow {
         self.packets = self.packets.saturating_add(1);
         let data = if dir == 0 { FORWARD_DATA } else { REPLY_DATA };
         let done = if dir == 0 { FORWARD_DONE } else { REPLY_DONE };
+        // TCP states for flows with TCP timeouts; the others (UDPRewriter's flows,
+        // TCP ones too) note the directions packets went.
+        if self.timeouts.kind != TimeoutKind::Tcp {
+            self.state |= data;
+            return;
+        }
         match (self.proto, tcp) {
             (TCP, Some((flags, payload))) => {
                 if payload > 0 {
@@ -184,6 +190,8 @@ const GUARANTEED: usize = 1;
 pub(crate) struct Table {
     flows: Vec<Option<Flow>>,
     free: Vec<u32>,
+    /// Keyed by flows outsiders choose (reply flows come from anywhere): std's
+    /// randomly keyed SipHash, so that no one can aim packets at one bucket.
     map: HashMap<Key, Entry>,
     heaps: [Vec<u32>; 2],
     pub capacity: u32,

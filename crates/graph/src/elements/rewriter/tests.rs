@@ -256,9 +256,8 @@ fn clicks_iprewriter_02_testie() {
 
 /// Click's IPRewriter-03.testie: sequential ports skip those whose reply flow is
 /// taken, wrap, and run out (the sixth flow is dropped).
-#[test]
-fn clicks_iprewriter_03_testie() {
-    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-1026# - - 0 1, drop", 2, 2);
+fn testie_03(class: &super::napt::RewriterClass) {
+    let mut h = Harness::new(class, "pattern 1.0.0.1 1024-1026# - - 0 1, drop", 2, 2);
     let input = [
         (1, "10.0.0.4", 1),
         (2, "10.0.0.8", 2),
@@ -317,11 +316,21 @@ fn clicks_iprewriter_03_testie() {
     assert_eq!(h.read("mapping_failures"), "1");
 }
 
+#[test]
+fn clicks_iprewriter_03_testie() {
+    testie_03(&IP_REWRITER);
+}
+
+/// Click's UDPRewriter-03.testie: the same with UDPRewriter.
+#[test]
+fn clicks_udprewriter_03_testie() {
+    testie_03(&UDP_REWRITER);
+}
+
 /// Click's IPRewriter-04.testie: a flow between two ports of one host; checksums
 /// stay valid (CheckIPHeader's part: every packet's sums are verified here).
-#[test]
-fn clicks_iprewriter_04_testie() {
-    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-1026# - - 0 1, drop", 2, 2);
+fn testie_04(class: &super::napt::RewriterClass) {
+    let mut h = Harness::new(class, "pattern 1.0.0.1 1024-1026# - - 0 1, drop", 2, 2);
     let f: Vec<_> = [
         tcp("18.26.4.44", 1, "18.26.4.44", 2, 1),
         tcp("18.26.4.44", 1, "18.26.4.44", 2, 2),
@@ -349,14 +358,24 @@ fn clicks_iprewriter_04_testie() {
     assert_eq!(r, ["18.26.4.44 2 18.26.4.44 1 T", "18.26.4.44 20 18.26.4.9 10 T"]);
 }
 
+#[test]
+fn clicks_iprewriter_04_testie() {
+    testie_04(&IP_REWRITER);
+}
+
+/// Click's UDPRewriter-04.testie: the same with UDPRewriter.
+#[test]
+fn clicks_udprewriter_04_testie() {
+    testie_04(&UDP_REWRITER);
+}
+
 /// Click's IPRewriter-09.testie: two rewriters share a capacity of 3; guaranteed
 /// flows are not evicted (new ones are refused), a flow whose guarantee ran out is.
 /// (The testie declares rw1 first; here rw2, which rw1's MAPPING_CAPACITY names, is
 /// configured first: see the documentation.)
-#[test]
-fn clicks_iprewriter_09_testie() {
+fn testie_09(class: &super::napt::RewriterClass) {
     let rw2 = build_among(
-        &IP_REWRITER,
+        class,
         "rw2",
         "pattern 1.0.0.3 1024-65534# - - 0 1, drop, MAPPING_CAPACITY 3",
         2,
@@ -364,9 +383,9 @@ fn clicks_iprewriter_09_testie() {
         &[],
     )
     .unwrap();
-    let peers = [peer("rw2", &IP_REWRITER, &rw2)];
+    let peers = [peer("rw2", class, &rw2)];
     let rw1 = build_among(
-        &IP_REWRITER,
+        class,
         "rw1",
         "pattern 1.0.0.2 1024-65534# - - 0 1, drop, MAPPING_CAPACITY rw2",
         2,
@@ -431,6 +450,17 @@ fn clicks_iprewriter_09_testie() {
     );
     assert_eq!(h1.read("size"), "3");
     assert_eq!(h2.read("capacity"), "3");
+}
+
+#[test]
+fn clicks_iprewriter_09_testie() {
+    testie_09(&IP_REWRITER);
+}
+
+/// Click's UDPRewriter-09.testie: the same with UDPRewriter.
+#[test]
+fn clicks_udprewriter_09_testie() {
+    testie_09(&UDP_REWRITER);
 }
 
 /// Click's IPRewriter-10.testie: a pattern handler write replaces an input's spec and
@@ -1597,4 +1627,418 @@ proptest::proptest! {
         p.set_network_header(net as isize, 20);
         let _ = ir.push(0, vec![p]);
     }
+}
+
+/// Click's UDPRewriter-12.testie: a flow with three packets, both ways, is streaming
+/// and outlives the others (UDPRewriter's timeouts apply to its TCP flows too); the
+/// sequential port a refused flow took is not handed out again.
+#[test]
+fn clicks_udprewriter_12_testie() {
+    let mut h = Harness::new(
+        &UDP_REWRITER,
+        "pattern 1.0.0.2 1024-65534# - - 0 1, drop, GUARANTEE 1, TIMEOUT 4, STREAMING_TIMEOUT 5, MAPPING_CAPACITY 3",
+        2,
+        2,
+    );
+    let input: [(f64, usize, u16, u32); 24] = [
+        (0.1, 0, 1, 1),
+        (0.2, 1, 1024, 2),
+        (0.3, 0, 2, 3),
+        (0.4, 0, 3, 4),
+        (0.5, 0, 4, 5),
+        (0.6, 1, 1024, 6),
+        (0.7, 1, 1025, 7),
+        (0.8, 1, 1026, 8),
+        (0.9, 1, 1027, 9),
+        (3.65, 0, 5, 10),
+        (3.66, 0, 3, 11),
+        (4.1, 1, 1024, 13),
+        (4.2, 1, 1025, 14),
+        (4.3, 1, 1026, 15),
+        (4.4, 1, 1027, 16),
+        (4.5, 1, 1028, 17),
+        (5.5, 0, 6, 18),
+        (5.6, 1, 1024, 19),
+        (5.7, 1, 1025, 20),
+        (5.8, 1, 1026, 21),
+        (5.9, 1, 1027, 22),
+        (5.91, 1, 1028, 23),
+        (5.92, 1, 1029, 24),
+        (6.0, 1, 1030, 25),
+    ];
+    let mut got = Vec::new();
+    for &(t, link, x, sq) in &input {
+        let p = if link == 0 {
+            tcp(&format!("53.1.1.{}", x), 1, "2.115.2.2", 2, sq)
+        } else {
+            tcp("2.115.2.2", 2, "1.0.0.2", x, sq)
+        };
+        let outs = h.push_at(link, vec![p], tsc_at(t));
+        for q in &outs[link] {
+            let b = summary(q);
+            let w: Vec<&str> = b.split(' ').collect();
+            got.push(format!("{} {} {} {} {} {}", link, w[0], w[1], w[2], w[3], seq(q)));
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            "0 1.0.0.2 1024 2.115.2.2 2 1",
+            "1 2.115.2.2 2 53.1.1.1 1 2",
+            "0 1.0.0.2 1025 2.115.2.2 2 3",
+            "0 1.0.0.2 1026 2.115.2.2 2 4",
+            "1 2.115.2.2 2 53.1.1.1 1 6",
+            "1 2.115.2.2 2 53.1.1.2 1 7",
+            "1 2.115.2.2 2 53.1.1.3 1 8",
+            "0 1.0.0.2 1028 2.115.2.2 2 10",
+            "0 1.0.0.2 1026 2.115.2.2 2 11",
+            "1 2.115.2.2 2 53.1.1.1 1 13",
+            "1 2.115.2.2 2 53.1.1.3 1 15",
+            "1 2.115.2.2 2 53.1.1.5 1 17",
+            "0 1.0.0.2 1029 2.115.2.2 2 18",
+            "1 2.115.2.2 2 53.1.1.1 1 19",
+            "1 2.115.2.2 2 53.1.1.3 1 21",
+            "1 2.115.2.2 2 53.1.1.6 1 24",
+        ]
+    );
+}
+
+/// Click's UDPRewriter-13.testie: flows mapped onto themselves are evicted without
+/// harm.
+#[test]
+fn clicks_udprewriter_13_testie() {
+    let mut h = Harness::new(
+        &UDP_REWRITER,
+        "pattern 1.0.0.2 1024-65534# - - 0 1, drop, GUARANTEE 1, TIMEOUT 4, STREAMING_TIMEOUT 5, MAPPING_CAPACITY 3",
+        2,
+        2,
+    );
+    let got: Vec<String> = [
+        (1.0, 1024, "1.0.0.2", 1),
+        (2.0, 1, "1.0.0.2", 2),
+        (3.0, 2, "2.0.0.2", 3),
+        (4.0, 3, "2.0.0.2", 4),
+        (5.0, 4, "2.0.0.2", 5),
+        (6.0, 5, "1.0.0.2", 6),
+    ]
+    .iter()
+    .filter_map(|&(t, sp, d, sq)| one(&mut h, 0, tcp("1.0.0.2", sp, d, 1024, sq), t))
+    .map(|(o, s)| format!("{} {}", o, s))
+    .collect();
+    assert_eq!(
+        got,
+        [
+            "0 1.0.0.2 1024 1.0.0.2 1024 T",
+            "0 1.0.0.2 1025 1.0.0.2 1024 T",
+            "0 1.0.0.2 1026 2.0.0.2 1024 T",
+            "0 1.0.0.2 1027 2.0.0.2 1024 T",
+            "0 1.0.0.2 1028 2.0.0.2 1024 T",
+            "0 1.0.0.2 1029 1.0.0.2 1024 T",
+        ]
+    );
+    assert_eq!(h.read("size"), "3");
+}
+
+/// Click's UDPRewriter-11.testie: a flow keeps its source port when it is free for
+/// its reply flow; otherwise a random one is drawn (Click's seeded draw gave 55226;
+/// ours differs, so the test takes the port the third flow got).
+#[test]
+fn clicks_udprewriter_11_testie() {
+    let mut h = Harness::new(&UDP_REWRITER, "pattern 1.0.0.2 1024-65534 - - 0 1, drop", 2, 2);
+    assert_eq!(
+        one(&mut h, 0, tcp("10.0.0.1", 1024, "1.0.0.2", 20, 1), 1.0),
+        Some((0, "1.0.0.2 1024 1.0.0.2 20 T".to_string()))
+    );
+    assert_eq!(
+        one(&mut h, 0, tcp("10.0.0.2", 1024, "1.0.0.2", 30, 2), 1.0),
+        Some((0, "1.0.0.2 1024 1.0.0.2 30 T".to_string()))
+    );
+    let (o, third) = one(&mut h, 0, tcp("10.0.0.3", 1024, "1.0.0.2", 20, 3), 1.0).unwrap();
+    assert_eq!(o, 0);
+    let port: u16 = third.split(' ').nth(1).unwrap().parse().unwrap();
+    assert!((1025..=65534).contains(&port), "{}", third);
+    let replies: Vec<String> = [(20, port), (30, 1024), (20, 1024)]
+        .iter()
+        .filter_map(|&(sp, dp)| one(&mut h, 1, tcp("1.0.0.2", sp, "1.0.0.2", dp, 0), 1.0))
+        .map(|(o, s)| format!("{} {}", o, s))
+        .collect();
+    assert_eq!(
+        replies,
+        [
+            "1 1.0.0.2 20 10.0.0.3 1024 T",
+            "1 1.0.0.2 30 10.0.0.2 1024 T",
+            "1 1.0.0.2 20 10.0.0.1 1024 T"
+        ]
+    );
+}
+
+/// Click's TCPRewriter-02.testie: without guarantees a full table evicts the flow
+/// that expires first: flows without data both ways after TCP_NODATA_TIMEOUT, flows
+/// with data both ways after TCP_TIMEOUT, closed flows (an RST) after
+/// TCP_DONE_TIMEOUT.
+#[test]
+fn clicks_tcprewriter_02_testie() {
+    let mut h = Harness::new(
+        &TCP_REWRITER,
+        "pattern 2.0.0.1 1024-65535# - - 0 1, drop, MAPPING_CAPACITY 2, GUARANTEE 0",
+        2,
+        2,
+    );
+    // (direction, time, host number or reply port, flags, payload)
+    let input: [(char, u32, u16, u8, &[u8]); 31] = [
+        ('>', 1, 1, 0x10, b""),
+        ('>', 2, 2, 0x10, b""),
+        ('>', 3, 3, 0x10, b""),
+        ('<', 4, 1024, 0x10, b""),
+        ('<', 5, 1025, 0x10, b""),
+        ('<', 6, 1026, 0x10, b""),
+        ('>', 7, 2, 0x10, b"X"),
+        ('<', 8, 1025, 0x10, b"X"),
+        ('>', 9, 3, 0x10, b"X"),
+        ('<', 10, 1026, 0x10, b""),
+        ('>', 11, 4, 0x10, b""),
+        ('<', 12, 1027, 0x10, b""),
+        ('>', 13, 5, 0x10, b""),
+        ('<', 14, 1028, 0x10, b""),
+        ('>', 15, 6, 0x10, b""),
+        ('<', 16, 1029, 0x10, b""),
+        ('<', 17, 1024, 0x10, b""),
+        ('<', 18, 1025, 0x10, b""),
+        ('<', 19, 1026, 0x10, b""),
+        ('<', 20, 1027, 0x10, b""),
+        ('<', 21, 1028, 0x10, b""),
+        ('<', 22, 1029, 0x10, b""),
+        ('>', 23, 2, 0x04, b""),
+        ('>', 24, 7, 0x10, b""),
+        ('<', 25, 1024, 0x10, b""),
+        ('<', 26, 1025, 0x10, b""),
+        ('<', 27, 1026, 0x10, b""),
+        ('<', 28, 1027, 0x10, b""),
+        ('<', 29, 1028, 0x10, b""),
+        ('<', 30, 1029, 0x10, b""),
+        ('<', 31, 1030, 0x10, b""),
+    ];
+    let mut got = Vec::new();
+    for &(dir, t, x, flags, payload) in &input {
+        let (port, p) = if dir == '>' {
+            (
+                0,
+                packet_full(
+                    T,
+                    &format!("1.0.0.{}", x),
+                    9 + x,
+                    "2.0.0.2",
+                    19 + x,
+                    0,
+                    flags,
+                    payload,
+                ),
+            )
+        } else {
+            (
+                1,
+                packet_full(T, "2.0.0.2", x - 1004, "2.0.0.1", x, 0, flags, payload),
+            )
+        };
+        if let Some((o, s)) = one(&mut h, port, p, f64::from(t)) {
+            let w: Vec<&str> = s.split(' ').collect();
+            got.push(format!(
+                "{} {} {} {} {} {}",
+                if o == 0 { '>' } else { '<' },
+                t,
+                w[0],
+                w[1],
+                w[2],
+                w[3]
+            ));
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            "> 1 2.0.0.1 1024 2.0.0.2 20",
+            "> 2 2.0.0.1 1025 2.0.0.2 21",
+            "> 3 2.0.0.1 1026 2.0.0.2 22",
+            "< 5 2.0.0.2 21 1.0.0.2 11",
+            "< 6 2.0.0.2 22 1.0.0.3 12",
+            "> 7 2.0.0.1 1025 2.0.0.2 21",
+            "< 8 2.0.0.2 21 1.0.0.2 11",
+            "> 9 2.0.0.1 1026 2.0.0.2 22",
+            "< 10 2.0.0.2 22 1.0.0.3 12",
+            "> 11 2.0.0.1 1027 2.0.0.2 23",
+            "< 12 2.0.0.2 23 1.0.0.4 13",
+            "> 13 2.0.0.1 1028 2.0.0.2 24",
+            "< 14 2.0.0.2 24 1.0.0.5 14",
+            "> 15 2.0.0.1 1029 2.0.0.2 25",
+            "< 16 2.0.0.2 25 1.0.0.6 15",
+            "< 18 2.0.0.2 21 1.0.0.2 11",
+            "< 22 2.0.0.2 25 1.0.0.6 15",
+            "> 23 2.0.0.1 1025 2.0.0.2 21",
+            "> 24 2.0.0.1 1030 2.0.0.2 26",
+            "< 30 2.0.0.2 25 1.0.0.6 15",
+            "< 31 2.0.0.2 26 1.0.0.7 16",
+        ]
+    );
+}
+
+/// Click's IPAddrRewriter-02.testie and -03 (the same over TCP, checksums checked):
+/// packets to a mapped address go back to the host it stands for, whatever their
+/// source.
+#[test]
+fn clicks_ipaddrrewriter_02_and_03_testies() {
+    for proto in [U, T] {
+        let mut h = Harness::new(&IP_ADDR_REWRITER, "pattern 3.0.0.1-3.0.0.255# - 0 0", 1, 1);
+        let got: Vec<String> = [
+            ("1.0.0.1", "9.9.9.9"),
+            ("1.0.0.2", "9.9.9.8"),
+            ("1.0.0.1", "9.9.9.7"),
+            ("9.9.9.6", "3.0.0.1"),
+        ]
+        .iter()
+        .filter_map(|&(s, d)| one(&mut h, 0, packet_full(proto, s, 1, d, 2, 0, 0x10, b""), 1.0))
+        .map(|(_, t)| {
+            let w: Vec<&str> = t.split(' ').collect();
+            format!("{} {}", w[0], w[2])
+        })
+        .collect();
+        assert_eq!(
+            got,
+            [
+                "3.0.0.1 9.9.9.9",
+                "3.0.0.2 9.9.9.8",
+                "3.0.0.1 9.9.9.7",
+                "9.9.9.6 1.0.0.1"
+            ]
+        );
+    }
+}
+
+/// Click's IPAddrPairRewriter-02.testie: IPAddrPairRewriter-01 over TCP, checksums
+/// checked.
+#[test]
+fn clicks_ipaddrpairrewriter_02_testie() {
+    let mut h = Harness::new(&IP_ADDR_PAIR_REWRITER, "pattern 3.0.0.1-3.0.0.255# - 0 0", 1, 1);
+    let got: Vec<String> = [
+        ("1.0.0.1", "9.9.9.9"),
+        ("1.0.0.2", "9.9.9.8"),
+        ("1.0.0.1", "9.9.9.9"),
+        ("1.0.0.1", "9.9.9.7"),
+        ("9.9.9.6", "3.0.0.1"),
+        ("9.9.9.7", "3.0.0.3"),
+    ]
+    .iter()
+    .filter_map(|&(s, d)| one(&mut h, 0, tcp(s, 1, d, 2, 0), 1.0))
+    .map(|(_, t)| {
+        let w: Vec<&str> = t.split(' ').collect();
+        format!("{} {}", w[0], w[2])
+    })
+    .collect();
+    assert_eq!(
+        got,
+        [
+            "3.0.0.1 9.9.9.9",
+            "3.0.0.2 9.9.9.8",
+            "3.0.0.1 9.9.9.9",
+            "3.0.0.3 9.9.9.7",
+            "3.0.0.4 3.0.0.1",
+            "9.9.9.7 1.0.0.1"
+        ]
+    );
+}
+
+/// Click's IPRewriter-01.testie end to end: two FromIPSummaryDump sources into the
+/// rewriter's two inputs, ToIPSummaryDump after each output (with CHECKSUM true and
+/// header checks after the rewriter, which the testie does not have).
+#[test]
+fn clicks_iprewriter_01_testie_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(
+        p("IN1"),
+        "!data src sport dst dport proto\n18.26.4.44 30 10.0.0.4 40 T\n18.26.4.44 30 10.0.0.4 40 T\n18.26.4.44 20 10.0.0.8 80 T\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p("IN2"),
+        "!data src sport dst dport proto\n10.0.0.4 40 1.0.0.1 1024 T\n10.0.0.4 40 1.0.0.1 1024 T\n10.0.0.8 80 1.0.0.1 1025 T\n10.0.0.8 80 1.0.0.1 1026 T\n",
+    )
+    .unwrap();
+    run_router(&format!(
+        "rw :: IPRewriter(pattern 1.0.0.1 1024-65535# - - 0 1, drop);
+         FromIPSummaryDump({}, STOP true, CHECKSUM true) -> [0]rw[0] -> CheckIPHeader -> CheckTCPHeader
+           -> ToIPSummaryDump({}, CONTENTS src sport dst dport proto);
+         FromIPSummaryDump({}, STOP true, CHECKSUM true) -> [1]rw[1] -> CheckIPHeader -> CheckTCPHeader
+           -> ToIPSummaryDump({}, CONTENTS src sport dst dport proto);",
+        p("IN1").display(),
+        p("OUT1").display(),
+        p("IN2").display(),
+        p("OUT2").display()
+    ));
+    assert_eq!(
+        data_lines(&p("OUT1")),
+        [
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1024 10.0.0.4 40 T",
+            "1.0.0.1 1025 10.0.0.8 80 T"
+        ]
+    );
+    assert_eq!(
+        data_lines(&p("OUT2")),
+        [
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.4 40 18.26.4.44 30 T",
+            "10.0.0.8 80 18.26.4.44 20 T"
+        ]
+    );
+}
+
+/// Click's ICMPRewriter-01.testie end to end, with brickroute's ICMPError making the
+/// error.
+#[test]
+fn clicks_icmprewriter_01_testie_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("IN1"), dir.path().join("OUT"));
+    std::fs::write(
+        &input,
+        "!data src sport dst dport proto ip_ttl\n18.26.4.44 20 10.0.0.8 80 T 0\n",
+    )
+    .unwrap();
+    run_router(&format!(
+        "FromIPSummaryDump({}, STOP true, ZERO true)
+           -> ip :: IPRewriter(pattern 21.0.0.1 1024-65535# - - 0 0)
+           -> ICMPError(19.19.19.19, timeexceeded)
+           -> ICMPRewriter(ip)
+           -> CheckIPHeader -> CheckICMPHeader
+           -> ToIPSummaryDump({}, CONTENTS src dst proto);",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(data_lines(&out), ["19.19.19.19 18.26.4.44 I"]);
+}
+
+#[test]
+fn one_batch_splits_by_flow_and_keeps_order() {
+    let mut h = Harness::new(&IP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, pass 1", 2, 2);
+    assert!(one(&mut h, 0, tcp("10.0.0.1", 5, "9.9.9.9", 80, 0), 1.0).is_some());
+    let outs = h.push_at(
+        1,
+        vec![
+            tcp("9.9.9.9", 80, "1.0.0.1", 1024, 1),
+            tcp("10.0.0.1", 5, "9.9.9.9", 80, 2),
+            tcp("9.9.9.9", 80, "1.0.0.1", 1024, 3),
+            udpd("9.9.9.9", 80, "1.0.0.1", 1024),
+        ],
+        tsc_at(1.0),
+    );
+    let texts = |o: &Vec<Packet>| o.iter().map(summary).collect::<Vec<_>>();
+    assert_eq!(texts(&outs[0]), ["1.0.0.1 1024 9.9.9.9 80 T"]);
+    assert_eq!(
+        texts(&outs[1]),
+        [
+            "9.9.9.9 80 10.0.0.1 5 T",
+            "9.9.9.9 80 10.0.0.1 5 T",
+            "9.9.9.9 80 1.0.0.1 1024 U"
+        ]
+    );
+    assert_eq!(outs[1].iter().map(seq).take(2).collect::<Vec<_>>(), [1, 3]);
 }
