@@ -35,6 +35,23 @@ impl InputSpec {
     }
 }
 
+impl InputSpec {
+    /// Whether `other` does what this spec does with a new flow: the same kind, outputs
+    /// and pattern (as Click prints it). Mappers compare by kind only: the flows they
+    /// made stay valid whatever the mapper would choose next.
+    pub fn same_as(&self, other: &InputSpec) -> bool {
+        match (self, other) {
+            (InputSpec::Drop, InputSpec::Drop) | (InputSpec::Mapper(_), InputSpec::Mapper(_)) => true,
+            (InputSpec::Pass(a), InputSpec::Pass(b)) => a == b,
+            (InputSpec::Keep(a, b), InputSpec::Keep(c, d)) => (a, b) == (c, d),
+            (InputSpec::Pattern(p, a, b), InputSpec::Pattern(q, c, d)) => {
+                (a, b) == (c, d) && p.unparse() == q.unparse()
+            }
+            _ => false,
+        }
+    }
+}
+
 /// What input specs may name: the patterns of the configuration's
 /// IPRewriterPatterns elements and its mapper elements, found at configuration time.
 #[derive(Clone, Default)]

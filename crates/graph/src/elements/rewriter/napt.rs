@@ -625,6 +625,40 @@ impl ElementSpec for RewriterSpec {
         Some(self)
     }
 
+    fn state(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// brickroute's own (Click's rewriters take no state on a hot swap): a rewriter of
+    /// the same class, outputs and input specs takes its predecessor's mappings, so a
+    /// configuration written to `hotconfig` keeps the connections through the NAT.
+    /// Each rewriter must own its table alone (no MAPPING_CAPACITY sharing on either
+    /// side). The flows keep the timeouts they were made with until their next packet;
+    /// a smaller capacity evicts at once, as a `capacity` write does.
+    fn take_state(&self, old: &dyn ElementSpec) -> bool {
+        let Some(old) = state_of::<RewriterSpec>(old) else {
+            return false;
+        };
+        let (s, o) = (&self.shared, &old.shared);
+        if s.kind != o.kind || s.noutputs != o.noutputs || Arc::ptr_eq(&s.table, &o.table) {
+            return false;
+        }
+        let (mine, theirs) = (s.specs.read(), o.specs.read());
+        if mine.len() != theirs.len() || mine.iter().zip(&theirs).any(|(a, b)| !a.same_as(b)) {
+            return false;
+        }
+        let mut table = lock(&s.table);
+        let mut old_table = lock(&o.table);
+        if table.counts.len() != 1 || old_table.counts.len() != 1 || table.size() != 0 {
+            return false;
+        }
+        let capacity = table.capacity;
+        std::mem::swap(&mut *table, &mut *old_table);
+        table.capacity = capacity;
+        table.shrink(now_ms(crate::tsc::rdtsc()), capacity as usize);
+        true
+    }
+
     fn handlers(&self) -> Vec<HandlerInfo> {
         let mut v: Vec<HandlerInfo> = self
             .shared

@@ -2042,3 +2042,50 @@ fn one_batch_splits_by_flow_and_keeps_order() {
     );
     assert_eq!(outs[1].iter().map(seq).take(2).collect::<Vec<_>>(), [1, 3]);
 }
+
+/// A configuration replacing the running one (`hotconfig`) keeps the mappings of a
+/// rewriter of the same name, class and input specs; one whose specs changed, or of
+/// another class, starts empty.
+#[test]
+fn a_replacing_rewriter_with_the_same_specs_keeps_the_mappings() {
+    let rw = "Idle -> rw :: IPRewriter(pattern 192.0.2.1 1024-65535 - - 0 1, drop) -> Discard;
+              Idle -> [1]rw; rw[1] -> back :: Counter -> Discard;";
+    let old = crate::testing::router(rw).unwrap();
+    let at = old.element_names().position(|n| n == "rw").unwrap();
+    let mut g = old.instantiate(WorkerInfo { index: 0, count: 1 });
+    let mut batch = packet::PacketBatch::new();
+    batch.push(udpd("10.0.0.2", 5555, "198.51.100.7", 53));
+    g.push(at, 0, &mut batch);
+    drop(g);
+    let table = old.read_handler("rw.udp_table").unwrap();
+    assert!(
+        table.starts_with(
+            "(10.0.0.2, 5555, 198.51.100.7, 53) => (192.0.2.1, 5555, 198.51.100.7, 53) [*0 1] i0"
+        ),
+        "{table}"
+    );
+
+    let same = crate::testing::router(&rw.replace("Idle -> [1]rw", "Idle -> c :: Counter -> [1]rw")).unwrap();
+    assert_eq!(same.take_state(&old), vec!["rw :: IPRewriter".to_string()]);
+    assert_eq!(same.read_handler("rw.udp_table").unwrap().lines().count(), 2);
+    assert_eq!(same.read_handler("rw.nmappings").unwrap(), "1");
+    // The reply is translated by the new configuration's rewriter.
+    let at = same.element_names().position(|n| n == "rw").unwrap();
+    let mut g = same.instantiate(WorkerInfo { index: 0, count: 1 });
+    let mut batch = packet::PacketBatch::new();
+    batch.push(udpd("198.51.100.7", 53, "192.0.2.1", 5555));
+    g.push(at, 1, &mut batch);
+    drop(g);
+    assert_eq!(same.read_handler("back.count").unwrap(), "1");
+
+    // Another pattern, or another class: nothing taken.
+    for other in [
+        rw.replace("192.0.2.1", "192.0.2.2"),
+        rw.replace("IPRewriter", "UDPRewriter"),
+        rw.replace("- - 0 1, drop", "- - 0 1, pass 1"),
+    ] {
+        let new = crate::testing::router(&other).unwrap();
+        assert!(new.take_state(&same).is_empty(), "{other}");
+        assert_eq!(new.read_handler("rw.nmappings").unwrap(), "0", "{other}");
+    }
+}
