@@ -221,5 +221,16 @@ pub(crate) fn set_echo_identifier(p: &mut Packet, ident: u16) {
         let sum = update16(u16::from_be_bytes([t[2], t[3]]), old, ident);
         t[2..4].copy_from_slice(&sum.to_be_bytes());
         t[4..6].copy_from_slice(&ident.to_be_bytes());
+        if sum == 0 {
+            // The update gives +0 where the message may need -0 (an all-zero message's
+            // only valid checksum is 0xFFFF): compute it over the message, as Click's
+            // ICMPPingRewriter does when the result is +0.
+            let total = usize::from(u16::from_be_bytes([h[2], h[3]])).min(h.len());
+            if let Some(m) = h.get_mut(hl..total.max(hl + 8)) {
+                m[2..4].fill(0);
+                let c = packet::checksum::checksum(m);
+                m[2..4].copy_from_slice(&c.to_be_bytes());
+            }
+        }
     }
 }

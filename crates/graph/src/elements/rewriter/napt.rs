@@ -148,7 +148,9 @@ impl ElementClass for RewriterClass {
         let (mut tcp, mut udp) = (
             Timeouts {
                 kind: TimeoutKind::Plain,
-                main: timeout.unwrap_or(300_000),
+                // Click's address rewriters keep a mapping two hours; ICMPPingRewriter
+                // five minutes.
+                main: timeout.unwrap_or(if kind.addresses_only() { 7_200_000 } else { 300_000 }),
                 done: 0,
                 other: 0,
                 guarantee: guarantee.unwrap_or(5_000),
@@ -162,10 +164,13 @@ impl ElementClass for RewriterClass {
             },
         );
         if matches!(kind, Kind::Ip | Kind::Tcp) {
-            let data = secs(args, "TCP_TIMEOUT")?.unwrap_or(24 * 3600 * 1000);
+            // As Click's TCPRewriter (whose configuration IPRewriter's TCP side is):
+            // TIMEOUT is the timeout of flows with data, TCP_TIMEOUT's other name;
+            // GUARANTEE, read by the base after TCP_GUARANTEE, wins over it.
+            let data = secs(args, "TCP_TIMEOUT")?.or(timeout).unwrap_or(24 * 3600 * 1000);
             let done = secs(args, "TCP_DONE_TIMEOUT")?.unwrap_or(240_000);
-            let nodata = secs(args, "TCP_NODATA_TIMEOUT")?.or(timeout).unwrap_or(300_000);
-            let g = secs(args, "TCP_GUARANTEE")?.or(guarantee).unwrap_or(5_000);
+            let nodata = secs(args, "TCP_NODATA_TIMEOUT")?.unwrap_or(300_000);
+            let g = guarantee.or(secs(args, "TCP_GUARANTEE")?).unwrap_or(5_000);
             tcp = Timeouts {
                 kind: TimeoutKind::Tcp,
                 main: data,
@@ -188,14 +193,19 @@ impl ElementClass for RewriterClass {
                 };
             }
             Kind::Udp => {
-                let t = timeout.unwrap_or(300_000);
-                let s = secs(args, "STREAMING_TIMEOUT")?.unwrap_or(t);
+                // Click's UDPRewriter takes the UDP_ names as well (the plain ones
+                // read after them win, GUARANTEE by the base).
+                let t = timeout.or(secs(args, "UDP_TIMEOUT")?).unwrap_or(300_000);
+                let s = secs(args, "STREAMING_TIMEOUT")?
+                    .or(secs(args, "UDP_STREAMING_TIMEOUT")?)
+                    .unwrap_or(t);
+                let g = guarantee.or(secs(args, "UDP_GUARANTEE")?).unwrap_or(5_000);
                 udp = Timeouts {
                     kind: TimeoutKind::Udp,
                     main: t,
                     done: 0,
                     other: s,
-                    guarantee: guarantee.unwrap_or(5_000),
+                    guarantee: g,
                 };
                 // UDPRewriter rewrites TCP too, with its one set of timeouts.
                 tcp = udp;
@@ -379,8 +389,11 @@ impl Shared {
         let mut parsed = parsed;
         let mut echo = None;
         if self.kind == Kind::Ping {
-            // Echo requests key on (src, identifier, dst, 0), replies on (src, 0, dst,
-            // identifier): a request's reply entry is then its replies' key.
+            // Echo requests key on (src, identifier, dst, identifier + 1), replies on
+            // (src, identifier + 1, dst, identifier), as Click's ICMPPingRewriter: a
+            // request's reply entry is then its replies' key, and no request's key is
+            // ever a reply's (with identifier 0 the two had been one, so an outside
+            // request was taken for the reply to an inside one).
             if parsed.proto != flow::ICMP || !parsed.has_ports() {
                 return pass_or_drop();
             }
@@ -389,9 +402,9 @@ impl Shared {
             };
             let f = parsed.flow;
             parsed.flow = if ty == flow::ECHO {
-                FlowId::new(f.saddr, ident, f.daddr, 0)
+                FlowId::new(f.saddr, ident, f.daddr, ident.wrapping_add(1))
             } else {
-                FlowId::new(f.saddr, 0, f.daddr, ident)
+                FlowId::new(f.saddr, ident.wrapping_add(1), f.daddr, ident)
             };
             echo = Some(ty);
         } else if !self.kind.addresses_only() && (!self.kind.takes(parsed.proto) || !parsed.has_ports()) {
@@ -458,8 +471,16 @@ impl Shared {
         let map = self.kind.map(parsed.proto);
         let flow = self.key_flow(parsed.flow);
         let owner = self.owner;
-        let (rewritten, fout, rout) = {
+        let ping = self.kind == Kind::Ping;
+        let (mut rewritten, fout, rout) = {
             let taken = |reply: FlowId| {
+                // A ping's reply key carries the identifier + 1 as its source port
+                // (the candidate's is still the request's).
+                let reply = if ping {
+                    FlowId::new(reply.saddr, reply.dport.wrapping_add(1), reply.daddr, reply.dport)
+                } else {
+                    reply
+                };
                 table.contains(&Key {
                     owner,
                     map,
@@ -488,6 +509,9 @@ impl Shared {
         };
         if usize::from(fout) >= self.noutputs || usize::from(rout) >= self.noutputs {
             return Err(DROPPED);
+        }
+        if ping {
+            rewritten.dport = rewritten.sport.wrapping_add(1);
         }
         let mut f = Flow::new(
             owner,
@@ -520,7 +544,7 @@ impl Shared {
         }
         let q = quoted;
         let sent = match self.kind {
-            Kind::Ping => FlowId::new(q.saddr, q.sport, q.daddr, 0),
+            Kind::Ping => FlowId::new(q.saddr, q.sport, q.daddr, q.sport.wrapping_add(1)),
             _ => self.key_flow(q),
         };
         let t = lock(&self.table);
@@ -745,8 +769,10 @@ impl ElementSpec for RewriterSpec {
             flow,
         };
         Some(Ok(match t.get(&key) {
-            Some(e) if e.dir == 0 => {
-                let r = t.flow(e.flow).rewritten(0);
+            // Either direction, as Click's tcp_lookup_handler: a reply flow gives the
+            // inside flow it is rewritten to.
+            Some(e) => {
+                let r = t.flow(e.flow).rewritten(usize::from(e.dir));
                 format!(
                     "{} {} {} {}",
                     std::net::Ipv4Addr::from(r.saddr),

@@ -151,10 +151,13 @@ impl Flow {
         }
     }
 
-    /// When the flow, guaranteed or not, stops being valid.
+    /// When the flow, guaranteed or not, stops being valid: a guaranteed flow lives
+    /// out its guarantee even when its timeout is shorter (Click moves a flow to best
+    /// effort only once its guarantee is over).
     fn dead_at(&self) -> u64 {
         if self.guaranteed {
-            (self.expiry - self.timeouts.guarantee) + self.timeout()
+            self.expiry
+                .max((self.expiry - self.timeouts.guarantee) + self.timeout())
         } else {
             self.expiry
         }
@@ -657,5 +660,12 @@ mod tests {
         assert!(t.lookup(&k, 99).is_some());
         assert!(t.lookup(&k, 100).is_none());
         assert_eq!(t.size(), 0);
+        // A timeout shorter than the guarantee: the flow lives out its guarantee.
+        let f = flow(o, 2, tmo(1000, 5000));
+        let k = f.keys[1];
+        t.insert(f, 0).unwrap();
+        assert!(t.lookup(&k, 3000).is_some());
+        assert!(t.lookup(&k, 4999).is_some());
+        assert!(t.lookup(&k, 5000).is_none());
     }
 }

@@ -959,6 +959,11 @@ fn keep_pass_lookup_and_handlers() {
         h.read_with("tcp_lookup", "10.0.0.1 6 9.9.9.9 80"),
         Ok(String::new())
     );
+    // The reply flow: what it is rewritten to, as Click's tcp_lookup_handler answers.
+    assert_eq!(
+        h.read_with("tcp_lookup", "9.9.9.9 80 10.0.0.1 5"),
+        Ok("9.9.9.9 80 10.0.0.1 5".to_string())
+    );
     let names: Vec<_> = h.spec.handlers().into_iter().map(|h| h.name).collect();
     assert_eq!(
         names,
@@ -1343,10 +1348,14 @@ fn clicks_ipaddrpairrewriter_01_testie() {
 /// An ICMP echo request (type 8) or reply (0) with identifier `ident` and sequence
 /// number `seq`, checksums correct.
 fn echo(ty: u8, src: &str, dst: &str, ident: u16, seq: u16) -> Packet {
+    echo_with(ty, src, dst, ident, seq, b"ping")
+}
+
+fn echo_with(ty: u8, src: &str, dst: &str, ident: u16, seq: u16, data: &[u8]) -> Packet {
     let mut icmp = vec![ty, 0, 0, 0];
     icmp.extend_from_slice(&ident.to_be_bytes());
     icmp.extend_from_slice(&seq.to_be_bytes());
-    icmp.extend_from_slice(b"ping");
+    icmp.extend_from_slice(data);
     let c = cksum(&icmp);
     icmp[2..4].copy_from_slice(&c.to_be_bytes());
     let mut b =
@@ -2088,4 +2097,141 @@ fn a_replacing_rewriter_with_the_same_specs_keeps_the_mappings() {
         assert!(new.take_state(&same).is_empty(), "{other}");
         assert_eq!(new.read_handler("rw.nmappings").unwrap(), "0", "{other}");
     }
+}
+
+/// `tcp_lookup` answers for a reply flow too: the inside flow it is rewritten to
+/// (Click's tcp_lookup_handler looks the flow up in either direction).
+#[test]
+fn tcp_lookup_answers_for_the_reply_flow() {
+    let mut h = Harness::new(&IP_REWRITER, "pattern 9.9.9.9 1024-65535# - - 0 1", 1, 2);
+    assert_eq!(
+        one(&mut h, 0, tcp("1.0.0.1", 5000, "2.0.0.2", 80, 0), 1.0),
+        Some((0, "9.9.9.9 1024 2.0.0.2 80 T".to_string()))
+    );
+    assert_eq!(
+        h.read_with("tcp_lookup", "1.0.0.1 5000 2.0.0.2 80"),
+        Ok("9.9.9.9 1024 2.0.0.2 80".to_string())
+    );
+    assert_eq!(
+        h.read_with("tcp_lookup", "2.0.0.2 80 9.9.9.9 1024"),
+        Ok("2.0.0.2 80 1.0.0.1 5000".to_string())
+    );
+}
+
+/// Requests and replies never share a key, whatever the identifier (Click keys a
+/// request (src, id, dst, id + 1) and a reply (src, id + 1, dst, id)): an outside echo
+/// request with identifier 0 is no reply to an inside host's ping with identifier 0,
+/// and is dropped on the `drop` input, while the reply to that ping gets in.
+#[test]
+fn an_outside_echo_request_is_never_taken_for_a_reply() {
+    let mut h = Harness::new(&ICMP_PING_REWRITER, "pattern 9.9.9.9 - - - 0 1, drop", 2, 2);
+    let outs = h.push_at(0, vec![echo(8, "10.0.0.1", "2.0.0.2", 0, 1)], tsc_at(1.0));
+    assert_eq!(echo_text(&outs[0][0]), "9.9.9.9 > 2.0.0.2: echo (0, 1)");
+    let outs = h.push_at(1, vec![echo(8, "2.0.0.2", "9.9.9.9", 0, 77)], tsc_at(1.0));
+    assert!(outs.iter().all(|o| o.is_empty()), "an outside request got in");
+    let outs = h.push_at(1, vec![echo(0, "2.0.0.2", "9.9.9.9", 0, 1)], tsc_at(1.0));
+    assert_eq!(echo_text(&outs[1][0]), "2.0.0.2 > 10.0.0.1: echo-reply (0, 1)");
+    // And an inside host's echo reply with identifier 0 is no request to translate.
+    let outs = h.push_at(0, vec![echo(0, "10.0.0.1", "2.0.0.2", 0, 5)], tsc_at(1.0));
+    assert!(
+        outs.iter().all(|o| o.is_empty()),
+        "an inside reply was translated"
+    );
+}
+
+/// A reply rewritten back to an all-zero message gets the checksum 0xFFFF, its only
+/// valid one (the incremental update gives +0; Click recomputes then too).
+#[test]
+fn an_all_zero_echo_reply_gets_a_valid_checksum() {
+    let mut h = Harness::new(
+        &ICMP_PING_REWRITER,
+        "pattern 9.9.9.9 100-200# - - 0 1, drop",
+        2,
+        2,
+    );
+    let outs = h.push_at(
+        0,
+        vec![echo_with(8, "10.0.0.1", "2.0.0.2", 0, 0, b"")],
+        tsc_at(1.0),
+    );
+    assert_eq!(echo_text(&outs[0][0]), "9.9.9.9 > 2.0.0.2: echo (100, 0)");
+    let outs = h.push_at(
+        1,
+        vec![echo_with(0, "2.0.0.2", "9.9.9.9", 100, 0, b"")],
+        tsc_at(1.0),
+    );
+    let d = outs[1][0].data();
+    assert_eq!(&d[20..], &[0, 0, 0xff, 0xff, 0, 0, 0, 0]);
+    assert_eq!(echo_text(&outs[1][0]), "2.0.0.2 > 10.0.0.1: echo-reply (0, 0)");
+}
+
+/// Click's timeout keywords: TCPRewriter's (and IPRewriter's) TIMEOUT is the timeout
+/// of TCP flows with data (TCP_TIMEOUT's other name), not of flows without; UDPRewriter
+/// takes the UDP_ names too; the address rewriters keep a mapping two hours.
+#[test]
+fn timeout_keywords_mean_what_they_mean_in_click() {
+    let exp = |class: &super::napt::RewriterClass, config: &str, p: Packet, table: &str| -> String {
+        let mut h = Harness::new(class, config, 1, 1);
+        // Now, by the clock the handler reads the expiry against.
+        h.push_at(0, vec![p], crate::tsc::rdtsc());
+        let t = h.read(table);
+        t.lines()
+            .next()
+            .unwrap_or("")
+            .rsplit(' ')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    // A SYN: no data yet, so the no-data timeout (5 minutes) whatever TIMEOUT says.
+    let syn = || packet_full(T, "1.0.0.1", 5, "2.0.0.2", 80, 0, 0x02, b"");
+    assert_eq!(
+        exp(&TCP_REWRITER, "keep 0 0, TIMEOUT 10, GUARANTEE 0", syn(), "table"),
+        "exp300"
+    );
+    assert_eq!(
+        exp(
+            &IP_REWRITER,
+            "keep 0 0, TIMEOUT 10, GUARANTEE 0",
+            syn(),
+            "tcp_table"
+        ),
+        "exp300"
+    );
+    assert_eq!(
+        exp(
+            &TCP_REWRITER,
+            "keep 0 0, TCP_NODATA_TIMEOUT 10, GUARANTEE 0",
+            syn(),
+            "table"
+        ),
+        "exp10"
+    );
+    let u = || udpd("1.0.0.1", 5, "2.0.0.2", 53);
+    assert_eq!(
+        exp(
+            &UDP_REWRITER,
+            "keep 0 0, UDP_TIMEOUT 20, GUARANTEE 0",
+            u(),
+            "table"
+        ),
+        "exp20"
+    );
+    assert_eq!(
+        exp(
+            &UDP_REWRITER,
+            "keep 0 0, UDP_TIMEOUT 20, TIMEOUT 30, GUARANTEE 0",
+            u(),
+            "table"
+        ),
+        "exp30"
+    );
+    assert_eq!(
+        exp(&IP_ADDR_REWRITER, "keep 0 0, GUARANTEE 0", u(), "table"),
+        "exp7200"
+    );
+    assert_eq!(
+        exp(&IP_ADDR_PAIR_REWRITER, "keep 0 0, GUARANTEE 0", u(), "table"),
+        "exp7200"
+    );
 }
