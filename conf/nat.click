@@ -13,10 +13,13 @@
 //   1024-65535; the flow's replies, addressed to $IP1 and that port, are given back the
 //   inside host's address and port. Mappings end after Click's timeouts (a day for an
 //   established TCP connection, 4 minutes after its FINs, 5 minutes for UDP).
-// - Pings from the inside: ICMPPingRewriter does the same with the echo identifier.
+// - Pings from the inside: ICMPPingRewriter does the same with the echo identifier
+//   (kept where it is free, so two hosts pinging one destination with the same
+//   identifier, as Windows does, get two).
 // - ICMP errors about translated flows, either way (a port unreachable from the
-//   outside, a TTL exceeded inside): ICMPRewriter rewrites the packet they quote and
-//   their own address to match.
+//   outside, an inside host's port unreachable, the router's own time exceeded):
+//   ICMPRewriter rewrites the packet they quote and their destination to match, and
+//   an inside host's error leaves with the router's address.
 // - From the outside, only packets matching a mapping pass to the inside; the rest
 //   addressed to the inside networks are counted (blocked) and dropped. The router
 //   answers pings to both of its addresses.
@@ -41,7 +44,7 @@ define($DEV0 r0, $MAC0 02:00:00:00:01:01, $IP0 10.0.1.1, $NET0 10.0.1.0/24,
 // a mapping); input 1: packets for $IP1 from the outside (only replies pass). Output 0
 // goes out; output 1 carries replies, addressed to the inside again.
 rw :: IPRewriter(pattern $IP1 1024-65535 - - 0 1, drop);
-pr :: ICMPPingRewriter(pattern $IP1 - - - 0 1, drop);
+pr :: ICMPPingRewriter(pattern $IP1 0-65535 - - 0 1, drop);
 
 // The shared IP input path and routing table, as in iprouter.click. Output 0: the
 // router's addresses; output 1: interface 0; output 2: interface 1; output 3: the
@@ -121,13 +124,19 @@ rt[2] -> DropBroadcasts
       -> FixIPSrc($IP1)
       -> dt1 :: DecIPTTL
       -> out :: PaintSwitch;
-out[0] -> fr1 :: IPFragmenter(1500) -> [0]arpq1;
+// The router's own packets: its ICMP errors about translated replies (time exceeded
+// on the way in) quote them as translated, so their quotes are turned back to what
+// the outside sent.
+out[0] -> own :: ICMPRewriter(rw pr) -> fr1 :: IPFragmenter(1500) -> [0]arpq1;
+own[1] -> fr1;
 out[1] -> nat :: IPClassifier(tcp or udp, icmp type echo, icmp, -);
 out[2] -> fr1;
 out[3] -> fr1;
 nat[0] -> [0]rw;
 nat[1] -> [0]pr;
-nat[2] -> icmpout :: ICMPRewriter(rw pr) -> fr1;
+// Inside hosts' ICMP errors about translated flows: the quote turned back, and the
+// error's own source made the router's (ICMPRewriter leaves it, as Click's does).
+nat[2] -> icmpout :: ICMPRewriter(rw pr) -> StoreIPAddress($IP1, src) -> fr1;
 icmpout[1] -> untranslated :: Counter -> Discard;
 nat[3] -> untranslated;
 rw[0] -> fr1;

@@ -44,7 +44,7 @@ dt[1] -> expired :: Counter -> Discard;
 // Output 0: translated, to the outside; output 1 would carry replies back in (this
 // path sees none).
 proto[0] -> rw :: IPRewriter(pattern $PUBLIC 1024-65535 - - 0 1);
-proto[1] -> pr :: ICMPPingRewriter(pattern $PUBLIC - - - 0 1);
+proto[1] -> pr :: ICMPPingRewriter(pattern $PUBLIC 0-65535 - - 0 1);
 proto[2] -> untranslated :: Counter -> Discard;
 rw[1] -> replies :: Counter -> Discard;
 pr[1] -> replies;

@@ -78,6 +78,53 @@ fn udp(ns: &Netns, addr: Ipv4Addr, port: u16) -> UdpSocket {
     s
 }
 
+/// A raw ICMP socket in a namespace: the ICMP errors its host received.
+struct RawIcmp(std::os::fd::OwnedFd);
+
+impl RawIcmp {
+    fn open(ns: &Netns) -> RawIcmp {
+        use std::os::fd::FromRawFd;
+        ns.run(|| {
+            // SAFETY: plain socket(2); the result is checked and owned at once.
+            let fd = unsafe {
+                libc::socket(
+                    libc::AF_INET,
+                    libc::SOCK_RAW | libc::SOCK_NONBLOCK,
+                    libc::IPPROTO_ICMP,
+                )
+            };
+            assert!(fd >= 0, "raw ICMP socket: {}", std::io::Error::last_os_error());
+            // SAFETY: `fd` is a new descriptor owned by nobody else.
+            RawIcmp(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+        })
+    }
+
+    /// The errors queued on the socket: (type, outer source, quoted destination).
+    fn errors(&self) -> Vec<(u8, Ipv4Addr, Ipv4Addr)> {
+        use std::os::fd::AsRawFd;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2048];
+        loop {
+            // SAFETY: `buf` is writable for its length; the socket is non-blocking.
+            let n = unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n < 0 {
+                return got;
+            }
+            let b = &buf[..n as usize];
+            let hl = usize::from(b[0] & 0x0f) * 4;
+            // ICMP header (8 bytes), then the quoted IP header.
+            if b.len() >= hl + 8 + 20 && matches!(b[hl], 3 | 11) {
+                let q = hl + 8;
+                got.push((
+                    b[hl],
+                    Ipv4Addr::new(b[12], b[13], b[14], b[15]),
+                    Ipv4Addr::new(b[q + 16], b[q + 17], b[q + 18], b[q + 19]),
+                ));
+            }
+        }
+    }
+}
+
 fn v4(a: SocketAddr) -> SocketAddrV4 {
     match a {
         SocketAddr::V4(a) => a,
@@ -168,6 +215,50 @@ fn inside_flows_leave_with_the_routers_address_and_their_replies_come_back() {
     refused.send(b"anyone?").unwrap();
     let err = refused.recv(&mut buf).expect_err("nothing listens on 7999");
     assert_eq!(err.kind(), ErrorKind::ConnectionRefused, "{err}");
+
+    // The other way: an inside host's own port unreachable, about a reply to a port it
+    // closed, leaves with the router's address and the outside flow in its quote, so
+    // the outside socket (connected to the router's address and port) learns of it.
+    let outside = udp(&t.h1, OUTSIDE, 7100);
+    let icmp = RawIcmp::open(&t.h1);
+    let gone = udp(&t.h0, INSIDE, 5560);
+    gone.send_to(b"knock", SocketAddrV4::new(OUTSIDE, 7100)).unwrap();
+    let (_, from) = outside.recv_from(&mut buf).expect("the knock crosses the NAT");
+    assert_eq!(*v4(from).ip(), PUBLIC);
+    drop(gone);
+    outside.connect(from).unwrap();
+    outside.send(b"anyone?").unwrap();
+    let err = outside.recv(&mut buf).expect_err("the inside port is closed");
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused, "{err}");
+    // What the outside host saw: a port unreachable from the router's address,
+    // quoting its datagram to the router.
+    let seen = icmp.errors();
+    assert!(seen.contains(&(3, PUBLIC, PUBLIC)), "{seen:?}");
+    assert!(
+        seen.iter().all(|&(_, s, q)| s != INSIDE && q != INSIDE),
+        "an inside address leaked: {seen:?}"
+    );
+
+    // The router's own error about a translated packet: a reply that arrives with TTL
+    // 1 expires on its way inside, and the time exceeded the outside host gets quotes
+    // the datagram as it sent it, to the router's address, not as translated.
+    let outside = udp(&t.h1, OUTSIDE, 7101);
+    outside.set_ttl(1).unwrap();
+    let inside = udp(&t.h0, INSIDE, 5561);
+    inside
+        .send_to(b"knock", SocketAddrV4::new(OUTSIDE, 7101))
+        .unwrap();
+    let (_, from) = outside.recv_from(&mut buf).expect("the knock crosses the NAT");
+    outside.send_to(b"short-lived", from).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    let seen = loop {
+        let seen = icmp.errors();
+        if !seen.is_empty() || std::time::Instant::now() > deadline {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(seen, [(11, Ipv4Addr::new(10, 0, 2, 1), PUBLIC)]);
 
     let (out, err) = t.stop();
     // The table lists the UDP flows, each with its reply entry; their source ports
