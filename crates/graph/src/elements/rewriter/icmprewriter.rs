@@ -145,13 +145,24 @@ impl ICMPRewriter {
         // The quoted transport header's 8 bytes.
         match qp {
             TCP | UDP => {
-                if qp == UDP && (h[t + 6], h[t + 7]) != (0, 0) {
-                    let mut s = u16::from_be_bytes([h[t + 6], h[t + 7]]);
+                // The quoted transport checksum follows the addresses and ports: UDP's
+                // (unless 0, none), and TCP's when the quote reaches it (18 bytes; an
+                // ICMPError quotes the whole packet), as Click's ICMPRewriter does.
+                let at = match qp {
+                    UDP if (h[t + 6], h[t + 7]) != (0, 0) => Some(t + 6),
+                    TCP if h.len() >= t + 18 => Some(t + 16),
+                    _ => None,
+                };
+                if let Some(at) = at {
+                    let mut s = u16::from_be_bytes([h[at], h[at + 1]]);
                     s = update32(s, quoted.saddr, orig.saddr);
                     s = update32(s, quoted.daddr, orig.daddr);
                     s = update16(s, quoted.sport, orig.sport);
                     s = update16(s, quoted.dport, orig.dport);
-                    h[t + 6..t + 8].copy_from_slice(&(if s == 0 { 0xffff } else { s }).to_be_bytes());
+                    if qp == UDP && s == 0 {
+                        s = 0xffff;
+                    }
+                    h[at..at + 2].copy_from_slice(&s.to_be_bytes());
                 }
                 h[t..t + 2].copy_from_slice(&orig.sport.to_be_bytes());
                 h[t + 2..t + 4].copy_from_slice(&orig.dport.to_be_bytes());

@@ -2235,3 +2235,39 @@ fn timeout_keywords_mean_what_they_mean_in_click() {
         "exp7200"
     );
 }
+
+/// An error quoting the whole TCP packet (as ICMPError quotes it) has the quoted TCP
+/// checksum follow the quoted addresses and ports, so the quote is the original packet
+/// exactly (Click's ICMPRewriter-01.testie checks it with CheckTCPHeader).
+#[test]
+fn an_error_quoting_a_whole_tcp_header_gets_its_checksum_back() {
+    let rw = crate::testing::build(&IP_REWRITER, "pattern 21.0.0.1 1024-65535# - - 0 0", 1, 1).unwrap();
+    let mut h = Harness::of(rw.clone(), 1);
+    let original = packet_full(T, "18.26.4.44", 20, "10.0.0.8", 80, 7, 0x10, b"data");
+    let out = h.push_at(0, vec![original.clone()], tsc_at(1.0));
+    let sent = &out[0][0];
+    // The error quotes the whole translated packet (44 bytes).
+    let mut icmp = vec![11, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(sent.data());
+    let c = cksum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut b = crate::elements::ip::testutil::ip_header(
+        0,
+        (20 + icmp.len()) as u16,
+        9,
+        0,
+        64,
+        1,
+        ip("19.19.19.19"),
+        ip("21.0.0.1"),
+    );
+    b.extend_from_slice(&icmp);
+    let mut err = Packet::from_slice(&b);
+    err.set_network_header(0, 20);
+    let mut ir = icmp_rewriter("ip", &[peer("ip", &IP_REWRITER, &rw)], 2);
+    let out = ir.push(0, vec![err]);
+    let d = out[0][0].data();
+    assert_eq!(cksum(&d[20..]), 0, "ICMP checksum");
+    // The quote is the original packet byte for byte, its TCP checksum included.
+    assert_eq!(&d[28..], original.data());
+}
