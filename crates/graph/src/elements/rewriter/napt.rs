@@ -491,6 +491,15 @@ impl Shared {
                 InputSpec::Drop => return Err(DROPPED),
                 InputSpec::Pass(o) => return Err(usize::from(*o)),
                 InputSpec::Keep(f, r) => (flow, *f, *r),
+                // An address rewriter's pattern with ports, or IPAddrRewriter's with a
+                // destination (its keys have none), makes no mapping (Click's add_flow).
+                InputSpec::Pattern(pat, ..)
+                    if self.kind.addresses_only()
+                        && (pat.names_ports() || (self.kind == Kind::Addr && pat.names_destination())) =>
+                {
+                    table.count_failure(owner, port);
+                    return Err(DROPPED);
+                }
                 InputSpec::Pattern(pat, f, r) => match pat.rewrite(flow, &taken) {
                     Some(rw) => (rw, *f, *r),
                     None => {

@@ -25,6 +25,9 @@ pub(crate) struct Pattern {
     dport: u16,
     /// True for a four-field pattern (ports), false for an address-only one.
     napt: bool,
+    /// A four-field pattern that names a port (an address rewriter takes it, as
+    /// Click does, and refuses the mappings it would make).
+    ports: bool,
     sequential: bool,
     same_first: bool,
     /// Values in the range beyond the first (0: no range).
@@ -141,6 +144,7 @@ impl Pattern {
             daddr,
             dport,
             napt,
+            ports: napt && (words[1] != "-" || words[3] != "-"),
             sequential,
             same_first,
             variation,
@@ -154,11 +158,22 @@ impl Pattern {
     pub fn parse_addresses(words: &[&str]) -> Result<Pattern, &'static str> {
         match words.len() {
             2 => Pattern::parse(words),
-            4 if words[1] != "-" => Err(BAD_SPORT),
-            4 if words[3] != "-" => Err(BAD_DPORT),
-            4 => Pattern::parse(&[words[0], words[2]]),
+            4 if words[1] == "-" && words[3] == "-" => Pattern::parse(&[words[0], words[2]]),
+            // Ports: refused if they do not parse; if they do, the pattern is taken
+            // and the mappings it would make are refused (Click's add_flow).
+            4 => Pattern::parse(words),
             _ => Err(SYNTAX),
         }
+    }
+
+    /// Whether the pattern names a port (see `ports`).
+    pub fn names_ports(&self) -> bool {
+        self.ports
+    }
+
+    /// Whether the pattern rewrites the destination address.
+    pub fn names_destination(&self) -> bool {
+        self.daddr != 0
     }
 
     fn random(&self, bound: u32) -> u32 {
@@ -320,10 +335,14 @@ mod tests {
 
     #[test]
     fn address_patterns_take_no_ports() {
-        for text in ["1.0.0.1 1x - -", "1.0.0.0 0-255 - -", "1.0.0.0 456-19 - -"] {
+        // Ports that do not parse are refused (Click's IPRewriter-02.clicktest);
+        // ports that do are taken, and the mappings refused.
+        for text in ["1.0.0.1 1x - -", "1.0.0.0 456-19 - -", "1.0.0.0 456-65536 - -"] {
             let w: Vec<&str> = text.split_whitespace().collect();
             assert_eq!(Pattern::parse_addresses(&w).unwrap_err(), BAD_SPORT, "{}", text);
         }
+        let p = Pattern::parse_addresses(&["1.0.0.0", "0-255", "-", "-"]).unwrap();
+        assert!(p.names_ports());
         let p = Pattern::parse_addresses(&["1.0.0.1", "-", "-", "-"]).unwrap();
         assert_eq!(p.unparse(), "1.0.0.1 -");
     }
