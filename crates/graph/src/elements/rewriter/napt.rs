@@ -825,8 +825,12 @@ impl ElementSpec for RewriterSpec {
                 Some(
                     match input::parse(value, s.noutputs, s.kind.addresses_only(), &s.resolver) {
                         Ok(spec) => {
-                            lock(&s.table).destroy_input(s.owner, i);
+                            // Under the table's lock, which a worker holds while it
+                            // checks for new specs and uses them: no batch makes a flow
+                            // by the old spec after its flows are gone.
+                            let mut t = lock(&s.table);
                             s.specs.write(|v| v[i] = spec);
+                            t.destroy_input(s.owner, i);
                             Ok(())
                         }
                         Err(m) => Err(format!("input spec {}: {}", i, m)),
@@ -881,11 +885,13 @@ struct Rewriter {
 impl Element for Rewriter {
     fn push(&mut self, port: usize, batch: &mut PacketBatch, out: &mut Outputs<'_>, cx: &mut Context<'_>) {
         let s = &*self.shared;
+        let now = now_ms(cx.now_tsc());
+        let mut table = lock(&s.table);
+        // Checked under the table's lock, which a `patternN` write holds while it
+        // replaces a spec and removes its flows.
         if s.specs.generation() != self.generation {
             (self.generation, self.specs) = s.specs.snapshot();
         }
-        let now = now_ms(cx.now_tsc());
-        let mut table = lock(&s.table);
         s.maybe_reap(&mut table, now);
         let specs = &self.specs;
         if s.noutputs < usize::from(DROP) {
