@@ -728,29 +728,18 @@ impl ElementSpec for RewriterSpec {
         if let Some((_, map)) = s.handler_maps().iter().find(|(n, _)| *n == name) {
             return Some(s.table_text(*map, now));
         }
+        // This rewriter's per-input counts, added up.
+        let total = |which: fn(&super::table::InputCounts) -> &Vec<u32>| {
+            let t = lock(&s.table);
+            let sum: u64 = which(&t.counts[s.owner as usize])
+                .iter()
+                .map(|&c| u64::from(c))
+                .sum();
+            Some(sum.to_string())
+        };
         match name {
-            "nmappings" | "table_size" => {
-                let t = lock(&s.table);
-                Some(
-                    t.counts[s.owner as usize]
-                        .count
-                        .iter()
-                        .map(|&c| u64::from(c))
-                        .sum::<u64>()
-                        .to_string(),
-                )
-            }
-            "mapping_failures" => {
-                let t = lock(&s.table);
-                Some(
-                    t.counts[s.owner as usize]
-                        .failures
-                        .iter()
-                        .map(|&c| u64::from(c))
-                        .sum::<u64>()
-                        .to_string(),
-                )
-            }
+            "nmappings" | "table_size" => total(|c| &c.count),
+            "mapping_failures" => total(|c| &c.failures),
             "patterns" => Some(s.patterns_text(None)),
             "size" => Some(lock(&s.table).size().to_string()),
             "capacity" => Some(lock(&s.table).capacity.to_string()),

@@ -338,6 +338,15 @@ fn clicks_udprewriter_03_testie() {
     testie_03(&UDP_REWRITER);
 }
 
+/// What each of `packets`, pushed one by one into input `port` at `secs`, leaves as
+/// (see [`one`]), those dropped left out.
+fn through<const N: usize>(h: &mut Harness, port: usize, secs: f64, packets: [Packet; N]) -> Vec<String> {
+    packets
+        .into_iter()
+        .filter_map(|p| one(h, port, p, secs).map(|x| x.1))
+        .collect()
+}
+
 /// Click's IPRewriter-04.testie: a flow between two ports of one host; checksums
 /// stay valid (CheckIPHeader's part: every packet's sums are verified here).
 fn testie_04(class: &super::napt::RewriterClass) {
@@ -358,14 +367,16 @@ fn testie_04(class: &super::napt::RewriterClass) {
             "1.0.0.1 1025 18.26.4.44 20 T"
         ]
     );
-    let r: Vec<_> = [
-        tcp("18.26.4.44", 2, "1.0.0.1", 1024, 4),
-        tcp("18.26.4.44", 1, "1.0.0.1", 1024, 5),
-        tcp("18.26.4.44", 20, "1.0.0.1", 1025, 6),
-    ]
-    .into_iter()
-    .filter_map(|p| one(&mut h, 1, p, 1.0).map(|x| x.1))
-    .collect();
+    let r = through(
+        &mut h,
+        1,
+        1.0,
+        [
+            tcp("18.26.4.44", 2, "1.0.0.1", 1024, 4),
+            tcp("18.26.4.44", 1, "1.0.0.1", 1024, 5),
+            tcp("18.26.4.44", 20, "1.0.0.1", 1025, 6),
+        ],
+    );
     assert_eq!(r, ["18.26.4.44 2 18.26.4.44 1 T", "18.26.4.44 20 18.26.4.9 10 T"]);
 }
 
@@ -1176,14 +1187,16 @@ fn named_patterns_are_shared_between_rewriters() {
 #[test]
 fn clicks_udprewriter_01_testie() {
     let mut h = Harness::new(&UDP_REWRITER, "pattern 1.0.0.1 1024-65535# - - 0 1, drop", 2, 2);
-    let f: Vec<_> = [
-        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
-        tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
-        tcp("18.26.4.44", 20, "10.0.0.8", 80, 0),
-    ]
-    .into_iter()
-    .filter_map(|p| one(&mut h, 0, p, 1.0).map(|x| x.1))
-    .collect();
+    let f = through(
+        &mut h,
+        0,
+        1.0,
+        [
+            tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+            tcp("18.26.4.44", 30, "10.0.0.4", 40, 0),
+            tcp("18.26.4.44", 20, "10.0.0.8", 80, 0),
+        ],
+    );
     assert_eq!(
         f,
         [
@@ -1192,15 +1205,17 @@ fn clicks_udprewriter_01_testie() {
             "1.0.0.1 1025 10.0.0.8 80 T"
         ]
     );
-    let r: Vec<_> = [
-        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
-        tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
-        tcp("10.0.0.8", 80, "1.0.0.1", 1025, 0),
-        tcp("10.0.0.8", 80, "1.0.0.1", 1026, 0),
-    ]
-    .into_iter()
-    .filter_map(|p| one(&mut h, 1, p, 1.0).map(|x| x.1))
-    .collect();
+    let r = through(
+        &mut h,
+        1,
+        1.0,
+        [
+            tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+            tcp("10.0.0.4", 40, "1.0.0.1", 1024, 0),
+            tcp("10.0.0.8", 80, "1.0.0.1", 1025, 0),
+            tcp("10.0.0.8", 80, "1.0.0.1", 1026, 0),
+        ],
+    );
     assert_eq!(
         r,
         [
