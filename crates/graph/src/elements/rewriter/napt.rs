@@ -797,12 +797,10 @@ impl ElementSpec for RewriterSpec {
                 }
                 Err(_) => Err("CAPACITY expects integer".to_string()),
             }),
+            // Every flow of the table, those of the rewriters sharing it too (Click's
+            // shrink_heap(true) on the shared heap).
             "clear" => {
-                let mut t = lock(&s.table);
-                let mine: Vec<u32> = t.live(s.owner).map(|(i, _)| i).collect();
-                for i in mine {
-                    t.destroy(i);
-                }
+                lock(&s.table).shrink(now, 0);
                 Some(Ok(()))
             }
             _ => {

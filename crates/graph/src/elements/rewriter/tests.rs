@@ -2297,3 +2297,26 @@ fn an_error_quoting_a_whole_tcp_header_gets_its_checksum_back() {
     // The quote is the original packet byte for byte, its TCP checksum included.
     assert_eq!(&d[28..], original.data());
 }
+
+/// `clear` empties the whole table, the flows of the rewriters sharing it included
+/// (Click's shrink_heap(true) on the shared heap).
+#[test]
+fn clear_empties_a_shared_table() {
+    let r = crate::testing::router(
+        "Idle -> a :: IPRewriter(keep 0 0) -> Discard;
+         Idle -> b :: IPRewriter(keep 0 0, MAPPING_CAPACITY a) -> Discard;",
+    )
+    .unwrap();
+    let mut g = r.instantiate(WorkerInfo { index: 0, count: 1 });
+    for (name, sport) in [("a", 5), ("b", 6)] {
+        let at = r.element_names().position(|n| n == name).unwrap();
+        let mut batch = packet::PacketBatch::new();
+        batch.push(udpd("10.0.0.1", sport, "9.9.9.9", 53));
+        g.push(at, 0, &mut batch);
+    }
+    drop(g);
+    assert_eq!(r.read_handler("a.size").unwrap(), "2");
+    r.write_handler("b.clear", "").unwrap();
+    assert_eq!(r.read_handler("a.size").unwrap(), "0");
+    assert_eq!(r.read_handler("a.nmappings").unwrap(), "0");
+}
