@@ -155,13 +155,7 @@ impl ElementClass for RewriterClass {
                 other: 0,
                 guarantee: guarantee.unwrap_or(5_000),
             },
-            Timeouts {
-                kind: TimeoutKind::Udp,
-                main: 300_000,
-                done: 0,
-                other: 300_000,
-                guarantee: 5_000,
-            },
+            Timeouts::udp(300_000, 300_000, 5_000),
         );
         if matches!(kind, Kind::Ip | Kind::Tcp) {
             // As Click's TCPRewriter (whose configuration IPRewriter's TCP side is):
@@ -184,13 +178,7 @@ impl ElementClass for RewriterClass {
                 let t = secs(args, "UDP_TIMEOUT")?.unwrap_or(300_000);
                 let s = secs(args, "UDP_STREAMING_TIMEOUT")?.unwrap_or(t);
                 let g = secs(args, "UDP_GUARANTEE")?.unwrap_or(5_000);
-                udp = Timeouts {
-                    kind: TimeoutKind::Udp,
-                    main: t,
-                    done: 0,
-                    other: s,
-                    guarantee: g,
-                };
+                udp = Timeouts::udp(t, s, g);
             }
             Kind::Udp => {
                 // Click's UDPRewriter takes the UDP_ names as well (the plain ones
@@ -200,13 +188,7 @@ impl ElementClass for RewriterClass {
                     .or(secs(args, "UDP_STREAMING_TIMEOUT")?)
                     .unwrap_or(t);
                 let g = guarantee.or(secs(args, "UDP_GUARANTEE")?).unwrap_or(5_000);
-                udp = Timeouts {
-                    kind: TimeoutKind::Udp,
-                    main: t,
-                    done: 0,
-                    other: s,
-                    guarantee: g,
-                };
+                udp = Timeouts::udp(t, s, g);
                 // UDPRewriter rewrites TCP too, with its one set of timeouts.
                 tcp = udp;
             }

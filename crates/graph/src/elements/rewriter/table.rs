@@ -51,6 +51,19 @@ pub(crate) struct Timeouts {
     pub guarantee: u64,
 }
 
+impl Timeouts {
+    /// UDP flows' timeouts: `main`, `streaming` for flows seen both ways, `guarantee`.
+    pub fn udp(main: u64, streaming: u64, guarantee: u64) -> Timeouts {
+        Timeouts {
+            kind: TimeoutKind::Udp,
+            main,
+            done: 0,
+            other: streaming,
+            guarantee,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TimeoutKind {
     Tcp,
