@@ -10,7 +10,11 @@ use packet::Packet;
 
 const CHAIN: &[(&str, &str, usize)] = &[
     ("Classifier", "12/0800, 12/0806 20/0001, -", 3),
-    ("IPClassifier", "tcp port 80 or icmp type echo, src net 10/8 and ip ttl < 5, -", 3),
+    (
+        "IPClassifier",
+        "tcp port 80 or icmp type echo, src net 10/8 and ip ttl < 5, -",
+        3,
+    ),
     ("CheckIPHeader", "", 2),
     ("GetIPAddress", "16", 1),
     ("DecIPTTL", "", 2),
@@ -27,7 +31,11 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("SetIPChecksum", "", 1),
     ("SetUDPChecksum", "", 2),
     ("SetTCPChecksum", "FIXOFF true", 1),
-    ("IPPrint", "f, CONTENTS hex, ETHER true, ID true, TTL true, TOS true, LENGTH true, SWAP true, OUTFILE /dev/null", 1),
+    (
+        "IPPrint",
+        "f, CONTENTS hex, ETHER true, ID true, TTL true, TOS true, LENGTH true, SWAP true, OUTFILE /dev/null",
+        1,
+    ),
     ("IPPrint", "PAYLOAD ascii, MAXLENGTH -1, OUTFILE /dev/null", 1),
     ("EtherEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b", 1),
     ("EtherRewrite", "0:1:2:3:4:5, 6:7:8:9:a:b", 1),
@@ -41,12 +49,20 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1", 2),
     // Multipath routes (the default route's members picked by the packet's addresses).
     ("LookupIP6Route", "2001:db8::/32 0, ::/0 fe80::1 1 fe80::2 0 1", 2),
-    ("RadixIPLookup", "10.0.0.0/8 1, 0.0.0.0/0 10.0.0.1 0 weight 3 - 1 10.0.0.2 1", 2),
+    (
+        "RadixIPLookup",
+        "10.0.0.0/8 1, 0.0.0.0/0 10.0.0.1 0 weight 3 - 1 10.0.0.2 1",
+        2,
+    ),
     ("ICMPPingResponder", "", 2),
     ("ICMP6PingResponder", "", 2),
     ("ARPResponder", "10.0.0.0/8 0:1:2:3:4:5", 2),
     ("ARPQuerier", "10.0.0.1/24, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
-    ("IP6NDAdvertiser", "2001:db8::/32 0:1:2:3:4:5, fe80::1 0:1:2:3:4:6", 2),
+    (
+        "IP6NDAdvertiser",
+        "2001:db8::/32 0:1:2:3:4:5, fe80::1 0:1:2:3:4:6",
+        2,
+    ),
     ("IP6NDSolicitor", "2001:db8::1, 0:0:c0:ae:67:ef, CAPACITY 4", 2),
     ("MarkIPHeader", "14", 1),
     ("StripIPHeader", "", 1),
@@ -69,8 +85,16 @@ const CHAIN: &[(&str, &str, usize)] = &[
     ("BandwidthRatedSplitter", "1kBps, BURST_BYTES 100", 2),
     ("ICMPPingEncap", "10.0.0.1, 10.0.0.2, IDENTIFIER 3", 1),
     ("SetVLANAnno", "5, 3", 1),
-    ("EtherVLANEncap", "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b, ANNO, NATIVE_VLAN 1", 1),
-    ("IPRewriter", "pattern 1.0.0.1 1024-1027# - - 0 0, MAPPING_CAPACITY 2", 1),
+    (
+        "EtherVLANEncap",
+        "0x0800, 0:1:2:3:4:5, 6:7:8:9:a:b, ANNO, NATIVE_VLAN 1",
+        1,
+    ),
+    (
+        "IPRewriter",
+        "pattern 1.0.0.1 1024-1027# - - 0 0, MAPPING_CAPACITY 2",
+        1,
+    ),
     ("TCPRewriter", "keep 0 0", 1),
     ("UDPRewriter", "pattern - 5000-5001? 1.0.0.2 53 0 0", 1),
     ("IPAddrRewriter", "pattern 3.0.0.1-3.0.0.2 - 0 0, GUARANTEE 0", 1),
@@ -85,15 +109,29 @@ fuzz_target!(|data: &[u8]| {
         // As received (Ethernet in front), and as an IP packet with its header marked.
         let _ = h.push_bytes(0, data);
         let mut p = Packet::from_slice(data);
-        p.set_network_header(0, data.first().map_or(20, |b| ((b & 0xf) as usize * 4).min(data.len())));
+        p.set_network_header(
+            0,
+            data.first()
+                .map_or(20, |b| ((b & 0xf) as usize * 4).min(data.len())),
+        );
         let _ = h.push(0, vec![p]);
     }
     // ARP replies (untrusted bytes too) into ARPQuerier's input 1, then a poll.
-    let mut q = Harness::new(reg.get("ARPQuerier").unwrap().as_ref(), "10.0.0.1/24, 0:0:c0:ae:67:ef", 2, 2);
+    let mut q = Harness::new(
+        reg.get("ARPQuerier").unwrap().as_ref(),
+        "10.0.0.1/24, 0:0:c0:ae:67:ef",
+        2,
+        2,
+    );
     let _ = q.push_bytes(1, data);
     let _ = q.run();
     // Neighbor Advertisements likewise into IP6NDSolicitor's input 1.
-    let mut nds = Harness::new(reg.get("IP6NDSolicitor").unwrap().as_ref(), "2001:db8::1, 0:0:c0:ae:67:ef", 2, 2);
+    let mut nds = Harness::new(
+        reg.get("IP6NDSolicitor").unwrap().as_ref(),
+        "2001:db8::1, 0:0:c0:ae:67:ef",
+        2,
+        2,
+    );
     let _ = nds.push_bytes(1, data);
     let _ = nds.run();
 });

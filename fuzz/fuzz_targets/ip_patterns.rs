@@ -7,7 +7,9 @@ use graph::testing::build;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let reg = Registry::with_library();
     for class in ["IPClassifier", "IPFilter", "Classifier"] {
         let n = graph::args::split_args(text).len().max(1);

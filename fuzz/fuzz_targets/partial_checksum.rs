@@ -6,17 +6,9 @@
 use libfuzzer_sys::fuzz_target;
 use packet::checksum::complete_transport;
 
-/// RFC 1071's sum of 16-bit words, written out here (independent of the code under
-/// test), folded.
-fn ones(data: &[u8], mut acc: u64) -> u16 {
-    for c in data.chunks(2) {
-        acc += u64::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
-    }
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
-}
+#[path = "shared/rfc1071.rs"]
+mod rfc1071;
+use rfc1071::ones;
 
 fuzz_target!(|data: &[u8]| {
     let mut frame = data.to_vec();
@@ -32,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(again, frame);
     // The segment and its pseudo-header sum to all ones (RFC 1071), unless UDP's
     // zero was sent as all ones.
-    let l3 = if frame[12..14] == [0x81, 0x00] || frame[12..14] == [0x88, 0xa8] { 18 } else { 14 };
+    let l3 = if frame[12..14] == [0x81, 0x00] || frame[12..14] == [0x88, 0xa8] {
+        18
+    } else {
+        14
+    };
     let ip = &frame[l3..];
     let (pseudo, seg) = if ip[0] >> 4 == 4 {
         let hlen = usize::from(ip[0] & 0x0f) * 4;
@@ -44,5 +40,9 @@ fuzz_target!(|data: &[u8]| {
         let p = u64::from(ones(&ip[8..40], 0)) + u64::from(ip[6]) + payload as u64;
         (p, &ip[40..40 + payload])
     };
-    assert_eq!(ones(seg, pseudo), 0xffff, "the completed checksum does not verify");
+    assert_eq!(
+        ones(seg, pseudo),
+        0xffff,
+        "the completed checksum does not verify"
+    );
 });

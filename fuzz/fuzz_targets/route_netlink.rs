@@ -13,7 +13,11 @@ fuzz_target!(|data: &[u8]| {
                 let bits = r.family.bits();
                 assert!(r.len <= bits);
                 let host_bits = u32::from(bits - r.len);
-                let host = if host_bits == 0 { 0 } else { u128::MAX >> (128 - host_bits) };
+                let host = if host_bits == 0 {
+                    0
+                } else {
+                    u128::MAX >> (128 - host_bits)
+                };
                 assert_eq!(r.dst & host, 0, "{:?}", r);
                 if r.family == io::rtnl::Family::V4 {
                     assert!(r.dst <= u128::from(u32::MAX) && r.gateway.unwrap_or(0) <= u128::from(u32::MAX));

@@ -31,5 +31,8 @@ fuzz_target!(|data: &[u8]| {
     let out = h.push(input, vec![p]);
     let sent_on = if input == servers { 0 } else { 1 };
     assert_eq!(out.iter().map(Vec::len).sum::<usize>(), sent_on);
-    assert_eq!(cluster::flow::flow_hash(frame, None), cluster::flow::flow_hash(frame, None));
+    assert_eq!(
+        cluster::flow::flow_hash(frame, None),
+        cluster::flow::flow_hash(frame, None)
+    );
 });

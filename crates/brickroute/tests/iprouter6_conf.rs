@@ -24,27 +24,6 @@ fn ping6(ns: &Netns, args: &[&str]) -> (bool, String) {
     two_hosts::ping(ns, "-6", args)
 }
 
-/// A host's side: IPv6 on for `dev` only (Netns::new turns it off), no duplicate
-/// address detection and no router solicitations, the address without DAD and the
-/// default route through the router.
-fn host(ns: &Netns, dev: &str) {
-    let (addr, gateway) = if dev == "e0" {
-        ("2001:db8:1::2/64", "2001:db8:1::1")
-    } else {
-        ("2001:db8:2::2/64", "2001:db8:2::1")
-    };
-    for (key, value) in [
-        ("accept_dad", "0"),
-        ("router_solicitations", "0"),
-        ("accept_ra", "0"),
-        ("disable_ipv6", "0"),
-    ] {
-        ns.set_proc_sys(&format!("net/ipv6/conf/{dev}/{key}"), value);
-    }
-    ns.ip(&["-6", "addr", "add", addr, "dev", dev, "nodad"]);
-    ns.ip(&["-6", "route", "add", "default", "via", gateway, "dev", dev]);
-}
-
 /// The hosts and the router running the shipped configuration, ready once a ping
 /// crosses it.
 fn testbed() -> TwoHosts {
@@ -68,7 +47,7 @@ fn testbed() -> TwoHosts {
             "-h",
             "nds1.table",
         ],
-        host,
+        two_hosts::ipv6_host,
         |h0| ping6(h0, &["-c", "1", "-W", "1", "2001:db8:2::2"]).0,
     )
 }

@@ -6,7 +6,12 @@
 //!   (1 ms by default, so a light load is not held back); [`Port::rx_burst`] walks the
 //!   handed-over blocks without a system call, copies up to the burst into frames of the
 //!   calling thread's pool (annotated with the kernel's packet type, receive time and
-//!   the queue) and gives each block back once it has been read through;
+//!   the queue) and gives each block back once it has been read through. The socket
+//!   asks for a virtio-net header before each frame (`PACKET_VNET_HDR`): a frame the
+//!   kernel merged from several TCP segments or UDP datagrams (a NIC's GRO, a veth
+//!   peer's TSO or USO) is cut back into them ([`packet::gso`]) and a partial checksum
+//!   (a veth peer's checksum offload) completed, so the configuration sees the packets
+//!   as their sender meant them;
 //! - with N queues, the N sockets join one `PACKET_FANOUT` group whose BPF program
 //!   spreads the interface's traffic over them as a multi-queue NIC's RSS does: the
 //!   Toeplitz hash of a frame's addresses and ports picks an entry of a 128-entry
@@ -18,7 +23,8 @@
 //!   flow hash, with no settings. The group's id is allocated by the kernel
 //!   (`PACKET_FANOUT_FLAG_UNIQUEID`), so two ports never share a group;
 //! - transmit with one `sendmmsg` per burst on a socket with `PACKET_QDISC_BYPASS` (the
-//!   frame goes to the driver without the queueing discipline);
+//!   frame goes to the driver without the queueing discipline), each frame after a
+//!   virtio-net header that asks for no offload;
 //! - `PACKET_IGNORE_OUTGOING`: the ring never sees frames sent out of the interface, by
 //!   this port or anyone else;
 //! - VLAN tags the kernel moved out of a frame (into the ring header) are put back after
@@ -37,7 +43,9 @@ use crate::error::DeviceError;
 use crate::port::{CachePadded, Port, QueueCounters, QueueStats};
 use classify::RssSettings;
 use packet::anno::PacketType;
+use packet::gso::GsoKind;
 use packet::{Packet, PacketBatch, Timestamp, MAX_BATCH};
+use std::collections::VecDeque;
 use std::ffi::CString;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -121,6 +129,11 @@ struct RxRing {
     left: u32,
     /// Offset in `block` of the next frame to read.
     next: usize,
+    /// Segments of a super-frame already read, handed out before the ring's next
+    /// frames.
+    pending: VecDeque<Packet>,
+    /// A super-frame with its VLAN tag put back, to be cut.
+    scratch: Vec<u8>,
 }
 
 /// Reused `sendmmsg` arguments (no allocation per burst once grown).
@@ -382,6 +395,15 @@ impl AfPacketPort {
             &step("select TPACKET_V3"),
             setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &v3),
         )?;
+        // Each frame comes with a virtio-net header: whether the kernel merged segments
+        // into it (GRO, or a local sender's TSO) and their size, so the receive path
+        // cuts it back into them. Set before the ring, as the kernel requires.
+        let one: libc::c_int = 1;
+        check(
+            dev,
+            &step("ask for virtio-net headers"),
+            setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one),
+        )?;
         let frame_size = 2048u32;
         let req = libc::tpacket_req3 {
             tp_block_size: cfg.block_size as u32,
@@ -417,7 +439,6 @@ impl AfPacketPort {
             ptr: NonNull::new(ptr as *mut u8).expect("mmap returned null"),
             len,
         };
-        let one: libc::c_int = 1;
         check(
             dev,
             &step("bypass the queueing discipline"),
@@ -453,6 +474,8 @@ impl AfPacketPort {
                 block: 0,
                 left: 0,
                 next: 0,
+                pending: VecDeque::new(),
+                scratch: Vec::new(),
             }),
             tx: Mutex::new(TxScratch {
                 iov: Vec::new(),
@@ -594,13 +617,18 @@ impl RxRing {
         }
     }
 
-    /// Appends up to `max` frames to `batch`; returns (frames, bytes).
-    /// Each packet's annotations get the kernel's packet type, the receive time and
-    /// `queue`.
-    fn read(&mut self, queue: usize, batch: &mut PacketBatch, max: usize) -> (usize, u64) {
-        let mut got = 0usize;
-        let mut bytes = 0u64;
-        while got < max {
+    /// Appends up to `max` frames to `batch`; returns (frames, bytes, super-frames
+    /// refused). Each packet's annotations get the kernel's packet type, the receive
+    /// time and `queue`. A TCP or UDP super-frame (see [`packet::gso`]) is cut into its
+    /// segments, which come next, ahead of any frame the ring holds after it (so a
+    /// flow keeps its order), over as many calls as `max` asks; one that cannot be cut
+    /// is dropped and counted.
+    fn read(&mut self, queue: usize, batch: &mut PacketBatch, max: usize) -> (usize, u64, u64) {
+        let start = batch.len();
+        let mut bytes = self.take_pending(batch, max);
+        let mut refused = 0u64;
+        let mut got = batch.len() - start;
+        while got < max && self.pending.is_empty() {
             if self.left == 0 && !self.open_block() {
                 break;
             }
@@ -613,13 +641,17 @@ impl RxRing {
             let first = batch.len();
             Packet::alloc_rx_into(batch, n);
             let base = self.block_desc(self.block) as *const u8;
+            let mut read = 0;
+            let mut cut = false;
             for p in &mut batch.as_mut_slice()[first..] {
                 // SAFETY: the kernel laid out `left` frames in this block starting at
                 // `next`, each header's `tp_next_offset` leading to the next, all inside
                 // the block, and the block stays ours until `release_block`. Each header
                 // is followed (at TPACKET_ALIGN of its size) by the frame's sockaddr_ll;
-                // the frame's data is `tp_snaplen` bytes at `tp_mac` from its header.
-                let (data, pkttype, sec, nsec, tag, partial) = unsafe {
+                // the frame's data is `tp_snaplen` bytes at `tp_mac` from its header,
+                // and the virtio-net header the socket asked for (PACKET_VNET_HDR) lies
+                // just before it, in room the kernel reserved between the two.
+                let (data, pkttype, sec, nsec, tag, partial, gso) = unsafe {
                     let h = base.add(self.next) as *const libc::tpacket3_hdr;
                     let snap = std::ptr::read(std::ptr::addr_of!((*h).tp_snaplen)) as usize;
                     let mac = std::ptr::read(std::ptr::addr_of!((*h).tp_mac)) as usize;
@@ -631,6 +663,8 @@ impl RxRing {
                     let tpid = std::ptr::read(std::ptr::addr_of!((*h).hv1.tp_vlan_tpid));
                     let sll = (h as *const u8).add(SLL_OFFSET) as *const libc::sockaddr_ll;
                     let pkttype = std::ptr::read(std::ptr::addr_of!((*sll).sll_pkttype));
+                    let vnet = (h as *const u8).add(mac - VNET_HDR_LEN) as *const [u8; VNET_HDR_LEN];
+                    let vnet = std::ptr::read_unaligned(vnet);
                     let d = std::slice::from_raw_parts((h as *const u8).add(mac), snap);
                     self.next += step;
                     (
@@ -640,12 +674,24 @@ impl RxRing {
                         nsec,
                         vlan_tag(status, tci, tpid),
                         status & TP_STATUS_CSUMNOTREADY != 0,
+                        offload(&vnet),
                     )
                 };
+                read += 1;
                 let a = p.anno_mut();
                 a.packet_type = packet_type(pkttype);
                 a.input_queue = queue as u16;
                 a.timestamp = Timestamp::new(i64::from(sec), nsec);
+                if let Some((kind, size)) = gso {
+                    // Rare (a sender's or a NIC's merged segments): its segments go to
+                    // `pending`, and this call reads no further into the ring.
+                    let anno = *p.anno();
+                    if !self.cut(data, tag, kind, size, anno) {
+                        refused += 1;
+                    }
+                    cut = true;
+                    break;
+                }
                 match tag {
                     None => p.write_from(data),
                     Some(tag) => write_tagged(p, data, tag),
@@ -657,13 +703,87 @@ impl RxRing {
                 }
                 bytes += p.len() as u64;
             }
-            got += n;
-            self.left -= n as u32;
+            if cut {
+                // The super-frame's packet and those after it were never written.
+                batch.truncate(first + read - 1);
+            }
+            got = batch.len() - start;
+            self.left -= read as u32;
             if self.left == 0 {
                 self.release_block();
             }
+            if cut {
+                bytes += self.take_pending(batch, max - got);
+                got = batch.len() - start;
+            }
         }
-        (got, bytes)
+        (got, bytes, refused)
+    }
+
+    /// Moves up to `max` packets from `pending` to `batch`; returns their bytes.
+    fn take_pending(&mut self, batch: &mut PacketBatch, max: usize) -> u64 {
+        let mut bytes = 0u64;
+        for _ in 0..max {
+            let Some(p) = self.pending.pop_front() else {
+                break;
+            };
+            bytes += p.len() as u64;
+            batch.push(p);
+        }
+        bytes
+    }
+
+    /// Cuts the super-frame `data` of `kind` (its VLAN tag, if the kernel took one out,
+    /// put back first) into packets of at most `size` payload bytes, each annotated
+    /// with `anno`, onto `pending`; false if it cannot be cut (nothing is added).
+    fn cut(
+        &mut self,
+        data: &[u8],
+        tag: Option<[u8; 4]>,
+        kind: GsoKind,
+        size: usize,
+        anno: packet::Anno,
+    ) -> bool {
+        let frame = match tag {
+            Some(tag) if data.len() >= VLAN_TAG_OFFSET => {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&data[..VLAN_TAG_OFFSET]);
+                self.scratch.extend_from_slice(&tag);
+                self.scratch.extend_from_slice(&data[VLAN_TAG_OFFSET..]);
+                &self.scratch[..]
+            }
+            _ => data,
+        };
+        let pending = &mut self.pending;
+        packet::gso::segment(frame, kind, size, |mut seg| {
+            *seg.anno_mut() = anno;
+            pending.push_back(seg);
+        })
+        .is_ok()
+    }
+}
+
+/// Bytes of the virtio-net header the kernel puts before each frame of a socket with
+/// `PACKET_VNET_HDR` (and that the socket expects before each frame it sends).
+const VNET_HDR_LEN: usize = 10;
+
+/// The header before every frame this port sends: no offload asked for.
+static VNET_HDR_NONE: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
+
+/// The transport and segment size of a super-frame, from its virtio-net header
+/// (`gso_type` TCPv4 or TCPv6, with or without the ECN bit, or UDP L4; `gso_size`,
+/// little-endian on the little-endian machines brickroute runs on, as the kernel
+/// writes it for a packet socket); `None` for any other frame.
+fn offload(vnet: &[u8; VNET_HDR_LEN]) -> Option<(GsoKind, usize)> {
+    const GSO_TCPV4: u8 = 1;
+    const GSO_TCPV6: u8 = 4;
+    const GSO_UDP_L4: u8 = 5;
+    const GSO_ECN: u8 = 0x80;
+    let size = usize::from(u16::from_le_bytes([vnet[4], vnet[5]]));
+    match vnet[1] & !GSO_ECN {
+        GSO_TCPV4 | GSO_TCPV6 => Some((GsoKind::Tcp, size)),
+        GSO_UDP_L4 => Some((GsoKind::Udp, size)),
+        _ => None,
     }
 }
 
@@ -676,11 +796,14 @@ impl Port for AfPacketPort {
         let Some(q) = self.queues.get(queue) else {
             return 0;
         };
-        let (n, bytes) =
+        let (n, bytes, refused) =
             q.rx.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .read(queue, batch, max);
         self.counters[queue].count_rx(n, bytes);
+        if refused > 0 {
+            q.rx_dropped.fetch_add(refused, Ordering::Relaxed);
+        }
         n
     }
 
@@ -833,17 +956,26 @@ fn send_chunk(
     msgs: &mut Vec<libc::mmsghdr>,
 ) -> (usize, u64, u64) {
     iov.clear();
-    iov.extend(pkts.iter().map(|p| libc::iovec {
-        iov_base: p.data().as_ptr() as *mut libc::c_void,
-        iov_len: p.len(),
+    // Each frame after the virtio-net header the socket expects (PACKET_VNET_HDR).
+    iov.extend(pkts.iter().flat_map(|p| {
+        [
+            libc::iovec {
+                iov_base: VNET_HDR_NONE.as_ptr() as *mut libc::c_void,
+                iov_len: VNET_HDR_LEN,
+            },
+            libc::iovec {
+                iov_base: p.data().as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            },
+        ]
     }));
     msgs.clear();
-    for v in iov.iter_mut() {
+    for v in iov.chunks_exact_mut(2) {
         // SAFETY: msghdr is plain data; all-zero is a valid value (no address, no
         // control data).
         let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-        h.msg_iov = v as *mut libc::iovec;
-        h.msg_iovlen = 1;
+        h.msg_iov = v.as_mut_ptr();
+        h.msg_iovlen = 2;
         msgs.push(libc::mmsghdr {
             msg_hdr: h,
             msg_len: 0,

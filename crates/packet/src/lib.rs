@@ -13,6 +13,7 @@ pub mod batch;
 pub mod checksum;
 pub mod chunk;
 pub mod frame;
+pub mod gso;
 pub mod pool;
 mod split;
 pub mod views;

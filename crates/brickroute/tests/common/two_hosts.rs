@@ -44,6 +44,28 @@ pub fn ipv4_host(ns: &Netns, dev: &str) {
     ns.ip(&["route", "add", "default", "via", gateway]);
 }
 
+/// An IPv6 host of the routers' tests: IPv6 on for `dev` only (Netns::new turns it
+/// off), no duplicate address detection and no router solicitations; `e0` is
+/// 2001:db8:1::2/64 and `e1` 2001:db8:2::2/64, each with its default route through the
+/// router's address on its network (`::1`).
+pub fn ipv6_host(ns: &Netns, dev: &str) {
+    let (addr, gateway) = if dev == "e0" {
+        ("2001:db8:1::2/64", "2001:db8:1::1")
+    } else {
+        ("2001:db8:2::2/64", "2001:db8:2::1")
+    };
+    for (key, value) in [
+        ("accept_dad", "0"),
+        ("router_solicitations", "0"),
+        ("accept_ra", "0"),
+        ("disable_ipv6", "0"),
+    ] {
+        ns.set_proc_sys(&format!("net/ipv6/conf/{dev}/{key}"), value);
+    }
+    ns.ip(&["-6", "addr", "add", addr, "dev", dev, "nodad"]);
+    ns.ip(&["-6", "route", "add", "default", "via", gateway, "dev", dev]);
+}
+
 /// The `NAME=value` arguments that give an IPv4 router configuration of Click's shape
 /// (conf/iprouter.click, conf/nat.click) the testbed: interfaces r0 and r1 with their
 /// MACs, the router's addresses 10.0.1.1 and 10.0.2.1 on 10.0.1.0/24 and 10.0.2.0/24.
