@@ -101,6 +101,65 @@ fn bad_argument_and_bad_port_fail_with_a_location() {
 }
 
 #[test]
+fn every_element_that_fails_to_configure_is_reported_with_its_place() {
+    // Three bad elements, one good one between them and one after: each bad one gets
+    // its own error, in order, with its line and column, then Click's verdict.
+    let config = "a :: Counter(FOO 1);\nb :: Counter;\nc :: CheckIPHeader(BOGUS 3);\n\
+                  d :: RadixIPLookup(10.0.0.0/8 0, garbage);\nIdle -> a -> b -> c -> d -> Discard;";
+    let o = brickroute(&["run", "-q", "-e", config]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error: ")).collect();
+    assert_eq!(
+        errors,
+        [
+            "<expr>:1:1: error: a :: Counter: bad keyword 'FOO'",
+            "<expr>:3:1: error: c :: CheckIPHeader: bad keyword 'BOGUS'",
+            "<expr>:4:1: error: d :: RadixIPLookup: argument 2 should be 'ADDR/MASK [GATEWAY] OUTPUT'",
+        ],
+        "{err}"
+    );
+    assert!(err.ends_with("Router could not be initialized!\n"), "{err}");
+
+    // Unknown classes and bad connections are each listed too.
+    let o = brickroute(&[
+        "run",
+        "-q",
+        "-e",
+        "f :: Fooo; b :: Barr; Idle -> f -> b -> Discard",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let errors: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split_once("error: "))
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(
+        errors,
+        ["unknown element class 'Fooo'", "unknown element class 'Barr'"],
+        "{err}"
+    );
+    let o = brickroute(&[
+        "run",
+        "-q",
+        "-e",
+        "i :: Counter; Idle -> i -> Discard; i[1] -> Discard; i[2] -> Discard",
+    ]);
+    let err = stderr(&o);
+    let errors: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split_once("error: "))
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(
+        errors,
+        ["'i :: Counter' has no output 1", "'i :: Counter' has no output 2"],
+        "{err}"
+    );
+}
+
+#[test]
 fn missing_and_corrupt_captures_are_clear_errors() {
     let o = brickroute(&["run", "-e", "FromDump(/nonexistent/x.pcap) -> Discard"]);
     assert_eq!(o.status.code(), Some(1));

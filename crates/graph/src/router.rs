@@ -68,6 +68,18 @@ pub struct RunResult {
     pub all_done: bool,
 }
 
+/// `Err` with every error of `errors` (each with those it carries, in order), if any.
+fn stop_on(errors: Vec<ConfigError>) -> Result<(), ConfigError> {
+    let flat = errors.into_iter().flat_map(|mut e| {
+        let also = std::mem::take(&mut e.also);
+        std::iter::once(e).chain(also)
+    });
+    match ConfigError::all(flat.collect()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 fn decl(name: &str, class: &str) -> String {
     format!("{} :: {}", name, class)
 }
@@ -99,8 +111,10 @@ impl RouterSpec {
         workers: usize,
     ) -> Result<RouterSpec, ConfigError> {
         let n = flat.elements.len();
+        // Each step reports every error it finds, as Click does, before the build stops.
         // 1. Classes.
         let mut classes = Vec::with_capacity(n);
+        let mut errors = Vec::new();
         for e in &flat.elements {
             match reg.get(&e.class) {
                 Some(c) => classes.push(c.clone()),
@@ -110,10 +124,11 @@ impl RouterSpec {
                     if let Some(question) = reg.did_you_mean(&e.class) {
                         err = err.with_hint(question);
                     }
-                    return Err(err);
+                    errors.push(err);
                 }
             }
         }
+        stop_on(errors)?;
 
         // 2. Port counts: used ports, clamped to what the class accepts (Click's
         //    notify_nports), then every connection checked against them.
@@ -142,27 +157,30 @@ impl RouterSpec {
             };
         }
         let el = |i: usize| &flat.elements[i];
+        let mut errors = Vec::new();
         for &(f, fp, t, tp, _) in &conns {
             if fp >= nout[f] {
-                return Err(ConfigError::at(
+                errors.push(ConfigError::at(
                     &el(f).landmark,
                     format!("'{}' has no output {}", decl(&el(f).name, &el(f).class), fp),
                 ));
             }
             if tp >= nin[t] {
-                return Err(ConfigError::at(
+                errors.push(ConfigError::at(
                     &el(t).landmark,
                     format!("'{}' has no input {}", decl(&el(t).name, &el(t).class), tp),
                 ));
             }
         }
+        stop_on(errors)?;
 
         // 3. Completeness: every push output goes to exactly one input; every port is used.
         let mut dest: Vec<Vec<Option<(usize, usize)>>> = nout.iter().map(|&k| vec![None; k]).collect();
         let mut input_used: Vec<Vec<bool>> = nin.iter().map(|&k| vec![false; k]).collect();
+        let mut errors = Vec::new();
         for &(f, fp, t, tp, _) in &conns {
             if dest[f][fp].is_some() {
-                return Err(ConfigError::at(
+                errors.push(ConfigError::at(
                     &el(f).landmark,
                     format!(
                         "illegal reuse of '{}' push output {}",
@@ -170,6 +188,7 @@ impl RouterSpec {
                         fp
                     ),
                 ));
+                continue;
             }
             dest[f][fp] = Some((t, tp));
             input_used[t][tp] = true;
@@ -193,9 +212,8 @@ impl RouterSpec {
                 format!("'{}' {} {} unused", decl(&el(i).name, &el(i).class), kind, p),
             )
         });
-        if let Some(e) = ConfigError::all(unused.collect()) {
-            return Err(e);
-        }
+        errors.extend(unused);
+        stop_on(errors)?;
 
         // 4. Configure every element, with the names every AddressInfo gives.
         let addresses = crate::addressinfo::collect(
@@ -211,8 +229,10 @@ impl RouterSpec {
         })?;
         // Elements are configured phase by phase (Click's `configure_phase`), in
         // declaration order within a phase, each seeing those configured before it;
-        // the router keeps them in declaration order.
+        // the router keeps them in declaration order. An element that fails does not
+        // stop the others: every element's errors are reported, as Click does.
         let configure = || -> Result<Vec<ElementEntry>, ConfigError> {
+            let mut errors = Vec::new();
             let mut order: Vec<usize> = (0..n).collect();
             order.sort_by_key(|&i| classes[i].configure_phase());
             let mut built: Vec<Option<ElementEntry>> = (0..n).map(|_| None).collect();
@@ -230,9 +250,13 @@ impl RouterSpec {
                     peers: Peers::new(&peers),
                 };
                 let mut args = Args::new(&e.config);
-                let spec = classes[i]
-                    .build(&mut args, &cx)
-                    .map_err(|err| err.or_at(&e.landmark))?;
+                let spec = match classes[i].build(&mut args, &cx) {
+                    Ok(spec) => spec,
+                    Err(err) => {
+                        errors.push(err.or_at(&e.landmark));
+                        continue;
+                    }
+                };
                 peers.push(Peer {
                     name: e.name.clone(),
                     class: classes[i].name(),
@@ -248,6 +272,7 @@ impl RouterSpec {
                     dest: dest[i].iter().map(|d| d.expect("checked above")).collect(),
                 });
             }
+            stop_on(errors)?;
             Ok(built
                 .into_iter()
                 .map(|e| e.expect("every element configured"))
