@@ -1,16 +1,47 @@
-//! Frames an AF_PACKET port flags as carrying a partial checksum are untrusted bytes:
-//! completing the checksum must never panic, must change nothing but the checksum
-//! field of a frame it takes, and must leave a checksum that verifies.
+//! Frames an AF_PACKET port flags as carrying a partial checksum are untrusted bytes,
+//! and so are the checksum start and field offsets of their virtio-net headers:
+//! completing (`complete_at`) or recomputing (`complete_transport`) a checksum must
+//! never panic, must change nothing but the checksum field, and must leave a checksum
+//! that verifies (for `complete_at`, given that the field held the pseudo-header's
+//! sum, as a sender leaves it).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use packet::checksum::complete_transport;
+use packet::checksum::{complete_at, complete_transport};
 
 #[path = "shared/rfc1071.rs"]
 mod rfc1071;
 use rfc1071::ones;
 
+/// `complete_at` on `data` with the start and field offsets `head` gives.
+fn at_offsets(head: [u8; 4], data: &[u8]) {
+    let start = usize::from(u16::from_le_bytes([head[0], head[1]]));
+    let field = usize::from(u16::from_le_bytes([head[2], head[3]])) % 20;
+    let mut frame = data.to_vec();
+    if !complete_at(&mut frame, start, field) {
+        assert_eq!(frame, data, "a frame left alone was changed");
+        return;
+    }
+    let at = start + field;
+    let changed: Vec<usize> = (0..frame.len()).filter(|&i| frame[i] != data[i]).collect();
+    assert!(
+        changed.iter().all(|&i| i == at || i == at + 1),
+        "more than the field changed: {changed:?}"
+    );
+    // The old field (the pseudo-header's sum, for a sender's frame) and the segment as
+    // completed sum to all ones (RFC 1071).
+    let old = u16::from_be_bytes([data[at], data[at + 1]]);
+    assert_eq!(
+        ones(&frame[start..], u64::from(old)),
+        0xffff,
+        "the completed checksum does not verify"
+    );
+}
+
 fuzz_target!(|data: &[u8]| {
+    if let Some((&[0xc5, a, b, c, d], rest)) = data.split_first_chunk::<5>() {
+        return at_offsets([a, b, c, d], rest);
+    }
     let mut frame = data.to_vec();
     if !complete_transport(&mut frame) {
         assert_eq!(frame, data, "a frame left alone was changed");

@@ -9,9 +9,10 @@
 //!   the queue) and gives each block back once it has been read through. The socket
 //!   asks for a virtio-net header before each frame (`PACKET_VNET_HDR`): a frame the
 //!   kernel merged from several TCP segments or UDP datagrams (a NIC's GRO, a veth
-//!   peer's TSO or USO) is cut back into them ([`packet::gso`]) and a partial checksum
-//!   (a veth peer's checksum offload) completed, so the configuration sees the packets
-//!   as their sender meant them;
+//!   peer's TSO or USO) is cut back into them ([`packet::gso`]; a tunnel's, whose
+//!   offload is about its inner packet, passes whole) and a partial checksum (a veth
+//!   peer's checksum offload) completed where the header says it starts, so the
+//!   configuration sees the packets as their sender meant them;
 //! - with N queues, the N sockets join one `PACKET_FANOUT` group whose BPF program
 //!   spreads the interface's traffic over them as a multi-queue NIC's RSS does: the
 //!   Toeplitz hash of a frame's addresses and ports picks an entry of a 128-entry
@@ -263,10 +264,6 @@ fn write_tagged(p: &mut Packet, frame: &[u8], tag: [u8; 4]) {
     d_tag.copy_from_slice(&tag);
     d_rest.copy_from_slice(rest);
 }
-
-/// `TP_STATUS_CSUMNOTREADY`: the frame's transport checksum is partial (the sender's
-/// checksum offload; the kernel has not completed it).
-const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 
 /// Click's packet type for the kernel's `sll_pkttype`.
 fn packet_type(pkttype: u8) -> PacketType {
@@ -617,16 +614,15 @@ impl RxRing {
         }
     }
 
-    /// Appends up to `max` frames to `batch`; returns (frames, bytes, super-frames
-    /// refused). Each packet's annotations get the kernel's packet type, the receive
-    /// time and `queue`. A TCP or UDP super-frame (see [`packet::gso`]) is cut into its
-    /// segments, which come next, ahead of any frame the ring holds after it (so a
-    /// flow keeps its order), over as many calls as `max` asks; one that cannot be cut
-    /// is dropped and counted.
-    fn read(&mut self, queue: usize, batch: &mut PacketBatch, max: usize) -> (usize, u64, u64) {
+    /// Appends up to `max` frames to `batch`; returns (frames, bytes). Each packet's
+    /// annotations get the kernel's packet type, the receive time and `queue`. A TCP or
+    /// UDP super-frame (see [`packet::gso`]) is cut into its segments, which come next,
+    /// ahead of any frame the ring holds after it (so a flow keeps its order), over as
+    /// many calls as `max` asks; one that cannot be cut (a tunnel's, whose offload is
+    /// about its inner packet) comes whole, as the kernel hands it over.
+    fn read(&mut self, queue: usize, batch: &mut PacketBatch, max: usize) -> (usize, u64) {
         let start = batch.len();
         let mut bytes = self.take_pending(batch, max);
-        let mut refused = 0u64;
         let mut got = batch.len() - start;
         while got < max && self.pending.is_empty() {
             if self.left == 0 && !self.open_block() {
@@ -651,7 +647,7 @@ impl RxRing {
                 // the frame's data is `tp_snaplen` bytes at `tp_mac` from its header,
                 // and the virtio-net header the socket asked for (PACKET_VNET_HDR) lies
                 // just before it, in room the kernel reserved between the two.
-                let (data, pkttype, sec, nsec, tag, partial, gso) = unsafe {
+                let (data, pkttype, sec, nsec, tag, vnet) = unsafe {
                     let h = base.add(self.next) as *const libc::tpacket3_hdr;
                     let snap = std::ptr::read(std::ptr::addr_of!((*h).tp_snaplen)) as usize;
                     let mac = std::ptr::read(std::ptr::addr_of!((*h).tp_mac)) as usize;
@@ -667,39 +663,44 @@ impl RxRing {
                     let vnet = std::ptr::read_unaligned(vnet);
                     let d = std::slice::from_raw_parts((h as *const u8).add(mac), snap);
                     self.next += step;
-                    (
-                        d,
-                        pkttype,
-                        sec,
-                        nsec,
-                        vlan_tag(status, tci, tpid),
-                        status & TP_STATUS_CSUMNOTREADY != 0,
-                        offload(&vnet),
-                    )
+                    (d, pkttype, sec, nsec, vlan_tag(status, tci, tpid), vnet)
                 };
                 read += 1;
                 let a = p.anno_mut();
                 a.packet_type = packet_type(pkttype);
                 a.input_queue = queue as u16;
                 a.timestamp = Timestamp::new(i64::from(sec), nsec);
-                if let Some((kind, size)) = gso {
+                // (A tag the kernel took out goes back 12 bytes in: offsets past it move.)
+                let shift = |at: usize| {
+                    if tag.is_some() && at >= VLAN_TAG_OFFSET {
+                        at + 4
+                    } else {
+                        at
+                    }
+                };
+                let partial = needs_checksum(&vnet).map(|(start, field)| (shift(start), field));
+                let mut whole = false;
+                if let Some((kind, size)) = offload(&vnet) {
                     // Rare (a sender's or a NIC's merged segments): its segments go to
                     // `pending`, and this call reads no further into the ring.
                     let anno = *p.anno();
-                    if !self.cut(data, tag, kind, size, anno) {
-                        refused += 1;
+                    if self.cut(data, tag, kind, size, partial.map(|(start, _)| start), anno) {
+                        cut = true;
+                        break;
                     }
-                    cut = true;
-                    break;
+                    whole = true;
                 }
                 match tag {
                     None => p.write_from(data),
                     Some(tag) => write_tagged(p, data, tag),
                 }
-                if partial {
+                if let Some((start, field)) = partial {
                     // A local sender's checksum offload (a veth or TAP peer): finish the
-                    // TCP or UDP checksum the kernel would have completed on delivery.
-                    packet::checksum::complete_transport(p.data_mut());
+                    // checksum the kernel would have completed on delivery.
+                    packet::checksum::complete_at(p.data_mut(), start, field);
+                }
+                if whole {
+                    finish_tunnel_checksum(p.data_mut());
                 }
                 bytes += p.len() as u64;
             }
@@ -717,7 +718,7 @@ impl RxRing {
                 got = batch.len() - start;
             }
         }
-        (got, bytes, refused)
+        (got, bytes)
     }
 
     /// Moves up to `max` packets from `pending` to `batch`; returns their bytes.
@@ -735,13 +736,17 @@ impl RxRing {
 
     /// Cuts the super-frame `data` of `kind` (its VLAN tag, if the kernel took one out,
     /// put back first) into packets of at most `size` payload bytes, each annotated
-    /// with `anno`, onto `pending`; false if it cannot be cut (nothing is added).
+    /// with `anno`, onto `pending`; false if it cannot be cut (nothing is added). The
+    /// offload's checksum starts at `transport` (in the tagged frame), as the kernel
+    /// says: a frame whose own TCP or UDP header is not there is a tunnel's (VXLAN,
+    /// GRE), whose offload is about the packet inside, and is not cut.
     fn cut(
         &mut self,
         data: &[u8],
         tag: Option<[u8; 4]>,
         kind: GsoKind,
         size: usize,
+        transport: Option<usize>,
         anno: packet::Anno,
     ) -> bool {
         let frame = match tag {
@@ -754,6 +759,12 @@ impl RxRing {
             }
             _ => data,
         };
+        // (Linux marks every merged frame's checksum partial, so the start is known; one
+        // without it is passed on whole rather than cut at a header that may not be the
+        // offload's.)
+        if transport.is_none_or(|at| packet::gso::transport_header(frame, kind) != Ok(at)) {
+            return false;
+        }
         let pending = &mut self.pending;
         packet::gso::segment(frame, kind, size, |mut seg| {
             *seg.anno_mut() = anno;
@@ -769,6 +780,32 @@ const VNET_HDR_LEN: usize = 10;
 
 /// The header before every frame this port sends: no offload asked for.
 static VNET_HDR_NONE: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
+
+/// A tunnel's merged frame, passed on whole: its outer UDP checksum, if it has one,
+/// was left for the sender's kernel to compute as it cut the frame, segment by segment
+/// (the inner checksum is the one its virtio-net header names); computed here over the
+/// whole frame, once the inner one is finished.
+fn finish_tunnel_checksum(frame: &mut [u8]) {
+    if let Ok(udp) = packet::gso::transport_header(frame, GsoKind::Udp) {
+        if frame[udp + 6..udp + 8] != [0, 0] {
+            packet::checksum::complete_transport(frame);
+        }
+    }
+}
+
+/// Where the checksum a sender left partial starts and where its field lies from
+/// there (`csum_start`, `csum_offset`), from a frame's virtio-net header when it says
+/// so (`VIRTIO_NET_HDR_F_NEEDS_CSUM`: a veth or TAP peer's checksum offload); offsets
+/// in the frame as the ring holds it (without a VLAN tag the kernel took out).
+fn needs_checksum(vnet: &[u8; VNET_HDR_LEN]) -> Option<(usize, usize)> {
+    const NEEDS_CSUM: u8 = 1;
+    (vnet[0] & NEEDS_CSUM != 0).then(|| {
+        (
+            usize::from(u16::from_le_bytes([vnet[6], vnet[7]])),
+            usize::from(u16::from_le_bytes([vnet[8], vnet[9]])),
+        )
+    })
+}
 
 /// The transport and segment size of a super-frame, from its virtio-net header
 /// (`gso_type` TCPv4 or TCPv6, with or without the ECN bit, or UDP L4; `gso_size`,
@@ -796,14 +833,11 @@ impl Port for AfPacketPort {
         let Some(q) = self.queues.get(queue) else {
             return 0;
         };
-        let (n, bytes, refused) =
+        let (n, bytes) =
             q.rx.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .read(queue, batch, max);
         self.counters[queue].count_rx(n, bytes);
-        if refused > 0 {
-            q.rx_dropped.fetch_add(refused, Ordering::Relaxed);
-        }
         n
     }
 

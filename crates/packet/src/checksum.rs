@@ -128,13 +128,35 @@ pub fn pseudo_header_v6(src: &[u8; 16], dst: &[u8; 16], next: u8, len: u32) -> u
     u32::from(fold(fold64(acc)))
 }
 
-/// Finishes the TCP or UDP checksum of an Ethernet `frame` (one VLAN tag at most)
-/// whose sender left it partial: with transmit checksum offload, a Linux sender
-/// stores only the pseudo-header's sum and leaves the rest to the device, which a
-/// veth or TAP device never does (the kernel completes it on the receiving side from
-/// the socket buffer's metadata, which a frame read from an `AF_PACKET` socket loses;
-/// the socket flags such frames). Returns false, changing nothing, for a frame that is
-/// not an unfragmented IPv4 or IPv6 (no extension headers) TCP or UDP packet.
+/// Finishes a checksum its sender left partial, as the device would have (Linux's
+/// `skb_checksum_help`): with transmit checksum offload, a Linux sender stores only the
+/// pseudo-header's sum in the TCP or UDP checksum field and leaves the rest to the
+/// device, which a veth or TAP device never does (the kernel completes it on the
+/// receiving side, from metadata an `AF_PACKET` socket hands over in the frame's
+/// virtio-net header: where the sum starts, `start`, and where the field is from
+/// there, `field`). The field becomes the complement of the sum of `data[start..]`, a
+/// zero sent as all ones. Only a TCP (`field` 16) or UDP (6) field is finished (SCTP's
+/// is a CRC); returns false, changing nothing, for another or one past the data.
+pub fn complete_at(data: &mut [u8], start: usize, field: usize) -> bool {
+    if field != 6 && field != 16 {
+        return false;
+    }
+    let Some(end) = start.checked_add(field + 2).filter(|&end| end <= data.len()) else {
+        return false;
+    };
+    let at = end - 2;
+    let c = !fold(sum(&data[start..], 0));
+    let c = if c == 0 { 0xffff } else { c };
+    data[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// Recomputes the TCP or UDP checksum of an Ethernet `frame` (one VLAN tag at most)
+/// from its headers and payload, whatever its field holds: for a checksum [`complete_at`]
+/// cannot finish, such as the outer UDP checksum of a tunnel's merged frame (VXLAN with
+/// checksums), which the sender's kernel would have computed segment by segment as it
+/// cut them. Returns false, changing nothing, for a frame that is not an unfragmented
+/// IPv4 or IPv6 (no extension headers) TCP or UDP packet.
 pub fn complete_transport(frame: &mut [u8]) -> bool {
     let mut l3 = 14;
     let mut ethertype = match frame.get(12..14) {
@@ -214,11 +236,70 @@ mod tests {
             .collect()
     }
 
+    /// 2001:db8::1 port 50000 -> 2001:db8::2 port 443, "abc", behind an 802.1Q tag, its
+    /// TCP checksum field `field` (four hex digits).
+    fn tcp_over_ipv6_tagged(field: &str) -> Vec<u8> {
+        hex(&format!(
+            "{}{}{}{}{}{}{}{}",
+            "020000000002020000000001",
+            "8100000a86dd",
+            "6000000000170640",
+            "20010db8000000000000000000000001",
+            "20010db8000000000000000000000002",
+            "c35001bb000000010000000050022000",
+            field,
+            "0000616263"
+        ))
+    }
+
     #[test]
     fn a_partial_udp_checksum_is_completed() {
-        // A frame a veth peer sent with checksum offload (10.0.2.1:5555 -> 10.0.2.2:7000,
-        // "hello"): its checksum field holds a partial sum, 0x1623. The full checksum,
-        // by an independent computation over the pseudo-header and the segment: 0x72f4.
+        // A frame as a veth peer sends it with checksum offload (10.0.2.1:5555 ->
+        // 10.0.2.2:7000, "hello"): its checksum field holds the pseudo-header's sum,
+        // 0x1821 (by hand: 0x0a00 + 0x0201 + 0x0a00 + 0x0202, protocol 0x11, length
+        // 0x000d), the checksum starts at the UDP header (34) and its field is 6 bytes
+        // in. The full checksum, by an independent computation over the pseudo-header
+        // and the segment: 0x72f4.
+        let mut f = hex(
+            "020000000202020000000201080045000021a6be40003f117d0b0a0002010a00020215b31b58000d182168656c6c6f",
+        );
+        let before = f.clone();
+        assert!(complete_at(&mut f, 34, 6));
+        assert_eq!(&f[40..42], &[0x72, 0xf4]);
+        assert_eq!(f[..40], before[..40]);
+        assert_eq!(f[42..], before[42..]);
+    }
+
+    #[test]
+    fn a_partial_tcp_checksum_over_ipv6_behind_a_vlan_tag_is_completed() {
+        // The field holds the pseudo-header's sum as a sender leaves it, 0x5b92 (by hand:
+        // the addresses' words 0x2dba + 0x2dbb, the length 0x0017 and the next header
+        // 0x0006); the full checksum by an independent computation: 0xaafb.
+        let mut f = tcp_over_ipv6_tagged("5b92");
+        let at = 18 + 40;
+        assert!(complete_at(&mut f, at, 16));
+        assert_eq!(&f[at + 16..at + 18], &[0xaa, 0xfb]);
+    }
+
+    #[test]
+    fn other_fields_and_fields_past_the_data_are_left_alone() {
+        let udp = hex(
+            "020000000202020000000201080045000021a6be40003f117d0b0a0002010a00020215b31b58000d162368656c6c6f",
+        );
+        // SCTP's CRC field (8), an ICMP-like offset, a field past the end, a start past
+        // the end.
+        for (start, field) in [(34, 8), (34, 2), (40, 16), (100, 6), (usize::MAX - 20, 16)] {
+            let mut f = udp.clone();
+            assert!(!complete_at(&mut f, start, field), "{start} {field}");
+            assert_eq!(f, udp);
+        }
+    }
+
+    #[test]
+    fn a_whole_frames_udp_checksum_is_recomputed() {
+        // 10.0.2.1:5555 -> 10.0.2.2:7000, "hello", other bytes (0x1623) in its checksum
+        // field. The full checksum, by an independent computation over the
+        // pseudo-header and the segment: 0x72f4.
         let mut f = hex(
             "020000000202020000000201080045000021a6be40003f117d0b0a0002010a00020215b31b58000d162368656c6c6f",
         );
@@ -230,27 +311,17 @@ mod tests {
     }
 
     #[test]
-    fn a_partial_tcp_checksum_over_ipv6_behind_a_vlan_tag_is_completed() {
-        // 2001:db8::1 port 50000 -> 2001:db8::2 port 443, "abc"; expected 0xaafb by an
-        // independent computation.
-        let tcp = "c35001bb0000000100000000500220001234" /* checksum field: junk */;
-        let mut f = hex(&format!(
-            "{}{}{}{}{}{}{}",
-            "020000000002020000000001",
-            "8100000a86dd",
-            "6000000000170640",
-            "20010db8000000000000000000000001",
-            "20010db8000000000000000000000002",
-            tcp,
-            "0000616263"
-        ));
+    fn a_whole_frames_tcp_checksum_over_ipv6_behind_a_vlan_tag_is_recomputed() {
+        // 2001:db8::1 port 50000 -> 2001:db8::2 port 443, "abc", junk in the checksum
+        // field; expected 0xaafb by an independent computation.
+        let mut f = tcp_over_ipv6_tagged("1234");
         assert!(complete_transport(&mut f));
         let at = 18 + 40 + 16;
         assert_eq!(&f[at..at + 2], &[0xaa, 0xfb]);
     }
 
     #[test]
-    fn frames_that_are_no_whole_tcp_or_udp_packet_are_left_alone() {
+    fn frames_that_are_no_whole_tcp_or_udp_packet_are_not_recomputed() {
         let udp =
             "020000000202020000000201080045000021a6be40003f117d0b0a0002010a00020215b31b58000d162368656c6c6f";
         for bad in [

@@ -161,6 +161,14 @@ fn layout(frame: &[u8], kind: GsoKind) -> Result<Layout, GsoError> {
     })
 }
 
+/// Where `frame`'s own TCP or UDP header (`kind`) starts, as [`segment`] finds it: a
+/// caller that knows where the offload's transport header is (the kernel's checksum
+/// start) tells a tunnel's super-frame, whose offload is about the packet inside, from
+/// one it can cut.
+pub fn transport_header(frame: &[u8], kind: GsoKind) -> Result<usize, GsoError> {
+    layout(frame, kind).map(|at| at.l4)
+}
+
 /// Splits `frame`, an Ethernet frame (with up to two VLAN tags) carrying `kind` over
 /// IPv4 or IPv6 (no IPv6 extension headers), into packets of at most `mss` payload
 /// bytes, handing each to `emit` as a new packet, in order; returns how many. A frame
@@ -203,6 +211,9 @@ pub fn segment(
         let pseudo = if at.v4 {
             let total = (ip.len() + l4_len) as u16;
             ip[2..4].copy_from_slice(&total.to_be_bytes());
+            // (Counting up, as for a sender's TSO. A NIC's GRO also merges segments of
+            // one fixed ID with DF set, which Linux's GSO would keep; the virtio-net
+            // header cannot tell, and with DF the ID means nothing.)
             ip[4..6].copy_from_slice(&id.wrapping_add(k as u16).to_be_bytes());
             ip[10..12].fill(0);
             let c = !fold(sum(ip, 0));
@@ -224,6 +235,9 @@ pub fn segment(
                     f &= !(TCP_FIN | TCP_PSH);
                 }
                 if k > 0 {
+                    // (Classic ECN's congestion-window-reduced signal goes once, as
+                    // Linux's GSO sends it; AccECN frames, which keep it, are not told
+                    // apart by the virtio-net header.)
                     f &= !TCP_CWR;
                 }
                 l4[13] = f;

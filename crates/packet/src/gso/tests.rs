@@ -431,3 +431,33 @@ fn each_kind_refuses_the_other_transport() {
     short[16..18].copy_from_slice(&26u16.to_be_bytes());
     assert_eq!(refused(&short, GsoKind::Udp), GsoError::BadTransportHeader);
 }
+
+#[test]
+fn the_transport_header_is_found_past_tags_and_either_ip() {
+    let data = payload(10);
+    let plain = frame(Seg {
+        payload: &data,
+        ..BASE
+    });
+    assert_eq!(transport_header(&plain, GsoKind::Tcp), Ok(34));
+    assert_eq!(
+        transport_header(&plain, GsoKind::Udp),
+        Err(GsoError::WrongProtocol)
+    );
+    let tagged = frame(Seg {
+        tags: &[(0x8100, 7)],
+        payload: &data,
+        ..BASE
+    });
+    assert_eq!(transport_header(&tagged, GsoKind::Tcp), Ok(38));
+    let v6 = frame(Seg {
+        v6: true,
+        payload: &data,
+        ..BASE
+    });
+    assert_eq!(transport_header(&v6, GsoKind::Tcp), Ok(54));
+    assert_eq!(
+        transport_header(&udp_frame(false, 1, &data), GsoKind::Udp),
+        Ok(34)
+    );
+}
