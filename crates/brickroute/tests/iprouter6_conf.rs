@@ -27,26 +27,24 @@ fn ping6(ns: &Netns, args: &[&str]) -> (bool, String) {
 /// The hosts and the router running the shipped configuration, ready once a ping
 /// crosses it.
 fn testbed() -> TwoHosts {
+    let defines = two_hosts::ipv6_router_defines();
     TwoHosts::up(
         "conf/iprouter6.click",
-        &[
-            "DEV0=r0",
-            &format!("MAC0={R0_MAC}"),
-            "IP0=2001:db8:1::1",
-            "NET0=2001:db8:1::/64",
-            "DEV1=r1",
-            &format!("MAC1={R1_MAC}"),
-            "IP1=2001:db8:2::1",
-            "NET1=2001:db8:2::/64",
-            // A worker for each of the veths' two receive queues, so the interfaces open
-            // with the default METHOD, XDP (with one worker it falls back to AF_PACKET).
-            "--threads",
-            "2",
-            "-h",
-            "nds0.table",
-            "-h",
-            "nds1.table",
-        ],
+        &defines
+            .iter()
+            .map(String::as_str)
+            .chain([
+                // A worker for each of the veths' two receive queues, so the interfaces
+                // open with the default METHOD, XDP (with one worker it falls back to
+                // AF_PACKET).
+                "--threads",
+                "2",
+                "-h",
+                "nds0.table",
+                "-h",
+                "nds1.table",
+            ])
+            .collect::<Vec<_>>(),
         two_hosts::ipv6_host,
         |h0| ping6(h0, &["-c", "1", "-W", "1", "2001:db8:2::2"]).0,
     )

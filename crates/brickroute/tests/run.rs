@@ -84,11 +84,7 @@ fn bad_argument_and_bad_port_fail_with_a_location() {
     let o = brickroute(&["run", "-q", "-e", "p :: Print; Idle -> q :: Print"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    let errors: Vec<&str> = err
-        .lines()
-        .filter_map(|l| l.split_once("error: "))
-        .map(|(_, m)| m)
-        .collect();
+    let errors = error_messages(&err);
     assert_eq!(
         errors,
         [
@@ -130,11 +126,7 @@ fn every_element_that_fails_to_configure_is_reported_with_its_place() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    let errors: Vec<&str> = err
-        .lines()
-        .filter_map(|l| l.split_once("error: "))
-        .map(|(_, m)| m)
-        .collect();
+    let errors = error_messages(&err);
     assert_eq!(
         errors,
         ["unknown element class 'Fooo'", "unknown element class 'Barr'"],
@@ -147,11 +139,7 @@ fn every_element_that_fails_to_configure_is_reported_with_its_place() {
         "i :: Counter; Idle -> i -> Discard; i[1] -> Discard; i[2] -> Discard",
     ]);
     let err = stderr(&o);
-    let errors: Vec<&str> = err
-        .lines()
-        .filter_map(|l| l.split_once("error: "))
-        .map(|(_, m)| m)
-        .collect();
+    let errors = error_messages(&err);
     assert_eq!(
         errors,
         ["'i :: Counter' has no output 1", "'i :: Counter' has no output 2"],
@@ -809,4 +797,12 @@ fn clicks_expansion_01_testie() {
     ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     assert_eq!(stdout(&o), "3\n7\ni2\n3\nHello\n");
+}
+
+/// The messages of the `error:` lines of `err`, in order.
+fn error_messages(err: &str) -> Vec<&str> {
+    err.lines()
+        .filter_map(|l| l.split_once("error: "))
+        .map(|(_, m)| m)
+        .collect()
 }

@@ -25,7 +25,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
-use two_hosts::{TwoHosts, R0_MAC, R1_MAC};
+use two_hosts::TwoHosts;
 
 /// Bytes sent each way: well over a hundred segments at either MSS.
 const BYTES: usize = 4_000_000;
@@ -213,18 +213,10 @@ fn a_udp_segmentation_offload_datagram_crosses_as_the_datagrams_its_sender_meant
 fn ipv6_tcp_from_offloading_hosts_crosses_in_segments() {
     let dir = tempfile::tempdir().unwrap();
     let conf = with_packet_devices("iprouter6.click", &dir);
+    let args = two_hosts::ipv6_router_defines();
     let mut t = TwoHosts::up(
         conf.to_str().unwrap(),
-        &[
-            "DEV0=r0",
-            &format!("MAC0={R0_MAC}"),
-            "IP0=2001:db8:1::1",
-            "NET0=2001:db8:1::/64",
-            "DEV1=r1",
-            &format!("MAC1={R1_MAC}"),
-            "IP1=2001:db8:2::1",
-            "NET1=2001:db8:2::/64",
-        ],
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
         two_hosts::ipv6_host,
         |h0| two_hosts::ping(h0, "-6", &["-c", "1", "-W", "1", "2001:db8:2::2"]).0,
     );

@@ -85,6 +85,23 @@ pub fn ipv4_router_defines() -> Vec<String> {
     .to_vec()
 }
 
+/// The `NAME=value` arguments that give an IPv6 router configuration of Click's shape
+/// (conf/iprouter6.click) the testbed: interfaces r0 and r1 with their MACs, the
+/// router's addresses 2001:db8:1::1 and 2001:db8:2::1 on their /64s.
+pub fn ipv6_router_defines() -> Vec<String> {
+    [
+        "DEV0=r0".to_string(),
+        format!("MAC0={R0_MAC}"),
+        "IP0=2001:db8:1::1".into(),
+        "NET0=2001:db8:1::/64".into(),
+        "DEV1=r1".into(),
+        format!("MAC1={R1_MAC}"),
+        "IP1=2001:db8:2::1".into(),
+        "NET1=2001:db8:2::/64".into(),
+    ]
+    .to_vec()
+}
+
 /// The hosts and the router.
 pub struct TwoHosts {
     pub h0: Netns,
