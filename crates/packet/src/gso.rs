@@ -81,7 +81,7 @@ struct Layout {
 }
 
 fn be16(b: &[u8], at: usize) -> usize {
-    usize::from(u16::from_be_bytes([b[at], b[at + 1]]))
+    usize::from(crate::views::be16(b, at))
 }
 
 /// Finds the headers of an Ethernet frame carrying `kind` over IPv4 or IPv6.

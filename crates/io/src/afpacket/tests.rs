@@ -393,17 +393,23 @@ fn received_packets_carry_packet_type_queue_and_time() {
     });
 }
 
+/// A one-queue port on `va` with 16 KiB ring blocks, so that a few hundred frames
+/// span many blocks.
+fn small_blocks_port() -> AfPacketPort {
+    let cfg = AfPacketConfig {
+        block_size: 16 * 1024,
+        block_count: 64,
+        ..AfPacketConfig::default()
+    };
+    AfPacketPort::open("va", 1, &cfg).unwrap()
+}
+
 #[test]
 fn burst_limits_each_call_and_frames_stay_in_order_across_blocks() {
     let ns = Netns::with_veth();
     ns.run(|| {
         // Small blocks: 300 frames of 1000 bytes span many blocks.
-        let cfg = AfPacketConfig {
-            block_size: 16 * 1024,
-            block_count: 64,
-            ..AfPacketConfig::default()
-        };
-        let port = AfPacketPort::open("va", 1, &cfg).unwrap();
+        let port = small_blocks_port();
         let peer = Peer::open("vb");
         let sent: Vec<Vec<u8>> = (0..300u32).map(|i| test_frame(i, 1000)).collect();
         for f in &sent {
@@ -725,12 +731,7 @@ fn tcp_super_frame(seq: u32, payload: usize, fill: u8) -> Vec<u8> {
 fn merged_tcp_frames_arrive_as_their_segments_in_order_whatever_the_burst() {
     let ns = Netns::with_veth();
     ns.run(|| {
-        let cfg = AfPacketConfig {
-            block_size: 16 * 1024,
-            block_count: 64,
-            ..AfPacketConfig::default()
-        };
-        let port = AfPacketPort::open("va", 1, &cfg).unwrap();
+        let port = small_blocks_port();
         // The peer sends with a virtio-net header of its own: for a merged frame, TCPv4
         // segmentation at 1,000 bytes and the checksum to finish from the TCP header
         // (34, field 16), as a local sender's TSO hands a veth its frames.
